@@ -1,0 +1,31 @@
+# Two entry points for a fresh Debian machine: `make run` and `make test`.
+# Each installs missing Debian packages, configures, builds, then does its job.
+BUILD ?= build
+JOBS ?= $(shell nproc)
+CONFIG ?= configs/experiments.yaml
+SHARDSCOPE := $(BUILD)/shardscope
+
+.PHONY: all bootstrap configure build run test clean format
+
+all: build
+
+bootstrap:
+	@bash scripts/bootstrap.sh
+
+configure: bootstrap
+	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+
+build: configure
+	@cmake --build $(BUILD) -j $(JOBS)
+
+run: build
+	@bash scripts/run_default.sh $(SHARDSCOPE) $(CONFIG)
+
+test: build
+	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+format:
+	@clang-format -i $$(git ls-files '*.h' '*.cc')
+
+clean:
+	@rm -rf $(BUILD)

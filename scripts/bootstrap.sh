@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs the Debian packages ShardScope builds and tests with, when any is missing.
+# Idempotent: prints nothing and touches nothing when everything is already installed.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config git
+  libyaml-cpp-dev       # configs
+  nlohmann-json3-dev    # small JSON output (plans, metadata)
+  libcli11-dev          # command line
+  libfmt-dev            # formatting
+  libsimdjson-dev       # trace reading
+  zlib1g-dev            # gzip traces
+  libopenmpi-dev openmpi-bin   # CPU ranks
+  libopenblas-dev       # CPU GEMM
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "bootstrap: installing ${missing[*]}"
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

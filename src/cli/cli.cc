@@ -1,0 +1,38 @@
+#include "cli/cli.h"
+
+#include <iostream>
+
+namespace shardscope::cli {
+
+int ReportError(const Status& status) {
+  std::cerr << "shardscope: error: " << status.message() << "\n";
+  switch (status.code()) {
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kNotFound:
+    case StatusCode::kDataLoss:
+    case StatusCode::kOutOfRange:
+    case StatusCode::kFailedPrecondition:
+    case StatusCode::kUnimplemented:
+      return kExitBadInput;
+    default:
+      return kExitFailure;
+  }
+}
+
+int Main(int argc, char** argv) {
+  CLI::App app{"ShardScope: plan, simulate, run and analyse parallel LLM inference"};
+  app.set_version_flag("--version", std::string("shardscope ") + SHARDSCOPE_VERSION);
+  app.require_subcommand(1);
+  int exit_code = kExitOk;
+  AddPlanCommand(app, &exit_code);
+  AddCheckCommand(app, &exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? kExitOk : kExitBadInput;
+  }
+  return exit_code;
+}
+
+}  // namespace shardscope::cli

@@ -1,0 +1,31 @@
+// The `shardscope` command line: parses flags with CLI11 and dispatches to one
+// library call per subcommand. Each subcommand lives in its own file and adds
+// itself through an Add*Command function called from cli.cc.
+#ifndef SHARDSCOPE_CLI_CLI_H_
+#define SHARDSCOPE_CLI_CLI_H_
+
+#include <CLI/CLI.hpp>
+
+#include "core/status.h"
+
+namespace shardscope::cli {
+
+// Exit codes: 0 success, 1 failure of the tool or environment, 2 bad input
+// (config, plan, flags, files).
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitBadInput = 2;
+
+// Prints "shardscope: error: <message>" to stderr and returns the exit code
+// that the status's code calls for.
+int ReportError(const Status& status);
+
+int Main(int argc, char** argv);
+
+// Subcommands; each stores its exit code into *exit_code when it runs.
+void AddPlanCommand(CLI::App& app, int* exit_code);
+void AddCheckCommand(CLI::App& app, int* exit_code);
+
+}  // namespace shardscope::cli
+
+#endif  // SHARDSCOPE_CLI_CLI_H_

@@ -1,0 +1,97 @@
+// Experiment: one fully resolved run description — model, cluster, parallel
+// plan, workload, backend and the claims to test. Loaded from
+// configs/experiments.yaml (see experiment_loader.h). Plain value type.
+#ifndef SHARDSCOPE_CONFIG_EXPERIMENT_H_
+#define SHARDSCOPE_CONFIG_EXPERIMENT_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cluster/cluster.h"
+#include "core/dtype.h"
+#include "model/model.h"
+
+namespace shardscope {
+
+enum class Backend { kSim, kCpu, kCuda };
+
+// Parallelism dimensions. The order of this enum is the default mesh order,
+// innermost first: tp ranks are adjacent devices.
+enum class Dim { kTp = 0, kSp, kEp, kDp, kPp };
+inline constexpr int kNumDims = 5;
+
+// Ring-attention load balancing over the prompt (see docs/configuration.md).
+enum class SpVariant {
+  kZigzag,  // 2·sp chunks; rank r holds chunks r and 2·sp−1−r (default)
+  kRing,    // sp contiguous chunks
+  kStripe,  // tokens dealt round-robin
+};
+
+enum class RoutingKind { kUniform, kZipf, kFixed };
+
+// How tokens spread over routed experts when no real router runs.
+struct RoutingSpec {
+  RoutingKind kind = RoutingKind::kUniform;
+  double zipf_s = 1.0;                 // zipf: expert of popularity rank i gets ∝ 1/i^s
+  std::vector<double> fixed_weights;   // fixed: one weight per routed expert
+};
+
+struct ParallelSpec {
+  std::string strategy;  // label used in the trace store path, e.g. "tensor", "tp8_pp2"
+  int64_t tp = 1, sp = 1, ep = 1, dp = 1, pp = 1;
+  std::vector<Dim> order = {Dim::kTp, Dim::kSp, Dim::kEp, Dim::kDp, Dim::kPp};
+  SpVariant sp_variant = SpVariant::kZigzag;
+  int64_t micro_batches = 0;           // pipeline micro-batches; 0: one per stage (pp)
+  std::vector<int64_t> layer_to_stage;  // empty: even contiguous split
+  std::map<int64_t, int64_t> expert_to_ep_rank;  // empty: contiguous blocks
+
+  int64_t Size(Dim d) const;
+  int64_t world_size() const { return tp * sp * ep * dp * pp; }
+};
+
+struct Workload {
+  int64_t batch_size = 1;
+  int64_t sequence_length = 1;  // prompt tokens per request
+  int64_t tokens_to_generate = 1;
+  DType dtype = DType::kBf16;     // weights and activations
+  DType kv_dtype = DType::kBf16;  // KV cache
+  uint64_t seed = 0;
+  RoutingSpec routing;
+  int64_t warmup_iterations = 10;
+  int64_t measured_iterations = 100;
+};
+
+// Claims from a paper or a seed, checked against physical bounds. Units are in
+// the key: tps (tokens/s, the seeds' batch·sequence/time), tpot_ms, ttft_ms,
+// memory_per_gpu_gb, decode_tokens_per_s.
+using Claims = std::map<std::string, double>;
+
+struct Experiment {
+  std::string name;
+  std::string description;
+  std::string source_file;  // the YAML it came from
+  ModelSpec model;
+  ClusterSpec cluster;
+  ParallelSpec parallel;
+  Workload workload;
+  Backend backend = Backend::kSim;
+  bool enable_profiling = true;
+  Claims claims;
+};
+
+std::string_view DimName(Dim d);  // "tp", "sp", "ep", "dp", "pp"
+StatusOr<Dim> ParseDim(std::string_view name);
+std::string_view BackendName(Backend b);
+StatusOr<Backend> ParseBackend(std::string_view name);
+std::string_view SpVariantName(SpVariant v);
+StatusOr<SpVariant> ParseSpVariant(std::string_view name);
+std::string_view RoutingKindName(RoutingKind k);
+
+// The claim keys ShardScope knows how to check.
+const std::vector<std::string>& KnownClaimKeys();
+
+}  // namespace shardscope
+
+#endif  // SHARDSCOPE_CONFIG_EXPERIMENT_H_

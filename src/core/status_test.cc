@@ -1,0 +1,42 @@
+#include "core/status.h"
+
+#include <gtest/gtest.h>
+
+namespace shardscope {
+namespace {
+
+StatusOr<int> Half(int x) {
+  if (x % 2 != 0) return InvalidArgument("{} is odd", x);
+  return x / 2;
+}
+
+StatusOr<int> Quarter(int x) {
+  ASSIGN_OR_RETURN(int h, Half(x));
+  ASSIGN_OR_RETURN(int q, Half(h));
+  return q;
+}
+
+Status CheckEven(int x) {
+  RETURN_IF_ERROR(Half(x).status());
+  return Status::Ok();
+}
+
+TEST(StatusTest, OkAndError) {
+  EXPECT_TRUE(Status::Ok().ok());
+  Status s = InvalidArgument("field '{}' is bad", "tp_size");
+  EXPECT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "field 'tp_size' is bad");
+  EXPECT_EQ(s.WithPrefix("a.yaml").message(), "a.yaml: field 'tp_size' is bad");
+}
+
+TEST(StatusTest, MacrosPropagate) {
+  EXPECT_EQ(*Quarter(8), 2);
+  EXPECT_FALSE(Quarter(6).ok());
+  EXPECT_EQ(Quarter(6).status().message(), "3 is odd");
+  EXPECT_TRUE(CheckEven(4).ok());
+  EXPECT_FALSE(CheckEven(5).ok());
+}
+
+}  // namespace
+}  // namespace shardscope

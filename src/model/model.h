@@ -1,0 +1,93 @@
+// ModelSpec: the architecture of a transformer language model, as far as
+// performance and memory are concerned (no weights). Built from the zoo
+// (configs/models/*.yaml) or a Hugging Face config.json. Plain value type.
+#ifndef SHARDSCOPE_MODEL_MODEL_H_
+#define SHARDSCOPE_MODEL_MODEL_H_
+
+#include <cstdint>
+#include <string>
+
+#include "core/dtype.h"
+#include "core/status.h"
+
+namespace shardscope {
+
+enum class AttentionKind {
+  kGqa,  // multi-head (num_kv_heads == num_heads) or grouped-query attention
+  kMla,  // DeepSeek multi-head latent attention
+};
+
+enum class Activation {
+  kSwiGlu,  // gated: gate, up and down matrices
+  kGelu,    // plain: up and down matrices
+};
+
+enum class RouterKind {
+  kSoftmax,      // softmax over all experts, top-k
+  kSigmoidBias,  // DeepSeek-V3: sigmoid scores + bias, group-limited top-k
+};
+
+enum class NormKind { kRmsNorm, kLayerNorm };
+
+// Multi-head latent attention (DeepSeek-V2/V3). q_lora_rank == 0 means the
+// query is projected directly from the hidden state (DeepSeek-V2-Lite).
+struct MlaSpec {
+  int64_t q_lora_rank = 0;
+  int64_t kv_lora_rank = 0;
+  int64_t qk_nope_head_dim = 0;
+  int64_t qk_rope_head_dim = 0;
+  int64_t v_head_dim = 0;
+};
+
+struct MoeSpec {
+  int64_t num_routed_experts = 0;  // 0: dense model
+  int64_t experts_per_token = 0;
+  int64_t num_shared_experts = 0;
+  int64_t expert_intermediate_size = 0;  // per routed (and shared) expert
+  int64_t first_dense_layers = 0;        // leading layers with a dense FFN
+  int64_t moe_layer_freq = 1;            // every k-th layer after those is MoE
+  RouterKind router = RouterKind::kSoftmax;
+  int64_t n_group = 1;     // expert groups for group-limited routing
+  int64_t topk_group = 1;  // groups a token may route to
+};
+
+struct ModelSpec {
+  std::string name;
+  std::string architecture;  // e.g. "LlamaForCausalLM", or "zoo" notes
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;
+  int64_t num_layers = 0;
+  int64_t num_heads = 0;
+  int64_t num_kv_heads = 0;  // GQA only
+  int64_t head_dim = 0;      // GQA only
+  AttentionKind attention = AttentionKind::kGqa;
+  MlaSpec mla;
+  bool qkv_bias = false;
+  bool tie_embeddings = false;
+  Activation activation = Activation::kSwiGlu;
+  NormKind norm = NormKind::kRmsNorm;
+  int64_t intermediate_size = 0;  // dense FFN
+  MoeSpec moe;
+  double rope_theta = 10000.0;
+  int64_t max_position_embeddings = 0;
+  DType dtype = DType::kBf16;  // the checkpoint's native dtype
+
+  bool is_moe() const { return moe.num_routed_experts > 0; }
+  // True when layer (0-based) has a routed-expert FFN.
+  bool IsMoeLayer(int64_t layer) const;
+  int64_t NumMoeLayers() const;
+
+  // Per-head query/key width used by attention scores (MLA: nope + rope).
+  int64_t QkHeadDim() const;
+  // Per-head value width.
+  int64_t VHeadDim() const;
+  // Values cached per token per layer: GQA 2·kv_heads·head_dim; MLA kv_lora_rank + rope dim.
+  int64_t KvCacheValuesPerTokenPerLayer() const;
+
+  // Checks internal consistency (positive sizes, divisibility). Names the field at fault.
+  Status Validate() const;
+};
+
+}  // namespace shardscope
+
+#endif  // SHARDSCOPE_MODEL_MODEL_H_
