@@ -1,10 +1,59 @@
+#include <iostream>
+
 #include "cli/cli.h"
+#include "config/experiment_loader.h"
+#include "plan/plan_report.h"
 
 namespace shardscope::cli {
+namespace {
+
+struct CheckOptions {
+  std::string config;
+  std::string experiment;
+  bool json = false;
+  bool strict = false;
+};
+
+// Exit code with --strict when a claim is impossible or a plan does not fit.
+constexpr int kExitClaimsFail = 3;
+
+int RunCheck(const CheckOptions& o) {
+  auto all = LoadExperiments(o.config);
+  if (!all.ok()) return ReportError(all.status());
+  auto selected = SelectExperiments(std::move(*all), o.experiment, o.config);
+  if (!selected.ok()) return ReportError(selected.status());
+  std::vector<CheckReport> reports;
+  for (const Experiment& e : *selected) {
+    auto r = BuildCheckReport(e);
+    if (!r.ok()) return ReportError(r.status());
+    reports.push_back(std::move(*r));
+  }
+  bool ok = true;
+  for (const auto& r : reports) ok = ok && r.all_possible() && r.memory.Fits();
+  if (o.json) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& r : reports) out.push_back(CheckReportJson(r));
+    std::cout << out.dump(2) << "\n";
+  } else {
+    for (size_t i = 0; i < reports.size(); ++i) {
+      std::cout << (i ? "\n" : "") << CheckReportText(reports[i]);
+    }
+  }
+  return o.strict && !ok ? kExitClaimsFail : kExitOk;
+}
+
+}  // namespace
 
 void AddCheckCommand(CLI::App& app, int* exit_code) {
-  auto* cmd = app.add_subcommand("check", "Show placement, groups, memory and op counts of a plan");
-  cmd->callback([exit_code] { *exit_code = ReportError(Unimplemented("check: not built yet")); });
+  auto opts = std::make_shared<CheckOptions>();
+  auto* cmd = app.add_subcommand(
+      "check", "Memory fit, physical bounds on TTFT/TPOT/throughput, and each claim's verdict");
+  cmd->add_option("--config", opts->config, "experiments YAML file")->required();
+  cmd->add_option("--experiment", opts->experiment, "only this experiment (or sweep)");
+  cmd->add_flag("--json", opts->json, "print JSON instead of text");
+  cmd->add_flag("--strict", opts->strict,
+                "exit with 3 when a claim is impossible or a plan does not fit in memory");
+  cmd->callback([opts, exit_code] { *exit_code = RunCheck(*opts); });
 }
 
 }  // namespace shardscope::cli

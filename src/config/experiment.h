@@ -70,6 +70,7 @@ using Claims = std::map<std::string, double>;
 
 struct Experiment {
   std::string name;
+  std::string sweep_name;  // the name before sweep expansion (== name without a sweep)
   std::string description;
   std::string source_file;  // the YAML it came from
   ModelSpec model;

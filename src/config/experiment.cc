@@ -1,0 +1,84 @@
+#include "config/experiment.h"
+
+namespace shardscope {
+
+int64_t ParallelSpec::Size(Dim d) const {
+  switch (d) {
+    case Dim::kTp: return tp;
+    case Dim::kSp: return sp;
+    case Dim::kEp: return ep;
+    case Dim::kDp: return dp;
+    case Dim::kPp: return pp;
+  }
+  return 1;
+}
+
+std::string_view DimName(Dim d) {
+  switch (d) {
+    case Dim::kTp: return "tp";
+    case Dim::kSp: return "sp";
+    case Dim::kEp: return "ep";
+    case Dim::kDp: return "dp";
+    case Dim::kPp: return "pp";
+  }
+  return "?";
+}
+
+StatusOr<Dim> ParseDim(std::string_view name) {
+  for (int i = 0; i < kNumDims; ++i) {
+    Dim d = static_cast<Dim>(i);
+    if (DimName(d) == name) return d;
+  }
+  return InvalidArgument("unknown parallelism dimension '{}' (expected tp, sp, ep, dp or pp)",
+                         name);
+}
+
+std::string_view BackendName(Backend b) {
+  switch (b) {
+    case Backend::kSim: return "sim";
+    case Backend::kCpu: return "cpu";
+    case Backend::kCuda: return "cuda";
+  }
+  return "?";
+}
+
+StatusOr<Backend> ParseBackend(std::string_view name) {
+  if (name == "sim") return Backend::kSim;
+  if (name == "cpu") return Backend::kCpu;
+  if (name == "cuda") return Backend::kCuda;
+  return InvalidArgument("unknown backend '{}' (expected sim, cpu or cuda)", name);
+}
+
+std::string_view SpVariantName(SpVariant v) {
+  switch (v) {
+    case SpVariant::kZigzag: return "zigzag";
+    case SpVariant::kRing: return "ring";
+    case SpVariant::kStripe: return "stripe";
+  }
+  return "?";
+}
+
+StatusOr<SpVariant> ParseSpVariant(std::string_view name) {
+  if (name == "zigzag") return SpVariant::kZigzag;
+  if (name == "ring") return SpVariant::kRing;
+  if (name == "stripe") return SpVariant::kStripe;
+  return InvalidArgument("unknown ring-attention variant '{}' (expected zigzag, ring or stripe)",
+                         name);
+}
+
+std::string_view RoutingKindName(RoutingKind k) {
+  switch (k) {
+    case RoutingKind::kUniform: return "uniform";
+    case RoutingKind::kZipf: return "zipf";
+    case RoutingKind::kFixed: return "fixed";
+  }
+  return "?";
+}
+
+const std::vector<std::string>& KnownClaimKeys() {
+  static const std::vector<std::string> kKeys = {
+      "tps", "tpot_ms", "ttft_ms", "memory_per_gpu_gb", "decode_tokens_per_s"};
+  return kKeys;
+}
+
+}  // namespace shardscope

@@ -1,0 +1,398 @@
+#include "config/experiment_loader.h"
+
+#include <filesystem>
+#include <set>
+
+#include "cluster/cluster_yaml.h"
+#include "core/yaml_reader.h"
+#include "model/hf_config.h"
+#include "model/model_yaml.h"
+#include "plan/placement.h"
+
+namespace shardscope {
+namespace fs = std::filesystem;
+namespace {
+
+// Fields that may be given as a list to sweep, with the short tag used to name
+// the expanded experiments ("_seq4096").
+struct SweepField {
+  const char* section;  // "" for the experiment itself, else a sub-map
+  const char* key;
+  const char* tag;
+};
+constexpr SweepField kSweepFields[] = {
+    {"", "batch_size", "b"},
+    {"", "sequence_length", "seq"},
+    {"", "tokens_to_generate", "gen"},
+    {"", "seed", "seed"},
+    {"parallelism", "tp_size", "tp"},
+    {"parallelism", "pp_size", "pp"},
+    {"parallelism", "seq_parallel_size", "sp"},
+    {"parallelism", "dp_size", "dp"},
+    {"parallelism", "ep_size", "ep"},
+    {"parallelism", "micro_batches", "mb"},
+};
+
+const std::vector<std::string> kExperimentKeys = {
+    "name",      "description", "model",    "parallelism",        "batch_size",
+    "sequence_length", "tokens_to_generate", "dtype", "kv_dtype", "hardware",
+    "backend",   "enable_profiling", "seed", "claims", "routing",
+    "warmup_iterations", "measured_iterations"};
+
+const std::vector<std::string> kParallelKeys = {
+    "strategy", "tp_size", "pp_size", "seq_parallel_size", "sp_size", "dp_size", "ep_size",
+    "order",    "ring_variant", "micro_batches", "layer_to_stage", "expert_placement"};
+
+std::string ZooDir(const LoaderOptions& options, const std::string& config_path,
+                   const char* sub) {
+  const std::string& given = std::string(sub) == "models" ? options.models_dir
+                                                          : options.hardware_dir;
+  if (!given.empty()) return given;
+  fs::path beside = fs::path(config_path).parent_path() / sub;
+  if (fs::is_directory(beside)) return beside.string();
+  return (fs::path(SHARDSCOPE_SOURCE_DIR) / "configs" / sub).string();
+}
+
+std::string ListYamlStems(const std::string& dir) {
+  std::set<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (entry.path().extension() == ".yaml") names.insert(entry.path().stem().string());
+  }
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+// Loads zoo entry `name` from `dir` as a YAML node.
+StatusOr<YAML::Node> LoadZooNode(const std::string& dir, const std::string& name,
+                                 const YamlContext& ctx, const char* what) {
+  fs::path file = fs::path(dir) / (name + ".yaml");
+  if (name.find('/') != std::string::npos || !fs::exists(file)) {
+    return Status(StatusCode::kNotFound,
+                  ctx.Error(fmt::format("unknown {} '{}' (known in {}: {})", what, name, dir,
+                                        ListYamlStems(dir)))
+                      .message());
+  }
+  return LoadYamlFile(file.string());
+}
+
+// model: NAME | {base: NAME, <overrides>} | {hf_config: PATH, <overrides>} | {<full spec>}
+StatusOr<ModelSpec> ResolveModel(const YAML::Node& node, const YamlContext& ctx,
+                                 const std::string& models_dir, const std::string& config_path) {
+  if (!node.IsDefined() || node.IsNull()) return ctx.Error("is required but missing");
+  if (node.IsScalar()) {
+    ASSIGN_OR_RETURN(YAML::Node zoo, LoadZooNode(models_dir, node.Scalar(), ctx, "model"));
+    YamlContext zctx{(fs::path(models_dir) / (node.Scalar() + ".yaml")).string(), "", ""};
+    return ModelFromYaml(zoo, zctx);
+  }
+  ASSIGN_OR_RETURN(YamlMap map, YamlMap::From(node, ctx));
+  if (map.Has("hf_config")) {
+    std::string hf;
+    RETURN_IF_ERROR(map.Required("hf_config", &hf));
+    fs::path p(hf);
+    if (p.is_relative()) p = fs::path(config_path).parent_path() / p;
+    ASSIGN_OR_RETURN(ModelSpec m, ModelFromHfConfig(p.string()));
+    if (map.node().size() > 1) {
+      return ctx.Error("overrides next to hf_config are not supported; edit the config.json");
+    }
+    return m;
+  }
+  YAML::Node merged = YAML::Clone(node);
+  if (map.Has("base")) {
+    std::string base;
+    RETURN_IF_ERROR(map.Required("base", &base));
+    ASSIGN_OR_RETURN(YAML::Node zoo, LoadZooNode(models_dir, base, ctx.Child("base"), "model"));
+    YAML::Node overrides = YAML::Clone(node);
+    overrides.remove("base");
+    merged = MergeYaml(zoo, overrides);
+  }
+  return ModelFromYaml(merged, ctx);
+}
+
+// hardware: NAME | {base: NAME, <overrides>} | {<full spec>}
+StatusOr<ClusterSpec> ResolveCluster(const YAML::Node& node, const YamlContext& ctx,
+                                     const std::string& hardware_dir) {
+  if (!node.IsDefined() || node.IsNull()) return ctx.Error("is required but missing");
+  if (node.IsScalar()) {
+    ASSIGN_OR_RETURN(YAML::Node zoo, LoadZooNode(hardware_dir, node.Scalar(), ctx, "cluster"));
+    YamlContext zctx{(fs::path(hardware_dir) / (node.Scalar() + ".yaml")).string(), "", ""};
+    return ClusterFromYaml(zoo, zctx);
+  }
+  ASSIGN_OR_RETURN(YamlMap map, YamlMap::From(node, ctx));
+  YAML::Node merged = YAML::Clone(node);
+  if (map.Has("base")) {
+    std::string base;
+    RETURN_IF_ERROR(map.Required("base", &base));
+    ASSIGN_OR_RETURN(YAML::Node zoo,
+                     LoadZooNode(hardware_dir, base, ctx.Child("base"), "cluster"));
+    YAML::Node overrides = YAML::Clone(node);
+    overrides.remove("base");
+    merged = MergeYaml(zoo, overrides);
+  }
+  return ClusterFromYaml(merged, ctx);
+}
+
+StatusOr<DType> ReadDType(const YamlMap& map, std::string_view key, DType fallback) {
+  if (!map.Has(key)) return fallback;
+  std::string s;
+  RETURN_IF_ERROR(map.Required(key, &s));
+  auto d = ParseDType(s);
+  if (!d.ok()) return map.context().Child(key).Error(d.status().message());
+  return *d;
+}
+
+Status ReadParallel(const YamlMap& exp, Experiment* e) {
+  if (!exp.Has("parallelism")) return exp.context().Child("parallelism").Error("is required but missing");
+  ASSIGN_OR_RETURN(YamlMap par, exp.Map("parallelism"));
+  RETURN_IF_ERROR(par.CheckKeys(kParallelKeys));
+  ParallelSpec& p = e->parallel;
+  RETURN_IF_ERROR(par.Optional("strategy", &p.strategy));
+  RETURN_IF_ERROR(par.OptionalAtLeast("tp_size", 1, &p.tp));
+  RETURN_IF_ERROR(par.OptionalAtLeast("pp_size", 1, &p.pp));
+  RETURN_IF_ERROR(par.OptionalAtLeast("sp_size", 1, &p.sp));
+  RETURN_IF_ERROR(par.OptionalAtLeast("seq_parallel_size", 1, &p.sp));
+  RETURN_IF_ERROR(par.OptionalAtLeast("dp_size", 1, &p.dp));
+  RETURN_IF_ERROR(par.OptionalAtLeast("ep_size", 1, &p.ep));
+  RETURN_IF_ERROR(par.OptionalAtLeast("micro_batches", 1, &p.micro_batches));
+  RETURN_IF_ERROR(par.Optional("layer_to_stage", &p.layer_to_stage));
+  if (par.Has("order")) {
+    std::vector<std::string> names;
+    RETURN_IF_ERROR(par.Optional("order", &names));
+    p.order.clear();
+    for (const auto& n : names) {
+      auto d = ParseDim(n);
+      if (!d.ok()) return par.context().Child("order").Error(d.status().message());
+      p.order.push_back(*d);
+    }
+  }
+  if (par.Has("ring_variant")) {
+    std::string v;
+    RETURN_IF_ERROR(par.Required("ring_variant", &v));
+    auto sv = ParseSpVariant(v);
+    if (!sv.ok()) return par.context().Child("ring_variant").Error(sv.status().message());
+    p.sp_variant = *sv;
+  }
+  if (par.Has("expert_placement")) {
+    ASSIGN_OR_RETURN(YamlMap place, par.Map("expert_placement"));
+    for (const auto& kv : place.node()) {
+      YamlContext c = place.context().Child(kv.first.Scalar());
+      ASSIGN_OR_RETURN(int64_t expert, YamlInt(kv.first, c));
+      ASSIGN_OR_RETURN(int64_t rank, YamlInt(kv.second, c));
+      p.expert_to_ep_rank[expert] = rank;
+    }
+  }
+  // Named pure strategies fix the other sizes to 1; "layerwise" means one layer per stage.
+  const std::string& s = p.strategy;
+  YamlContext sctx = par.context().Child("strategy");
+  auto only = [&](Dim keep) -> Status {
+    for (int i = 0; i < kNumDims; ++i) {
+      Dim d = static_cast<Dim>(i);
+      if (d != keep && p.Size(d) != 1) {
+        return sctx.Error(fmt::format("strategy '{}' uses only {}, but {}_size is {}", s,
+                                      DimName(keep), DimName(d), p.Size(d)));
+      }
+    }
+    return Status::Ok();
+  };
+  if (s == "tensor") RETURN_IF_ERROR(only(Dim::kTp));
+  if (s == "pipeline") RETURN_IF_ERROR(only(Dim::kPp));
+  if (s == "sequence" || s == "ring_attention") RETURN_IF_ERROR(only(Dim::kSp));
+  if (s == "data") RETURN_IF_ERROR(only(Dim::kDp));
+  if (s == "expert") RETURN_IF_ERROR(only(Dim::kEp));
+  if (s == "layerwise") {
+    if (!par.Has("pp_size")) p.pp = e->model.num_layers;
+    if (p.pp != e->model.num_layers) {
+      return sctx.Error(fmt::format("strategy 'layerwise' needs pp_size = {} layers, got {}",
+                                    e->model.num_layers, p.pp));
+    }
+  }
+  if (s.empty()) {
+    for (Dim d : {Dim::kTp, Dim::kSp, Dim::kEp, Dim::kPp, Dim::kDp}) {
+      if (p.Size(d) > 1) p.strategy += fmt::format("{}{}{}", p.strategy.empty() ? "" : "_",
+                                                   DimName(d), p.Size(d));
+    }
+    if (p.strategy.empty()) p.strategy = "single";
+  }
+  return Status::Ok();
+}
+
+Status ReadWorkload(const YamlMap& exp, Experiment* e) {
+  Workload& w = e->workload;
+  RETURN_IF_ERROR(exp.RequiredAtLeast("batch_size", 1, &w.batch_size));
+  RETURN_IF_ERROR(exp.RequiredAtLeast("sequence_length", 1, &w.sequence_length));
+  RETURN_IF_ERROR(exp.OptionalAtLeast("tokens_to_generate", 1, &w.tokens_to_generate));
+  ASSIGN_OR_RETURN(w.dtype, ReadDType(exp, "dtype", DType::kBf16));
+  ASSIGN_OR_RETURN(w.kv_dtype, ReadDType(exp, "kv_dtype", w.dtype));
+  int64_t seed = 0;
+  RETURN_IF_ERROR(exp.OptionalAtLeast("seed", 0, &seed));
+  w.seed = static_cast<uint64_t>(seed);
+  RETURN_IF_ERROR(exp.OptionalAtLeast("warmup_iterations", 0, &w.warmup_iterations));
+  RETURN_IF_ERROR(exp.OptionalAtLeast("measured_iterations", 1, &w.measured_iterations));
+  if (exp.Has("routing")) {
+    ASSIGN_OR_RETURN(YamlMap r, exp.Map("routing"));
+    RETURN_IF_ERROR(r.CheckKeys({"distribution", "s", "weights"}));
+    std::string dist = "uniform";
+    RETURN_IF_ERROR(r.Optional("distribution", &dist));
+    if (dist == "uniform") {
+      w.routing.kind = RoutingKind::kUniform;
+    } else if (dist == "zipf") {
+      w.routing.kind = RoutingKind::kZipf;
+      RETURN_IF_ERROR(r.OptionalPositive("s", &w.routing.zipf_s));
+    } else if (dist == "fixed") {
+      w.routing.kind = RoutingKind::kFixed;
+      RETURN_IF_ERROR(r.Optional("weights", &w.routing.fixed_weights));
+      if (static_cast<int64_t>(w.routing.fixed_weights.size()) !=
+          e->model.moe.num_routed_experts) {
+        return r.context().Child("weights").Error(
+            fmt::format("needs one weight per routed expert ({}), got {}",
+                        e->model.moe.num_routed_experts, w.routing.fixed_weights.size()));
+      }
+      for (double x : w.routing.fixed_weights) {
+        if (x < 0) return r.context().Child("weights").Error("weights must not be negative");
+      }
+    } else {
+      return r.context().Child("distribution").Error(
+          fmt::format("unknown routing distribution '{}' (expected uniform, zipf or fixed)", dist));
+    }
+  }
+  return Status::Ok();
+}
+
+Status ReadClaims(const YamlMap& exp, Experiment* e) {
+  if (!exp.Has("claims")) return Status::Ok();
+  ASSIGN_OR_RETURN(YamlMap c, exp.Map("claims"));
+  RETURN_IF_ERROR(c.CheckKeys(KnownClaimKeys()));
+  for (const auto& kv : c.node()) {
+    std::string key = kv.first.Scalar();
+    double v = 0;
+    RETURN_IF_ERROR(c.OptionalPositive(key, &v));
+    e->claims[key] = v;
+  }
+  return Status::Ok();
+}
+
+StatusOr<Experiment> ReadExperiment(const YAML::Node& node, const YamlContext& ctx,
+                                    const std::string& path, const std::string& models_dir,
+                                    const std::string& hardware_dir) {
+  ASSIGN_OR_RETURN(YamlMap exp, YamlMap::From(node, ctx));
+  RETURN_IF_ERROR(exp.CheckKeys(kExperimentKeys));
+  Experiment e;
+  e.source_file = path;
+  e.name = ctx.experiment;
+  RETURN_IF_ERROR(exp.Optional("description", &e.description));
+  ASSIGN_OR_RETURN(e.model, ResolveModel(exp.Get("model"), ctx.Child("model"), models_dir, path));
+  ASSIGN_OR_RETURN(e.cluster, ResolveCluster(exp.Get("hardware"), ctx.Child("hardware"),
+                                             hardware_dir));
+  RETURN_IF_ERROR(ReadParallel(exp, &e));
+  RETURN_IF_ERROR(ReadWorkload(exp, &e));
+  std::string backend = "sim";
+  RETURN_IF_ERROR(exp.Optional("backend", &backend));
+  auto b = ParseBackend(backend);
+  if (!b.ok()) return ctx.Child("backend").Error(b.status().message());
+  e.backend = *b;
+  RETURN_IF_ERROR(exp.Optional("enable_profiling", &e.enable_profiling));
+  RETURN_IF_ERROR(ReadClaims(exp, &e));
+  RETURN_IF_ERROR(ValidatePlan(e));
+  return e;
+}
+
+// One experiment node → one node per combination of swept values, with names.
+StatusOr<std::vector<std::pair<std::string, YAML::Node>>> ExpandSweeps(
+    const YAML::Node& node, const std::string& name, const YamlContext& ctx) {
+  std::vector<std::pair<std::string, YAML::Node>> out = {{name, YAML::Clone(node)}};
+  for (const SweepField& f : kSweepFields) {
+    YAML::Node holder = *f.section ? node[f.section] : node;
+    // (IsDefined first: yaml-cpp throws on type queries of missing nodes.)
+    if (!holder.IsDefined() || !holder.IsMap()) continue;
+    if (!holder[f.key].IsDefined() || !holder[f.key].IsSequence()) continue;
+    YAML::Node values = holder[f.key];
+    if (values.size() == 0) {
+      return (*f.section ? ctx.Child(f.section) : ctx).Child(f.key).Error("sweep list is empty");
+    }
+    std::vector<std::pair<std::string, YAML::Node>> next;
+    for (auto& [n, base] : out) {
+      for (size_t i = 0; i < values.size(); ++i) {
+        YAML::Node copy = YAML::Clone(base);
+        if (*f.section) {
+          copy[f.section][f.key] = values[i];
+        } else {
+          copy[f.key] = values[i];
+        }
+        next.emplace_back(fmt::format("{}_{}{}", n, f.tag, values[i].Scalar()), copy);
+      }
+    }
+    out = std::move(next);
+  }
+  return out;
+}
+
+}  // namespace
+
+StatusOr<std::vector<Experiment>> ExperimentsFromYaml(const YAML::Node& root,
+                                                      const std::string& path,
+                                                      const LoaderOptions& options) {
+  YamlContext file_ctx{path, "", ""};
+  ASSIGN_OR_RETURN(YamlMap top, YamlMap::From(root, file_ctx));
+  RETURN_IF_ERROR(top.CheckKeys({"defaults", "experiments"}));
+  YAML::Node defaults = top.Get("defaults");
+  if (defaults.IsDefined() && !defaults.IsNull() && !defaults.IsMap()) {
+    return file_ctx.Child("defaults").Error("expected a map of experiment fields");
+  }
+  YAML::Node list = top.Get("experiments");
+  if (!list.IsDefined() || !list.IsSequence() || list.size() == 0) {
+    return file_ctx.Child("experiments").Error("expected a non-empty list of experiments");
+  }
+  const std::string models_dir = ZooDir(options, path, "models");
+  const std::string hardware_dir = ZooDir(options, path, "hardware");
+  std::vector<Experiment> out;
+  std::set<std::string> names;
+  for (size_t i = 0; i < list.size(); ++i) {
+    YamlContext ictx = file_ctx.Child("experiments").Index(i);
+    if (!list[i].IsMap()) return ictx.Error("expected a map describing an experiment");
+    std::string name;
+    if (!list[i]["name"].IsDefined() || !list[i]["name"].IsScalar() ||
+        list[i]["name"].Scalar().empty()) {
+      return ictx.Child("name").Error("is required but missing");
+    }
+    name = list[i]["name"].Scalar();
+    YAML::Node merged = MergeYaml(defaults.IsDefined() && defaults.IsMap() ? defaults : YAML::Node(), list[i]);
+    YamlContext ctx{path, name, ""};
+    ASSIGN_OR_RETURN(auto expanded, ExpandSweeps(merged, name, ctx));
+    for (auto& [exp_name, node] : expanded) {
+      YamlContext ectx{path, exp_name, ""};
+      ASSIGN_OR_RETURN(Experiment e, ReadExperiment(node, ectx, path, models_dir, hardware_dir));
+      e.sweep_name = name;
+      if (!names.insert(exp_name).second) {
+        return ctx.Child("name").Error(fmt::format("duplicate experiment name '{}'", exp_name));
+      }
+      out.push_back(std::move(e));
+    }
+  }
+  return out;
+}
+
+StatusOr<std::vector<Experiment>> LoadExperiments(const std::string& path,
+                                                  const LoaderOptions& options) {
+  ASSIGN_OR_RETURN(YAML::Node root, LoadYamlFile(path));
+  return ExperimentsFromYaml(root, path, options);
+}
+
+StatusOr<std::vector<Experiment>> SelectExperiments(std::vector<Experiment> all,
+                                                    const std::string& name,
+                                                    const std::string& path) {
+  if (name.empty()) return all;
+  std::vector<Experiment> out;
+  for (auto& e : all) {
+    if (e.name == name || e.sweep_name == name) out.push_back(std::move(e));
+  }
+  if (!out.empty()) return out;
+  std::string known;
+  std::set<std::string> seen;
+  for (const auto& e : all) {
+    if (seen.insert(e.sweep_name).second) known += (known.empty() ? "" : ", ") + e.sweep_name;
+  }
+  return NotFound("{}: no experiment named '{}' (experiments: {})", path, name, known);
+}
+
+}  // namespace shardscope

@@ -1,0 +1,44 @@
+// Loads configs/experiments.yaml into fully resolved Experiments: shared
+// `defaults` merged under each experiment, models and clusters resolved from
+// the zoo (with overrides) or inline, sweeps (a list where a number is
+// expected) expanded into one experiment per value. Every error names the
+// file, the experiment and the field.
+#ifndef SHARDSCOPE_CONFIG_EXPERIMENT_LOADER_H_
+#define SHARDSCOPE_CONFIG_EXPERIMENT_LOADER_H_
+
+#include <string>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "config/experiment.h"
+#include "core/status.h"
+
+namespace shardscope {
+
+struct LoaderOptions {
+  // Zoo folders; empty: "<config dir>/models" and "<config dir>/hardware" when
+  // they exist, else the source tree's configs/.
+  std::string models_dir;
+  std::string hardware_dir;
+};
+
+// Loads every experiment of the file (after sweep expansion).
+StatusOr<std::vector<Experiment>> LoadExperiments(const std::string& path,
+                                                  const LoaderOptions& options = {});
+
+// Same, from an already parsed document; `path` names it in messages and
+// anchors relative paths (hf_config).
+StatusOr<std::vector<Experiment>> ExperimentsFromYaml(const YAML::Node& root,
+                                                      const std::string& path,
+                                                      const LoaderOptions& options = {});
+
+// Keeps the experiments called `name`, or expanded from a sweep called `name`;
+// an unknown name is an error that lists the names there are.
+StatusOr<std::vector<Experiment>> SelectExperiments(std::vector<Experiment> all,
+                                                    const std::string& name,
+                                                    const std::string& path);
+
+}  // namespace shardscope
+
+#endif  // SHARDSCOPE_CONFIG_EXPERIMENT_LOADER_H_

@@ -1,0 +1,189 @@
+#include "config/experiment_loader.h"
+
+#include <gtest/gtest.h>
+
+#include "core/yaml_reader.h"
+
+namespace shardscope {
+namespace {
+
+StatusOr<std::vector<Experiment>> Load(const std::string& text) {
+  auto node = ParseYaml(text, "exp.yaml");
+  if (!node.ok()) return node.status();
+  return ExperimentsFromYaml(*node, "exp.yaml");
+}
+
+TEST(ExperimentLoaderTest, DefaultsZooAndOverrides) {
+  auto exps = Load(R"(
+defaults: {hardware: h100-sxm, dtype: bf16, tokens_to_generate: 16, seed: 7}
+experiments:
+  - name: a
+    model: {base: llama-3.1-8b, num_layers: 4}
+    parallelism: {strategy: tensor, tp_size: 8}
+    batch_size: 4
+    sequence_length: 1e3
+    hardware: {base: h100-sxm, nodes: 1, device: {memory_bandwidth_gb_s: 3000}}
+    claims: {tpot_ms: 5}
+)");
+  ASSERT_TRUE(exps.ok()) << exps.status().message();
+  ASSERT_EQ(exps->size(), 1u);
+  const Experiment& e = (*exps)[0];
+  EXPECT_EQ(e.name, "a");
+  EXPECT_EQ(e.model.name, "llama-3.1-8b");
+  EXPECT_EQ(e.model.num_layers, 4);
+  EXPECT_EQ(e.model.hidden_size, 4096);
+  EXPECT_EQ(e.cluster.num_nodes, 1);
+  EXPECT_DOUBLE_EQ(e.cluster.device.memory_bandwidth, 3000e9);
+  EXPECT_DOUBLE_EQ(e.cluster.device.memory_bytes, 80e9);  // untouched by the override
+  EXPECT_EQ(e.parallel.tp, 8);
+  EXPECT_EQ(e.workload.sequence_length, 1000);
+  EXPECT_EQ(e.workload.tokens_to_generate, 16);
+  EXPECT_EQ(e.workload.seed, 7u);
+  EXPECT_EQ(e.backend, Backend::kSim);
+  EXPECT_DOUBLE_EQ(e.claims.at("tpot_ms"), 5);
+}
+
+TEST(ExperimentLoaderTest, SweepsExpandAndSelect) {
+  auto exps = Load(R"(
+defaults: {hardware: h100-sxm}
+experiments:
+  - name: moe
+    model: deepseek-v2-lite
+    parallelism: {strategy: expert, ep_size: [2, 4]}
+    batch_size: 8
+    sequence_length: [128, 256, 512]
+)");
+  ASSERT_TRUE(exps.ok()) << exps.status().message();
+  ASSERT_EQ(exps->size(), 6u);
+  EXPECT_EQ((*exps)[0].name, "moe_seq128_ep2");
+  EXPECT_EQ((*exps)[5].name, "moe_seq512_ep4");
+  EXPECT_EQ((*exps)[5].parallel.ep, 4);
+  EXPECT_EQ((*exps)[5].workload.sequence_length, 512);
+  auto one = SelectExperiments(*exps, "moe_seq256_ep2", "exp.yaml");
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(one->size(), 1u);
+  auto sweep = SelectExperiments(*exps, "moe", "exp.yaml");
+  ASSERT_TRUE(sweep.ok());
+  EXPECT_EQ(sweep->size(), 6u);
+  auto none = SelectExperiments(*exps, "nope", "exp.yaml");
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("experiments: moe"), std::string::npos);
+}
+
+TEST(ExperimentLoaderTest, StrategyNamesAndLayerwise) {
+  auto exps = Load(R"(
+experiments:
+  - name: lw
+    model: seed-dense-16l
+    hardware: {base: h100-sxm, nodes: 2}
+    parallelism: {strategy: layerwise}
+    batch_size: 16
+    sequence_length: 128
+  - name: auto
+    model: seed-dense-16l
+    hardware: h100-sxm
+    parallelism: {tp_size: 2, pp_size: 2}
+    batch_size: 4
+    sequence_length: 128
+)");
+  ASSERT_TRUE(exps.ok()) << exps.status().message();
+  EXPECT_EQ((*exps)[0].parallel.pp, 16);
+  EXPECT_EQ((*exps)[1].parallel.strategy, "tp2_pp2");
+}
+
+struct BadCase {
+  const char* label;
+  const char* body;      // experiment fields after the name
+  const char* expected;  // substring of the error
+};
+
+// Each malformed input must be rejected with the file, experiment and field named.
+TEST(ExperimentLoaderTest, MalformedInputsNameFileExperimentAndField) {
+  const BadCase cases[] = {
+      {"missing batch", "model: llama-3.1-8b\n    hardware: h100-sxm\n    parallelism: {tp_size: 1}\n"
+                        "    sequence_length: 8\n",
+       "field 'batch_size': is required but missing"},
+      {"wrong type", "model: llama-3.1-8b\n    hardware: h100-sxm\n    parallelism: {tp_size: two}\n"
+                     "    batch_size: 1\n    sequence_length: 8\n",
+       "field 'parallelism.tp_size': expected an integer, got 'two'"},
+      {"tp vs heads", "model: llama-3.1-8b\n    hardware: h100-sxm\n    parallelism: {tp_size: 3}\n"
+                      "    batch_size: 1\n    sequence_length: 8\n",
+       "field 'parallelism.tp_size': tp 3 does not divide the 32 attention heads"},
+      {"unknown model", "model: gpt-9\n    hardware: h100-sxm\n    parallelism: {tp_size: 1}\n"
+                        "    batch_size: 1\n    sequence_length: 8\n",
+       "field 'model': unknown model 'gpt-9'"},
+      {"world too big", "model: llama-3.1-8b\n    hardware: {base: h100-sxm, nodes: 1}\n"
+                        "    parallelism: {tp_size: 8, pp_size: 2}\n    batch_size: 1\n"
+                        "    sequence_length: 8\n",
+       "field 'parallelism': world size"},
+      {"negative batch", "model: llama-3.1-8b\n    hardware: h100-sxm\n    parallelism: {tp_size: 1}\n"
+                         "    batch_size: -4\n    sequence_length: 8\n",
+       "field 'batch_size': must be at least 1, got -4"},
+      {"unknown field", "model: llama-3.1-8b\n    hardware: h100-sxm\n    parallelism: {tp_szie: 2}\n"
+                        "    batch_size: 1\n    sequence_length: 8\n",
+       "field 'parallelism.tp_szie': unknown field"},
+      {"sp vs prompt", "model: llama-3.1-8b\n    hardware: h100-sxm\n"
+                       "    parallelism: {seq_parallel_size: 4}\n    batch_size: 1\n"
+                       "    sequence_length: 12\n",
+       "field 'parallelism.seq_parallel_size': the prompt of 12 tokens does not split into 8"},
+      {"ep on dense", "model: llama-3.1-8b\n    hardware: h100-sxm\n    parallelism: {ep_size: 2}\n"
+                      "    batch_size: 2\n    sequence_length: 8\n",
+       "field 'parallelism.ep_size': expert parallelism needs an MoE model"},
+      {"ep vs experts", "model: mixtral-8x7b\n    hardware: h100-sxm\n    parallelism: {ep_size: 3}\n"
+                        "    batch_size: 3\n    sequence_length: 8\n",
+       "field 'parallelism.ep_size': ep 3 does not divide the 8 routed experts"},
+      {"pp vs layers", "model: {base: llama-3.1-8b, num_layers: 2}\n    hardware: h100-sxm\n"
+                       "    parallelism: {pp_size: 4}\n    batch_size: 4\n    sequence_length: 8\n",
+       "field 'parallelism.pp_size': 4 pipeline stages exceed the model's 2 layers"},
+      {"bad stage map", "model: {base: llama-3.1-8b, num_layers: 3}\n    hardware: h100-sxm\n"
+                        "    parallelism: {pp_size: 2, layer_to_stage: [0, 1, 0]}\n"
+                        "    batch_size: 4\n    sequence_length: 8\n",
+       "field 'parallelism.layer_to_stage': layer 2 maps to stage 0 after stage 1"},
+      {"bad dtype", "model: llama-3.1-8b\n    hardware: h100-sxm\n    parallelism: {tp_size: 1}\n"
+                    "    batch_size: 1\n    sequence_length: 8\n    dtype: fp12\n",
+       "field 'dtype': unknown dtype 'fp12'"},
+      {"bad backend", "model: llama-3.1-8b\n    hardware: h100-sxm\n    parallelism: {tp_size: 1}\n"
+                      "    batch_size: 1\n    sequence_length: 8\n    backend: tpu\n",
+       "field 'backend': unknown backend 'tpu'"},
+      {"unknown claim", "model: llama-3.1-8b\n    hardware: h100-sxm\n    parallelism: {tp_size: 1}\n"
+                        "    batch_size: 1\n    sequence_length: 8\n    claims: {speed: 3}\n",
+       "field 'claims.speed': unknown field"},
+      {"unknown cluster", "model: llama-3.1-8b\n    hardware: dgx-z\n    parallelism: {tp_size: 1}\n"
+                          "    batch_size: 1\n    sequence_length: 8\n",
+       "field 'hardware': unknown cluster 'dgx-z'"},
+      {"missing parallelism", "model: llama-3.1-8b\n    hardware: h100-sxm\n    batch_size: 1\n"
+                              "    sequence_length: 8\n",
+       "field 'parallelism': is required but missing"},
+  };
+  for (const BadCase& c : cases) {
+    std::string text = std::string("experiments:\n  - name: bad\n    ") + c.body;
+    auto exps = Load(text);
+    ASSERT_FALSE(exps.ok()) << c.label;
+    const std::string& msg = exps.status().message();
+    EXPECT_EQ(msg.rfind("exp.yaml: experiment 'bad': ", 0), 0u) << c.label << ": " << msg;
+    EXPECT_NE(msg.find(c.expected), std::string::npos) << c.label << ": " << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << c.label << ": one line";
+  }
+}
+
+TEST(ExperimentLoaderTest, DuplicateNamesAndEmptyLists) {
+  auto dup = Load(R"(
+experiments:
+  - {name: x, model: llama-3.1-8b, hardware: h100-sxm, parallelism: {tp_size: 1}, batch_size: 1, sequence_length: 8}
+  - {name: x, model: llama-3.1-8b, hardware: h100-sxm, parallelism: {tp_size: 1}, batch_size: 1, sequence_length: 8}
+)");
+  ASSERT_FALSE(dup.ok());
+  EXPECT_NE(dup.status().message().find("duplicate experiment name 'x'"), std::string::npos);
+  auto empty = Load("experiments: []\n");
+  ASSERT_FALSE(empty.ok());
+  EXPECT_NE(empty.status().message().find("field 'experiments'"), std::string::npos);
+}
+
+TEST(ExperimentLoaderTest, DefaultConfigLoads) {
+  auto exps = LoadExperiments(std::string(SHARDSCOPE_SOURCE_DIR) + "/configs/experiments.yaml");
+  ASSERT_TRUE(exps.ok()) << exps.status().message();
+  EXPECT_GT(exps->size(), 10u);
+}
+
+}  // namespace
+}  // namespace shardscope

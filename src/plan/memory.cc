@@ -1,0 +1,145 @@
+#include "plan/memory.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "model/params.h"
+
+namespace shardscope {
+namespace {
+
+// Parameters of one layer's attention held by one TP rank. Head-split
+// matrices divide by tp; MLA's q_a/kv_a projections (and their norms) and KV
+// heads beyond the KV-head count are replicated.
+double AttentionParamsOnRank(const ModelSpec& m, int64_t tp) {
+  const double h = static_cast<double>(m.hidden_size);
+  const double heads = static_cast<double>(m.num_heads) / tp;
+  if (m.attention == AttentionKind::kGqa) {
+    const double hd = static_cast<double>(m.head_dim);
+    const double kv = tp <= m.num_kv_heads ? static_cast<double>(m.num_kv_heads) / tp : 1.0;
+    double p = h * heads * hd + 2 * h * kv * hd + heads * hd * h;
+    if (m.qkv_bias) p += heads * hd + 2 * kv * hd;
+    if (m.o_bias) p += h;
+    return p;
+  }
+  const MlaSpec& a = m.mla;
+  const double qk = static_cast<double>(a.qk_nope_head_dim + a.qk_rope_head_dim);
+  double p = 0;
+  if (a.q_lora_rank > 0) {
+    p += h * a.q_lora_rank + a.q_lora_rank;  // q_a (replicated) + q_a_layernorm
+    p += a.q_lora_rank * heads * qk;         // q_b
+  } else {
+    p += h * heads * qk;
+  }
+  p += h * (a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank;  // kv_a + kv_a_layernorm
+  p += a.kv_lora_rank * heads * (a.qk_nope_head_dim + a.v_head_dim);  // kv_b
+  p += heads * a.v_head_dim * h;                                      // o
+  if (m.qkv_bias) p += (a.q_lora_rank > 0 ? a.q_lora_rank : heads * qk) +
+                       a.kv_lora_rank + a.qk_rope_head_dim;
+  if (m.o_bias) p += h;
+  return p;
+}
+
+// KV-cache values one rank stores per token per layer.
+double KvValuesOnRank(const ModelSpec& m, int64_t tp) {
+  if (m.attention == AttentionKind::kMla) {
+    return static_cast<double>(m.mla.kv_lora_rank + m.mla.qk_rope_head_dim);  // not split by tp
+  }
+  const double kv = tp <= m.num_kv_heads ? static_cast<double>(m.num_kv_heads) / tp : 1.0;
+  return 2 * kv * m.head_dim;
+}
+
+}  // namespace
+
+const RankMemory& MemoryPlan::Peak() const {
+  return *std::max_element(ranks.begin(), ranks.end(), [](const RankMemory& a,
+                                                          const RankMemory& b) {
+    return a.total() < b.total();
+  });
+}
+
+int64_t RequestsOfRank(const Experiment& e, const Placement& pl, int64_t rank) {
+  const int64_t replicas = e.parallel.dp * e.parallel.ep;
+  const int64_t replica = pl.Coord(rank, Dim::kDp) * e.parallel.ep + pl.Coord(rank, Dim::kEp);
+  const int64_t b = e.workload.batch_size;
+  return b / replicas + (replica < b % replicas ? 1 : 0);
+}
+
+MemoryPlan PlanMemory(const Experiment& e, const Placement& pl) {
+  const ModelSpec& m = e.model;
+  const ParallelSpec& p = e.parallel;
+  const Workload& w = e.workload;
+  const double dt = static_cast<double>(DTypeSize(w.dtype));
+  const double kv_dt = static_cast<double>(DTypeSize(w.kv_dtype));
+  const double h = static_cast<double>(m.hidden_size);
+  const int64_t tp = p.tp;
+  MemoryPlan plan;
+  plan.capacity = e.cluster.device.memory_bytes;
+  for (int64_t r = 0; r < pl.world_size(); ++r) {
+    RankMemory rm;
+    rm.rank = r;
+    rm.requests = RequestsOfRank(e, pl, r);
+    const int64_t stage = pl.Coord(r, Dim::kPp);
+    const bool first = stage == 0, last = stage == p.pp - 1;
+    // Weights.
+    double params = 0;
+    const double vocab_shard = static_cast<double>(m.vocab_size) / tp;
+    if (first) params += vocab_shard * h;
+    if (last && (!m.tie_embeddings || !first)) params += vocab_shard * h;
+    if (last) params += h;  // final norm
+    const int64_t local_experts =
+        m.is_moe() ? m.moe.num_routed_experts / p.ep : 0;
+    for (int64_t layer : pl.LayersOfStage(stage)) {
+      params += AttentionParamsOnRank(m, tp) + 2 * h;  // + the two block norms
+      if (m.IsMoeLayer(layer)) {
+        params += static_cast<double>(local_experts + m.moe.num_shared_experts) *
+                      ExpertParams(m) / tp +
+                  RouterParamsPerLayer(m);
+      } else {
+        params += static_cast<double>(DenseFfnParams(m)) / tp;
+      }
+    }
+    rm.weight_params = params;
+    rm.weights = params * dt;
+    // KV cache when the last token is generated: the prompt plus every generated
+    // token but the last (which is sampled, never fed back), split over sp ranks.
+    const double tokens =
+        static_cast<double>(w.sequence_length + std::max<int64_t>(w.tokens_to_generate - 1, 0)) /
+        p.sp;
+    const double stage_layers = static_cast<double>(pl.LayersOfStage(stage).size());
+    rm.kv_cache = rm.requests * tokens * stage_layers * KvValuesOnRank(m, tp) * kv_dt;
+    // Activation peak during prefill of one micro-batch.
+    const int64_t micro = p.micro_batches > 0 ? p.micro_batches : p.pp;
+    const double mb_requests = std::ceil(static_cast<double>(rm.requests) / micro);
+    const double t = mb_requests * w.sequence_length / p.sp;
+    const double heads = static_cast<double>(m.num_heads) / tp;
+    const double attn_width = heads * (2.0 * m.QkHeadDim() + 2.0 * m.VHeadDim());  // q,k,v,out
+    double ffn_width = 0;
+    for (int64_t layer : pl.LayersOfStage(stage)) {
+      const double mats = m.activation == Activation::kSwiGlu ? 3.0 : 2.0;
+      if (m.IsMoeLayer(layer)) {
+        // Tokens arrive k times (one copy per chosen expert) plus the shared experts.
+        const double k = static_cast<double>(m.moe.experts_per_token);
+        ffn_width = std::max(ffn_width, k * (h + mats * m.moe.expert_intermediate_size / tp) +
+                                            mats * m.moe.num_shared_experts *
+                                                m.moe.expert_intermediate_size / tp);
+      } else {
+        ffn_width = std::max(ffn_width, mats * m.intermediate_size / tp);
+      }
+    }
+    double act = t * dt * (2 * h + std::max(attn_width, ffn_width));
+    if (p.sp > 1) act += 2 * t * KvValuesOnRank(m, tp) * dt;  // ring: current + next K/V block
+    if (last) act += mb_requests * vocab_shard * 4.0;         // fp32 logits of the last token
+    rm.activations = act;
+    // Communication buffers.
+    int communicators = 0;
+    for (Dim d : {Dim::kTp, Dim::kSp, Dim::kEp, Dim::kPp}) {  // dp replicas never talk
+      if (p.Size(d) > 1) ++communicators;
+    }
+    rm.comm_buffers = communicators * kCommBufferPerCommunicator;
+    plan.ranks.push_back(rm);
+  }
+  return plan;
+}
+
+}  // namespace shardscope

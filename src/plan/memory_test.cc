@@ -1,0 +1,82 @@
+#include "plan/memory.h"
+
+#include <gtest/gtest.h>
+
+#include "model/params.h"
+#include "plan/test_experiments.h"
+
+namespace shardscope {
+namespace {
+
+using testing::ZooExperiment;
+
+MemoryPlan Plan(const Experiment& e) {
+  auto pl = Placement::Create(e);
+  EXPECT_TRUE(pl.ok()) << pl.status().message();
+  return PlanMemory(e, *pl);
+}
+
+ParallelSpec Sizes(int64_t tp, int64_t pp, int64_t ep = 1) {
+  ParallelSpec p;
+  p.tp = tp;
+  p.pp = pp;
+  p.ep = ep;
+  return p;
+}
+
+TEST(MemoryTest, SingleRankHoldsEveryParameter) {
+  for (const char* model : {"llama-3.1-8b", "deepseek-v3", "mixtral-8x7b", "qwen2.5-32b"}) {
+    Experiment e = ZooExperiment(model, "h100-sxm", Sizes(1, 1), 1, 16);
+    MemoryPlan m = Plan(e);
+    EXPECT_DOUBLE_EQ(m.ranks[0].weight_params,
+                     static_cast<double>(CountParameters(e.model).total))
+        << model;
+  }
+}
+
+TEST(MemoryTest, StagesPartitionTheWeights) {
+  Experiment e = ZooExperiment("llama-3.1-70b", "h100-sxm", Sizes(1, 4), 4, 16);
+  MemoryPlan m = Plan(e);
+  double sum = 0;
+  for (const auto& r : m.ranks) sum += r.weight_params;
+  EXPECT_DOUBLE_EQ(sum, static_cast<double>(CountParameters(e.model).total));
+}
+
+TEST(MemoryTest, ExpertParallelShardsOnlyTheRoutedExperts) {
+  const int64_t ep = 8;
+  Experiment e = ZooExperiment("deepseek-v3", "h100-sxm", Sizes(1, 1, ep), 8, 16);
+  MemoryPlan m = Plan(e);
+  ParamCounts p = CountParameters(e.model);
+  double sum = 0;
+  for (const auto& r : m.ranks) sum += r.weight_params;
+  // Everything but the routed experts is replicated on each EP rank.
+  EXPECT_DOUBLE_EQ(sum, static_cast<double>(p.total + (ep - 1) * (p.total - p.routed_experts)));
+}
+
+TEST(MemoryTest, KvCachePerToken) {
+  // Llama-3.1-8B: 32 layers × 2 × 8 KV heads × 128 × 2 bytes = 128 KiB per token.
+  Experiment e = ZooExperiment("llama-3.1-8b", "h100-sxm", Sizes(1, 1), 1, 1024, 1);
+  EXPECT_DOUBLE_EQ(Plan(e).ranks[0].kv_cache, 1024.0 * 128 * 1024);
+  // DeepSeek-V3: 61 layers × (512 + 64) latent values × 2 bytes per token.
+  e = ZooExperiment("deepseek-v3", "h100-sxm", Sizes(1, 1), 1, 100, 1);
+  EXPECT_DOUBLE_EQ(Plan(e).ranks[0].kv_cache, 100.0 * 61 * 576 * 2);
+  // MLA's latent is shared by all heads, so TP replicates it instead of splitting it.
+  e = ZooExperiment("deepseek-v3", "h100-sxm", Sizes(8, 1), 1, 100, 1);
+  EXPECT_DOUBLE_EQ(Plan(e).ranks[3].kv_cache, 100.0 * 61 * 576 * 2);
+  // GQA under TP splits KV heads: 8 heads over tp 4.
+  e = ZooExperiment("llama-3.1-8b", "h100-sxm", Sizes(4, 1), 1, 1024, 1);
+  EXPECT_DOUBLE_EQ(Plan(e).ranks[0].kv_cache, 1024.0 * 128 * 1024 / 4);
+}
+
+TEST(MemoryTest, Seed001RingAttentionCannotFitItsKvCache) {
+  ParallelSpec p;
+  p.sp = 16;
+  Experiment e = ZooExperiment("seed-dense-16l", "h100-sxm", p, 128, 100000, 1);
+  MemoryPlan m = Plan(e);
+  // 128 × 100 000 tokens × 16 layers × 2 × 4096 × 2 bytes / 16 ranks ≈ 210 GB.
+  EXPECT_NEAR(m.Peak().kv_cache, 128.0 * 100000 * 16 * 2 * 4096 * 2 / 16, 1);
+  EXPECT_FALSE(m.Fits());
+}
+
+}  // namespace
+}  // namespace shardscope

@@ -1,0 +1,52 @@
+// What `shardscope plan` and `shardscope check` report for one experiment, as
+// structured data with text and JSON renderings. The command line only loads
+// the experiments and prints these.
+#ifndef SHARDSCOPE_PLAN_PLAN_REPORT_H_
+#define SHARDSCOPE_PLAN_PLAN_REPORT_H_
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "config/experiment.h"
+#include "model/params.h"
+#include "plan/bounds.h"
+#include "plan/memory.h"
+#include "plan/placement.h"
+#include "program/program.h"
+
+namespace shardscope {
+
+struct PhaseSummary {
+  std::string label;  // "prefill", "decode step 0"
+  std::vector<OpTotals> per_rank;
+};
+
+struct PlanReport {
+  Experiment experiment;
+  Placement placement;
+  ParamCounts params;
+  MemoryPlan memory;
+  std::vector<PhaseSummary> phases;  // prefill and the first decode step
+};
+
+StatusOr<PlanReport> BuildPlanReport(const Experiment& experiment);
+std::string PlanReportText(const PlanReport& report);
+nlohmann::json PlanReportJson(const PlanReport& report);
+
+struct CheckReport {
+  Experiment experiment;
+  MemoryPlan memory;
+  Bounds bounds;
+  std::vector<ClaimCheck> claims;
+  bool all_possible() const;
+};
+
+StatusOr<CheckReport> BuildCheckReport(const Experiment& experiment);
+std::string CheckReportText(const CheckReport& report);
+nlohmann::json CheckReportJson(const CheckReport& report);
+
+}  // namespace shardscope
+
+#endif  // SHARDSCOPE_PLAN_PLAN_REPORT_H_

@@ -1,0 +1,125 @@
+// Op: one step of a rank's Program — a compute kernel or a communication call —
+// with its exact cost (FLOPs, bytes read and written) and, for communication,
+// its collective, group, dimension and per-peer bytes. Plain value type.
+#ifndef SHARDSCOPE_PROGRAM_OP_H_
+#define SHARDSCOPE_PROGRAM_OP_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/experiment.h"
+
+namespace shardscope {
+
+enum class Phase { kPrefill, kDecode };
+
+enum class OpKind {
+  // Compute.
+  kEmbedding,      // token embedding lookup (vocab-parallel under TP)
+  kNorm,           // RMSNorm / LayerNorm
+  kQkvProj,        // fused q/k/v projection (GQA)
+  kQProj,          // MLA: q projection (q_a + q_b, or direct)
+  kKvProj,         // MLA: kv_a (latent + rope key) projection
+  kKvUpProj,       // MLA: kv_b up-projection of the latent to per-head k_nope and v
+  kRope,           // rotary embedding of q and k
+  kKvAppend,       // write new K/V (or latent) into the cache
+  kAttention,      // causal prefill attention (flash: output + log-sum-exp)
+  kAttentionDecode,  // one query token per request over the KV cache
+  kAttentionMerge,   // log-sum-exp merge of partial attention (ring attention)
+  kOutProj,        // attention output projection
+  kResidualAdd,
+  kRouter,         // MoE gate: scores, top-k
+  kPermute,        // group tokens by destination expert
+  kExpertGemm,     // routed experts' FFN on this rank
+  kSharedExpert,   // shared experts' FFN
+  kUnpermute,      // scatter expert outputs back and weight them
+  kFfnUp,          // dense FFN gate+up (or up) projection
+  kActivation,     // SwiGLU / GELU
+  kFfnDown,        // dense FFN down projection
+  kLmHead,         // final projection to the vocabulary (vocab-parallel under TP)
+  kSampling,       // greedy / top-k sampling over the logits
+  // Communication.
+  kComm,
+};
+
+enum class Collective {
+  kNone,
+  kAllReduce,
+  kAllGather,
+  kReduceScatter,
+  kAllToAll,  // all-to-all(v): bytes_per_peer holds the real split
+  kSend,
+  kRecv,
+  kBroadcast,
+};
+
+// Streams of a rank: ops on one stream run in order; different streams may overlap.
+enum class Stream : int8_t { kCompute = 0, kCommTp, kCommSp, kCommEp, kCommDp, kCommPp };
+inline constexpr int kNumStreams = 6;
+
+struct Op {
+  int32_t id = 0;  // index in RankProgram::ops
+  OpKind kind = OpKind::kComm;
+  Stream stream = Stream::kCompute;
+  int32_t layer = -1;        // model layer, -1 outside layers
+  int32_t micro_batch = 0;   // pipeline micro-batch (0 without pipelining)
+  int32_t sp_step = -1;      // ring-attention step, -1 otherwise
+  // Tells apart ops of one kind in one layer ("input", "q_a", "gate_up", "attn"); a
+  // short literal, empty when the kind alone is clear.
+  std::string label;
+  // Cost. FLOPs count a multiply-add as 2.
+  int64_t flops = 0;
+  int64_t bytes_read = 0;
+  int64_t bytes_written = 0;
+  // The part of bytes_read that is parameters (weights and biases of this rank's
+  // shard the op multiplies by); 0 for ops without weights and for the embedding
+  // gather (its rows are counted in bytes_read).
+  int64_t weight_bytes = 0;
+  // Shape for cost models: GEMM m×k · k×n; attention: m = query tokens (all
+  // requests), n = key tokens per request, k = heads · qk head dim; elementwise
+  // ops: m = tokens, n = elements per token. Zero when not applicable.
+  int64_t m = 0, n = 0, k = 0;
+  // How many ranks compute this same work redundantly (1 = unique work): tp for
+  // ops replicated over the TP group, tp/kv_heads for replicated KV heads, sp for
+  // decode ops replicated over the SP group, and their products. Sum over ranks of
+  // flops / replication = the single-device total.
+  int32_t replication = 1;
+  // Routed-expert GEMMs (label "gate_up"): tokens each local expert received, in
+  // the order of Placement::ExpertsOfEpRank (all experts when ep = 1).
+  std::vector<int64_t> expert_tokens;
+
+  // Communication (kind == kComm).
+  Collective collective = Collective::kNone;
+  Dim dim = Dim::kTp;
+  int64_t group_id = -1;       // Placement group; -1 for point-to-point
+  int64_t peer = -1;           // send/recv: the other global rank; broadcast: the root
+  int64_t seq = 0;             // order of this call within its group (or peer pair)
+  int64_t bytes = 0;           // message size as nccl-tests counts it (see docs)
+  // All-to-all: bytes sent to / received from each group member, indexed by position
+  // in Group::ranks (this rank's own entry included: it moves locally).
+  std::vector<int64_t> bytes_per_peer;
+  std::vector<int64_t> bytes_from_peer;
+
+  // Ops of the same rank that must finish before this one starts, beyond
+  // stream order (cross-stream dependencies).
+  std::vector<int32_t> deps;
+
+  bool is_comm() const { return kind == OpKind::kComm; }
+};
+
+std::string_view OpKindName(OpKind kind);
+std::string_view CollectiveName(Collective c);
+std::string_view StreamName(Stream s);
+std::string_view PhaseName(Phase p);
+// The comm stream of a parallelism dimension (kCommTp for Dim::kTp, …).
+Stream CommStream(Dim d);
+// A stable, readable op name: "L3.attention", "L3.norm.input", "L3.attention.s2",
+// "allreduce.tp.attn.L3", "send.pp.activations". Unique within one rank and
+// micro-batch of a phase.
+std::string OpName(const Op& op);
+
+}  // namespace shardscope
+
+#endif  // SHARDSCOPE_PROGRAM_OP_H_
