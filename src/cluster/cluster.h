@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/dtype.h"
@@ -27,9 +28,14 @@ struct DeviceSpec {
   double sram_bytes = 0;               // per-SM shared memory / VMEM, total
   double launch_overhead = 0;          // seconds per kernel/op launch
 
-  // Peak FLOP/s for dtype; falls back to the nearest wider type the device lists.
+  // Peak FLOP/s for dtype; falls back to the nearest wider type the device lists
+  // (fp8/int8 -> bf16 -> fp16 -> fp32; bf16, fp16 and tf32 -> fp32). Errors, naming
+  // the device and the dtype, when neither dtype nor any wider one is listed.
   StatusOr<double> PeakFlops(DType dtype) const;
 };
+
+// The dtypes DeviceSpec::PeakFlops tries for dtype, in order (dtype first).
+std::vector<DType> PeakFlopsFallback(DType dtype);
 
 enum class ScaleUpKind {
   kNone,      // devices of a node talk through the scale-out network (or PCIe)
@@ -40,12 +46,16 @@ enum class ScaleUpKind {
 // The fast domain (a node of 8 H100s, a TPU slice).
 struct ScaleUpSpec {
   ScaleUpKind kind = ScaleUpKind::kNone;
-  int64_t domain_size = 1;             // devices in one domain
-  double bandwidth_per_device = 0;     // bytes/s one direction, a device into the domain
-  double link_bandwidth = 0;           // torus: bytes/s one direction per link
-  std::vector<int64_t> torus_dims;     // torus: e.g. {2, 2, 1}
-  bool wraparound = true;              // torus: false = mesh
-  double latency = 0;                  // seconds per hop
+  int64_t domain_size = 1;          // devices in one domain
+  double bandwidth_per_device = 0;  // bytes/s one direction, a device into the domain
+  double link_bandwidth = 0;        // torus: bytes/s one direction per link
+  std::vector<int64_t> torus_dims;  // torus: e.g. {2, 2, 1}
+  bool wraparound = true;           // torus: false = mesh
+  double latency = 0;               // seconds per hop
+
+  // Torus: links one chip in the interior of the slice drives (a dimension of size 1
+  // adds none, of size 2 one, or two with wraparound, of size >= 3 two). 0 otherwise.
+  int64_t TorusLinksPerDevice() const;
 };
 
 // The network between scale-up domains (rail-optimised fat tree of NICs).
@@ -64,11 +74,47 @@ struct ClusterSpec {
   ScaleOutSpec scale_out;
 
   int64_t num_devices() const { return num_nodes * devices_per_node; }
+  int64_t num_domains() const { return num_devices() / scale_up.domain_size; }
+
+  // Checks every figure (positive where it must be, torus dims product == domain
+  // size, domains tile the devices and nodes). Errors name the cluster and the
+  // field by its YAML name, e.g. "field 'scale_up.torus_dims'".
   Status Validate() const;
+  // Same, with field names under field_prefix ("cluster" -> "cluster.nodes").
+  Status Validate(std::string_view field_prefix) const;
+
+  // Topology queries. Devices are numbered 0..num_devices()-1, node-major
+  // (device d sits on node d / devices_per_node); scale-up domains are
+  // consecutive blocks of domain_size devices. Out-of-range devices abort.
+  int64_t NodeOf(int64_t device) const;
+  int64_t DomainOf(int64_t device) const;
+  bool SameNode(int64_t a, int64_t b) const;
+  // True when a != b talk over the scale-up domain (never for kind none).
+  bool SameScaleUpDomain(int64_t a, int64_t b) const;
+  // Torus: coordinates of device inside its slice, dimension 0 fastest.
+  std::vector<int64_t> TorusCoords(int64_t device) const;
+  // Scale-up hops from a to b: 0 for a == b, 1 through a switch, the torus
+  // distance (shortest way round with wraparound) in a torus, -1 when the two
+  // devices are not in one scale-up domain.
+  int64_t ScaleUpHops(int64_t a, int64_t b) const;
+  // Bytes/s one direction for a point-to-point transfer from a to b:
+  // same domain: switched -> scale_up.bandwidth_per_device, torus ->
+  // scale_up.link_bandwidth (one route); otherwise the NIC
+  // (scale_out.nic_bandwidth_per_device). a == b: the device memory bandwidth.
+  double LinkBandwidthBetween(int64_t a, int64_t b) const;
+  // Seconds for a minimal message from a to b: 0 for a == b, hops x
+  // scale_up.latency inside a domain, scale_out.latency otherwise.
+  double LatencyBetween(int64_t a, int64_t b) const;
 };
 
-std::string_view DeviceKindName(DeviceKind kind);
-std::string_view ScaleUpKindName(ScaleUpKind kind);
+std::string_view DeviceKindName(DeviceKind kind);    // "gpu", "tpu", "cpu"
+std::string_view ScaleUpKindName(ScaleUpKind kind);  // "none", "switched", "torus"
+// Accepts the names above; scale-up also "nvswitch" and "nvlink" (switched), "ici" (torus).
+StatusOr<DeviceKind> ParseDeviceKind(std::string_view name);
+StatusOr<ScaleUpKind> ParseScaleUpKind(std::string_view name);
+// Scale-out topologies the network model knows: "rail-optimized-fat-tree",
+// "fat-tree", "dcn" (TPU data-centre network), "shared-memory" (ranks on one host).
+const std::vector<std::string>& KnownScaleOutTopologies();
 
 }  // namespace shardscope
 

@@ -37,6 +37,8 @@ struct MlaSpec {
   int64_t qk_nope_head_dim = 0;
   int64_t qk_rope_head_dim = 0;
   int64_t v_head_dim = 0;
+
+  bool operator==(const MlaSpec&) const = default;
 };
 
 struct MoeSpec {
@@ -45,32 +47,43 @@ struct MoeSpec {
   int64_t num_shared_experts = 0;
   int64_t expert_intermediate_size = 0;  // per routed (and shared) expert
   int64_t first_dense_layers = 0;        // leading layers with a dense FFN
-  int64_t moe_layer_freq = 1;            // every k-th layer after those is MoE
+  // After those, layer i is MoE when i % moe_layer_freq == 0 (as in HF DeepSeek).
+  int64_t moe_layer_freq = 1;
   RouterKind router = RouterKind::kSoftmax;
   int64_t n_group = 1;     // expert groups for group-limited routing
   int64_t topk_group = 1;  // groups a token may route to
+
+  bool operator==(const MoeSpec&) const = default;
 };
 
 struct ModelSpec {
   std::string name;
   std::string architecture;  // e.g. "LlamaForCausalLM", or "zoo" notes
+  std::string description;   // free text (zoo files), e.g. the source of the numbers
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
   int64_t num_layers = 0;
   int64_t num_heads = 0;
-  int64_t num_kv_heads = 0;  // GQA only
-  int64_t head_dim = 0;      // GQA only
+  // GQA only. The loaders set num_kv_heads = num_heads and head_dim = 0 for MLA, whose
+  // widths are in `mla` (use QkHeadDim() and VHeadDim() for either kind).
+  int64_t num_kv_heads = 0;
+  int64_t head_dim = 0;
   AttentionKind attention = AttentionKind::kGqa;
   MlaSpec mla;
-  bool qkv_bias = false;
+  bool qkv_bias = false;  // biases on q, k, v (MLA: on q_a_proj and kv_a_proj_with_mqa)
+  bool o_bias = false;    // bias on the attention output projection (Llama attention_bias)
   bool tie_embeddings = false;
   Activation activation = Activation::kSwiGlu;
   NormKind norm = NormKind::kRmsNorm;
   int64_t intermediate_size = 0;  // dense FFN
+  bool mlp_bias = false;          // biases on the FFN and expert matrices
   MoeSpec moe;
   double rope_theta = 10000.0;
   int64_t max_position_embeddings = 0;
   DType dtype = DType::kBf16;  // the checkpoint's native dtype
+  // DeepSeek-V3 multi-token-prediction modules (num_nextn_predict_layers). Not part of
+  // the main forward pass; CountParameters reports them apart from the total.
+  int64_t num_mtp_layers = 0;
 
   bool is_moe() const { return moe.num_routed_experts > 0; }
   // True when layer (0-based) has a routed-expert FFN.
@@ -83,9 +96,13 @@ struct ModelSpec {
   int64_t VHeadDim() const;
   // Values cached per token per layer: GQA 2·kv_heads·head_dim; MLA kv_lora_rank + rope dim.
   int64_t KvCacheValuesPerTokenPerLayer() const;
+  // The same over all layers.
+  int64_t KvCacheValuesPerToken() const;
 
   // Checks internal consistency (positive sizes, divisibility). Names the field at fault.
   Status Validate() const;
+
+  bool operator==(const ModelSpec&) const = default;
 };
 
 }  // namespace shardscope

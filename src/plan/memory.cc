@@ -34,8 +34,8 @@ double AttentionParamsOnRank(const ModelSpec& m, int64_t tp) {
   p += h * (a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank;  // kv_a + kv_a_layernorm
   p += a.kv_lora_rank * heads * (a.qk_nope_head_dim + a.v_head_dim);  // kv_b
   p += heads * a.v_head_dim * h;                                      // o
-  if (m.qkv_bias) p += (a.q_lora_rank > 0 ? a.q_lora_rank : heads * qk) +
-                       a.kv_lora_rank + a.qk_rope_head_dim;
+  // HF DeepSeek: attention_bias adds biases to q_a and kv_a (a direct q_proj has none).
+  if (m.qkv_bias) p += a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim;
   if (m.o_bias) p += h;
   return p;
 }

@@ -1,0 +1,242 @@
+#include "cluster/cluster_yaml.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <system_error>
+
+namespace shardscope {
+namespace {
+
+// Unit conversions from YAML keys to SI base units.
+constexpr double kTflops = 1e12;   // peak_tflops -> FLOP/s
+constexpr double kGb = 1e9;        // *_gb -> bytes, *_gb_s -> bytes/s
+constexpr double kMb = 1e6;        // *_mb -> bytes
+constexpr double kGbit = 1e9 / 8;  // *_gbit_s -> bytes/s
+constexpr double kUs = 1e-6;       // *_us -> seconds
+
+Status OptionalNonNegative(const YamlMap& map, std::string_view key, double* out) {
+  double v = *out;
+  RETURN_IF_ERROR(map.Optional(key, &v));
+  if (map.Has(key) && !(v >= 0)) {
+    return map.context().Child(key).Error(fmt::format("must be zero or positive, got {}", v));
+  }
+  *out = v;
+  return Status::Ok();
+}
+
+// Reads `key` in the YAML unit and stores it times `scale` into *out (left alone if absent).
+Status ScaledPositive(const YamlMap& map, std::string_view key, double scale, bool required,
+                      double* out) {
+  if (required && !map.Has(key)) return map.context().Child(key).Error("is required but missing");
+  double v = *out / scale;
+  RETURN_IF_ERROR(map.OptionalPositive(key, &v));
+  if (map.Has(key)) *out = v * scale;
+  return Status::Ok();
+}
+
+Status ScaledNonNegative(const YamlMap& map, std::string_view key, double scale, double* out) {
+  double v = *out / scale;
+  RETURN_IF_ERROR(OptionalNonNegative(map, key, &v));
+  if (map.Has(key)) *out = v * scale;
+  return Status::Ok();
+}
+
+Status ReadDevice(const YamlMap& map, const std::string& cluster_name, DeviceSpec* device) {
+  RETURN_IF_ERROR(
+      map.CheckKeys({"name", "kind", "peak_tflops", "memory_gb", "memory_bandwidth_gb_s",
+                     "l2_cache_mb", "sram_mb", "launch_overhead_us"}));
+  device->name = cluster_name;
+  RETURN_IF_ERROR(map.Optional("name", &device->name));
+  std::string kind;
+  RETURN_IF_ERROR(map.Required("kind", &kind));
+  auto parsed_kind = ParseDeviceKind(kind);
+  if (!parsed_kind.ok()) return map.context().Child("kind").Error(parsed_kind.status().message());
+  device->kind = *parsed_kind;
+
+  if (!map.Has("peak_tflops"))
+    return map.context().Child("peak_tflops").Error("is required but missing");
+  ASSIGN_OR_RETURN(YamlMap peaks, map.Map("peak_tflops"));
+  device->peak_flops.clear();
+  for (const auto& kv : peaks.node()) {
+    std::string key = kv.first.Scalar();
+    YamlContext field = peaks.context().Child(key);
+    auto dtype = ParseDType(key);
+    if (!dtype.ok()) return field.Error(dtype.status().message());
+    ASSIGN_OR_RETURN(double tflops, YamlDouble(kv.second, field));
+    if (!(tflops > 0)) return field.Error(fmt::format("must be positive, got {}", tflops));
+    device->peak_flops[*dtype] = tflops * kTflops;
+  }
+  if (device->peak_flops.empty()) return peaks.context().Error("must list at least one dtype");
+
+  RETURN_IF_ERROR(ScaledPositive(map, "memory_gb", kGb, true, &device->memory_bytes));
+  RETURN_IF_ERROR(
+      ScaledPositive(map, "memory_bandwidth_gb_s", kGb, true, &device->memory_bandwidth));
+  RETURN_IF_ERROR(ScaledNonNegative(map, "l2_cache_mb", kMb, &device->l2_cache_bytes));
+  RETURN_IF_ERROR(ScaledNonNegative(map, "sram_mb", kMb, &device->sram_bytes));
+  RETURN_IF_ERROR(ScaledNonNegative(map, "launch_overhead_us", kUs, &device->launch_overhead));
+  return Status::Ok();
+}
+
+Status ReadScaleUp(const YamlMap& map, int64_t devices_per_node, ScaleUpSpec* up) {
+  RETURN_IF_ERROR(map.CheckKeys({"kind", "domain_size", "bandwidth_gb_s", "link_bandwidth_gb_s",
+                                 "torus_dims", "wraparound", "latency_us"}));
+  std::string kind = "none";
+  RETURN_IF_ERROR(map.Optional("kind", &kind));
+  auto parsed_kind = ParseScaleUpKind(kind);
+  if (!parsed_kind.ok()) return map.context().Child("kind").Error(parsed_kind.status().message());
+  up->kind = *parsed_kind;
+
+  RETURN_IF_ERROR(map.Optional("torus_dims", &up->torus_dims));
+  RETURN_IF_ERROR(map.Optional("wraparound", &up->wraparound));
+  for (size_t i = 0; i < up->torus_dims.size(); ++i) {
+    if (up->torus_dims[i] < 1) {
+      return map.context()
+          .Child("torus_dims")
+          .Index(i)
+          .Error(fmt::format("must be at least 1, got {}", up->torus_dims[i]));
+    }
+  }
+
+  // Domain size: explicit, else the torus' chip count, else one node.
+  switch (up->kind) {
+    case ScaleUpKind::kNone:
+      up->domain_size = 1;
+      break;
+    case ScaleUpKind::kSwitched:
+      up->domain_size = devices_per_node;
+      break;
+    case ScaleUpKind::kTorus:
+      up->domain_size = 1;
+      for (int64_t d : up->torus_dims) up->domain_size *= d;
+      break;
+  }
+  RETURN_IF_ERROR(map.OptionalAtLeast("domain_size", 1, &up->domain_size));
+
+  RETURN_IF_ERROR(ScaledPositive(map, "link_bandwidth_gb_s", kGb, false, &up->link_bandwidth));
+  if (up->kind == ScaleUpKind::kTorus) {
+    up->bandwidth_per_device = up->link_bandwidth * static_cast<double>(up->TorusLinksPerDevice());
+  }
+  RETURN_IF_ERROR(ScaledPositive(map, "bandwidth_gb_s", kGb, false, &up->bandwidth_per_device));
+  RETURN_IF_ERROR(ScaledNonNegative(map, "latency_us", kUs, &up->latency));
+  return Status::Ok();
+}
+
+Status ReadScaleOut(const YamlMap& map, ScaleOutSpec* out) {
+  RETURN_IF_ERROR(map.CheckKeys({"nic_gbit_s", "latency_us", "topology"}));
+  RETURN_IF_ERROR(ScaledPositive(map, "nic_gbit_s", kGbit, false, &out->nic_bandwidth_per_device));
+  RETURN_IF_ERROR(ScaledNonNegative(map, "latency_us", kUs, &out->latency));
+  RETURN_IF_ERROR(map.Optional("topology", &out->topology));
+  return Status::Ok();
+}
+
+// Shortest text that reads back as the same double ("989.4", not "989.39999999999998").
+std::string Num(double v) { return fmt::format("{}", v); }
+
+}  // namespace
+
+StatusOr<ClusterSpec> ClusterFromYaml(const YAML::Node& node, const YamlContext& ctx) {
+  ASSIGN_OR_RETURN(YamlMap top, YamlMap::From(node, ctx));
+  RETURN_IF_ERROR(
+      top.CheckKeys({"name", "device", "nodes", "devices_per_node", "scale_up", "scale_out"}));
+  ClusterSpec c;
+  RETURN_IF_ERROR(top.Required("name", &c.name));
+  if (!top.Has("device")) return ctx.Child("device").Error("is required but missing");
+  ASSIGN_OR_RETURN(YamlMap device, top.Map("device"));
+  RETURN_IF_ERROR(ReadDevice(device, c.name, &c.device));
+  RETURN_IF_ERROR(top.OptionalAtLeast("nodes", 1, &c.num_nodes));
+  RETURN_IF_ERROR(top.OptionalAtLeast("devices_per_node", 1, &c.devices_per_node));
+  ASSIGN_OR_RETURN(YamlMap scale_up, top.Map("scale_up"));
+  RETURN_IF_ERROR(ReadScaleUp(scale_up, c.devices_per_node, &c.scale_up));
+  ASSIGN_OR_RETURN(YamlMap scale_out, top.Map("scale_out"));
+  RETURN_IF_ERROR(ReadScaleOut(scale_out, &c.scale_out));
+
+  Status valid = c.Validate(ctx.path);
+  if (!valid.ok()) {
+    std::string where = YamlContext{ctx.file, ctx.experiment, ""}.Where();
+    return where.empty() ? valid : valid.WithPrefix(where);
+  }
+  return c;
+}
+
+StatusOr<ClusterSpec> LoadClusterFile(const std::string& path) {
+  ASSIGN_OR_RETURN(YAML::Node node, LoadYamlFile(path));
+  return ClusterFromYaml(node, YamlContext{path, "", ""});
+}
+
+YAML::Node ClusterToYaml(const ClusterSpec& c) {
+  YAML::Node root;
+  root["name"] = c.name;
+  YAML::Node device;
+  device["name"] = c.device.name;
+  device["kind"] = std::string(DeviceKindName(c.device.kind));
+  YAML::Node peaks;
+  for (const auto& [dtype, flops] : c.device.peak_flops)
+    peaks[std::string(DTypeName(dtype))] = Num(flops / kTflops);
+  device["peak_tflops"] = peaks;
+  device["memory_gb"] = Num(c.device.memory_bytes / kGb);
+  device["memory_bandwidth_gb_s"] = Num(c.device.memory_bandwidth / kGb);
+  device["l2_cache_mb"] = Num(c.device.l2_cache_bytes / kMb);
+  device["sram_mb"] = Num(c.device.sram_bytes / kMb);
+  device["launch_overhead_us"] = Num(c.device.launch_overhead / kUs);
+  root["device"] = device;
+  root["nodes"] = c.num_nodes;
+  root["devices_per_node"] = c.devices_per_node;
+
+  YAML::Node up;
+  up["kind"] = std::string(ScaleUpKindName(c.scale_up.kind));
+  up["domain_size"] = c.scale_up.domain_size;
+  if (c.scale_up.bandwidth_per_device > 0)
+    up["bandwidth_gb_s"] = Num(c.scale_up.bandwidth_per_device / kGb);
+  if (c.scale_up.kind == ScaleUpKind::kTorus) {
+    if (c.scale_up.link_bandwidth > 0)
+      up["link_bandwidth_gb_s"] = Num(c.scale_up.link_bandwidth / kGb);
+    YAML::Node dims(YAML::NodeType::Sequence);
+    for (int64_t d : c.scale_up.torus_dims) dims.push_back(d);
+    dims.SetStyle(YAML::EmitterStyle::Flow);
+    up["torus_dims"] = dims;
+    up["wraparound"] = c.scale_up.wraparound;
+  }
+  up["latency_us"] = Num(c.scale_up.latency / kUs);
+  root["scale_up"] = up;
+
+  YAML::Node out;
+  if (c.scale_out.nic_bandwidth_per_device > 0)
+    out["nic_gbit_s"] = Num(c.scale_out.nic_bandwidth_per_device / kGbit);
+  out["latency_us"] = Num(c.scale_out.latency / kUs);
+  out["topology"] = c.scale_out.topology;
+  root["scale_out"] = out;
+  return root;
+}
+
+std::string DefaultHardwareDir() {
+  return std::string(SHARDSCOPE_SOURCE_DIR) + "/configs/hardware";
+}
+
+std::vector<std::string> ListZooClusters(const std::string& hardware_dir) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (fs::directory_iterator it(hardware_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const fs::path& p = it->path();
+    if (p.extension() == ".yaml" && it->is_regular_file(ec)) names.push_back(p.stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+StatusOr<std::string> ZooClusterPath(const std::string& name, const std::string& hardware_dir) {
+  std::string path = hardware_dir + "/" + name + ".yaml";
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(path, ec)) return path;
+  std::string list;
+  for (const auto& n : ListZooClusters(hardware_dir)) list += (list.empty() ? "" : ", ") + n;
+  return NotFound("unknown cluster '{}': no {} (the zoo in {} has: {})", name, path, hardware_dir,
+                  list.empty() ? "nothing" : list);
+}
+
+StatusOr<ClusterSpec> LoadZooCluster(const std::string& name, const std::string& hardware_dir) {
+  ASSIGN_OR_RETURN(std::string path, ZooClusterPath(name, hardware_dir));
+  return LoadClusterFile(path);
+}
+
+}  // namespace shardscope

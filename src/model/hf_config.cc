@@ -1,0 +1,260 @@
+#include "model/hf_config.h"
+
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace shardscope {
+namespace {
+
+using Json = nlohmann::json;
+
+// Typed access to the top level of one config.json; errors name the file and field.
+// Null values count as absent (HF writes e.g. "q_lora_rank": null).
+class HfFields {
+ public:
+  HfFields(const Json& json, std::string file) : json_(json), file_(std::move(file)) {}
+
+  bool Has(const char* key) const { return json_.contains(key) && !json_[key].is_null(); }
+
+  Status Required(const char* key, int64_t* out) const {
+    if (!Has(key)) return Missing(key);
+    return Optional(key, out);
+  }
+  Status Optional(const char* key, int64_t* out) const {
+    if (!Has(key)) return Status::Ok();
+    const Json& v = json_[key];
+    if (v.is_number_integer()) {
+      *out = v.get<int64_t>();
+      return Status::Ok();
+    }
+    if (v.is_number_float()) {
+      double d = v.get<double>();
+      if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.2e18) {
+        *out = static_cast<int64_t>(d);
+        return Status::Ok();
+      }
+    }
+    return WrongType(key, "an integer");
+  }
+  Status Optional(const char* key, double* out) const {
+    if (!Has(key)) return Status::Ok();
+    if (!json_[key].is_number()) return WrongType(key, "a number");
+    *out = json_[key].get<double>();
+    return Status::Ok();
+  }
+  Status Optional(const char* key, bool* out) const {
+    if (!Has(key)) return Status::Ok();
+    if (!json_[key].is_boolean()) return WrongType(key, "true or false");
+    *out = json_[key].get<bool>();
+    return Status::Ok();
+  }
+  Status Optional(const char* key, std::string* out) const {
+    if (!Has(key)) return Status::Ok();
+    if (!json_[key].is_string()) return WrongType(key, "a string");
+    *out = json_[key].get<std::string>();
+    return Status::Ok();
+  }
+
+  Status Error(const char* key, std::string_view problem) const {
+    return InvalidArgument("{}: field '{}': {}", file_, key, problem);
+  }
+
+ private:
+  Status Missing(const char* key) const { return Error(key, "is required but missing"); }
+  Status WrongType(const char* key, std::string_view expected) const {
+    return Error(key, fmt::format("expected {}, got {}", expected, json_[key].dump()));
+  }
+
+  const Json& json_;
+  std::string file_;
+};
+
+Status ReadDtype(const Json& json, const HfFields& f, ModelSpec* m) {
+  // Newer transformers write "dtype", older "torch_dtype".
+  const char* key = f.Has("dtype") ? "dtype" : "torch_dtype";
+  std::string name;
+  RETURN_IF_ERROR(f.Optional(key, &name));
+  if (!name.empty()) {
+    StatusOr<DType> dtype = ParseDType(name);
+    if (!dtype.ok()) return f.Error(key, dtype.status().message());
+    m->dtype = *dtype;
+  }
+  // DeepSeek-V3 ships block-quantised FP8 weights while torch_dtype says bfloat16.
+  if (json.contains("quantization_config") && json["quantization_config"].is_object()) {
+    const Json& q = json["quantization_config"];
+    if (q.contains("quant_method") && q["quant_method"] == "fp8") m->dtype = DType::kFp8;
+  }
+  return Status::Ok();
+}
+
+Status ReadCommon(const HfFields& f, ModelSpec* m) {
+  RETURN_IF_ERROR(f.Required("vocab_size", &m->vocab_size));
+  RETURN_IF_ERROR(f.Required("hidden_size", &m->hidden_size));
+  RETURN_IF_ERROR(f.Required("num_hidden_layers", &m->num_layers));
+  RETURN_IF_ERROR(f.Required("num_attention_heads", &m->num_heads));
+  RETURN_IF_ERROR(f.Required("intermediate_size", &m->intermediate_size));
+  m->tie_embeddings = false;  // the default of every supported config class
+  RETURN_IF_ERROR(f.Optional("tie_word_embeddings", &m->tie_embeddings));
+  RETURN_IF_ERROR(f.Optional("rope_theta", &m->rope_theta));
+  RETURN_IF_ERROR(f.Optional("max_position_embeddings", &m->max_position_embeddings));
+  m->activation = Activation::kSwiGlu;  // all supported MLPs are gated (gate, up, down)
+  m->norm = NormKind::kRmsNorm;
+  return Status::Ok();
+}
+
+Status ReadGqa(const HfFields& f, ModelSpec* m) {
+  m->attention = AttentionKind::kGqa;
+  m->num_kv_heads = m->num_heads;
+  RETURN_IF_ERROR(f.Optional("num_key_value_heads", &m->num_kv_heads));
+  if (m->num_heads > 0 && m->hidden_size % m->num_heads == 0)
+    m->head_dim = m->hidden_size / m->num_heads;
+  RETURN_IF_ERROR(f.Optional("head_dim", &m->head_dim));
+  if (m->head_dim == 0) {
+    return f.Error("head_dim", fmt::format("is required: hidden_size {} is not a multiple of "
+                                           "num_attention_heads {}",
+                                           m->hidden_size, m->num_heads));
+  }
+  return Status::Ok();
+}
+
+Status ReadDeepseek(const HfFields& f, bool v3, ModelSpec* m) {
+  m->attention = AttentionKind::kMla;
+  m->num_kv_heads = m->num_heads;  // MLA convention of ModelSpec
+  m->head_dim = 0;
+  RETURN_IF_ERROR(f.Optional("q_lora_rank", &m->mla.q_lora_rank));  // null: direct q_proj
+  RETURN_IF_ERROR(f.Required("kv_lora_rank", &m->mla.kv_lora_rank));
+  RETURN_IF_ERROR(f.Required("qk_nope_head_dim", &m->mla.qk_nope_head_dim));
+  RETURN_IF_ERROR(f.Required("qk_rope_head_dim", &m->mla.qk_rope_head_dim));
+  RETURN_IF_ERROR(f.Required("v_head_dim", &m->mla.v_head_dim));
+  RETURN_IF_ERROR(f.Optional("attention_bias", &m->qkv_bias));
+  m->o_bias = m->qkv_bias;
+
+  // n_routed_experts null: a dense DeepSeek model.
+  RETURN_IF_ERROR(f.Optional("n_routed_experts", &m->moe.num_routed_experts));
+  if (m->moe.num_routed_experts == 0) return Status::Ok();
+  MoeSpec& moe = m->moe;
+  RETURN_IF_ERROR(f.Required("num_experts_per_tok", &moe.experts_per_token));
+  RETURN_IF_ERROR(f.Required("moe_intermediate_size", &moe.expert_intermediate_size));
+  RETURN_IF_ERROR(f.Optional("n_shared_experts", &moe.num_shared_experts));
+  RETURN_IF_ERROR(f.Optional("first_k_dense_replace", &moe.first_dense_layers));
+  RETURN_IF_ERROR(f.Optional("moe_layer_freq", &moe.moe_layer_freq));
+  // Defaults are those of transformers' DeepseekV2Config / DeepseekV3Config.
+  std::string scoring = v3 ? "sigmoid" : "softmax";
+  std::string topk_method = v3 ? "noaux_tc" : "greedy";
+  RETURN_IF_ERROR(f.Optional("scoring_func", &scoring));
+  RETURN_IF_ERROR(f.Optional("topk_method", &topk_method));
+  if (scoring == "softmax") {
+    moe.router = RouterKind::kSoftmax;
+  } else if (scoring == "sigmoid" && topk_method == "noaux_tc") {
+    moe.router = RouterKind::kSigmoidBias;
+  } else {
+    return f.Error("scoring_func", fmt::format("'{}' with topk_method '{}' is not supported "
+                                               "(softmax, or sigmoid with noaux_tc)",
+                                               scoring, topk_method));
+  }
+  moe.n_group = v3 ? 8 : 1;
+  moe.topk_group = v3 ? 4 : 1;
+  RETURN_IF_ERROR(f.Optional("n_group", &moe.n_group));
+  RETURN_IF_ERROR(f.Optional("topk_group", &moe.topk_group));
+  if (v3) RETURN_IF_ERROR(f.Optional("num_nextn_predict_layers", &m->num_mtp_layers));
+  return Status::Ok();
+}
+
+Status ReadArchitecture(const Json& json, const HfFields& f, const std::string& arch,
+                        ModelSpec* m) {
+  RETURN_IF_ERROR(ReadCommon(f, m));
+  RETURN_IF_ERROR(ReadDtype(json, f, m));
+  if (arch == "LlamaForCausalLM") {
+    RETURN_IF_ERROR(ReadGqa(f, m));
+    RETURN_IF_ERROR(f.Optional("attention_bias", &m->qkv_bias));  // q, k, v and o
+    m->o_bias = m->qkv_bias;
+    return f.Optional("mlp_bias", &m->mlp_bias);
+  }
+  if (arch == "Qwen2ForCausalLM") {
+    m->qkv_bias = true;  // Qwen2Attention always has q/k/v biases, never an o_proj bias
+    return ReadGqa(f, m);
+  }
+  if (arch == "MixtralForCausalLM") {
+    RETURN_IF_ERROR(ReadGqa(f, m));
+    m->moe.expert_intermediate_size = m->intermediate_size;  // every layer is MoE
+    RETURN_IF_ERROR(f.Required("num_local_experts", &m->moe.num_routed_experts));
+    RETURN_IF_ERROR(f.Required("num_experts_per_tok", &m->moe.experts_per_token));
+    m->moe.router = RouterKind::kSoftmax;
+    return Status::Ok();
+  }
+  if (arch == "DeepseekV2ForCausalLM") return ReadDeepseek(f, /*v3=*/false, m);
+  if (arch == "DeepseekV3ForCausalLM") return ReadDeepseek(f, /*v3=*/true, m);
+  return Status::Ok();  // unreachable: checked by the caller
+}
+
+}  // namespace
+
+const std::vector<std::string>& SupportedHfArchitectures() {
+  static const std::vector<std::string> kArchitectures = {
+      "LlamaForCausalLM", "Qwen2ForCausalLM", "MixtralForCausalLM", "DeepseekV2ForCausalLM",
+      "DeepseekV3ForCausalLM"};
+  return kArchitectures;
+}
+
+StatusOr<ModelSpec> ModelFromHfConfigText(const std::string& text, const std::string& name) {
+  Json json;
+  try {
+    json = Json::parse(text);
+  } catch (const Json::parse_error& e) {
+    return InvalidArgument("{}: malformed JSON at byte {}: {}", name, e.byte, e.what());
+  } catch (const Json::exception& e) {
+    return InvalidArgument("{}: malformed JSON: {}", name, e.what());
+  }
+  if (!json.is_object()) return InvalidArgument("{}: expected a JSON object", name);
+  HfFields f(json, name);
+
+  std::string arch;
+  if (!f.Has("architectures")) return f.Error("architectures", "is required but missing");
+  const Json& archs = json["architectures"];
+  if (!archs.is_array() || archs.empty() || !archs[0].is_string())
+    return f.Error("architectures", "expected a list of architecture names, got " + archs.dump());
+  arch = archs[0].get<std::string>();
+  const auto& supported = SupportedHfArchitectures();
+  if (std::find(supported.begin(), supported.end(), arch) == supported.end()) {
+    return InvalidArgument("{}: unsupported architecture '{}' (supported: {})", name, arch,
+                           fmt::join(supported, ", "));
+  }
+
+  ModelSpec m;
+  m.name = name;
+  m.architecture = arch;
+  try {
+    RETURN_IF_ERROR(ReadArchitecture(json, f, arch, &m));
+  } catch (const Json::exception& e) {  // defensive: the readers check types first
+    return InvalidArgument("{}: {}", name, e.what());
+  }
+  Status valid = m.Validate();
+  if (!valid.ok()) return valid.WithPrefix(name);
+  return m;
+}
+
+StatusOr<ModelSpec> ModelFromHfConfig(const std::string& path) {
+  namespace fs = std::filesystem;
+  fs::path file(path);
+  std::error_code ec;
+  if (fs::is_directory(file, ec)) file /= "config.json";
+  std::ifstream in(file);
+  if (!in) return NotFound("{}: cannot read file", file.string());
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) return IoError("{}: read failed", file.string());
+
+  ASSIGN_OR_RETURN(ModelSpec m, ModelFromHfConfigText(buffer.str(), file.string()));
+  std::string dir = file.parent_path().filename().string();
+  m.name = file.filename() == "config.json" && !dir.empty() ? dir : file.stem().string();
+  m.description = "Hugging Face config " + file.string();
+  return m;
+}
+
+}  // namespace shardscope

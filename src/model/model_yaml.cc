@@ -1,0 +1,251 @@
+#include "model/model_yaml.h"
+
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <system_error>
+
+namespace shardscope {
+namespace {
+
+// Re-roots a Validate error ("field 'x': ...") at the map's own path and file.
+Status ValidationError(const Status& status, const YamlContext& ctx) {
+  std::string message = status.message();
+  const std::string_view kField = "field '";
+  if (!ctx.path.empty() && message.starts_with(kField)) {
+    message.insert(kField.size(), ctx.path + ".");
+  }
+  YamlContext root{ctx.file, ctx.experiment, ""};
+  std::string where = root.Where();
+  return Status(status.code(), where.empty() ? message : where + ": " + message);
+}
+
+// Reads an optional enum-valued key through its parser.
+template <typename Enum, typename Parse>
+Status OptionalEnum(const YamlMap& map, std::string_view key, Parse parse, Enum* out) {
+  std::string text;
+  RETURN_IF_ERROR(map.Optional(key, &text));
+  if (!map.Has(key)) return Status::Ok();
+  StatusOr<Enum> parsed = parse(text);
+  if (!parsed.ok()) return map.context().Child(key).Error(parsed.status().message());
+  *out = *parsed;
+  return Status::Ok();
+}
+
+Status ReadMla(const YamlMap& map, MlaSpec* mla) {
+  RETURN_IF_ERROR(map.CheckKeys(
+      {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"}));
+  RETURN_IF_ERROR(map.OptionalAtLeast("q_lora_rank", 0, &mla->q_lora_rank));
+  RETURN_IF_ERROR(map.RequiredAtLeast("kv_lora_rank", 1, &mla->kv_lora_rank));
+  RETURN_IF_ERROR(map.RequiredAtLeast("qk_nope_head_dim", 1, &mla->qk_nope_head_dim));
+  RETURN_IF_ERROR(map.RequiredAtLeast("qk_rope_head_dim", 0, &mla->qk_rope_head_dim));
+  RETURN_IF_ERROR(map.RequiredAtLeast("v_head_dim", 1, &mla->v_head_dim));
+  return Status::Ok();
+}
+
+Status ReadMoe(const YamlMap& map, MoeSpec* moe) {
+  RETURN_IF_ERROR(map.CheckKeys({"num_routed_experts", "experts_per_token", "num_shared_experts",
+                                 "expert_intermediate_size", "first_dense_layers", "moe_layer_freq",
+                                 "router", "n_group", "topk_group"}));
+  RETURN_IF_ERROR(map.RequiredAtLeast("num_routed_experts", 1, &moe->num_routed_experts));
+  RETURN_IF_ERROR(map.RequiredAtLeast("experts_per_token", 1, &moe->experts_per_token));
+  RETURN_IF_ERROR(map.OptionalAtLeast("num_shared_experts", 0, &moe->num_shared_experts));
+  RETURN_IF_ERROR(
+      map.RequiredAtLeast("expert_intermediate_size", 1, &moe->expert_intermediate_size));
+  RETURN_IF_ERROR(map.OptionalAtLeast("first_dense_layers", 0, &moe->first_dense_layers));
+  RETURN_IF_ERROR(map.OptionalAtLeast("moe_layer_freq", 1, &moe->moe_layer_freq));
+  RETURN_IF_ERROR(OptionalEnum(map, "router", ParseRouterKind, &moe->router));
+  RETURN_IF_ERROR(map.OptionalAtLeast("n_group", 1, &moe->n_group));
+  RETURN_IF_ERROR(map.OptionalAtLeast("topk_group", 1, &moe->topk_group));
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string_view AttentionKindName(AttentionKind kind) {
+  switch (kind) {
+    case AttentionKind::kGqa:
+      return "gqa";
+    case AttentionKind::kMla:
+      return "mla";
+  }
+  return "?";
+}
+
+StatusOr<AttentionKind> ParseAttentionKind(std::string_view name) {
+  if (name == "gqa") return AttentionKind::kGqa;
+  if (name == "mla") return AttentionKind::kMla;
+  return InvalidArgument("unknown attention kind '{}' (expected gqa or mla)", name);
+}
+
+std::string_view ActivationName(Activation activation) {
+  switch (activation) {
+    case Activation::kSwiGlu:
+      return "swiglu";
+    case Activation::kGelu:
+      return "gelu";
+  }
+  return "?";
+}
+
+StatusOr<Activation> ParseActivation(std::string_view name) {
+  if (name == "swiglu") return Activation::kSwiGlu;
+  if (name == "gelu") return Activation::kGelu;
+  return InvalidArgument("unknown activation '{}' (expected swiglu or gelu)", name);
+}
+
+std::string_view RouterKindName(RouterKind kind) {
+  switch (kind) {
+    case RouterKind::kSoftmax:
+      return "softmax";
+    case RouterKind::kSigmoidBias:
+      return "sigmoid_bias";
+  }
+  return "?";
+}
+
+StatusOr<RouterKind> ParseRouterKind(std::string_view name) {
+  if (name == "softmax") return RouterKind::kSoftmax;
+  if (name == "sigmoid_bias") return RouterKind::kSigmoidBias;
+  return InvalidArgument("unknown router '{}' (expected softmax or sigmoid_bias)", name);
+}
+
+std::string_view NormKindName(NormKind kind) {
+  switch (kind) {
+    case NormKind::kRmsNorm:
+      return "rmsnorm";
+    case NormKind::kLayerNorm:
+      return "layernorm";
+  }
+  return "?";
+}
+
+StatusOr<NormKind> ParseNormKind(std::string_view name) {
+  if (name == "rmsnorm") return NormKind::kRmsNorm;
+  if (name == "layernorm") return NormKind::kLayerNorm;
+  return InvalidArgument("unknown norm '{}' (expected rmsnorm or layernorm)", name);
+}
+
+StatusOr<ModelSpec> ModelFromYaml(const YAML::Node& node, const YamlContext& ctx) {
+  ASSIGN_OR_RETURN(YamlMap map, YamlMap::From(node, ctx));
+  RETURN_IF_ERROR(map.CheckKeys({"name",
+                                 "architecture",
+                                 "description",
+                                 "vocab_size",
+                                 "hidden_size",
+                                 "num_layers",
+                                 "num_heads",
+                                 "num_kv_heads",
+                                 "head_dim",
+                                 "attention",
+                                 "mla",
+                                 "qkv_bias",
+                                 "o_bias",
+                                 "tie_embeddings",
+                                 "activation",
+                                 "norm",
+                                 "intermediate_size",
+                                 "mlp_bias",
+                                 "moe",
+                                 "rope_theta",
+                                 "max_position_embeddings",
+                                 "dtype",
+                                 "num_mtp_layers"}));
+  ModelSpec m;
+  RETURN_IF_ERROR(map.Optional("name", &m.name));
+  RETURN_IF_ERROR(map.Optional("architecture", &m.architecture));
+  RETURN_IF_ERROR(map.Optional("description", &m.description));
+  RETURN_IF_ERROR(map.RequiredAtLeast("vocab_size", 1, &m.vocab_size));
+  RETURN_IF_ERROR(map.RequiredAtLeast("hidden_size", 1, &m.hidden_size));
+  RETURN_IF_ERROR(map.RequiredAtLeast("num_layers", 1, &m.num_layers));
+  RETURN_IF_ERROR(map.RequiredAtLeast("num_heads", 1, &m.num_heads));
+  RETURN_IF_ERROR(OptionalEnum(map, "attention", ParseAttentionKind, &m.attention));
+
+  if (m.attention == AttentionKind::kMla) {
+    // MLA widths live in `mla:`; per-head K/V keys would be ignored, so refuse them.
+    for (std::string_view key : {"num_kv_heads", "head_dim"}) {
+      if (map.Has(key)) {
+        return map.context().Child(key).Error(
+            "is not used with attention 'mla' (give the widths under 'mla')");
+      }
+    }
+    if (!map.Has("mla"))
+      return map.context().Child("mla").Error("is required with attention 'mla'");
+    ASSIGN_OR_RETURN(YamlMap mla, map.Map("mla"));
+    RETURN_IF_ERROR(ReadMla(mla, &m.mla));
+    m.num_kv_heads = m.num_heads;
+    m.head_dim = 0;
+  } else {
+    if (map.Has("mla")) {
+      return map.context().Child("mla").Error(
+          "is given but attention is 'gqa' (add attention: mla)");
+    }
+    m.num_kv_heads = m.num_heads;
+    RETURN_IF_ERROR(map.OptionalAtLeast("num_kv_heads", 1, &m.num_kv_heads));
+    if (map.Has("head_dim")) {
+      RETURN_IF_ERROR(map.OptionalAtLeast("head_dim", 1, &m.head_dim));
+    } else if (m.hidden_size % m.num_heads == 0) {
+      m.head_dim = m.hidden_size / m.num_heads;  // the usual default, as in HF configs
+    } else {
+      return map.context()
+          .Child("head_dim")
+          .Error(fmt::format("is required: hidden_size {} is not a multiple of num_heads {}",
+                             m.hidden_size, m.num_heads));
+    }
+  }
+
+  RETURN_IF_ERROR(map.Optional("qkv_bias", &m.qkv_bias));
+  RETURN_IF_ERROR(map.Optional("o_bias", &m.o_bias));
+  RETURN_IF_ERROR(map.Optional("tie_embeddings", &m.tie_embeddings));
+  RETURN_IF_ERROR(OptionalEnum(map, "activation", ParseActivation, &m.activation));
+  RETURN_IF_ERROR(OptionalEnum(map, "norm", ParseNormKind, &m.norm));
+  RETURN_IF_ERROR(map.OptionalAtLeast("intermediate_size", 0, &m.intermediate_size));
+  RETURN_IF_ERROR(map.Optional("mlp_bias", &m.mlp_bias));
+  if (map.Has("moe")) {
+    ASSIGN_OR_RETURN(YamlMap moe, map.Map("moe"));
+    RETURN_IF_ERROR(ReadMoe(moe, &m.moe));
+  }
+  RETURN_IF_ERROR(map.OptionalPositive("rope_theta", &m.rope_theta));
+  RETURN_IF_ERROR(map.OptionalAtLeast("max_position_embeddings", 0, &m.max_position_embeddings));
+  RETURN_IF_ERROR(OptionalEnum(map, "dtype", ParseDType, &m.dtype));
+  RETURN_IF_ERROR(map.OptionalAtLeast("num_mtp_layers", 0, &m.num_mtp_layers));
+
+  Status valid = m.Validate();
+  if (!valid.ok()) return ValidationError(valid, ctx);
+  return m;
+}
+
+StatusOr<ModelSpec> LoadModelFile(const std::string& path) {
+  ASSIGN_OR_RETURN(YAML::Node node, LoadYamlFile(path));
+  ASSIGN_OR_RETURN(ModelSpec model, ModelFromYaml(node, YamlContext{path, "", ""}));
+  if (model.name.empty()) model.name = std::filesystem::path(path).stem().string();
+  return model;
+}
+
+std::vector<std::string> ListZooModels(const std::string& models_dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  std::filesystem::directory_iterator it(models_dir, ec);
+  if (ec) return names;
+  for (const auto& entry : it) {
+    const std::filesystem::path& p = entry.path();
+    if (entry.is_regular_file(ec) && p.extension() == ".yaml") names.push_back(p.stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+StatusOr<ModelSpec> LoadZooModel(std::string_view name, const std::string& models_dir) {
+  std::vector<std::string> names = ListZooModels(models_dir);
+  if (std::find(names.begin(), names.end(), name) == names.end()) {
+    return NotFound("model '{}' is not in the zoo {} (known: {})", name, models_dir,
+                    fmt::join(names, ", "));
+  }
+  return LoadModelFile(
+      (std::filesystem::path(models_dir) / (std::string(name) + ".yaml")).string());
+}
+
+std::string DefaultModelsDir() { return std::string(SHARDSCOPE_SOURCE_DIR) + "/configs/models"; }
+
+}  // namespace shardscope
