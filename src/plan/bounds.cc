@@ -98,10 +98,9 @@ StatusOr<PhaseBound> BoundPhase(const Experiment& e, const Placement& pl,
   const ClusterSpec& c = e.cluster;
   ASSIGN_OR_RETURN(double peak, c.device.PeakFlops(e.workload.dtype));
   const double bw = c.device.memory_bandwidth;
-  PhaseBound best;
-  double best_seconds = -1;
+  std::vector<RankCost> costs(pl.world_size());
   for (const RankProgram& rp : program.ranks) {
-    RankCost cost;
+    RankCost& cost = costs[rp.rank];
     double flops = 0, bytes = 0;
     for (const Op& op : rp.ops) {
       if (!op.is_comm()) {
@@ -120,10 +119,34 @@ StatusOr<PhaseBound> BoundPhase(const Experiment& e, const Placement& pl,
     }
     cost.compute = flops / peak;
     cost.memory = bytes / bw;
-    PhaseBound b{cost.compute, cost.memory, cost.network, rp.rank};
-    if (b.seconds() > best_seconds) {
-      best_seconds = b.seconds();
-      best = b;
+  }
+  // Along a pipeline, stage s must do all its own work, and before its first
+  // micro-batch that micro-batch must pass every earlier stage, after its last
+  // one every later stage: t ≥ c_s + f · Σ_{s'≠s} c_s', with f the smallest
+  // micro-batch's share of the replica's requests. Without a pipeline this is
+  // the rank's own cost.
+  PhaseBound best;
+  double best_seconds = -1;
+  for (const Group* g : pl.GroupsOf(Dim::kPp)) {
+    const int64_t requests = RequestsOfRank(e, pl, g->ranks[0]);
+    const double f = requests > 0 ? static_cast<double>(requests / program.micro_batches) /
+                                        static_cast<double>(requests)
+                                  : 0.0;
+    RankCost sum;
+    for (int64_t r : g->ranks) {
+      sum.compute += costs[r].compute;
+      sum.memory += costs[r].memory;
+      sum.network += costs[r].network;
+    }
+    for (int64_t r : g->ranks) {
+      const RankCost& own = costs[r];
+      PhaseBound b{own.compute + f * (sum.compute - own.compute),
+                   own.memory + f * (sum.memory - own.memory),
+                   own.network + f * (sum.network - own.network), r};
+      if (b.seconds() > best_seconds) {
+        best_seconds = b.seconds();
+        best = b;
+      }
     }
   }
   return best;
@@ -189,8 +212,10 @@ std::vector<ClaimCheck> CheckClaims(const Experiment& e, const Bounds& b,
       c.possible = claimed <= b.tps;
       c.margin = claimed / b.tps;
       c.reason = fmt::format(
-          "{} tokens need at least {} ({} bound; prefill {}; {} decode steps of {})", FormatSi(tokens),
-          FormatSeconds(b.total), BoundKindName(b.total_dominant), Components(b.ttft),
+          "the claim allows {} for {} tokens; the run needs at least {} ({} bound; prefill {}; "
+          "{} decode steps of {})",
+          FormatSeconds(tokens / claimed), FormatSi(tokens), FormatSeconds(b.total),
+          BoundKindName(b.total_dominant), Components(b.ttft),
           std::max<int64_t>(e.workload.tokens_to_generate - 1, 0), FormatSeconds(b.tpot.seconds()));
     } else if (key == "ttft_ms") {
       c.bound = b.ttft.seconds() * 1e3;
