@@ -1,16 +1,15 @@
 // End-to-end tests: run the `shardscope` binary as a user would and check its
 // exit code, stdout and stderr.
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 namespace {
 
@@ -33,8 +32,8 @@ Result RunCli(const std::string& args) {
   fs::path dir = fs::path(::testing::TempDir()) / "cli_test";
   fs::create_directories(dir);
   fs::path out = dir / "stdout", err = dir / "stderr";
-  std::string cmd = std::string(SHARDSCOPE_BINARY) + " " + args + " >" + out.string() + " 2>" +
-                    err.string();
+  std::string cmd =
+      std::string(SHARDSCOPE_BINARY) + " " + args + " >" + out.string() + " 2>" + err.string();
   int status = std::system(cmd.c_str());
   Result r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -112,32 +111,39 @@ struct BadInput {
 
 TEST(CliTest, MalformedInputsExitTwoWithOneLineAndNoOutput) {
   const BadInput cases[] = {
-      {"missing field", "experiments:\n  - name: broken\n    hardware: h100-sxm\n"
-                        "    parallelism: {tp_size: 2}\n    batch_size: 2\n    sequence_length: 8\n",
+      {"missing field",
+       "experiments:\n  - name: broken\n    hardware: h100-sxm\n"
+       "    parallelism: {tp_size: 2}\n    batch_size: 2\n    sequence_length: 8\n",
        "field 'model': is required but missing"},
-      {"wrong type", "experiments:\n  - name: broken\n    model: llama-3.1-8b\n    hardware: h100-sxm\n"
-                     "    parallelism: {tp_size: 2}\n    batch_size: many\n    sequence_length: 8\n",
+      {"wrong type",
+       "experiments:\n  - name: broken\n    model: llama-3.1-8b\n    hardware: h100-sxm\n"
+       "    parallelism: {tp_size: 2}\n    batch_size: many\n    sequence_length: 8\n",
        "field 'batch_size': expected an integer, got 'many'"},
-      {"tp not dividing heads", "experiments:\n  - name: broken\n    model: llama-3.1-8b\n"
-                                "    hardware: h100-sxm\n    parallelism: {tp_size: 5}\n"
-                                "    batch_size: 2\n    sequence_length: 8\n",
+      {"tp not dividing heads",
+       "experiments:\n  - name: broken\n    model: llama-3.1-8b\n"
+       "    hardware: h100-sxm\n    parallelism: {tp_size: 5}\n"
+       "    batch_size: 2\n    sequence_length: 8\n",
        "field 'parallelism.tp_size': tp 5 does not divide the 32 attention heads"},
-      {"unknown model", "experiments:\n  - name: broken\n    model: llama-9\n    hardware: h100-sxm\n"
-                        "    parallelism: {tp_size: 2}\n    batch_size: 2\n    sequence_length: 8\n",
+      {"unknown model",
+       "experiments:\n  - name: broken\n    model: llama-9\n    hardware: h100-sxm\n"
+       "    parallelism: {tp_size: 2}\n    batch_size: 2\n    sequence_length: 8\n",
        "field 'model': unknown model 'llama-9'"},
-      {"world larger than cluster", "experiments:\n  - name: broken\n    model: llama-3.1-8b\n"
-                                    "    hardware: {base: h100-sxm, nodes: 1}\n"
-                                    "    parallelism: {tp_size: 8, dp_size: 2}\n"
-                                    "    batch_size: 2\n    sequence_length: 8\n",
+      {"world larger than cluster",
+       "experiments:\n  - name: broken\n    model: llama-3.1-8b\n"
+       "    hardware: {base: h100-sxm, nodes: 1}\n"
+       "    parallelism: {tp_size: 8, dp_size: 2}\n"
+       "    batch_size: 2\n    sequence_length: 8\n",
        "exceeds the 8 devices of cluster 'h100-sxm'"},
-      {"negative batch", "experiments:\n  - name: broken\n    model: llama-3.1-8b\n"
-                         "    hardware: h100-sxm\n    parallelism: {tp_size: 2}\n"
-                         "    batch_size: -1\n    sequence_length: 8\n",
+      {"negative batch",
+       "experiments:\n  - name: broken\n    model: llama-3.1-8b\n"
+       "    hardware: h100-sxm\n    parallelism: {tp_size: 2}\n"
+       "    batch_size: -1\n    sequence_length: 8\n",
        "field 'batch_size': must be at least 1, got -1"},
-      {"negative hardware figure", "experiments:\n  - name: broken\n    model: llama-3.1-8b\n"
-                                   "    hardware: {base: h100-sxm, device: {memory_gb: -80}}\n"
-                                   "    parallelism: {tp_size: 2}\n    batch_size: 2\n"
-                                   "    sequence_length: 8\n",
+      {"negative hardware figure",
+       "experiments:\n  - name: broken\n    model: llama-3.1-8b\n"
+       "    hardware: {base: h100-sxm, device: {memory_gb: -80}}\n"
+       "    parallelism: {tp_size: 2}\n    batch_size: 2\n"
+       "    sequence_length: 8\n",
        "memory_gb"},
   };
   for (const BadInput& c : cases) {

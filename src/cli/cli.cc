@@ -26,6 +26,9 @@ int Main(int argc, char** argv) {
   int exit_code = kExitOk;
   AddPlanCommand(app, &exit_code);
   AddCheckCommand(app, &exit_code);
+  AddAnalyzeCommand(app, &exit_code);
+  AddCompareCommand(app, &exit_code);
+  AddTracesCommand(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

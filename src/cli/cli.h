@@ -25,6 +25,9 @@ int Main(int argc, char** argv);
 // Subcommands; each stores its exit code into *exit_code when it runs.
 void AddPlanCommand(CLI::App& app, int* exit_code);
 void AddCheckCommand(CLI::App& app, int* exit_code);
+void AddAnalyzeCommand(CLI::App& app, int* exit_code);
+void AddCompareCommand(CLI::App& app, int* exit_code);
+void AddTracesCommand(CLI::App& app, int* exit_code);
 
 }  // namespace shardscope::cli
 

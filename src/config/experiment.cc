@@ -4,22 +4,32 @@ namespace shardscope {
 
 int64_t ParallelSpec::Size(Dim d) const {
   switch (d) {
-    case Dim::kTp: return tp;
-    case Dim::kSp: return sp;
-    case Dim::kEp: return ep;
-    case Dim::kDp: return dp;
-    case Dim::kPp: return pp;
+    case Dim::kTp:
+      return tp;
+    case Dim::kSp:
+      return sp;
+    case Dim::kEp:
+      return ep;
+    case Dim::kDp:
+      return dp;
+    case Dim::kPp:
+      return pp;
   }
   return 1;
 }
 
 std::string_view DimName(Dim d) {
   switch (d) {
-    case Dim::kTp: return "tp";
-    case Dim::kSp: return "sp";
-    case Dim::kEp: return "ep";
-    case Dim::kDp: return "dp";
-    case Dim::kPp: return "pp";
+    case Dim::kTp:
+      return "tp";
+    case Dim::kSp:
+      return "sp";
+    case Dim::kEp:
+      return "ep";
+    case Dim::kDp:
+      return "dp";
+    case Dim::kPp:
+      return "pp";
   }
   return "?";
 }
@@ -35,9 +45,12 @@ StatusOr<Dim> ParseDim(std::string_view name) {
 
 std::string_view BackendName(Backend b) {
   switch (b) {
-    case Backend::kSim: return "sim";
-    case Backend::kCpu: return "cpu";
-    case Backend::kCuda: return "cuda";
+    case Backend::kSim:
+      return "sim";
+    case Backend::kCpu:
+      return "cpu";
+    case Backend::kCuda:
+      return "cuda";
   }
   return "?";
 }
@@ -51,9 +64,12 @@ StatusOr<Backend> ParseBackend(std::string_view name) {
 
 std::string_view SpVariantName(SpVariant v) {
   switch (v) {
-    case SpVariant::kZigzag: return "zigzag";
-    case SpVariant::kRing: return "ring";
-    case SpVariant::kStripe: return "stripe";
+    case SpVariant::kZigzag:
+      return "zigzag";
+    case SpVariant::kRing:
+      return "ring";
+    case SpVariant::kStripe:
+      return "stripe";
   }
   return "?";
 }
@@ -68,16 +84,19 @@ StatusOr<SpVariant> ParseSpVariant(std::string_view name) {
 
 std::string_view RoutingKindName(RoutingKind k) {
   switch (k) {
-    case RoutingKind::kUniform: return "uniform";
-    case RoutingKind::kZipf: return "zipf";
-    case RoutingKind::kFixed: return "fixed";
+    case RoutingKind::kUniform:
+      return "uniform";
+    case RoutingKind::kZipf:
+      return "zipf";
+    case RoutingKind::kFixed:
+      return "fixed";
   }
   return "?";
 }
 
 const std::vector<std::string>& KnownClaimKeys() {
-  static const std::vector<std::string> kKeys = {
-      "tps", "tpot_ms", "ttft_ms", "memory_per_gpu_gb", "decode_tokens_per_s"};
+  static const std::vector<std::string> kKeys = {"tps", "tpot_ms", "ttft_ms", "memory_per_gpu_gb",
+                                                 "decode_tokens_per_s"};
   return kKeys;
 }
 

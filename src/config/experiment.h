@@ -34,8 +34,8 @@ enum class RoutingKind { kUniform, kZipf, kFixed };
 // How tokens spread over routed experts when no real router runs.
 struct RoutingSpec {
   RoutingKind kind = RoutingKind::kUniform;
-  double zipf_s = 1.0;                 // zipf: expert of popularity rank i gets ∝ 1/i^s
-  std::vector<double> fixed_weights;   // fixed: one weight per routed expert
+  double zipf_s = 1.0;                // zipf: expert of popularity rank i gets ∝ 1/i^s
+  std::vector<double> fixed_weights;  // fixed: one weight per routed expert
 };
 
 struct ParallelSpec {
@@ -43,8 +43,8 @@ struct ParallelSpec {
   int64_t tp = 1, sp = 1, ep = 1, dp = 1, pp = 1;
   std::vector<Dim> order = {Dim::kTp, Dim::kSp, Dim::kEp, Dim::kDp, Dim::kPp};
   SpVariant sp_variant = SpVariant::kZigzag;
-  int64_t micro_batches = 0;           // pipeline micro-batches; 0: one per stage (pp)
-  std::vector<int64_t> layer_to_stage;  // empty: even contiguous split
+  int64_t micro_batches = 0;                     // pipeline micro-batches; 0: one per stage (pp)
+  std::vector<int64_t> layer_to_stage;           // empty: even contiguous split
   std::map<int64_t, int64_t> expert_to_ep_rank;  // empty: contiguous blocks
 
   int64_t Size(Dim d) const;

@@ -49,32 +49,32 @@ json ModelToJson(const ModelSpec& m) {
 
 json ClusterToJson(const ClusterSpec& c) {
   json peaks = json::object();
-  for (const auto& [dtype, flops] : c.device.peak_flops) peaks[std::string(DTypeName(dtype))] = flops;
-  json j = {
-      {"name", c.name},
-      {"num_nodes", c.num_nodes},
-      {"devices_per_node", c.devices_per_node},
-      {"device",
-       {{"name", c.device.name},
-        {"kind", DeviceKindName(c.device.kind)},
-        {"peak_flops", peaks},
-        {"memory_bytes", c.device.memory_bytes},
-        {"memory_bandwidth", c.device.memory_bandwidth},
-        {"l2_cache_bytes", c.device.l2_cache_bytes},
-        {"sram_bytes", c.device.sram_bytes},
-        {"launch_overhead", c.device.launch_overhead}}},
-      {"scale_up",
-       {{"kind", ScaleUpKindName(c.scale_up.kind)},
-        {"domain_size", c.scale_up.domain_size},
-        {"bandwidth_per_device", c.scale_up.bandwidth_per_device},
-        {"link_bandwidth", c.scale_up.link_bandwidth},
-        {"torus_dims", c.scale_up.torus_dims},
-        {"wraparound", c.scale_up.wraparound},
-        {"latency", c.scale_up.latency}}},
-      {"scale_out",
-       {{"nic_bandwidth_per_device", c.scale_out.nic_bandwidth_per_device},
-        {"latency", c.scale_out.latency},
-        {"topology", c.scale_out.topology}}}};
+  for (const auto& [dtype, flops] : c.device.peak_flops)
+    peaks[std::string(DTypeName(dtype))] = flops;
+  json j = {{"name", c.name},
+            {"num_nodes", c.num_nodes},
+            {"devices_per_node", c.devices_per_node},
+            {"device",
+             {{"name", c.device.name},
+              {"kind", DeviceKindName(c.device.kind)},
+              {"peak_flops", peaks},
+              {"memory_bytes", c.device.memory_bytes},
+              {"memory_bandwidth", c.device.memory_bandwidth},
+              {"l2_cache_bytes", c.device.l2_cache_bytes},
+              {"sram_bytes", c.device.sram_bytes},
+              {"launch_overhead", c.device.launch_overhead}}},
+            {"scale_up",
+             {{"kind", ScaleUpKindName(c.scale_up.kind)},
+              {"domain_size", c.scale_up.domain_size},
+              {"bandwidth_per_device", c.scale_up.bandwidth_per_device},
+              {"link_bandwidth", c.scale_up.link_bandwidth},
+              {"torus_dims", c.scale_up.torus_dims},
+              {"wraparound", c.scale_up.wraparound},
+              {"latency", c.scale_up.latency}}},
+            {"scale_out",
+             {{"nic_bandwidth_per_device", c.scale_out.nic_bandwidth_per_device},
+              {"latency", c.scale_out.latency},
+              {"topology", c.scale_out.topology}}}};
   return j;
 }
 
@@ -123,7 +123,9 @@ json ExperimentToJson(const Experiment& e) {
             {"measured_iterations", w.measured_iterations}}},
           {"claims", claims},
           {"units",
-           {{"time", "s"}, {"memory", "bytes"}, {"bandwidth", "bytes/s, one direction"},
+           {{"time", "s"},
+            {"memory", "bytes"},
+            {"bandwidth", "bytes/s, one direction"},
             {"compute", "FLOP/s"}}}};
 }
 

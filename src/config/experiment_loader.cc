@@ -33,20 +33,32 @@ constexpr SweepField kSweepFields[] = {
     {"parallelism", "micro_batches", "mb"},
 };
 
-const std::vector<std::string> kExperimentKeys = {
-    "name",      "description", "model",    "parallelism",        "batch_size",
-    "sequence_length", "tokens_to_generate", "dtype", "kv_dtype", "hardware",
-    "backend",   "enable_profiling", "seed", "claims", "routing",
-    "warmup_iterations", "measured_iterations"};
+const std::vector<std::string> kExperimentKeys = {"name",
+                                                  "description",
+                                                  "model",
+                                                  "parallelism",
+                                                  "batch_size",
+                                                  "sequence_length",
+                                                  "tokens_to_generate",
+                                                  "dtype",
+                                                  "kv_dtype",
+                                                  "hardware",
+                                                  "backend",
+                                                  "enable_profiling",
+                                                  "seed",
+                                                  "claims",
+                                                  "routing",
+                                                  "warmup_iterations",
+                                                  "measured_iterations"};
 
 const std::vector<std::string> kParallelKeys = {
-    "strategy", "tp_size", "pp_size", "seq_parallel_size", "sp_size", "dp_size", "ep_size",
-    "order",    "ring_variant", "micro_batches", "layer_to_stage", "expert_placement"};
+    "strategy",     "tp_size",       "pp_size",        "seq_parallel_size",
+    "sp_size",      "dp_size",       "ep_size",        "order",
+    "ring_variant", "micro_batches", "layer_to_stage", "expert_placement"};
 
-std::string ZooDir(const LoaderOptions& options, const std::string& config_path,
-                   const char* sub) {
-  const std::string& given = std::string(sub) == "models" ? options.models_dir
-                                                          : options.hardware_dir;
+std::string ZooDir(const LoaderOptions& options, const std::string& config_path, const char* sub) {
+  const std::string& given =
+      std::string(sub) == "models" ? options.models_dir : options.hardware_dir;
   if (!given.empty()) return given;
   fs::path beside = fs::path(config_path).parent_path() / sub;
   if (fs::is_directory(beside)) return beside.string();
@@ -69,10 +81,9 @@ StatusOr<YAML::Node> LoadZooNode(const std::string& dir, const std::string& name
                                  const YamlContext& ctx, const char* what) {
   fs::path file = fs::path(dir) / (name + ".yaml");
   if (name.find('/') != std::string::npos || !fs::exists(file)) {
-    return Status(StatusCode::kNotFound,
-                  ctx.Error(fmt::format("unknown {} '{}' (known in {}: {})", what, name, dir,
-                                        ListYamlStems(dir)))
-                      .message());
+    return Status(StatusCode::kNotFound, ctx.Error(fmt::format("unknown {} '{}' (known in {}: {})",
+                                                               what, name, dir, ListYamlStems(dir)))
+                                             .message());
   }
   return LoadYamlFile(file.string());
 }
@@ -124,8 +135,7 @@ StatusOr<ClusterSpec> ResolveCluster(const YAML::Node& node, const YamlContext& 
   if (map.Has("base")) {
     std::string base;
     RETURN_IF_ERROR(map.Required("base", &base));
-    ASSIGN_OR_RETURN(YAML::Node zoo,
-                     LoadZooNode(hardware_dir, base, ctx.Child("base"), "cluster"));
+    ASSIGN_OR_RETURN(YAML::Node zoo, LoadZooNode(hardware_dir, base, ctx.Child("base"), "cluster"));
     YAML::Node overrides = YAML::Clone(node);
     overrides.remove("base");
     merged = MergeYaml(zoo, overrides);
@@ -143,7 +153,8 @@ StatusOr<DType> ReadDType(const YamlMap& map, std::string_view key, DType fallba
 }
 
 Status ReadParallel(const YamlMap& exp, Experiment* e) {
-  if (!exp.Has("parallelism")) return exp.context().Child("parallelism").Error("is required but missing");
+  if (!exp.Has("parallelism"))
+    return exp.context().Child("parallelism").Error("is required but missing");
   ASSIGN_OR_RETURN(YamlMap par, exp.Map("parallelism"));
   RETURN_IF_ERROR(par.CheckKeys(kParallelKeys));
   ParallelSpec& p = e->parallel;
@@ -209,8 +220,8 @@ Status ReadParallel(const YamlMap& exp, Experiment* e) {
   }
   if (s.empty()) {
     for (Dim d : {Dim::kTp, Dim::kSp, Dim::kEp, Dim::kPp, Dim::kDp}) {
-      if (p.Size(d) > 1) p.strategy += fmt::format("{}{}{}", p.strategy.empty() ? "" : "_",
-                                                   DimName(d), p.Size(d));
+      if (p.Size(d) > 1)
+        p.strategy += fmt::format("{}{}{}", p.strategy.empty() ? "" : "_", DimName(d), p.Size(d));
     }
     if (p.strategy.empty()) p.strategy = "single";
   }
@@ -242,8 +253,7 @@ Status ReadWorkload(const YamlMap& exp, Experiment* e) {
     } else if (dist == "fixed") {
       w.routing.kind = RoutingKind::kFixed;
       RETURN_IF_ERROR(r.Optional("weights", &w.routing.fixed_weights));
-      if (static_cast<int64_t>(w.routing.fixed_weights.size()) !=
-          e->model.moe.num_routed_experts) {
+      if (static_cast<int64_t>(w.routing.fixed_weights.size()) != e->model.moe.num_routed_experts) {
         return r.context().Child("weights").Error(
             fmt::format("needs one weight per routed expert ({}), got {}",
                         e->model.moe.num_routed_experts, w.routing.fixed_weights.size()));
@@ -252,8 +262,10 @@ Status ReadWorkload(const YamlMap& exp, Experiment* e) {
         if (x < 0) return r.context().Child("weights").Error("weights must not be negative");
       }
     } else {
-      return r.context().Child("distribution").Error(
-          fmt::format("unknown routing distribution '{}' (expected uniform, zipf or fixed)", dist));
+      return r.context()
+          .Child("distribution")
+          .Error(fmt::format("unknown routing distribution '{}' (expected uniform, zipf or fixed)",
+                             dist));
     }
   }
   return Status::Ok();
@@ -282,8 +294,8 @@ StatusOr<Experiment> ReadExperiment(const YAML::Node& node, const YamlContext& c
   e.name = ctx.experiment;
   RETURN_IF_ERROR(exp.Optional("description", &e.description));
   ASSIGN_OR_RETURN(e.model, ResolveModel(exp.Get("model"), ctx.Child("model"), models_dir, path));
-  ASSIGN_OR_RETURN(e.cluster, ResolveCluster(exp.Get("hardware"), ctx.Child("hardware"),
-                                             hardware_dir));
+  ASSIGN_OR_RETURN(e.cluster,
+                   ResolveCluster(exp.Get("hardware"), ctx.Child("hardware"), hardware_dir));
   RETURN_IF_ERROR(ReadParallel(exp, &e));
   RETURN_IF_ERROR(ReadWorkload(exp, &e));
   std::string backend = "sim";
@@ -298,8 +310,9 @@ StatusOr<Experiment> ReadExperiment(const YAML::Node& node, const YamlContext& c
 }
 
 // One experiment node → one node per combination of swept values, with names.
-StatusOr<std::vector<std::pair<std::string, YAML::Node>>> ExpandSweeps(
-    const YAML::Node& node, const std::string& name, const YamlContext& ctx) {
+StatusOr<std::vector<std::pair<std::string, YAML::Node>>> ExpandSweeps(const YAML::Node& node,
+                                                                       const std::string& name,
+                                                                       const YamlContext& ctx) {
   std::vector<std::pair<std::string, YAML::Node>> out = {{name, YAML::Clone(node)}};
   for (const SweepField& f : kSweepFields) {
     YAML::Node holder = *f.section ? node[f.section] : node;
@@ -356,7 +369,8 @@ StatusOr<std::vector<Experiment>> ExperimentsFromYaml(const YAML::Node& root,
       return ictx.Child("name").Error("is required but missing");
     }
     name = list[i]["name"].Scalar();
-    YAML::Node merged = MergeYaml(defaults.IsDefined() && defaults.IsMap() ? defaults : YAML::Node(), list[i]);
+    YAML::Node merged =
+        MergeYaml(defaults.IsDefined() && defaults.IsMap() ? defaults : YAML::Node(), list[i]);
     YamlContext ctx{path, name, ""};
     ASSIGN_OR_RETURN(auto expanded, ExpandSweeps(merged, name, ctx));
     for (auto& [exp_name, node] : expanded) {

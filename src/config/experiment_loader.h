@@ -6,10 +6,10 @@
 #ifndef SHARDSCOPE_CONFIG_EXPERIMENT_LOADER_H_
 #define SHARDSCOPE_CONFIG_EXPERIMENT_LOADER_H_
 
+#include <yaml-cpp/yaml.h>
+
 #include <string>
 #include <vector>
-
-#include <yaml-cpp/yaml.h>
 
 #include "config/experiment.h"
 #include "core/status.h"

@@ -100,59 +100,76 @@ struct BadCase {
 // Each malformed input must be rejected with the file, experiment and field named.
 TEST(ExperimentLoaderTest, MalformedInputsNameFileExperimentAndField) {
   const BadCase cases[] = {
-      {"missing batch", "model: llama-3.1-8b\n    hardware: h100-sxm\n    parallelism: {tp_size: 1}\n"
-                        "    sequence_length: 8\n",
+      {"missing batch",
+       "model: llama-3.1-8b\n    hardware: h100-sxm\n    parallelism: {tp_size: 1}\n"
+       "    sequence_length: 8\n",
        "field 'batch_size': is required but missing"},
-      {"wrong type", "model: llama-3.1-8b\n    hardware: h100-sxm\n    parallelism: {tp_size: two}\n"
-                     "    batch_size: 1\n    sequence_length: 8\n",
+      {"wrong type",
+       "model: llama-3.1-8b\n    hardware: h100-sxm\n    parallelism: {tp_size: two}\n"
+       "    batch_size: 1\n    sequence_length: 8\n",
        "field 'parallelism.tp_size': expected an integer, got 'two'"},
-      {"tp vs heads", "model: llama-3.1-8b\n    hardware: h100-sxm\n    parallelism: {tp_size: 3}\n"
-                      "    batch_size: 1\n    sequence_length: 8\n",
+      {"tp vs heads",
+       "model: llama-3.1-8b\n    hardware: h100-sxm\n    parallelism: {tp_size: 3}\n"
+       "    batch_size: 1\n    sequence_length: 8\n",
        "field 'parallelism.tp_size': tp 3 does not divide the 32 attention heads"},
-      {"unknown model", "model: gpt-9\n    hardware: h100-sxm\n    parallelism: {tp_size: 1}\n"
-                        "    batch_size: 1\n    sequence_length: 8\n",
+      {"unknown model",
+       "model: gpt-9\n    hardware: h100-sxm\n    parallelism: {tp_size: 1}\n"
+       "    batch_size: 1\n    sequence_length: 8\n",
        "field 'model': unknown model 'gpt-9'"},
-      {"world too big", "model: llama-3.1-8b\n    hardware: {base: h100-sxm, nodes: 1}\n"
-                        "    parallelism: {tp_size: 8, pp_size: 2}\n    batch_size: 1\n"
-                        "    sequence_length: 8\n",
+      {"world too big",
+       "model: llama-3.1-8b\n    hardware: {base: h100-sxm, nodes: 1}\n"
+       "    parallelism: {tp_size: 8, pp_size: 2}\n    batch_size: 1\n"
+       "    sequence_length: 8\n",
        "field 'parallelism': world size"},
-      {"negative batch", "model: llama-3.1-8b\n    hardware: h100-sxm\n    parallelism: {tp_size: 1}\n"
-                         "    batch_size: -4\n    sequence_length: 8\n",
+      {"negative batch",
+       "model: llama-3.1-8b\n    hardware: h100-sxm\n    parallelism: {tp_size: 1}\n"
+       "    batch_size: -4\n    sequence_length: 8\n",
        "field 'batch_size': must be at least 1, got -4"},
-      {"unknown field", "model: llama-3.1-8b\n    hardware: h100-sxm\n    parallelism: {tp_szie: 2}\n"
-                        "    batch_size: 1\n    sequence_length: 8\n",
+      {"unknown field",
+       "model: llama-3.1-8b\n    hardware: h100-sxm\n    parallelism: {tp_szie: 2}\n"
+       "    batch_size: 1\n    sequence_length: 8\n",
        "field 'parallelism.tp_szie': unknown field"},
-      {"sp vs prompt", "model: llama-3.1-8b\n    hardware: h100-sxm\n"
-                       "    parallelism: {seq_parallel_size: 4}\n    batch_size: 1\n"
-                       "    sequence_length: 12\n",
+      {"sp vs prompt",
+       "model: llama-3.1-8b\n    hardware: h100-sxm\n"
+       "    parallelism: {seq_parallel_size: 4}\n    batch_size: 1\n"
+       "    sequence_length: 12\n",
        "field 'parallelism.seq_parallel_size': the prompt of 12 tokens does not split into 8"},
-      {"ep on dense", "model: llama-3.1-8b\n    hardware: h100-sxm\n    parallelism: {ep_size: 2}\n"
-                      "    batch_size: 2\n    sequence_length: 8\n",
+      {"ep on dense",
+       "model: llama-3.1-8b\n    hardware: h100-sxm\n    parallelism: {ep_size: 2}\n"
+       "    batch_size: 2\n    sequence_length: 8\n",
        "field 'parallelism.ep_size': expert parallelism needs an MoE model"},
-      {"ep vs experts", "model: mixtral-8x7b\n    hardware: h100-sxm\n    parallelism: {ep_size: 3}\n"
-                        "    batch_size: 3\n    sequence_length: 8\n",
+      {"ep vs experts",
+       "model: mixtral-8x7b\n    hardware: h100-sxm\n    parallelism: {ep_size: 3}\n"
+       "    batch_size: 3\n    sequence_length: 8\n",
        "field 'parallelism.ep_size': ep 3 does not divide the 8 routed experts"},
-      {"pp vs layers", "model: {base: llama-3.1-8b, num_layers: 2}\n    hardware: h100-sxm\n"
-                       "    parallelism: {pp_size: 4}\n    batch_size: 4\n    sequence_length: 8\n",
+      {"pp vs layers",
+       "model: {base: llama-3.1-8b, num_layers: 2}\n    hardware: h100-sxm\n"
+       "    parallelism: {pp_size: 4}\n    batch_size: 4\n    sequence_length: 8\n",
        "field 'parallelism.pp_size': 4 pipeline stages exceed the model's 2 layers"},
-      {"bad stage map", "model: {base: llama-3.1-8b, num_layers: 3}\n    hardware: h100-sxm\n"
-                        "    parallelism: {pp_size: 2, layer_to_stage: [0, 1, 0]}\n"
-                        "    batch_size: 4\n    sequence_length: 8\n",
+      {"bad stage map",
+       "model: {base: llama-3.1-8b, num_layers: 3}\n    hardware: h100-sxm\n"
+       "    parallelism: {pp_size: 2, layer_to_stage: [0, 1, 0]}\n"
+       "    batch_size: 4\n    sequence_length: 8\n",
        "field 'parallelism.layer_to_stage': layer 2 maps to stage 0 after stage 1"},
-      {"bad dtype", "model: llama-3.1-8b\n    hardware: h100-sxm\n    parallelism: {tp_size: 1}\n"
-                    "    batch_size: 1\n    sequence_length: 8\n    dtype: fp12\n",
+      {"bad dtype",
+       "model: llama-3.1-8b\n    hardware: h100-sxm\n    parallelism: {tp_size: 1}\n"
+       "    batch_size: 1\n    sequence_length: 8\n    dtype: fp12\n",
        "field 'dtype': unknown dtype 'fp12'"},
-      {"bad backend", "model: llama-3.1-8b\n    hardware: h100-sxm\n    parallelism: {tp_size: 1}\n"
-                      "    batch_size: 1\n    sequence_length: 8\n    backend: tpu\n",
+      {"bad backend",
+       "model: llama-3.1-8b\n    hardware: h100-sxm\n    parallelism: {tp_size: 1}\n"
+       "    batch_size: 1\n    sequence_length: 8\n    backend: tpu\n",
        "field 'backend': unknown backend 'tpu'"},
-      {"unknown claim", "model: llama-3.1-8b\n    hardware: h100-sxm\n    parallelism: {tp_size: 1}\n"
-                        "    batch_size: 1\n    sequence_length: 8\n    claims: {speed: 3}\n",
+      {"unknown claim",
+       "model: llama-3.1-8b\n    hardware: h100-sxm\n    parallelism: {tp_size: 1}\n"
+       "    batch_size: 1\n    sequence_length: 8\n    claims: {speed: 3}\n",
        "field 'claims.speed': unknown field"},
-      {"unknown cluster", "model: llama-3.1-8b\n    hardware: dgx-z\n    parallelism: {tp_size: 1}\n"
-                          "    batch_size: 1\n    sequence_length: 8\n",
+      {"unknown cluster",
+       "model: llama-3.1-8b\n    hardware: dgx-z\n    parallelism: {tp_size: 1}\n"
+       "    batch_size: 1\n    sequence_length: 8\n",
        "field 'hardware': unknown cluster 'dgx-z'"},
-      {"missing parallelism", "model: llama-3.1-8b\n    hardware: h100-sxm\n    batch_size: 1\n"
-                              "    sequence_length: 8\n",
+      {"missing parallelism",
+       "model: llama-3.1-8b\n    hardware: h100-sxm\n    batch_size: 1\n"
+       "    sequence_length: 8\n",
        "field 'parallelism': is required but missing"},
   };
   for (const BadCase& c : cases) {

@@ -4,15 +4,24 @@ namespace shardscope {
 
 const char* StatusCodeName(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk: return "OK";
-    case StatusCode::kInvalidArgument: return "invalid argument";
-    case StatusCode::kNotFound: return "not found";
-    case StatusCode::kFailedPrecondition: return "failed precondition";
-    case StatusCode::kOutOfRange: return "out of range";
-    case StatusCode::kDataLoss: return "data loss";
-    case StatusCode::kUnimplemented: return "not implemented";
-    case StatusCode::kInternal: return "internal error";
-    case StatusCode::kIoError: return "I/O error";
+    case StatusCode::kOk:
+      return "OK";
+    case StatusCode::kInvalidArgument:
+      return "invalid argument";
+    case StatusCode::kNotFound:
+      return "not found";
+    case StatusCode::kFailedPrecondition:
+      return "failed precondition";
+    case StatusCode::kOutOfRange:
+      return "out of range";
+    case StatusCode::kDataLoss:
+      return "data loss";
+    case StatusCode::kUnimplemented:
+      return "not implemented";
+    case StatusCode::kInternal:
+      return "internal error";
+    case StatusCode::kIoError:
+      return "I/O error";
   }
   return "unknown";
 }

@@ -5,24 +5,24 @@
 #ifndef SHARDSCOPE_CORE_STATUS_H_
 #define SHARDSCOPE_CORE_STATUS_H_
 
+#include <fmt/format.h>
+
 #include <cassert>
 #include <optional>
 #include <string>
 #include <utility>
 #include <variant>
 
-#include <fmt/format.h>
-
 namespace shardscope {
 
 enum class StatusCode {
   kOk = 0,
-  kInvalidArgument,   // bad user input: config, plan, flags
-  kNotFound,          // a named file, model or cluster that does not exist
+  kInvalidArgument,  // bad user input: config, plan, flags
+  kNotFound,         // a named file, model or cluster that does not exist
   kFailedPrecondition,
   kOutOfRange,
-  kDataLoss,          // truncated or corrupt data
-  kUnimplemented,     // a feature that is not built: the message says which
+  kDataLoss,       // truncated or corrupt data
+  kUnimplemented,  // a feature that is not built: the message says which
   kInternal,
   kIoError,
 };
@@ -78,17 +78,26 @@ Status DataLoss(fmt::format_string<Args...> f, Args&&... args) {
 template <typename T>
 class [[nodiscard]] StatusOr {
  public:
-  StatusOr(const Status& status) : status_(status) { assert(!status.ok()); }  // NOLINT
+  StatusOr(const Status& status) : status_(status) { assert(!status.ok()); }         // NOLINT
   StatusOr(Status&& status) : status_(std::move(status)) { assert(!status_.ok()); }  // NOLINT
-  StatusOr(const T& value) : value_(value) {}  // NOLINT
-  StatusOr(T&& value) : value_(std::move(value)) {}  // NOLINT
+  StatusOr(const T& value) : value_(value) {}                                        // NOLINT
+  StatusOr(T&& value) : value_(std::move(value)) {}                                  // NOLINT
 
   bool ok() const { return status_.ok(); }
   const Status& status() const { return status_; }
 
-  const T& value() const& { assert(ok()); return *value_; }
-  T& value() & { assert(ok()); return *value_; }
-  T&& value() && { assert(ok()); return std::move(*value_); }
+  const T& value() const& {
+    assert(ok());
+    return *value_;
+  }
+  T& value() & {
+    assert(ok());
+    return *value_;
+  }
+  T&& value() && {
+    assert(ok());
+    return std::move(*value_);
+  }
   const T& operator*() const& { return value(); }
   T& operator*() & { return value(); }
   const T* operator->() const { return &value(); }
@@ -104,10 +113,10 @@ class [[nodiscard]] StatusOr {
 #define SHARDSCOPE_CONCAT_INNER(a, b) a##b
 #define SHARDSCOPE_CONCAT(a, b) SHARDSCOPE_CONCAT_INNER(a, b)
 
-#define RETURN_IF_ERROR(expr)                      \
-  do {                                             \
-    ::shardscope::Status _status = (expr);         \
-    if (!_status.ok()) return _status;             \
+#define RETURN_IF_ERROR(expr)              \
+  do {                                     \
+    ::shardscope::Status _status = (expr); \
+    if (!_status.ok()) return _status;     \
   } while (0)
 
 #define ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \

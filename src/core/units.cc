@@ -1,8 +1,8 @@
 #include "core/units.h"
 
-#include <cmath>
-
 #include <fmt/format.h>
+
+#include <cmath>
 
 namespace shardscope {
 namespace {

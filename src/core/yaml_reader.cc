@@ -12,11 +12,16 @@ namespace {
 
 std::string Describe(const YAML::Node& node) {
   switch (node.Type()) {
-    case YAML::NodeType::Null: return "nothing";
-    case YAML::NodeType::Sequence: return "a list";
-    case YAML::NodeType::Map: return "a map";
-    case YAML::NodeType::Scalar: return "'" + node.Scalar() + "'";
-    default: return "an undefined value";
+    case YAML::NodeType::Null:
+      return "nothing";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Map:
+      return "a map";
+    case YAML::NodeType::Scalar:
+      return "'" + node.Scalar() + "'";
+    default:
+      return "an undefined value";
   }
 }
 
@@ -141,15 +146,15 @@ Status YamlMap::Missing(std::string_view key) const {
   return ctx_.Child(key).Error("is required but missing");
 }
 
-#define SHARDSCOPE_YAML_GETTER(Type, Convert)                                   \
-  Status YamlMap::Required(std::string_view key, Type* out) const {             \
-    if (!Has(key)) return Missing(key);                                          \
-    return Optional(key, out);                                                   \
-  }                                                                              \
-  Status YamlMap::Optional(std::string_view key, Type* out) const {             \
-    if (!Has(key)) return Status::Ok();                                          \
-    ASSIGN_OR_RETURN(*out, Convert(Get(key), ctx_.Child(key)));                  \
-    return Status::Ok();                                                         \
+#define SHARDSCOPE_YAML_GETTER(Type, Convert)                       \
+  Status YamlMap::Required(std::string_view key, Type* out) const { \
+    if (!Has(key)) return Missing(key);                             \
+    return Optional(key, out);                                      \
+  }                                                                 \
+  Status YamlMap::Optional(std::string_view key, Type* out) const { \
+    if (!Has(key)) return Status::Ok();                             \
+    ASSIGN_OR_RETURN(*out, Convert(Get(key), ctx_.Child(key)));     \
+    return Status::Ok();                                            \
   }
 
 SHARDSCOPE_YAML_GETTER(std::string, YamlString)
@@ -212,7 +217,8 @@ Status YamlMap::OptionalAtLeast(std::string_view key, int64_t min, int64_t* out)
 Status YamlMap::OptionalPositive(std::string_view key, double* out) const {
   double v = *out;
   RETURN_IF_ERROR(Optional(key, &v));
-  if (Has(key) && !(v > 0)) return ctx_.Child(key).Error(fmt::format("must be positive, got {}", v));
+  if (Has(key) && !(v > 0))
+    return ctx_.Child(key).Error(fmt::format("must be positive, got {}", v));
   *out = v;
   return Status::Ok();
 }

@@ -5,13 +5,13 @@
 #ifndef SHARDSCOPE_CORE_YAML_READER_H_
 #define SHARDSCOPE_CORE_YAML_READER_H_
 
+#include <yaml-cpp/yaml.h>
+
 #include <cstdint>
 #include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <yaml-cpp/yaml.h>
 
 #include "core/status.h"
 

@@ -79,9 +79,12 @@ LinkBytes CommBytes(const Op& op, int64_t rank, const Placement& pl, const Clust
 
 std::string_view BoundKindName(BoundKind kind) {
   switch (kind) {
-    case BoundKind::kCompute: return "compute";
-    case BoundKind::kMemory: return "memory bandwidth";
-    case BoundKind::kNetwork: return "network";
+    case BoundKind::kCompute:
+      return "compute";
+    case BoundKind::kMemory:
+      return "memory bandwidth";
+    case BoundKind::kNetwork:
+      return "network";
   }
   return "?";
 }
@@ -185,7 +188,8 @@ StatusOr<Bounds> ComputeBounds(const Experiment& e, const Placement& pl) {
                  b.ttft.network + steps * b.tpot.network, 0};
   b.total_dominant = run.dominant();
   MemoryPlan mem = PlanMemory(e, pl);
-  for (const RankMemory& r : mem.ranks) b.max_rank_weights = std::max(b.max_rank_weights, r.weights);
+  for (const RankMemory& r : mem.ranks)
+    b.max_rank_weights = std::max(b.max_rank_weights, r.weights);
   b.cache_bytes = e.cluster.device.l2_cache_bytes;
   return b;
 }
@@ -221,9 +225,9 @@ std::vector<ClaimCheck> CheckClaims(const Experiment& e, const Bounds& b,
       c.bound = b.ttft.seconds() * 1e3;
       c.possible = claimed >= c.bound;
       c.margin = c.bound / claimed;
-      c.reason = fmt::format("prefill needs at least {} ({} bound: {})",
-                             FormatSeconds(b.ttft.seconds()), BoundKindName(b.ttft.dominant()),
-                             Components(b.ttft));
+      c.reason =
+          fmt::format("prefill needs at least {} ({} bound: {})", FormatSeconds(b.ttft.seconds()),
+                      BoundKindName(b.ttft.dominant()), Components(b.ttft));
     } else if (key == "tpot_ms" || key == "decode_tokens_per_s") {
       const bool latency = key == "tpot_ms";
       c.bound = latency ? b.tpot.seconds() * 1e3 : b.decode_tokens_per_s;

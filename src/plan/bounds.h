@@ -38,13 +38,13 @@ StatusOr<PhaseBound> BoundPhase(const Experiment& experiment, const Placement& p
                                 const PhaseProgram& program);
 
 struct Bounds {
-  PhaseBound ttft;             // prefill
-  PhaseBound tpot;             // mean decode step (first and last step averaged)
-  bool has_decode = false;     // tokens_to_generate ≥ 2
-  double total = 0;            // seconds: ttft + (generated − 1) · tpot
+  PhaseBound ttft;                  // prefill
+  PhaseBound tpot;                  // mean decode step (first and last step averaged)
+  bool has_decode = false;          // tokens_to_generate ≥ 2
+  double total = 0;                 // seconds: ttft + (generated − 1) · tpot
   double prefill_tokens_per_s = 0;  // upper bound: batch · prompt / ttft
   double decode_tokens_per_s = 0;   // upper bound: batch / tpot
-  double tps = 0;  // the seeds' TPS upper bound: batch · prompt / total
+  double tps = 0;                   // the seeds' TPS upper bound: batch · prompt / total
   BoundKind total_dominant = BoundKind::kCompute;
   // Weights a rank holds and the device's last-level cache: can they stay resident?
   double max_rank_weights = 0;
@@ -55,12 +55,12 @@ StatusOr<Bounds> ComputeBounds(const Experiment& experiment, const Placement& pl
 
 // One stated claim against the bounds.
 struct ClaimCheck {
-  std::string key;       // e.g. "tps"
-  double claimed = 0;    // in the claim's unit
-  double bound = 0;      // the physical limit in the same unit
+  std::string key;     // e.g. "tps"
+  double claimed = 0;  // in the claim's unit
+  double bound = 0;    // the physical limit in the same unit
   bool possible = true;
-  double margin = 0;     // claimed / bound (tps-like) or bound / claimed (latency-like)
-  std::string reason;    // which bound rules it in or out, in words
+  double margin = 0;   // claimed / bound (tps-like) or bound / claimed (latency-like)
+  std::string reason;  // which bound rules it in or out, in words
 };
 
 std::vector<ClaimCheck> CheckClaims(const Experiment& experiment, const Bounds& bounds,

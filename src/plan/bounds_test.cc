@@ -121,7 +121,10 @@ TEST(BoundsTest, PipelineStagesAddUpByMicroBatch) {
 
 TEST(BoundsTest, ClaimsAgainstBounds) {
   Experiment e = ZooExperiment("llama-3.1-8b", "h100-sxm", Tp(8), 64, 2048, 64);
-  e.claims = {{"tps", 1e12}, {"tpot_ms", 1000}, {"ttft_ms", 1e-6}, {"memory_per_gpu_gb", 1e-3},
+  e.claims = {{"tps", 1e12},
+              {"tpot_ms", 1000},
+              {"ttft_ms", 1e-6},
+              {"memory_per_gpu_gb", 1e-3},
               {"decode_tokens_per_s", 1}};
   auto pl = Placement::Create(e);
   ASSERT_TRUE(pl.ok());

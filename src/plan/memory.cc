@@ -31,7 +31,7 @@ double AttentionParamsOnRank(const ModelSpec& m, int64_t tp) {
   } else {
     p += h * heads * qk;
   }
-  p += h * (a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank;  // kv_a + kv_a_layernorm
+  p += h * (a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank;    // kv_a + kv_a_layernorm
   p += a.kv_lora_rank * heads * (a.qk_nope_head_dim + a.v_head_dim);  // kv_b
   p += heads * a.v_head_dim * h;                                      // o
   // HF DeepSeek: attention_bias adds biases to q_a and kv_a (a direct q_proj has none).
@@ -52,10 +52,9 @@ double KvValuesOnRank(const ModelSpec& m, int64_t tp) {
 }  // namespace
 
 const RankMemory& MemoryPlan::Peak() const {
-  return *std::max_element(ranks.begin(), ranks.end(), [](const RankMemory& a,
-                                                          const RankMemory& b) {
-    return a.total() < b.total();
-  });
+  return *std::max_element(
+      ranks.begin(), ranks.end(),
+      [](const RankMemory& a, const RankMemory& b) { return a.total() < b.total(); });
 }
 
 int64_t RequestsOfRank(const Experiment& e, const Placement& pl, int64_t rank) {
@@ -87,14 +86,13 @@ MemoryPlan PlanMemory(const Experiment& e, const Placement& pl) {
     if (first) params += vocab_shard * h;
     if (last && (!m.tie_embeddings || !first)) params += vocab_shard * h;
     if (last) params += h;  // final norm
-    const int64_t local_experts =
-        m.is_moe() ? m.moe.num_routed_experts / p.ep : 0;
+    const int64_t local_experts = m.is_moe() ? m.moe.num_routed_experts / p.ep : 0;
     for (int64_t layer : pl.LayersOfStage(stage)) {
       params += AttentionParamsOnRank(m, tp) + 2 * h;  // + the two block norms
       if (m.IsMoeLayer(layer)) {
-        params += static_cast<double>(local_experts + m.moe.num_shared_experts) *
-                      ExpertParams(m) / tp +
-                  RouterParamsPerLayer(m);
+        params +=
+            static_cast<double>(local_experts + m.moe.num_shared_experts) * ExpertParams(m) / tp +
+            RouterParamsPerLayer(m);
       } else {
         params += static_cast<double>(DenseFfnParams(m)) / tp;
       }
@@ -120,9 +118,9 @@ MemoryPlan PlanMemory(const Experiment& e, const Placement& pl) {
       if (m.IsMoeLayer(layer)) {
         // Tokens arrive k times (one copy per chosen expert) plus the shared experts.
         const double k = static_cast<double>(m.moe.experts_per_token);
-        ffn_width = std::max(ffn_width, k * (h + mats * m.moe.expert_intermediate_size / tp) +
-                                            mats * m.moe.num_shared_experts *
-                                                m.moe.expert_intermediate_size / tp);
+        ffn_width = std::max(
+            ffn_width, k * (h + mats * m.moe.expert_intermediate_size / tp) +
+                           mats * m.moe.num_shared_experts * m.moe.expert_intermediate_size / tp);
       } else {
         ffn_width = std::max(ffn_width, mats * m.intermediate_size / tp);
       }

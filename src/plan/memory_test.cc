@@ -28,8 +28,7 @@ TEST(MemoryTest, SingleRankHoldsEveryParameter) {
   for (const char* model : {"llama-3.1-8b", "deepseek-v3", "mixtral-8x7b", "qwen2.5-32b"}) {
     Experiment e = ZooExperiment(model, "h100-sxm", Sizes(1, 1), 1, 16);
     MemoryPlan m = Plan(e);
-    EXPECT_DOUBLE_EQ(m.ranks[0].weight_params,
-                     static_cast<double>(CountParameters(e.model).total))
+    EXPECT_DOUBLE_EQ(m.ranks[0].weight_params, static_cast<double>(CountParameters(e.model).total))
         << model;
   }
 }

@@ -15,11 +15,16 @@ YamlContext PlanField(const Experiment& e, std::string_view field) {
 
 std::string_view SizeField(Dim d) {
   switch (d) {
-    case Dim::kTp: return "parallelism.tp_size";
-    case Dim::kSp: return "parallelism.seq_parallel_size";
-    case Dim::kEp: return "parallelism.ep_size";
-    case Dim::kDp: return "parallelism.dp_size";
-    case Dim::kPp: return "parallelism.pp_size";
+    case Dim::kTp:
+      return "parallelism.tp_size";
+    case Dim::kSp:
+      return "parallelism.seq_parallel_size";
+    case Dim::kEp:
+      return "parallelism.ep_size";
+    case Dim::kDp:
+      return "parallelism.dp_size";
+    case Dim::kPp:
+      return "parallelism.pp_size";
   }
   return "parallelism";
 }
@@ -44,8 +49,8 @@ Status ValidateStages(const Experiment& e) {
   if (p.layer_to_stage.empty()) return Status::Ok();
   YamlContext ctx = PlanField(e, "parallelism.layer_to_stage");
   if (static_cast<int64_t>(p.layer_to_stage.size()) != layers) {
-    return ctx.Error(fmt::format("maps {} layers but the model has {}", p.layer_to_stage.size(),
-                                 layers));
+    return ctx.Error(
+        fmt::format("maps {} layers but the model has {}", p.layer_to_stage.size(), layers));
   }
   std::vector<int64_t> count(p.pp, 0);
   for (size_t l = 0; l < p.layer_to_stage.size(); ++l) {
@@ -54,9 +59,10 @@ Status ValidateStages(const Experiment& e) {
       return ctx.Error(fmt::format("layer {} maps to stage {}, outside 0..{}", l, s, p.pp - 1));
     }
     if (l > 0 && s < p.layer_to_stage[l - 1]) {
-      return ctx.Error(fmt::format("layer {} maps to stage {} after stage {}: stages must be "
-                                   "in layer order",
-                                   l, s, p.layer_to_stage[l - 1]));
+      return ctx.Error(
+          fmt::format("layer {} maps to stage {} after stage {}: stages must be "
+                      "in layer order",
+                      l, s, p.layer_to_stage[l - 1]));
     }
     ++count[s];
   }
@@ -80,9 +86,10 @@ Status ValidateHeads(const Experiment& e) {
                                    m.num_kv_heads, m.name));
     }
     if (tp > m.num_kv_heads && tp % m.num_kv_heads != 0) {
-      return ctx.Error(fmt::format("tp {} exceeds the {} KV heads of model '{}' but is not a "
-                                   "multiple of them, so KV heads cannot be replicated evenly",
-                                   tp, m.num_kv_heads, m.name));
+      return ctx.Error(
+          fmt::format("tp {} exceeds the {} KV heads of model '{}' but is not a "
+                      "multiple of them, so KV heads cannot be replicated evenly",
+                      tp, m.num_kv_heads, m.name));
     }
   }
   return Status::Ok();
@@ -152,8 +159,8 @@ Status ValidatePlan(const Experiment& e) {
   }
   if (p.micro_batches > 0 && p.micro_batches > e.workload.batch_size / replicas) {
     return PlanField(e, "parallelism.micro_batches")
-        .Error(fmt::format("{} micro-batches exceed the {} requests per replica",
-                           p.micro_batches, e.workload.batch_size / replicas));
+        .Error(fmt::format("{} micro-batches exceed the {} requests per replica", p.micro_batches,
+                           e.workload.batch_size / replicas));
   }
   return Status::Ok();
 }

@@ -22,11 +22,11 @@ struct DeviceLocation {
 
 // A set of ranks that communicate along one dimension (e.g. a TP group).
 struct Group {
-  int64_t id = 0;       // unique across all dimensions
+  int64_t id = 0;  // unique across all dimensions
   Dim dim = Dim::kTp;
-  std::vector<int64_t> ranks;  // ordered by coordinate on `dim`
-  bool spans_nodes = false;    // true when members sit on more than one node
-  bool spans_scale_up = false; // true when members sit in more than one scale-up domain
+  std::vector<int64_t> ranks;   // ordered by coordinate on `dim`
+  bool spans_nodes = false;     // true when members sit on more than one node
+  bool spans_scale_up = false;  // true when members sit in more than one scale-up domain
 };
 
 class Placement {
@@ -53,7 +53,9 @@ class Placement {
 
   // Expert parallelism: EP rank (coordinate) holding routed expert e.
   int64_t EpRankOfExpert(int64_t expert) const { return expert_to_ep_[expert]; }
-  const std::vector<int64_t>& ExpertsOfEpRank(int64_t ep_rank) const { return ep_experts_[ep_rank]; }
+  const std::vector<int64_t>& ExpertsOfEpRank(int64_t ep_rank) const {
+    return ep_experts_[ep_rank];
+  }
 
   // Mesh order used, innermost first.
   const std::vector<Dim>& order() const { return order_; }

@@ -36,7 +36,8 @@ std::string Header(const Experiment& e) {
   out += fmt::format("  plan     {} = {} ranks ({}), order {}\n", PlanLabel(e.parallel),
                      e.parallel.world_size(), e.parallel.strategy, [&] {
                        std::string o;
-                       for (Dim d : e.parallel.order) o += (o.empty() ? "" : ",") + std::string(DimName(d));
+                       for (Dim d : e.parallel.order)
+                         o += (o.empty() ? "" : ",") + std::string(DimName(d));
                        return o;
                      }());
   out += fmt::format("  workload batch {} × prompt {}, generate {}, {}, backend {}\n", w.batch_size,
@@ -59,10 +60,14 @@ std::string RankList(const std::vector<int64_t>& ranks) {
 }
 
 json MemoryJson(const RankMemory& m) {
-  return {{"rank", m.rank},           {"requests", m.requests},
-          {"weight_params", m.weight_params}, {"weights", m.weights},
-          {"kv_cache", m.kv_cache},   {"activations", m.activations},
-          {"comm_buffers", m.comm_buffers}, {"total", m.total()}};
+  return {{"rank", m.rank},
+          {"requests", m.requests},
+          {"weight_params", m.weight_params},
+          {"weights", m.weights},
+          {"kv_cache", m.kv_cache},
+          {"activations", m.activations},
+          {"comm_buffers", m.comm_buffers},
+          {"total", m.total()}};
 }
 
 json PhaseBoundJson(const PhaseBound& b) {
@@ -107,10 +112,10 @@ std::string PlanReportText(const PlanReport& r) {
       rank = world - 1;
     }
     const DeviceLocation& loc = pl.Location(rank);
-    out += fmt::format("  {:>4}  {:>4}  {:>3}  {:>3} {:>3} {:>3} {:>3} {:>3}\n", rank, loc.node,
-                       loc.local, pl.Coord(rank, Dim::kTp), pl.Coord(rank, Dim::kSp),
-                       pl.Coord(rank, Dim::kEp), pl.Coord(rank, Dim::kDp),
-                       pl.Coord(rank, Dim::kPp));
+    out +=
+        fmt::format("  {:>4}  {:>4}  {:>3}  {:>3} {:>3} {:>3} {:>3} {:>3}\n", rank, loc.node,
+                    loc.local, pl.Coord(rank, Dim::kTp), pl.Coord(rank, Dim::kSp),
+                    pl.Coord(rank, Dim::kEp), pl.Coord(rank, Dim::kDp), pl.Coord(rank, Dim::kPp));
   }
   out += "\ngroups\n";
   for (int i = 0; i < kNumDims; ++i) {
@@ -170,7 +175,8 @@ json PlanReportJson(const PlanReport& r) {
   json ranks = json::array();
   for (int64_t rank = 0; rank < pl.world_size(); ++rank) {
     json coords = json::object();
-    for (int i = 0; i < kNumDims; ++i) coords[std::string(DimName(static_cast<Dim>(i)))] = pl.Coord(rank, static_cast<Dim>(i));
+    for (int i = 0; i < kNumDims; ++i)
+      coords[std::string(DimName(static_cast<Dim>(i)))] = pl.Coord(rank, static_cast<Dim>(i));
     ranks.push_back({{"rank", rank},
                      {"node", pl.Location(rank).node},
                      {"device", pl.Location(rank).local},
@@ -195,7 +201,8 @@ json PlanReportJson(const PlanReport& r) {
     for (size_t i = 0; i < s.per_rank.size(); ++i) {
       const OpTotals& t = s.per_rank[i];
       json comm = json::object();
-      for (int d = 0; d < kNumDims; ++d) comm[std::string(DimName(static_cast<Dim>(d)))] = t.comm_bytes[d];
+      for (int d = 0; d < kNumDims; ++d)
+        comm[std::string(DimName(static_cast<Dim>(d)))] = t.comm_bytes[d];
       per_rank.push_back({{"rank", i},
                           {"compute_ops", t.compute_ops},
                           {"comm_ops", t.comm_ops},
@@ -207,22 +214,23 @@ json PlanReportJson(const PlanReport& r) {
     phases.push_back({{"phase", s.label}, {"ranks", per_rank}});
   }
   const ParamCounts& p = r.params;
-  return {{"experiment", ExperimentToJson(r.experiment)},
-          {"params",
-           {{"total", p.total},
-            {"activated", p.activated},
-            {"activated_matrix", p.activated_matrix},
-            {"embedding", p.embedding},
-            {"lm_head", p.lm_head},
-            {"attention", p.attention},
-            {"dense_ffn", p.dense_ffn},
-            {"routed_experts", p.routed_experts},
-            {"shared_experts", p.shared_experts}}},
-          {"placement", ranks},
-          {"groups", groups},
-          {"stages", stages},
-          {"memory", {{"capacity", r.memory.capacity}, {"fits", r.memory.Fits()}, {"ranks", memory}}},
-          {"phases", phases}};
+  return {
+      {"experiment", ExperimentToJson(r.experiment)},
+      {"params",
+       {{"total", p.total},
+        {"activated", p.activated},
+        {"activated_matrix", p.activated_matrix},
+        {"embedding", p.embedding},
+        {"lm_head", p.lm_head},
+        {"attention", p.attention},
+        {"dense_ffn", p.dense_ffn},
+        {"routed_experts", p.routed_experts},
+        {"shared_experts", p.shared_experts}}},
+      {"placement", ranks},
+      {"groups", groups},
+      {"stages", stages},
+      {"memory", {{"capacity", r.memory.capacity}, {"fits", r.memory.Fits()}, {"ranks", memory}}},
+      {"phases", phases}};
 }
 
 bool CheckReport::all_possible() const {
@@ -248,15 +256,15 @@ std::string CheckReportText(const CheckReport& r) {
       r.memory.Fits() ? "fits" : "DOES NOT FIT", peak.rank, FormatBytes(peak.total()),
       FormatBytes(r.memory.capacity), FormatBytes(peak.weights), FormatBytes(peak.kv_cache),
       FormatBytes(peak.activations), FormatBytes(peak.comm_buffers));
-  out += fmt::format("cache    weights per rank up to {} vs {} last-level cache: {}\n",
-                     FormatBytes(b.max_rank_weights), FormatBytes(b.cache_bytes),
-                     b.max_rank_weights <= b.cache_bytes ? "can stay resident"
-                                                         : "cannot stay resident");
+  out += fmt::format(
+      "cache    weights per rank up to {} vs {} last-level cache: {}\n",
+      FormatBytes(b.max_rank_weights), FormatBytes(b.cache_bytes),
+      b.max_rank_weights <= b.cache_bytes ? "can stay resident" : "cannot stay resident");
   auto line = [](const char* name, const PhaseBound& p) {
     return fmt::format("  {:<6} ≥ {:<10} {:<17} (compute {}, memory {}, network {}; rank {})\n",
                        name, FormatSeconds(p.seconds()), BoundKindName(p.dominant()),
-                       FormatSeconds(p.compute), FormatSeconds(p.memory),
-                       FormatSeconds(p.network), p.critical_rank);
+                       FormatSeconds(p.compute), FormatSeconds(p.memory), FormatSeconds(p.network),
+                       p.critical_rank);
   };
   out += "bounds (lower bounds on time; the largest term dominates)\n";
   out += line("TTFT", b.ttft);

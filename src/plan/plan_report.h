@@ -4,10 +4,9 @@
 #ifndef SHARDSCOPE_PLAN_PLAN_REPORT_H_
 #define SHARDSCOPE_PLAN_PLAN_REPORT_H_
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "config/experiment.h"
 #include "model/params.h"
