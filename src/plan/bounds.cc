@@ -104,7 +104,7 @@ StatusOr<PhaseBound> BoundPhase(const Experiment& e, const Placement& pl,
   std::vector<RankCost> costs(pl.world_size());
   for (const RankProgram& rp : program.ranks) {
     RankCost& cost = costs[rp.rank];
-    double flops = 0, bytes = 0;
+    double flops = 0, bytes = 0, egress = 0, ingress = 0;
     for (const Op& op : rp.ops) {
       if (!op.is_comm()) {
         flops += static_cast<double>(op.flops);
@@ -118,10 +118,14 @@ StatusOr<PhaseBound> BoundPhase(const Experiment& e, const Placement& pl,
       if (lb.scale_up > 0 || lb.scale_out > 0) {
         t += lb.crosses_nodes ? c.scale_out.latency : c.scale_up.latency;
       }
-      cost.network += t;
+      // Links are full duplex: sends load the way out, receives the way in,
+      // collectives both.
+      if (op.collective != Collective::kRecv) egress += t;
+      if (op.collective != Collective::kSend) ingress += t;
     }
     cost.compute = flops / peak;
     cost.memory = bytes / bw;
+    cost.network = std::max(egress, ingress);
   }
   // Along a pipeline, stage s must do all its own work, and before its first
   // micro-batch that micro-batch must pass every earlier stage, after its last

@@ -17,29 +17,29 @@ enum class Phase { kPrefill, kDecode };
 
 enum class OpKind {
   // Compute.
-  kEmbedding,      // token embedding lookup (vocab-parallel under TP)
-  kNorm,           // RMSNorm / LayerNorm
-  kQkvProj,        // fused q/k/v projection (GQA)
-  kQProj,          // MLA: q projection (q_a + q_b, or direct)
-  kKvProj,         // MLA: kv_a (latent + rope key) projection
-  kKvUpProj,       // MLA: kv_b up-projection of the latent to per-head k_nope and v
-  kRope,           // rotary embedding of q and k
-  kKvAppend,       // write new K/V (or latent) into the cache
-  kAttention,      // causal prefill attention (flash: output + log-sum-exp)
+  kEmbedding,        // token embedding lookup (vocab-parallel under TP)
+  kNorm,             // RMSNorm / LayerNorm
+  kQkvProj,          // fused q/k/v projection (GQA)
+  kQProj,            // q alone: MLA q_a / q_b / direct q; GQA when KV heads replicate
+  kKvProj,           // MLA kv_a (latent + rope key); GQA k/v when KV heads replicate
+  kKvUpProj,         // MLA kv_b: prefill latent → per-head k_nope, v; decode W_UK / W_UV
+  kRope,             // rotary embedding of q and k (labels q / k when split)
+  kKvAppend,         // write new K/V (or latent) into the cache
+  kAttention,        // causal prefill attention (flash: output + log-sum-exp)
   kAttentionDecode,  // one query token per request over the KV cache
   kAttentionMerge,   // log-sum-exp merge of partial attention (ring attention)
-  kOutProj,        // attention output projection
+  kOutProj,          // attention output projection
   kResidualAdd,
-  kRouter,         // MoE gate: scores, top-k
-  kPermute,        // group tokens by destination expert
-  kExpertGemm,     // routed experts' FFN on this rank
-  kSharedExpert,   // shared experts' FFN
-  kUnpermute,      // scatter expert outputs back and weight them
-  kFfnUp,          // dense FFN gate+up (or up) projection
-  kActivation,     // SwiGLU / GELU
-  kFfnDown,        // dense FFN down projection
-  kLmHead,         // final projection to the vocabulary (vocab-parallel under TP)
-  kSampling,       // greedy / top-k sampling over the logits
+  kRouter,        // MoE gate: scores, top-k
+  kPermute,       // group tokens by destination expert
+  kExpertGemm,    // routed experts' FFN on this rank
+  kSharedExpert,  // shared experts' FFN
+  kUnpermute,     // scatter expert outputs back and weight them
+  kFfnUp,         // dense FFN gate+up (or up) projection
+  kActivation,    // SwiGLU / GELU
+  kFfnDown,       // dense FFN down projection
+  kLmHead,        // final projection to the vocabulary (vocab-parallel under TP)
+  kSampling,      // greedy sampling: argmax over the logits (under TP: local, select)
   // Communication.
   kComm,
 };
@@ -63,9 +63,9 @@ struct Op {
   int32_t id = 0;  // index in RankProgram::ops
   OpKind kind = OpKind::kComm;
   Stream stream = Stream::kCompute;
-  int32_t layer = -1;        // model layer, -1 outside layers
-  int32_t micro_batch = 0;   // pipeline micro-batch (0 without pipelining)
-  int32_t sp_step = -1;      // ring-attention step, -1 otherwise
+  int32_t layer = -1;       // model layer, -1 outside layers
+  int32_t micro_batch = 0;  // pipeline micro-batch (0 without pipelining)
+  int32_t sp_step = -1;     // ring-attention step, -1 otherwise
   // Tells apart ops of one kind in one layer ("input", "q_a", "gate_up", "attn"); a
   // short literal, empty when the kind alone is clear.
   std::string label;
@@ -93,10 +93,10 @@ struct Op {
   // Communication (kind == kComm).
   Collective collective = Collective::kNone;
   Dim dim = Dim::kTp;
-  int64_t group_id = -1;       // Placement group; -1 for point-to-point
-  int64_t peer = -1;           // send/recv: the other global rank; broadcast: the root
-  int64_t seq = 0;             // order of this call within its group (or peer pair)
-  int64_t bytes = 0;           // message size as nccl-tests counts it (see docs)
+  int64_t group_id = -1;  // Placement group; -1 for point-to-point
+  int64_t peer = -1;      // send/recv: the other global rank; broadcast: the root
+  int64_t seq = 0;        // order of this call within its group (or peer pair)
+  int64_t bytes = 0;      // message size as nccl-tests counts it (see docs)
   // All-to-all: bytes sent to / received from each group member, indexed by position
   // in Group::ranks (this rank's own entry included: it moves locally).
   std::vector<int64_t> bytes_per_peer;

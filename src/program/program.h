@@ -17,9 +17,9 @@ struct RankProgram {
 
 struct PhaseProgram {
   Phase phase = Phase::kPrefill;
-  int64_t step = 0;         // decode step (0-based); 0 for prefill
-  int64_t context_len = 0;  // tokens already in the KV cache before this phase
-  int64_t new_tokens = 0;   // tokens per request processed in this phase
+  int64_t step = 0;           // decode step (0-based); 0 for prefill
+  int64_t context_len = 0;    // tokens already in the KV cache before this phase
+  int64_t new_tokens = 0;     // tokens per request processed in this phase
   int64_t micro_batches = 1;  // pipeline micro-batches each replica's requests form
   std::vector<RankProgram> ranks;
 };

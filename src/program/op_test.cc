@@ -1,0 +1,66 @@
+#include "program/op.h"
+
+#include <gtest/gtest.h>
+
+#include "program/program.h"
+
+namespace shardscope {
+namespace {
+
+TEST(OpTest, Names) {
+  Op op;
+  op.kind = OpKind::kAttention;
+  op.layer = 3;
+  EXPECT_EQ(OpName(op), "L3.attention");
+  op.sp_step = 2;
+  EXPECT_EQ(OpName(op), "L3.attention.s2");
+  op = Op{};
+  op.kind = OpKind::kNorm;
+  op.layer = 0;
+  op.label = "input";
+  EXPECT_EQ(OpName(op), "L0.norm.input");
+  op = Op{};
+  op.kind = OpKind::kLmHead;
+  EXPECT_EQ(OpName(op), "lm_head");
+  op = Op{};
+  op.collective = Collective::kAllReduce;
+  op.dim = Dim::kTp;
+  op.label = "attn";
+  op.layer = 3;
+  EXPECT_EQ(OpName(op), "allreduce.tp.attn.L3");
+  op = Op{};
+  op.collective = Collective::kSend;
+  op.dim = Dim::kPp;
+  op.label = "activations";
+  EXPECT_EQ(OpName(op), "send.pp.activations");
+  EXPECT_EQ(StreamName(CommStream(Dim::kEp)), "comm.ep");
+  EXPECT_EQ(CommStream(Dim::kPp), Stream::kCommPp);
+  EXPECT_EQ(PhaseName(Phase::kDecode), "decode");
+  EXPECT_EQ(OpKindName(OpKind::kAttentionMerge), "attention_merge");
+  EXPECT_EQ(CollectiveName(Collective::kAllToAll), "alltoall");
+}
+
+TEST(OpTest, Totals) {
+  RankProgram rp;
+  Op a;
+  a.kind = OpKind::kFfnUp;
+  a.flops = 10, a.bytes_read = 5, a.bytes_written = 3, a.weight_bytes = 2;
+  Op b;
+  b.collective = Collective::kAllReduce;
+  b.dim = Dim::kTp;
+  b.bytes = 100;
+  rp.ops = {a, a, b};
+  OpTotals t = Totals(rp);
+  EXPECT_EQ(t.compute_ops, 2);
+  EXPECT_EQ(t.comm_ops, 1);
+  EXPECT_EQ(t.flops, 20);
+  EXPECT_EQ(t.weight_bytes, 4);
+  EXPECT_EQ(t.comm_bytes[static_cast<int>(Dim::kTp)], 100);
+  PhaseProgram p;
+  a.replication = 4;
+  p.ranks = {RankProgram{0, {a}}, RankProgram{1, {a}}};
+  EXPECT_DOUBLE_EQ(UniqueFlops(p), 5.0);
+}
+
+}  // namespace
+}  // namespace shardscope

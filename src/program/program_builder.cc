@@ -1,0 +1,779 @@
+#include "program/program_builder.h"
+
+#include <algorithm>
+#include <array>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace shardscope {
+namespace {
+
+// Elementwise FLOPs per element (docs/program.md, "Elementwise FLOPs").
+constexpr int64_t kRmsNormFlops = 4;           // square, sum, scale by 1/rms, weight
+constexpr int64_t kLayerNormFlops = 7;         // mean, subtract, square, sum, scale, weight, bias
+constexpr int64_t kSwiGluFlops = 5;            // sigmoid (3), × gate, × up
+constexpr int64_t kGeluFlops = 8;              // tanh approximation
+constexpr int64_t kRopeFlops = 3;              // per element: 2 multiplies and 1 add
+constexpr int64_t kSoftmaxScoreFlops = 3;      // exp, sum, divide
+constexpr int64_t kSigmoidBiasScoreFlops = 4;  // sigmoid (3) + correction bias
+constexpr int64_t kFp32 = 4;                   // partial outputs, log-sum-exp, router weights
+constexpr int64_t kTokenIdBytes = 4;           // int32 token ids
+constexpr int64_t kArgmaxBytes = 8;            // (fp32 max logit, int32 index) per token
+
+// An op's cost and shape.
+struct Cost {
+  int64_t flops = 0, read = 0, written = 0, weight = 0;
+  int64_t m = 0, n = 0, k = 0;
+};
+
+// y[m×n] = x[m×k] · W[k×n] (+ bias[n]).
+Cost Gemm(int64_t m, int64_t k, int64_t n, bool bias, int64_t bpe) {
+  Cost c;
+  c.flops = 2 * m * k * n + (bias ? m * n : 0);
+  c.weight = (k * n + (bias ? n : 0)) * bpe;
+  c.read = m * k * bpe + c.weight;
+  c.written = m * n * bpe;
+  c.m = m, c.n = n, c.k = k;
+  return c;
+}
+
+// The routed-expert counts of each token owner — (dp, ep, sp, micro-batch) — in
+// each layer, drawn on first use. Shared by all ranks of one Build.
+class RoutingCache {
+ public:
+  RoutingCache(const ParallelSpec& p, int64_t micro_batches, int64_t layers)
+      : ep_(p.ep), sp_(p.sp), micro_(micro_batches), layers_(layers) {
+    slots_.resize(static_cast<size_t>(p.dp * p.ep * p.sp * micro_batches * layers));
+  }
+  std::vector<int64_t>& Slot(int64_t dp, int64_t ep, int64_t sp, int64_t mb, int64_t layer) {
+    return slots_[static_cast<size_t>((((dp * ep_ + ep) * sp_ + sp) * micro_ + mb) * layers_ +
+                                      layer)];
+  }
+
+ private:
+  int64_t ep_, sp_, micro_, layers_;
+  std::vector<std::vector<int64_t>> slots_;  // empty: not drawn yet
+};
+
+// A token id transfer waiting for the end of the phase (pipeline).
+struct PendingIds {
+  int32_t micro_batch = 0;
+  int64_t requests = 0;
+  int32_t ready = -1;  // op after which the ids exist on this rank
+};
+
+// Builds one rank's ops. Short-lived; one per rank per Build.
+class RankBuilder {
+ public:
+  RankBuilder(const ProgramBuilder& pb, RoutingCache& cache, int64_t rank, Phase phase,
+              int64_t step)
+      : e_(pb.experiment()),
+        m_(e_.model),
+        pl_(pb.placement()),
+        pb_(pb),
+        cache_(cache),
+        rank_(rank),
+        prefill_(phase == Phase::kPrefill),
+        step_(step) {
+    const ParallelSpec& p = e_.parallel;
+    tp_ = p.tp, sp_ = p.sp, ep_ = p.ep, dp_ = p.dp, pp_ = p.pp;
+    c_tp_ = pl_.Coord(rank, Dim::kTp), c_sp_ = pl_.Coord(rank, Dim::kSp);
+    c_ep_ = pl_.Coord(rank, Dim::kEp), c_dp_ = pl_.Coord(rank, Dim::kDp);
+    c_pp_ = pl_.Coord(rank, Dim::kPp);
+    bpe_ = DTypeSize(e_.workload.dtype);
+    kvb_ = DTypeSize(e_.workload.kv_dtype);
+    h_ = m_.hidden_size;
+    seq_ = e_.workload.sequence_length;
+    rep_tok_ = (!prefill_ && sp_ > 1) ? sp_ : 1;
+    hq_ = m_.num_heads / tp_;
+    if (m_.attention == AttentionKind::kGqa) {
+      const bool replicate = tp_ > m_.num_kv_heads;
+      hkv_ = replicate ? 1 : m_.num_kv_heads / tp_;
+      kv_rep_ = replicate ? tp_ / m_.num_kv_heads : 1;
+    }
+  }
+
+  RankProgram Build() {
+    const int64_t replica_requests = ReplicaRequests(c_dp_, c_ep_);
+    const int64_t micro = pb_.micro_batches();
+    for (int64_t mb = 0; mb < micro; ++mb) {
+      const int64_t requests = SplitCount(replica_requests, micro, mb);
+      // EP collectives need every ep rank to post them, even with no tokens.
+      if (requests == 0 && ep_ == 1) continue;
+      mb_ = static_cast<int32_t>(mb);
+      emitted_.push_back({mb_, requests, -1});
+      MicroBatch(requests);
+    }
+    FinishPipeline();
+    RankProgram program;
+    program.rank = rank_;
+    program.ops = std::move(ops_);
+    return program;
+  }
+
+ private:
+  // ---- Requests and tokens.
+
+  int64_t ReplicaRequests(int64_t dp, int64_t ep) const {
+    return SplitCount(e_.workload.batch_size, dp_ * ep_, dp * ep_ + ep);
+  }
+  int64_t MicroBatchRequests(int64_t dp, int64_t ep, int64_t mb) const {
+    return SplitCount(ReplicaRequests(dp, ep), pb_.micro_batches(), mb);
+  }
+  // Tokens a rank of the given requests processes: prefill its share of every
+  // prompt (S / sp), decode one per request (replicated over sp).
+  int64_t TokensOf(int64_t requests) const { return prefill_ ? requests * (seq_ / sp_) : requests; }
+  int64_t RankWith(Dim d, int64_t coord) const {
+    std::array<int64_t, kNumDims> c{};
+    for (int i = 0; i < kNumDims; ++i) c[i] = pl_.Coord(rank_, static_cast<Dim>(i));
+    c[static_cast<int>(d)] = coord;
+    return pl_.RankAt(c);
+  }
+
+  // ---- Emitting ops.
+
+  Op NewOp() {
+    Op op;
+    op.id = static_cast<int32_t>(ops_.size());
+    op.layer = layer_;
+    op.micro_batch = mb_;
+    op.sp_step = sp_step_;
+    return op;
+  }
+
+  static void AddDeps(Op& op, const std::vector<int32_t>& deps) {
+    for (int32_t d : deps) {
+      if (d >= 0 && std::find(op.deps.begin(), op.deps.end(), d) == op.deps.end()) {
+        op.deps.push_back(d);
+      }
+    }
+  }
+
+  // A compute op; it also waits for every comm op whose output it consumes
+  // (pending_) besides `deps`.
+  int32_t Compute(OpKind kind, std::string label, const Cost& c, int64_t replication,
+                  const std::vector<int32_t>& deps = {}) {
+    Op op = NewOp();
+    op.kind = kind;
+    op.stream = Stream::kCompute;
+    op.label = std::move(label);
+    op.flops = c.flops, op.bytes_read = c.read, op.bytes_written = c.written;
+    op.weight_bytes = c.weight;
+    op.m = c.m, op.n = c.n, op.k = c.k;
+    op.replication = static_cast<int32_t>(replication);
+    AddDeps(op, deps);
+    AddDeps(op, pending_);
+    pending_.clear();
+    last_compute_ = op.id;
+    ops_.push_back(std::move(op));
+    return last_compute_;
+  }
+
+  // A collective over this rank's group of `d`.
+  int32_t Collect(Collective coll, Dim d, std::string label, int64_t bytes,
+                  const std::vector<int32_t>& deps) {
+    Op op = NewOp();
+    op.stream = CommStream(d);
+    op.collective = coll;
+    op.dim = d;
+    op.label = std::move(label);
+    op.group_id = pl_.GroupOf(rank_, d).id;
+    op.seq = coll_seq_[op.group_id]++;
+    op.bytes = bytes;
+    AddDeps(op, deps);
+    ops_.push_back(std::move(op));
+    return ops_.back().id;
+  }
+
+  int32_t PointToPoint(Collective coll, Dim d, int64_t peer, std::string label, int64_t bytes,
+                       const std::vector<int32_t>& deps) {
+    Op op = NewOp();
+    op.stream = CommStream(d);
+    op.collective = coll;
+    op.dim = d;
+    op.label = std::move(label);
+    op.peer = peer;
+    op.seq = (coll == Collective::kSend ? send_seq_ : recv_seq_)[peer]++;
+    op.bytes = bytes;
+    AddDeps(op, deps);
+    ops_.push_back(std::move(op));
+    return ops_.back().id;
+  }
+
+  // ---- Elementwise ops.
+
+  int32_t Norm(std::string label, int64_t tokens, int64_t width, int64_t replication) {
+    const bool ln = m_.norm == NormKind::kLayerNorm;
+    Cost c;
+    c.flops = tokens * width * (ln ? kLayerNormFlops : kRmsNormFlops);
+    c.weight = (ln ? 2 : 1) * width * bpe_;
+    c.read = tokens * width * bpe_ + c.weight;
+    c.written = tokens * width * bpe_;
+    c.m = tokens, c.n = width;
+    return Compute(OpKind::kNorm, std::move(label), c, replication);
+  }
+
+  int32_t Residual(std::string label, int64_t tokens) {
+    Cost c;
+    c.flops = tokens * h_;
+    c.read = 2 * tokens * h_ * bpe_;
+    c.written = tokens * h_ * bpe_;
+    c.m = tokens, c.n = h_;
+    return Compute(OpKind::kResidualAdd, std::move(label), c, tp_ * rep_tok_);
+  }
+
+  int32_t Rope(std::string label, int64_t tokens, int64_t width, int64_t replication) {
+    Cost c;
+    c.flops = tokens * width * kRopeFlops;
+    c.read = tokens * width * bpe_;
+    c.written = tokens * width * bpe_;
+    c.m = tokens, c.n = width;
+    return Compute(OpKind::kRope, std::move(label), c, replication);
+  }
+
+  int32_t ActivationOp(std::string label, int64_t tokens, int64_t width) {
+    const bool glu = m_.activation == Activation::kSwiGlu;
+    Cost c;
+    c.flops = tokens * width * (glu ? kSwiGluFlops : kGeluFlops);
+    c.read = (glu ? 2 : 1) * tokens * width * bpe_;
+    c.written = tokens * width * bpe_;
+    c.m = tokens, c.n = width;
+    return Compute(OpKind::kActivation, std::move(label), c, rep_tok_);
+  }
+
+  int32_t KvAppend(int64_t tokens, int64_t values, int64_t replication) {
+    Cost c;
+    c.read = tokens * values * bpe_;
+    c.written = tokens * values * kvb_;
+    c.m = tokens, c.n = values;
+    return Compute(OpKind::kKvAppend, "", c, replication);
+  }
+
+  // All-reduce of `tokens` hidden states over the TP group (when tp > 1); the
+  // next compute op waits for it.
+  void TpAllReduce(std::string label, int64_t tokens) {
+    if (tp_ == 1) return;
+    pending_.push_back(Collect(Collective::kAllReduce, Dim::kTp, std::move(label),
+                               tokens * h_ * bpe_, {last_compute_}));
+  }
+
+  // ---- Phase structure.
+
+  void MicroBatch(int64_t requests) {
+    const int64_t tokens = TokensOf(requests);
+    layer_ = -1;
+    if (c_pp_ == 0) {
+      Embedding(tokens);
+    } else {
+      pending_.push_back(PointToPoint(Collective::kRecv, Dim::kPp, RankWith(Dim::kPp, c_pp_ - 1),
+                                      "activations", tokens * h_ * bpe_, {}));
+    }
+    for (int64_t layer : pl_.LayersOfStage(c_pp_)) {
+      layer_ = static_cast<int32_t>(layer);
+      Layer(requests, tokens);
+    }
+    layer_ = -1;
+    if (c_pp_ < pp_ - 1) {
+      PointToPoint(Collective::kSend, Dim::kPp, RankWith(Dim::kPp, c_pp_ + 1), "activations",
+                   tokens * h_ * bpe_, {last_compute_});
+    } else {
+      Head(requests);
+    }
+  }
+
+  void Embedding(int64_t tokens) {
+    const int64_t vocab = m_.vocab_size;
+    const int64_t local_vocab = SplitCount(vocab, tp_, c_tp_);
+    Cost c;
+    // A masked gather: the rows of this rank's vocabulary shard, for uniform ids.
+    c.read = tokens * kTokenIdBytes + tokens * h_ * bpe_ * local_vocab / vocab;
+    c.written = tokens * h_ * bpe_;
+    c.m = tokens, c.n = h_;
+    Compute(OpKind::kEmbedding, "", c, rep_tok_);
+    TpAllReduce("embedding", tokens);
+  }
+
+  // Final norm, LM head and greedy sampling on the last position of each request.
+  void Head(int64_t requests) {
+    const int64_t n = requests;
+    // Under ring-attention prefill only the rank holding the last prompt token has it.
+    const int64_t owner = (prefill_ && sp_ > 1) ? pb_.sp_layout()->OwnerOf(seq_ - 1) : c_sp_;
+    int32_t ready = -1;
+    if (c_sp_ == owner) {
+      Norm("final", n, h_, tp_ * rep_tok_);
+      const int64_t local_vocab = SplitCount(m_.vocab_size, tp_, c_tp_);
+      Compute(OpKind::kLmHead, "", Gemm(n, h_, local_vocab, false, bpe_), rep_tok_);
+      Cost local;  // argmax over the local logits: comparisons, no FLOPs
+      local.read = n * local_vocab * bpe_;
+      local.written = n * (tp_ > 1 ? kArgmaxBytes : kTokenIdBytes);
+      local.m = n, local.n = local_vocab;
+      Compute(OpKind::kSampling, tp_ > 1 ? "local" : "", local, rep_tok_);
+      if (tp_ > 1) {
+        pending_.push_back(Collect(Collective::kAllGather, Dim::kTp, "sampling",
+                                   tp_ * n * kArgmaxBytes, {last_compute_}));
+        Cost select;
+        select.read = tp_ * n * kArgmaxBytes;
+        select.written = n * kTokenIdBytes;
+        select.m = n, select.n = tp_;
+        Compute(OpKind::kSampling, "select", select, tp_ * rep_tok_);
+      }
+      ready = last_compute_;
+    }
+    if (prefill_ && sp_ > 1) {
+      ready = Collect(Collective::kBroadcast, Dim::kSp, "token_ids", n * kTokenIdBytes, {ready});
+      ops_.back().peer = RankWith(Dim::kSp, owner);
+    }
+    emitted_.back().ready = ready;
+  }
+
+  // Sampled token ids go from the last stage back to stage 0 for the next step.
+  // Posted after all micro-batches, so the pp streams cannot deadlock.
+  void FinishPipeline() {
+    if (pp_ == 1) return;
+    layer_ = -1;
+    for (const PendingIds& ids : emitted_) {
+      mb_ = ids.micro_batch;
+      if (c_pp_ == pp_ - 1) {
+        PointToPoint(Collective::kSend, Dim::kPp, RankWith(Dim::kPp, 0), "token_ids",
+                     ids.requests * kTokenIdBytes, {ids.ready});
+      } else if (c_pp_ == 0) {
+        PointToPoint(Collective::kRecv, Dim::kPp, RankWith(Dim::kPp, pp_ - 1), "token_ids",
+                     ids.requests * kTokenIdBytes, {});
+      }
+    }
+  }
+
+  // ---- One decoder layer.
+
+  void Layer(int64_t requests, int64_t tokens) {
+    Norm("input", tokens, h_, tp_ * rep_tok_);
+    if (m_.attention == AttentionKind::kMla) {
+      MlaAttention(requests, tokens);
+    } else {
+      GqaAttention(requests, tokens);
+    }
+    TpAllReduce("attn", tokens);
+    Residual("attn", tokens);
+    Norm("post_attention", tokens, h_, tp_ * rep_tok_);
+    if (m_.IsMoeLayer(layer_)) {
+      MoeFfn(tokens);
+    } else {
+      DenseFfn(tokens);
+    }
+    TpAllReduce("ffn", tokens);
+    Residual("ffn", tokens);
+  }
+
+  // Attention geometry shared by GQA and MLA.
+  struct AttnShape {
+    int64_t qk = 0;        // query/key width per head
+    int64_t v = 0;         // value (output) width per head
+    int64_t kv_heads = 0;  // K/V heads read by the prefill kernel
+  };
+
+  void GqaAttention(int64_t requests, int64_t tokens) {
+    const int64_t d = m_.head_dim;
+    const bool bias = m_.qkv_bias;
+    if (kv_rep_ == 1) {
+      Compute(OpKind::kQkvProj, "", Gemm(tokens, h_, (hq_ + 2 * hkv_) * d, bias, bpe_), rep_tok_);
+      Rope("", tokens, (hq_ + hkv_) * d, rep_tok_);
+    } else {
+      // KV heads replicate over tp: the k/v part is redundant work, so it gets its own ops.
+      Compute(OpKind::kQProj, "q", Gemm(tokens, h_, hq_ * d, bias, bpe_), rep_tok_);
+      Compute(OpKind::kKvProj, "kv", Gemm(tokens, h_, 2 * hkv_ * d, bias, bpe_),
+              kv_rep_ * rep_tok_);
+      Rope("q", tokens, hq_ * d, rep_tok_);
+      Rope("k", tokens, hkv_ * d, kv_rep_ * rep_tok_);
+    }
+    if (OwnsNewKv()) KvAppend(tokens, 2 * hkv_ * d, kv_rep_);
+    const AttnShape shape{d, d, hkv_};
+    if (prefill_) {
+      if (sp_ > 1) {
+        RingAttention(requests, tokens, shape, tokens * 2 * hkv_ * d * bpe_);
+      } else {
+        PrefillAttention(requests, tokens, shape);
+      }
+    } else {
+      DecodeAttention(requests, shape, 2 * hkv_ * d);
+    }
+    OutProj(tokens, d);
+  }
+
+  void MlaAttention(int64_t requests, int64_t tokens) {
+    const MlaSpec& a = m_.mla;
+    const int64_t qk = a.qk_nope_head_dim + a.qk_rope_head_dim;
+    const int64_t latent = a.kv_lora_rank + a.qk_rope_head_dim;
+    const bool bias = m_.qkv_bias;
+    if (a.q_lora_rank > 0) {
+      Compute(OpKind::kQProj, "q_a", Gemm(tokens, h_, a.q_lora_rank, bias, bpe_), tp_ * rep_tok_);
+      Norm("q_a", tokens, a.q_lora_rank, tp_ * rep_tok_);
+      Compute(OpKind::kQProj, "q_b", Gemm(tokens, a.q_lora_rank, hq_ * qk, false, bpe_), rep_tok_);
+    } else {
+      Compute(OpKind::kQProj, "q", Gemm(tokens, h_, hq_ * qk, false, bpe_), rep_tok_);
+    }
+    Compute(OpKind::kKvProj, "kv_a", Gemm(tokens, h_, latent, bias, bpe_), tp_ * rep_tok_);
+    Norm("kv_a", tokens, a.kv_lora_rank, tp_ * rep_tok_);
+    Rope("q", tokens, hq_ * a.qk_rope_head_dim, rep_tok_);
+    Rope("k", tokens, a.qk_rope_head_dim, tp_ * rep_tok_);
+    if (OwnsNewKv()) KvAppend(tokens, latent, tp_);
+    const int64_t up_width = hq_ * (a.qk_nope_head_dim + a.v_head_dim);
+    if (prefill_) {
+      // Non-absorbed form: per-head K (nope) and V from the latent.
+      const AttnShape shape{qk, a.v_head_dim, hq_};
+      if (sp_ > 1) {
+        RingAttention(requests, tokens, shape, tokens * latent * bpe_);
+      } else {
+        Compute(OpKind::kKvUpProj, "kv_b", Gemm(tokens, a.kv_lora_rank, up_width, false, bpe_), 1);
+        PrefillAttention(requests, tokens, shape);
+      }
+    } else {
+      // Absorbed form: W_UK folded into the query, attention over the latent
+      // cache (values = the latent itself), W_UV applied to the output.
+      Cost uk = Gemm(requests, a.qk_nope_head_dim, hq_ * a.kv_lora_rank, false, bpe_);
+      uk.flops = 2 * requests * hq_ * a.qk_nope_head_dim * a.kv_lora_rank;
+      uk.weight = hq_ * a.qk_nope_head_dim * a.kv_lora_rank * bpe_;
+      uk.read = requests * hq_ * a.qk_nope_head_dim * bpe_ + uk.weight;
+      Compute(OpKind::kKvUpProj, "uk", uk, rep_tok_);
+      DecodeAttention(requests, AttnShape{latent, a.kv_lora_rank, 1}, latent);
+      Cost uv = Gemm(requests, a.kv_lora_rank, hq_ * a.v_head_dim, false, bpe_);
+      uv.flops = 2 * requests * hq_ * a.kv_lora_rank * a.v_head_dim;
+      uv.weight = hq_ * a.kv_lora_rank * a.v_head_dim * bpe_;
+      uv.read = requests * hq_ * a.kv_lora_rank * bpe_ + uv.weight;
+      Compute(OpKind::kKvUpProj, "uv", uv, rep_tok_);
+    }
+    OutProj(tokens, a.v_head_dim);
+  }
+
+  // In decode with sp > 1 only the rank owning the new position stores its KV.
+  bool OwnsNewKv() const { return prefill_ || sp_ == 1 || step_ % sp_ == c_sp_; }
+
+  // Row-parallel output projection; its bias is added once, by tp rank 0.
+  void OutProj(int64_t tokens, int64_t v_head_dim) {
+    Cost c = Gemm(tokens, hq_ * v_head_dim, h_, m_.o_bias && c_tp_ == 0, bpe_);
+    Compute(OpKind::kOutProj, "", c, rep_tok_);
+  }
+
+  // Causal attention of each request's S tokens over themselves (flash style).
+  void PrefillAttention(int64_t requests, int64_t tokens, const AttnShape& s) {
+    const int64_t pairs = requests * seq_ * (seq_ + 1) / 2;
+    Cost c;
+    c.flops = 2 * pairs * hq_ * (s.qk + s.v);
+    c.read = tokens * (hq_ * s.qk + s.kv_heads * (s.qk + s.v)) * bpe_;
+    c.written = tokens * hq_ * (s.v * bpe_ + kFp32);  // output and log-sum-exp
+    c.m = tokens, c.n = seq_, c.k = hq_ * s.qk;
+    Compute(OpKind::kAttention, "", c, 1);
+  }
+
+  // Ring attention: sp steps over the K/V blocks passing around the sp ring,
+  // then the log-sum-exp merge of the partial outputs.
+  void RingAttention(int64_t requests, int64_t tokens, const AttnShape& s, int64_t block_bytes) {
+    const SpLayout& layout = *pb_.sp_layout();
+    const bool mla = m_.attention == AttentionKind::kMla;
+    const int64_t next = RankWith(Dim::kSp, (c_sp_ + 1) % sp_);
+    const int64_t prev = RankWith(Dim::kSp, (c_sp_ + sp_ - 1) % sp_);
+    const int32_t kv_ready = last_compute_;
+    int32_t prev_recv = -1;
+    int64_t partials = 0;
+    for (int64_t j = 0; j < sp_; ++j) {
+      sp_step_ = static_cast<int32_t>(j);
+      // Forward the block held now while attending to it. Even ranks send
+      // first, odd ranks receive first: no cycle of blocked sends.
+      int32_t recv = -1;
+      if (j < sp_ - 1) {
+        const std::vector<int32_t> held = {j == 0 ? kv_ready : prev_recv};
+        if (c_sp_ % 2 == 0) {
+          PointToPoint(Collective::kSend, Dim::kSp, next, "kv", block_bytes, held);
+          recv = PointToPoint(Collective::kRecv, Dim::kSp, prev, "kv", block_bytes, {});
+        } else {
+          recv = PointToPoint(Collective::kRecv, Dim::kSp, prev, "kv", block_bytes, {});
+          PointToPoint(Collective::kSend, Dim::kSp, next, "kv", block_bytes, held);
+        }
+      }
+      const std::vector<int32_t> block_deps = {prev_recv};
+      if (mla) {
+        // Every rank up-projects every block once: replicated sp times.
+        const MlaSpec& a = m_.mla;
+        Compute(
+            OpKind::kKvUpProj, "kv_b",
+            Gemm(tokens, a.kv_lora_rank, hq_ * (a.qk_nope_head_dim + a.v_head_dim), false, bpe_),
+            sp_, block_deps);
+      }
+      const int64_t src = (c_sp_ - j + sp_) % sp_;
+      const int64_t pairs = requests * layout.CausalPairs(c_sp_, src);
+      Cost c;
+      if (pairs > 0) {  // a fully masked block is skipped (zero cost)
+        ++partials;
+        c.flops = 2 * pairs * hq_ * (s.qk + s.v);
+        c.read = tokens * (hq_ * s.qk + s.kv_heads * (s.qk + s.v)) * bpe_;
+        c.written = tokens * hq_ * (s.v + 1) * kFp32;  // fp32 partial output and LSE
+      }
+      c.m = tokens, c.n = layout.LocalTokens(), c.k = hq_ * s.qk;
+      Compute(OpKind::kAttention, "", c, 1, block_deps);
+      prev_recv = recv;
+    }
+    sp_step_ = -1;
+    Merge(tokens, s.v, partials, 1);
+  }
+
+  // Log-sum-exp merge of `parts` fp32 partial outputs (and their LSEs).
+  void Merge(int64_t tokens, int64_t v, int64_t parts, int64_t replication) {
+    Cost c;
+    c.flops = std::max<int64_t>(parts - 1, 0) * tokens * hq_ * (3 * v + 4);
+    c.read = parts * tokens * hq_ * (v + 1) * kFp32;
+    c.written = tokens * hq_ * v * bpe_;
+    c.m = tokens, c.n = hq_ * v;
+    Compute(OpKind::kAttentionMerge, "", c, replication);
+  }
+
+  // One query per request over its cached keys (context + the new one). With
+  // sp > 1 each rank covers its shard of the cache, then the partials are
+  // all-gathered over sp and merged. `cache_values`: cached values per key.
+  void DecodeAttention(int64_t requests, const AttnShape& s, int64_t cache_values) {
+    int64_t keys = seq_ + step_ + 1;
+    if (sp_ > 1) {
+      // Prompt keys as laid out by prefill; generated token g lives on rank g mod sp.
+      keys = seq_ / sp_ + (step_ >= c_sp_ ? (step_ - c_sp_) / sp_ + 1 : 0);
+    }
+    Cost c;
+    c.flops = 2 * requests * keys * hq_ * (s.qk + s.v);
+    c.read = requests * hq_ * s.qk * bpe_ + requests * keys * cache_values * kvb_;
+    c.written = sp_ > 1 ? requests * hq_ * (s.v + 1) * kFp32 : requests * hq_ * s.v * bpe_;
+    c.m = requests, c.n = keys, c.k = hq_ * s.qk;
+    Compute(OpKind::kAttentionDecode, "", c, 1);
+    if (sp_ == 1) return;
+    pending_.push_back(Collect(Collective::kAllGather, Dim::kSp, "attn",
+                               sp_ * requests * hq_ * (s.v + 1) * kFp32, {last_compute_}));
+    Merge(requests, s.v, sp_, sp_);
+  }
+
+  // ---- FFN.
+
+  int64_t UpMatrices() const { return m_.activation == Activation::kSwiGlu ? 2 : 1; }
+
+  // A column-split up (gate+up) projection, activation and row-split down
+  // projection of `inter` intermediate width over tp; the down bias is added by
+  // tp rank 0 only.
+  void SplitFfn(OpKind up_kind, OpKind down_kind, std::string up_label, std::string down_label,
+                std::string act_label, int64_t tokens, int64_t inter) {
+    const int64_t local = SplitCount(inter, tp_, c_tp_);
+    const bool bias = m_.mlp_bias;
+    Compute(up_kind, std::move(up_label), Gemm(tokens, h_, UpMatrices() * local, bias, bpe_),
+            rep_tok_);
+    ActivationOp(std::move(act_label), tokens, local);
+    Compute(down_kind, std::move(down_label), Gemm(tokens, local, h_, bias && c_tp_ == 0, bpe_),
+            rep_tok_);
+  }
+
+  void DenseFfn(int64_t tokens) {
+    SplitFfn(OpKind::kFfnUp, OpKind::kFfnDown, "", "", "ffn", tokens, m_.intermediate_size);
+  }
+
+  // Routed counts (per expert) of the tokens of the rank at (dp, ep, this sp) in this layer.
+  const std::vector<int64_t>& OwnerCounts(int64_t ep) {
+    const int64_t sp = prefill_ ? c_sp_ : 0;  // decode tokens are the same on every sp rank
+    std::vector<int64_t>& slot = cache_.Slot(c_dp_, ep, sp, mb_, layer_);
+    if (!slot.empty()) return slot;
+    const int64_t tokens = TokensOf(MicroBatchRequests(c_dp_, ep, mb_));
+    const uint64_t stream = ExpertRouting::StreamKey(
+        {prefill_ ? 0u : 1u, static_cast<uint64_t>(step_), static_cast<uint64_t>(c_dp_),
+         static_cast<uint64_t>(ep), static_cast<uint64_t>(sp), static_cast<uint64_t>(mb_)});
+    slot = pb_.routing()->Counts(layer_, tokens * m_.moe.experts_per_token, stream);
+    return slot;
+  }
+
+  void MoeFfn(int64_t tokens) {
+    const MoeSpec& moe = m_.moe;
+    const int64_t experts = moe.num_routed_experts;
+    const int64_t topk = moe.experts_per_token;
+    const int64_t assignments = tokens * topk;
+    const bool sigmoid = moe.router == RouterKind::kSigmoidBias;
+    {  // Router: scores of every expert, top-k (no FLOPs for the selection).
+      Cost c = Gemm(tokens, h_, experts, false, bpe_);
+      c.flops += tokens * experts * (sigmoid ? kSigmoidBiasScoreFlops : kSoftmaxScoreFlops);
+      if (sigmoid) c.weight += experts * kFp32;
+      c.read = tokens * h_ * bpe_ + c.weight;
+      c.written = assignments * (kTokenIdBytes + kFp32);  // expert index and weight
+      Compute(OpKind::kRouter, "", c, tp_ * rep_tok_);
+    }
+    {
+      Cost c;
+      c.read = tokens * h_ * bpe_ + assignments * (kTokenIdBytes + kFp32);
+      c.written = assignments * h_ * bpe_;
+      c.m = assignments, c.n = h_;
+      Compute(OpKind::kPermute, "", c, tp_ * rep_tok_);
+    }
+    // Tokens sent to each ep rank, received from each, and per local expert.
+    const std::vector<int64_t>& local_experts = pl_.ExpertsOfEpRank(c_ep_);
+    std::vector<int64_t> send(ep_, 0), recv(ep_, 0), per_expert(local_experts.size(), 0);
+    const std::vector<int64_t>& own = OwnerCounts(c_ep_);
+    for (int64_t x = 0; x < experts; ++x) send[pl_.EpRankOfExpert(x)] += own[x];
+    for (int64_t j = 0; j < ep_; ++j) {
+      const std::vector<int64_t>& theirs = OwnerCounts(j);
+      for (size_t i = 0; i < local_experts.size(); ++i) {
+        recv[j] += theirs[local_experts[i]];
+        per_expert[i] += theirs[local_experts[i]];
+      }
+    }
+    int32_t dispatch = -1;
+    if (ep_ > 1) dispatch = AllToAll("dispatch", send, recv);
+    if (moe.num_shared_experts > 0) {
+      // Runs while the dispatch is in flight.
+      SplitFfn(OpKind::kSharedExpert, OpKind::kSharedExpert, "gate_up", "down", "shared", tokens,
+               moe.num_shared_experts * moe.expert_intermediate_size);
+    }
+    if (dispatch >= 0) pending_.push_back(dispatch);
+    ExpertGemms(per_expert);
+    if (ep_ > 1) pending_.push_back(AllToAll("combine", recv, send));
+    {  // Unpermute: weighted sum of each token's expert outputs (+ the shared output).
+      const bool shared = moe.num_shared_experts > 0;
+      Cost c;
+      c.flops = 2 * assignments * h_ + (shared ? tokens * h_ : 0);
+      c.read = assignments * h_ * bpe_ + assignments * kFp32 + (shared ? tokens * h_ * bpe_ : 0);
+      c.written = tokens * h_ * bpe_;
+      c.m = tokens, c.n = h_;
+      Compute(OpKind::kUnpermute, "", c, tp_ * rep_tok_);
+    }
+  }
+
+  // Grouped GEMMs of the local experts over the tokens each received; each
+  // expert's intermediate is split over tp (expert-TP). Experts that received no
+  // token load no weights.
+  void ExpertGemms(const std::vector<int64_t>& per_expert) {
+    const int64_t local = SplitCount(m_.moe.expert_intermediate_size, tp_, c_tp_);
+    const int64_t up = UpMatrices() * local;
+    const bool bias = m_.mlp_bias;
+    int64_t tokens = 0, active = 0;
+    for (int64_t n : per_expert) tokens += n, active += n > 0 ? 1 : 0;
+    Cost gate_up = Gemm(tokens, h_, up, bias, bpe_);
+    gate_up.weight = active * (h_ * up + (bias ? up : 0)) * bpe_;
+    gate_up.read = tokens * h_ * bpe_ + gate_up.weight;
+    Compute(OpKind::kExpertGemm, "gate_up", gate_up, rep_tok_);
+    ops_.back().expert_tokens = per_expert;
+    ActivationOp("expert", tokens, local);
+    const bool down_bias = bias && c_tp_ == 0;
+    Cost down = Gemm(tokens, local, h_, down_bias, bpe_);
+    down.weight = active * (local * h_ + (down_bias ? h_ : 0)) * bpe_;
+    down.read = tokens * local * bpe_ + down.weight;
+    Compute(OpKind::kExpertGemm, "down", down, rep_tok_);
+  }
+
+  // All-to-all(v) of hidden states over the ep group: token counts to and from
+  // each member (by ep coordinate).
+  int32_t AllToAll(std::string label, const std::vector<int64_t>& to,
+                   const std::vector<int64_t>& from) {
+    int64_t total = 0;
+    for (int64_t t : to) total += t;
+    const int32_t id = Collect(Collective::kAllToAll, Dim::kEp, std::move(label), total * h_ * bpe_,
+                               {last_compute_});
+    Op& op = ops_.back();
+    for (int64_t t : to) op.bytes_per_peer.push_back(t * h_ * bpe_);
+    for (int64_t f : from) op.bytes_from_peer.push_back(f * h_ * bpe_);
+    return id;
+  }
+
+  const Experiment& e_;
+  const ModelSpec& m_;
+  const Placement& pl_;
+  const ProgramBuilder& pb_;
+  RoutingCache& cache_;
+  const int64_t rank_;
+  const bool prefill_;
+  const int64_t step_;
+
+  int64_t tp_ = 1, sp_ = 1, ep_ = 1, dp_ = 1, pp_ = 1;
+  int64_t c_tp_ = 0, c_sp_ = 0, c_ep_ = 0, c_dp_ = 0, c_pp_ = 0;
+  int64_t bpe_ = 2, kvb_ = 2, h_ = 0, seq_ = 0;
+  int64_t rep_tok_ = 1;  // decode ops replicated over the sp group
+  int64_t hq_ = 0;       // query heads on this rank
+  int64_t hkv_ = 0;      // GQA: KV heads on this rank
+  int64_t kv_rep_ = 1;   // GQA: ranks holding each KV head (tp / kv heads when tp exceeds them)
+
+  // Context stamped on new ops.
+  int32_t layer_ = -1, mb_ = 0, sp_step_ = -1;
+
+  std::vector<Op> ops_;
+  std::vector<int32_t> pending_;  // comm ops the next compute op consumes
+  int32_t last_compute_ = -1;
+  std::map<int64_t, int64_t> coll_seq_;             // group id → next seq
+  std::map<int64_t, int64_t> send_seq_, recv_seq_;  // peer → next seq
+  std::vector<PendingIds> emitted_;                 // micro-batches built, for the token id return
+};
+
+}  // namespace
+
+int64_t SplitCount(int64_t n, int64_t parts, int64_t i) {
+  return n / parts + (i < n % parts ? 1 : 0);
+}
+
+StatusOr<ProgramBuilder> ProgramBuilder::Create(const Experiment& experiment,
+                                                const Placement& placement) {
+  const ParallelSpec& p = experiment.parallel;
+  const ModelSpec& m = experiment.model;
+  const Workload& w = experiment.workload;
+  if (placement.world_size() != p.world_size() || placement.num_stages() != p.pp) {
+    return InvalidArgument(
+        "experiment '{}': the placement ({} ranks, {} stages) does not belong "
+        "to its plan ({} ranks, {} stages)",
+        experiment.name, placement.world_size(), placement.num_stages(), p.world_size(), p.pp);
+  }
+  if (w.batch_size < 1 || w.sequence_length < 1) {
+    return InvalidArgument("experiment '{}': batch_size and sequence_length must be ≥ 1",
+                           experiment.name);
+  }
+  if (m.num_heads % p.tp != 0) {
+    return InvalidArgument("experiment '{}': tp {} does not divide the {} heads", experiment.name,
+                           p.tp, m.num_heads);
+  }
+  if (m.attention == AttentionKind::kGqa &&
+      (p.tp <= m.num_kv_heads ? m.num_kv_heads % p.tp : p.tp % m.num_kv_heads) != 0) {
+    return InvalidArgument("experiment '{}': tp {} and the {} KV heads do not divide each other",
+                           experiment.name, p.tp, m.num_kv_heads);
+  }
+  ProgramBuilder b;
+  b.experiment_ = experiment;
+  b.placement_ = placement;
+  if (p.sp > 1) {
+    auto layout = SpLayout::Create(p.sp_variant, w.sequence_length, p.sp);
+    if (!layout.ok())
+      return layout.status().WithPrefix(fmt::format("experiment '{}'", experiment.name));
+    b.sp_layout_ = *layout;
+  }
+  if (m.is_moe()) {
+    auto routing = ExpertRouting::Create(w.routing, m.moe.num_routed_experts, w.seed);
+    if (!routing.ok()) {
+      return routing.status().WithPrefix(fmt::format("experiment '{}'", experiment.name));
+    }
+    b.routing_ = *routing;
+  }
+  // Micro-batches: as configured (0: one per stage), at most the largest
+  // replica's requests, the same count everywhere.
+  const int64_t replicas = p.dp * p.ep;
+  const int64_t most_requests = (w.batch_size + replicas - 1) / replicas;
+  const int64_t wanted = p.micro_batches > 0 ? p.micro_batches : p.pp;
+  b.micro_batches_ = std::max<int64_t>(1, std::min(wanted, most_requests));
+  return b;
+}
+
+StatusOr<PhaseProgram> ProgramBuilder::Build(Phase phase, int64_t decode_step) const {
+  if (decode_step < 0 || (phase == Phase::kPrefill && decode_step != 0)) {
+    return InvalidArgument("experiment '{}': no {} step {}", experiment_.name, PhaseName(phase),
+                           decode_step);
+  }
+  const int64_t seq = experiment_.workload.sequence_length;
+  PhaseProgram program;
+  program.phase = phase;
+  program.step = decode_step;
+  program.context_len = phase == Phase::kPrefill ? 0 : seq + decode_step;
+  program.new_tokens = phase == Phase::kPrefill ? seq : 1;
+  program.micro_batches = micro_batches_;
+  RoutingCache cache(experiment_.parallel, micro_batches_, experiment_.model.num_layers);
+  program.ranks.reserve(placement_.world_size());
+  for (int64_t r = 0; r < placement_.world_size(); ++r) {
+    program.ranks.push_back(RankBuilder(*this, cache, r, phase, decode_step).Build());
+  }
+  return program;
+}
+
+}  // namespace shardscope

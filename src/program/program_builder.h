@@ -1,0 +1,57 @@
+// ProgramBuilder: turns an experiment and its placement into the per-rank
+// Program of one phase — prefill, or decode step k — with every op's exact
+// FLOPs, bytes, shapes, streams and dependencies, and every comm op's
+// collective, group, dimension and message sizes. docs/program.md defines what
+// each op counts and how each parallelism dimension (and their products) shapes
+// the ops. Immutable after Create; Build is const and thread-safe.
+#ifndef SHARDSCOPE_PROGRAM_PROGRAM_BUILDER_H_
+#define SHARDSCOPE_PROGRAM_PROGRAM_BUILDER_H_
+
+#include <cstdint>
+#include <optional>
+
+#include "config/experiment.h"
+#include "core/status.h"
+#include "plan/placement.h"
+#include "program/expert_routing.h"
+#include "program/program.h"
+#include "program/sp_layout.h"
+
+namespace shardscope {
+
+class ProgramBuilder {
+ public:
+  // Copies the experiment and placement. Fails when the placement does not
+  // belong to the experiment's plan, or the plan asks for something the
+  // builder cannot express (the message names it).
+  static StatusOr<ProgramBuilder> Create(const Experiment& experiment, const Placement& placement);
+
+  // The Program of a phase. Prefill (decode_step must be 0): sequence_length
+  // tokens per request, empty context. Decode step k ≥ 0: one new token per
+  // request over a context of sequence_length + k cached tokens.
+  StatusOr<PhaseProgram> Build(Phase phase, int64_t decode_step) const;
+
+  const Experiment& experiment() const { return experiment_; }
+  const Placement& placement() const { return placement_; }
+  // Micro-batches each replica's requests are split into (the same for all replicas).
+  int64_t micro_batches() const { return micro_batches_; }
+  // The ring-attention layout of the prompt; set when sp > 1.
+  const std::optional<SpLayout>& sp_layout() const { return sp_layout_; }
+  // The routing distribution; set for MoE models.
+  const std::optional<ExpertRouting>& routing() const { return routing_; }
+
+ private:
+  Experiment experiment_;
+  Placement placement_;
+  int64_t micro_batches_ = 1;
+  std::optional<SpLayout> sp_layout_;
+  std::optional<ExpertRouting> routing_;
+};
+
+// Splits n items over `parts` by coordinate: part i gets n / parts, the first
+// n mod parts parts one more.
+int64_t SplitCount(int64_t n, int64_t parts, int64_t i);
+
+}  // namespace shardscope
+
+#endif  // SHARDSCOPE_PROGRAM_PROGRAM_BUILDER_H_

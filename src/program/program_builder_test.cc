@@ -1,0 +1,594 @@
+#include "program/program_builder.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <numeric>
+#include <set>
+
+#include "model/params.h"
+#include "program/program_test_util.h"
+
+namespace shardscope {
+namespace {
+
+using testing::BuildOrDie;
+using testing::Built;
+using testing::MakeExperiment;
+using testing::ScaledUnique;
+using testing::Sizes;
+
+using OpPred = std::function<bool(const Op&)>;
+
+std::vector<const Op*> Select(const RankProgram& rp, const OpPred& pred) {
+  std::vector<const Op*> out;
+  for (const Op& op : rp.ops) {
+    if (pred(op)) out.push_back(&op);
+  }
+  return out;
+}
+
+OpPred Kind(OpKind kind, int32_t layer) {
+  return [=](const Op& op) { return op.kind == kind && op.layer == layer; };
+}
+
+OpPred Comm(Collective c, std::string label) {
+  return [=](const Op& op) { return op.collective == c && op.label == label; };
+}
+
+int64_t Flops(const Op& op) { return op.flops; }
+int64_t WeightBytes(const Op& op) { return op.weight_bytes; }
+
+void ExpectValid(const Built& b) {
+  Status s = CheckProgram(b.program, b.placement);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  for (const RankProgram& rp : b.program.ranks) {  // names are unique per micro-batch
+    std::set<std::pair<int32_t, std::string>> names;
+    for (const Op& op : rp.ops) {
+      EXPECT_TRUE(names.emplace(op.micro_batch, OpName(op)).second)
+          << "rank " << rp.rank << " repeats " << OpName(op);
+    }
+  }
+}
+
+TEST(ProgramBuilderTest, TensorParallelSumsEqualTheSingleDeviceTotals) {
+  const ModelSpec models[] = {testing::TinyDense(), testing::TinyMoe(true),
+                              testing::TinyMoe(true, 0), testing::TinyMoe(false)};
+  for (const ModelSpec& model : models) {
+    for (Phase phase : {Phase::kPrefill, Phase::kDecode}) {
+      const int64_t step = phase == Phase::kDecode ? 3 : 0;
+      Built one = BuildOrDie(MakeExperiment(model, {}, 3, 16), phase, step);
+      const int64_t flops = ScaledUnique(one.program, 1, Flops);
+      const int64_t weights = ScaledUnique(one.program, 1, WeightBytes);
+      for (int64_t tp : {2, 4, 8}) {
+        SCOPED_TRACE(model.name + " " + std::string(PhaseName(phase)) + " tp " +
+                     std::to_string(tp));
+        Built b = BuildOrDie(MakeExperiment(model, Sizes{.tp = tp}, 3, 16), phase, step);
+        EXPECT_EQ(ScaledUnique(b.program, tp, Flops), tp * flops);
+        EXPECT_EQ(ScaledUnique(b.program, tp, WeightBytes), tp * weights);
+        EXPECT_DOUBLE_EQ(UniqueFlops(b.program), static_cast<double>(flops));
+        // Split work really is split: each rank does less than the whole.
+        EXPECT_LT(Totals(b.program.ranks[0]).flops, flops);
+        ExpectValid(b);
+      }
+    }
+  }
+}
+
+TEST(ProgramBuilderTest, Llama8BPrefillFlopsByHand) {
+  const ModelSpec m = testing::Llama8B();
+  const int64_t s = 1024, h = 4096, layers = 32, heads = 32, kv = 8, d = 128, inter = 14336,
+                vocab = 128256;
+  Built b = BuildOrDie(MakeExperiment(m, {}, 1, s), Phase::kPrefill);
+  ASSERT_EQ(b.program.ranks.size(), 1u);
+  const RankProgram& rp = b.program.ranks[0];
+
+  // Matrices a prompt token multiplies by, per layer: fused q/k/v, output, gate+up+down.
+  const int64_t qkv = h * (heads + 2 * kv) * d;  // 4096 × 6144
+  const int64_t out = heads * d * h;             // 4096 × 4096
+  const int64_t ffn = 3 * h * inter;             // 3 × 4096 × 14336
+  const int64_t gemm = 2 * s * layers * (qkv + out + ffn);
+  // Causal attention: S(S+1)/2 (query, key) pairs per head, QKᵀ and AV each 2·d per pair.
+  const int64_t pairs = s * (s + 1) / 2;
+  const int64_t attention = layers * (2 * pairs * heads * d + 2 * pairs * heads * d);
+  // LM head on the last position only.
+  const int64_t lm_head = 2 * h * vocab;
+  // Elementwise: two RMSNorms (4/element), rope on q and k (3/element), two residual
+  // adds (1/element), SwiGLU (5/element of the intermediate); final norm of one token.
+  const int64_t elementwise =
+      layers * (2 * 4 * s * h + 3 * s * (heads + kv) * d + 2 * s * h + 5 * s * inter) + 4 * h;
+
+  EXPECT_EQ(gemm, 2 * s * 32 * (25165824 + 16777216 + 176160768));
+  EXPECT_EQ(Totals(rp).flops, gemm + attention + lm_head + elementwise);
+
+  int64_t matmul = 0, attn = 0;
+  for (const Op& op : rp.ops) {
+    switch (op.kind) {
+      case OpKind::kQkvProj:
+      case OpKind::kOutProj:
+      case OpKind::kFfnUp:
+      case OpKind::kFfnDown:
+      case OpKind::kLmHead:
+        matmul += op.flops;
+        break;
+      case OpKind::kAttention:
+        attn += op.flops;
+        break;
+      default:
+        break;
+    }
+  }
+  EXPECT_EQ(matmul, gemm + lm_head);
+  EXPECT_EQ(attn, attention);
+  // The model module's per-token count (which puts the LM head on every token).
+  int64_t per_token = 0;
+  for (int64_t p = 1; p <= s; ++p) per_token += ForwardFlopsPerToken(m, p);
+  EXPECT_EQ(per_token - (s - 1) * lm_head, gemm + attention + lm_head);
+  // Weights read once each: every matrix of the model except the embedding table.
+  EXPECT_EQ(Totals(rp).weight_bytes, 2 * (layers * (qkv + out + ffn + 2 * h) + h + h * vocab));
+}
+
+TEST(ProgramBuilderTest, TensorParallelAllReduces) {
+  const int64_t tp = 4, batch = 2, seq = 16, h = 64;
+  Built b = BuildOrDie(MakeExperiment(testing::TinyDense(), Sizes{.tp = tp}, batch, seq),
+                       Phase::kPrefill);
+  const int64_t tokens = batch * seq;
+  for (const RankProgram& rp : b.program.ranks) {
+    for (int32_t layer = 0; layer < 4; ++layer) {
+      auto ars = Select(rp, [&](const Op& op) {
+        return op.collective == Collective::kAllReduce && op.layer == layer;
+      });
+      ASSERT_EQ(ars.size(), 2u);
+      EXPECT_EQ(ars[0]->label, "attn");
+      EXPECT_EQ(ars[1]->label, "ffn");
+      for (const Op* op : ars) {
+        EXPECT_EQ(op->bytes, tokens * h * 2);
+        EXPECT_EQ(op->dim, Dim::kTp);
+        EXPECT_EQ(op->stream, Stream::kCommTp);
+        EXPECT_EQ(op->group_id, b.placement.GroupOf(rp.rank, Dim::kTp).id);
+        // Waits for the projection before it; the next compute op waits for it.
+        EXPECT_EQ(rp.ops[op->deps[0]].kind,
+                  op->label == "attn" ? OpKind::kOutProj : OpKind::kFfnDown);
+        const Op& next = rp.ops[op->id + 1];
+        EXPECT_EQ(next.kind, OpKind::kResidualAdd);
+        EXPECT_NE(std::find(next.deps.begin(), next.deps.end(), op->id), next.deps.end());
+      }
+    }
+    auto emb = Select(rp, Comm(Collective::kAllReduce, "embedding"));
+    ASSERT_EQ(emb.size(), 1u);
+    EXPECT_EQ(emb[0]->bytes, tokens * h * 2);
+    auto gather = Select(rp, Comm(Collective::kAllGather, "sampling"));
+    ASSERT_EQ(gather.size(), 1u);
+    EXPECT_EQ(gather[0]->bytes, tp * batch * 8);  // (max logit, index) per token per rank
+    // Norms and residual adds are replicated over the TP group.
+    for (const Op* op : Select(rp, Kind(OpKind::kNorm, 0))) EXPECT_EQ(op->replication, tp);
+  }
+  // The vocabulary (1003) splits unevenly: 251 + 3 × 250 rows.
+  int64_t vocab = 0;
+  for (const RankProgram& rp : b.program.ranks)
+    vocab += Select(rp, Kind(OpKind::kLmHead, -1))[0]->n;
+  EXPECT_EQ(vocab, 1003);
+}
+
+TEST(ProgramBuilderTest, KvHeadsReplicateBeyondTheirCount) {
+  // 2 KV heads, tp 8: each rank computes one KV head, shared by 4 ranks.
+  Built b =
+      BuildOrDie(MakeExperiment(testing::TinyDense(), Sizes{.tp = 8}, 1, 16), Phase::kPrefill);
+  const RankProgram& rp = b.program.ranks[5];
+  auto q = Select(rp, Kind(OpKind::kQProj, 0));
+  auto kv = Select(rp, Kind(OpKind::kKvProj, 0));
+  ASSERT_EQ(q.size(), 1u);
+  ASSERT_EQ(kv.size(), 1u);
+  EXPECT_EQ(q[0]->n, 1 * 8);   // one query head of 8
+  EXPECT_EQ(kv[0]->n, 2 * 8);  // one K and one V head
+  EXPECT_EQ(kv[0]->replication, 4);
+  EXPECT_EQ(Select(rp, Kind(OpKind::kKvAppend, 0))[0]->replication, 4);
+}
+
+TEST(ProgramBuilderTest, PipelineStagesAndMicroBatches) {
+  const int64_t batch = 5, seq = 16, h = 64;
+  Experiment e = MakeExperiment(testing::TinyDense(), Sizes{.tp = 2, .pp = 2}, batch, seq);
+  Built b = BuildOrDie(e, Phase::kPrefill);
+  ExpectValid(b);
+  EXPECT_EQ(b.program.micro_batches, 2);  // 0 → one per stage
+  const int64_t mb_requests[] = {3, 2};
+  for (const RankProgram& rp : b.program.ranks) {
+    const int64_t stage = b.placement.Coord(rp.rank, Dim::kPp);
+    const int64_t peer_stage = 1 - stage;
+    auto acts_out = Select(rp, Comm(Collective::kSend, "activations"));
+    auto acts_in = Select(rp, Comm(Collective::kRecv, "activations"));
+    auto ids_out = Select(rp, Comm(Collective::kSend, "token_ids"));
+    auto ids_in = Select(rp, Comm(Collective::kRecv, "token_ids"));
+    const auto& acts = stage == 0 ? acts_out : acts_in;
+    const auto& ids = stage == 0 ? ids_in : ids_out;
+    ASSERT_EQ(acts.size(), 2u);
+    ASSERT_EQ(ids.size(), 2u);
+    EXPECT_TRUE((stage == 0 ? acts_in : acts_out).empty());
+    for (int mb = 0; mb < 2; ++mb) {
+      EXPECT_EQ(acts[mb]->bytes, mb_requests[mb] * seq * h * 2);
+      EXPECT_EQ(acts[mb]->micro_batch, mb);
+      EXPECT_EQ(ids[mb]->bytes, mb_requests[mb] * 4);
+      EXPECT_EQ(b.placement.Coord(acts[mb]->peer, Dim::kPp), peer_stage);
+      EXPECT_EQ(b.placement.Coord(acts[mb]->peer, Dim::kTp), b.placement.Coord(rp.rank, Dim::kTp));
+      EXPECT_EQ(acts[mb]->stream, Stream::kCommPp);
+    }
+    // Stage 0 embeds, stage 1 holds the head; each stage runs only its layers.
+    EXPECT_EQ(Select(rp, Kind(OpKind::kEmbedding, -1)).size(), stage == 0 ? 2u : 0u);
+    EXPECT_EQ(Select(rp, Kind(OpKind::kLmHead, -1)).size(), stage == 1 ? 2u : 0u);
+    for (const Op& op : rp.ops) {
+      if (op.layer >= 0) {
+        EXPECT_EQ(b.placement.StageOfLayer(op.layer), stage);
+      }
+    }
+    if (stage == 1) {  // the first op of a micro-batch waits for its activations
+      const Op& first = rp.ops[acts[1]->id + 1];
+      EXPECT_EQ(first.kind, OpKind::kNorm);
+      EXPECT_NE(std::find(first.deps.begin(), first.deps.end(), acts[1]->id), first.deps.end());
+    }
+  }
+}
+
+TEST(ProgramBuilderTest, LayerWisePipeline) {
+  Experiment e = MakeExperiment(testing::TinyDense(), Sizes{.pp = 4}, 8, 16);
+  e.parallel.micro_batches = 8;
+  for (Phase phase : {Phase::kPrefill, Phase::kDecode}) {
+    Built b = BuildOrDie(e, phase, phase == Phase::kDecode ? 2 : 0);
+    ExpectValid(b);
+    EXPECT_EQ(b.program.micro_batches, 8);
+    for (const RankProgram& rp : b.program.ranks) {
+      std::set<int32_t> layers;
+      for (const Op& op : rp.ops) {
+        if (op.layer >= 0) layers.insert(op.layer);
+      }
+      EXPECT_EQ(layers, std::set<int32_t>{static_cast<int32_t>(rp.rank)});
+    }
+  }
+}
+
+// Per-head causal pairs of an attention op: flops / (2 · heads · (qk + v)).
+int64_t Pairs(const Op& op, int64_t heads, int64_t qk, int64_t v) {
+  return op.flops / (2 * heads * (qk + v));
+}
+
+TEST(ProgramBuilderTest, RingAttentionStepsPairsAndTransfers) {
+  const int64_t sp = 4, batch = 2, seq = 64, d = 8, heads = 8, kv_heads = 2;
+  for (SpVariant v : {SpVariant::kZigzag, SpVariant::kRing, SpVariant::kStripe}) {
+    SCOPED_TRACE(SpVariantName(v));
+    Experiment e = MakeExperiment(testing::TinyDense(), Sizes{.sp = sp}, batch, seq);
+    e.parallel.sp_variant = v;
+    Built b = BuildOrDie(e, Phase::kPrefill);
+    ExpectValid(b);
+    const int64_t tokens = batch * seq / sp;
+    for (int32_t layer = 0; layer < 4; ++layer) {
+      int64_t pairs = 0;
+      std::vector<int64_t> work;
+      for (const RankProgram& rp : b.program.ranks) {
+        auto steps = Select(rp, Kind(OpKind::kAttention, layer));
+        ASSERT_EQ(steps.size(), static_cast<size_t>(sp));
+        int64_t rank_flops = 0;
+        for (int64_t j = 0; j < sp; ++j) {
+          EXPECT_EQ(steps[j]->sp_step, j);
+          pairs += Pairs(*steps[j], heads, d, d);
+          rank_flops += steps[j]->flops;
+        }
+        work.push_back(rank_flops);
+        auto sends = Select(rp, [&](const Op& op) {
+          return op.collective == Collective::kSend && op.layer == layer;
+        });
+        auto recvs = Select(rp, [&](const Op& op) {
+          return op.collective == Collective::kRecv && op.layer == layer;
+        });
+        ASSERT_EQ(sends.size(), static_cast<size_t>(sp - 1));
+        ASSERT_EQ(recvs.size(), static_cast<size_t>(sp - 1));
+        const int64_t sp_rank = b.placement.Coord(rp.rank, Dim::kSp);
+        for (int64_t j = 0; j < sp - 1; ++j) {
+          EXPECT_EQ(sends[j]->bytes, tokens * kv_heads * d * 2 * 2);  // K and V, bf16
+          EXPECT_EQ(sends[j]->stream, Stream::kCommSp);
+          EXPECT_EQ(b.placement.Coord(sends[j]->peer, Dim::kSp), (sp_rank + 1) % sp);
+          EXPECT_EQ(b.placement.Coord(recvs[j]->peer, Dim::kSp), (sp_rank + sp - 1) % sp);
+          // Step j+1 attends to the block recv j brought.
+          const auto& deps = steps[j + 1]->deps;
+          EXPECT_NE(std::find(deps.begin(), deps.end(), recvs[j]->id), deps.end());
+        }
+        EXPECT_EQ(Select(rp, Kind(OpKind::kAttentionMerge, layer)).size(), 1u);
+      }
+      EXPECT_EQ(pairs, batch * seq * (seq + 1) / 2);
+      const auto [lo, hi] = std::minmax_element(work.begin(), work.end());
+      if (v == SpVariant::kRing) {
+        EXPECT_GT(*hi, 3 * *lo);
+      } else if (v == SpVariant::kZigzag) {
+        EXPECT_EQ(*hi, *lo);
+      } else {
+        EXPECT_LT(*hi - *lo, *lo / 10);
+      }
+    }
+    // The whole ring computes what one device would, plus the merges.
+    Built one = BuildOrDie(MakeExperiment(testing::TinyDense(), {}, batch, seq), Phase::kPrefill);
+    int64_t ring = 0, single = 0;
+    for (const RankProgram& rp : b.program.ranks) {
+      for (const Op& op : rp.ops) ring += op.kind == OpKind::kAttention ? op.flops : 0;
+    }
+    for (const Op& op : one.program.ranks[0].ops) {
+      single += op.kind == OpKind::kAttention ? op.flops : 0;
+    }
+    EXPECT_EQ(ring, single);
+  }
+}
+
+TEST(ProgramBuilderTest, RingAttentionWithTensorParallelism) {
+  const int64_t tp = 2, sp = 4, batch = 1, seq = 64, d = 8;
+  Built b = BuildOrDie(MakeExperiment(testing::TinyDense(), Sizes{.tp = tp, .sp = sp}, batch, seq),
+                       Phase::kPrefill);
+  ExpectValid(b);
+  int64_t pairs = 0;
+  for (const RankProgram& rp : b.program.ranks) {
+    for (const Op* op : Select(rp, Kind(OpKind::kAttention, 2))) pairs += Pairs(*op, 8 / tp, d, d);
+    // The ring runs between ranks of the same tp coordinate.
+    for (const Op* op : Select(rp, Comm(Collective::kSend, "kv"))) {
+      EXPECT_EQ(b.placement.Coord(op->peer, Dim::kTp), b.placement.Coord(rp.rank, Dim::kTp));
+      EXPECT_EQ(op->bytes, seq / sp * 1 * d * 2 * 2);  // one KV head per tp rank
+    }
+  }
+  EXPECT_EQ(pairs, tp * seq * (seq + 1) / 2);
+  // The last prompt token's rank samples; its ids reach the whole sp group.
+  for (const RankProgram& rp : b.program.ranks) {
+    const bool owner = b.placement.Coord(rp.rank, Dim::kSp) == 0;  // zigzag: chunk 2sp−1
+    EXPECT_EQ(Select(rp, Kind(OpKind::kLmHead, -1)).size(), owner ? 1u : 0u);
+    EXPECT_EQ(Select(rp, Comm(Collective::kBroadcast, "token_ids")).size(), 1u);
+  }
+}
+
+TEST(ProgramBuilderTest, MlaRingAttentionRotatesTheLatent) {
+  const int64_t sp = 2, seq = 32;
+  Built b = BuildOrDie(MakeExperiment(testing::TinyMoe(true), Sizes{.tp = 2, .sp = sp}, 2, seq),
+                       Phase::kPrefill);
+  ExpectValid(b);
+  const RankProgram& rp = b.program.ranks[0];
+  auto sends = Select(rp, Comm(Collective::kSend, "kv"));
+  ASSERT_FALSE(sends.empty());
+  EXPECT_EQ(sends[0]->bytes, 2 * seq / sp * (16 + 4) * 2);  // latent + rope key per token
+  auto up = Select(rp, Kind(OpKind::kKvUpProj, 0));
+  ASSERT_EQ(up.size(), static_cast<size_t>(sp));  // each block is up-projected on arrival
+  EXPECT_EQ(up[0]->replication, sp);
+}
+
+TEST(ProgramBuilderTest, SequenceParallelDecodeShardsTheCache) {
+  const int64_t sp = 4, batch = 2, seq = 64, step = 5, heads = 8, d = 8, layers = 4;
+  Built b = BuildOrDie(MakeExperiment(testing::TinyDense(), Sizes{.sp = sp}, batch, seq),
+                       Phase::kDecode, step);
+  ExpectValid(b);
+  EXPECT_EQ(b.program.context_len, seq + step);
+  int64_t keys = 0;
+  for (const RankProgram& rp : b.program.ranks) {
+    const int64_t sp_rank = b.placement.Coord(rp.rank, Dim::kSp);
+    auto attn = Select(rp, Kind(OpKind::kAttentionDecode, 1));
+    ASSERT_EQ(attn.size(), 1u);
+    keys += attn[0]->n;
+    EXPECT_EQ(Select(rp, Kind(OpKind::kKvAppend, 1)).size(), sp_rank == step % sp ? 1u : 0u);
+    auto gather = Select(
+        rp, [](const Op& op) { return op.collective == Collective::kAllGather && op.layer == 1; });
+    ASSERT_EQ(gather.size(), 1u);
+    EXPECT_EQ(gather[0]->bytes, sp * batch * heads * (d + 1) * 4);  // fp32 output + LSE
+    EXPECT_EQ(Select(rp, Kind(OpKind::kNorm, 1))[0]->replication, sp);
+  }
+  EXPECT_EQ(keys, seq + step + 1);
+  // Beyond one device's work only the merges are new.
+  Built one =
+      BuildOrDie(MakeExperiment(testing::TinyDense(), {}, batch, seq), Phase::kDecode, step);
+  EXPECT_DOUBLE_EQ(UniqueFlops(b.program) - UniqueFlops(one.program),
+                   static_cast<double>(layers * (sp - 1) * batch * heads * (3 * d + 4)));
+}
+
+TEST(ProgramBuilderTest, DecodeFlopsGrowWithContext) {
+  const int64_t batch = 3, seq = 16, heads = 8, d = 8, layers = 4;
+  Experiment e = MakeExperiment(testing::TinyDense(), {}, batch, seq);
+  Built first = BuildOrDie(e, Phase::kDecode, 0);
+  Built later = BuildOrDie(e, Phase::kDecode, 10);
+  EXPECT_EQ(first.program.new_tokens, 1);
+  EXPECT_EQ(later.program.context_len, seq + 10);
+  const int64_t grow = Totals(later.program.ranks[0]).flops - Totals(first.program.ranks[0]).flops;
+  EXPECT_EQ(grow, layers * 2 * batch * 10 * heads * (d + d));
+  // The decode kernel reads the whole cache: context + the new key, K and V, 2 KV heads.
+  auto attn = Select(later.program.ranks[0], Kind(OpKind::kAttentionDecode, 0));
+  EXPECT_EQ(attn[0]->n, seq + 10 + 1);
+  EXPECT_EQ(attn[0]->bytes_read, batch * heads * d * 2 + batch * (seq + 11) * 2 * 2 * d * 2);
+}
+
+TEST(ProgramBuilderTest, MlaDecodeUsesTheAbsorbedForm) {
+  const int64_t batch = 2, seq = 16, heads = 8, r = 16, rope = 4, nope = 8, v = 8;
+  Built pre = BuildOrDie(MakeExperiment(testing::TinyMoe(true), {}, batch, seq), Phase::kPrefill);
+  const RankProgram& p = pre.program.ranks[0];
+  auto kv_b = Select(p, Kind(OpKind::kKvUpProj, 0));
+  ASSERT_EQ(kv_b.size(), 1u);
+  EXPECT_EQ(kv_b[0]->flops, 2 * batch * seq * r * heads * (nope + v));
+  Built dec = BuildOrDie(MakeExperiment(testing::TinyMoe(true), {}, batch, seq), Phase::kDecode, 0);
+  const RankProgram& rp = dec.program.ranks[0];
+  auto up = Select(rp, Kind(OpKind::kKvUpProj, 0));
+  ASSERT_EQ(up.size(), 2u);
+  EXPECT_EQ(up[0]->label, "uk");
+  EXPECT_EQ(up[0]->flops, 2 * batch * heads * nope * r);
+  EXPECT_EQ(up[1]->label, "uv");
+  EXPECT_EQ(up[1]->flops, 2 * batch * heads * r * v);
+  EXPECT_EQ(up[0]->weight_bytes + up[1]->weight_bytes, kv_b[0]->weight_bytes);
+  auto attn = Select(rp, Kind(OpKind::kAttentionDecode, 0));
+  const int64_t keys = seq + 1;
+  EXPECT_EQ(attn[0]->flops, 2 * batch * keys * heads * ((r + rope) + r));
+  EXPECT_EQ(attn[0]->bytes_read, batch * heads * (r + rope) * 2 + batch * keys * (r + rope) * 2);
+  EXPECT_EQ(Select(rp, Kind(OpKind::kKvAppend, 0))[0]->bytes_written, batch * (r + rope) * 2);
+}
+
+// Tokens each expert received in `layer`, over all ranks.
+std::vector<int64_t> ExpertLoad(const Built& b, int32_t layer, int64_t experts) {
+  std::vector<int64_t> load(experts, 0);
+  for (const RankProgram& rp : b.program.ranks) {
+    if (b.placement.Coord(rp.rank, Dim::kTp) != 0) continue;
+    for (const Op& op : rp.ops) {
+      if (op.kind != OpKind::kExpertGemm || op.layer != layer || op.label != "gate_up") continue;
+      const auto& mine = b.placement.ExpertsOfEpRank(b.placement.Coord(rp.rank, Dim::kEp));
+      for (size_t i = 0; i < mine.size(); ++i) load[mine[i]] += op.expert_tokens[i];
+    }
+  }
+  return load;
+}
+
+TEST(ProgramBuilderTest, ExpertParallelDispatchAndCombine) {
+  const int64_t ep = 4, batch = 8, seq = 32, h = 64, topk = 2;
+  Built b = BuildOrDie(MakeExperiment(testing::TinyMoe(true), Sizes{.ep = ep}, batch, seq),
+                       Phase::kPrefill);
+  ExpectValid(b);
+  const int64_t tokens = batch / ep * seq;  // data-parallel attention: own requests
+  for (int32_t layer = 0; layer < 3; ++layer) {
+    int64_t received = 0;
+    for (const RankProgram& rp : b.program.ranks) {
+      auto a2a = Select(rp, [&](const Op& op) {
+        return op.collective == Collective::kAllToAll && op.layer == layer;
+      });
+      if (layer == 0) {  // the dense first layer
+        EXPECT_TRUE(a2a.empty());
+        continue;
+      }
+      ASSERT_EQ(a2a.size(), 2u);
+      const Op& dispatch = *a2a[0];
+      const Op& combine = *a2a[1];
+      EXPECT_EQ(dispatch.label, "dispatch");
+      EXPECT_EQ(dispatch.bytes, tokens * topk * h * 2);
+      EXPECT_EQ(std::accumulate(dispatch.bytes_per_peer.begin(), dispatch.bytes_per_peer.end(),
+                                int64_t{0}),
+                dispatch.bytes);
+      EXPECT_EQ(combine.bytes_per_peer, dispatch.bytes_from_peer);
+      EXPECT_EQ(combine.bytes_from_peer, dispatch.bytes_per_peer);
+      auto gemm = Select(rp, Kind(OpKind::kExpertGemm, layer));
+      ASSERT_EQ(gemm.size(), 2u);
+      const int64_t in =
+          std::accumulate(gemm[0]->expert_tokens.begin(), gemm[0]->expert_tokens.end(), int64_t{0});
+      EXPECT_EQ(in * h * 2, std::accumulate(dispatch.bytes_from_peer.begin(),
+                                            dispatch.bytes_from_peer.end(), int64_t{0}));
+      EXPECT_EQ(gemm[0]->flops, 2 * in * h * 2 * 32);  // gate and up, 32 wide
+      EXPECT_EQ(gemm[1]->flops, 2 * in * 32 * h);
+      received += in;
+      // Expert GEMMs wait for the dispatch, the unpermute for the combine.
+      EXPECT_NE(std::find(gemm[0]->deps.begin(), gemm[0]->deps.end(), dispatch.id),
+                gemm[0]->deps.end());
+      const Op& unpermute = *Select(rp, Kind(OpKind::kUnpermute, layer))[0];
+      EXPECT_NE(std::find(unpermute.deps.begin(), unpermute.deps.end(), combine.id),
+                unpermute.deps.end());
+    }
+    if (layer > 0) {
+      EXPECT_EQ(received, batch * seq * topk);  // assignments are conserved
+    }
+  }
+  // Deterministic for a fixed seed; another seed routes differently.
+  Experiment e = MakeExperiment(testing::TinyMoe(true), Sizes{.ep = ep}, batch, seq);
+  EXPECT_EQ(ExpertLoad(BuildOrDie(e, Phase::kPrefill), 1, 16), ExpertLoad(b, 1, 16));
+  e.workload.seed = 8;
+  EXPECT_NE(ExpertLoad(BuildOrDie(e, Phase::kPrefill), 1, 16), ExpertLoad(b, 1, 16));
+}
+
+TEST(ProgramBuilderTest, ZipfRoutingSkewsExpertLoad) {
+  Experiment e = MakeExperiment(testing::TinyMoe(false), Sizes{.ep = 4}, 16, 256);
+  auto imbalance = [](const std::vector<int64_t>& load) {
+    const double total = std::accumulate(load.begin(), load.end(), 0.0);
+    return *std::max_element(load.begin(), load.end()) * load.size() / total;
+  };
+  const double uniform = imbalance(ExpertLoad(BuildOrDie(e, Phase::kPrefill), 2, 16));
+  e.workload.routing.kind = RoutingKind::kZipf;
+  e.workload.routing.zipf_s = 1.5;
+  const double zipf = imbalance(ExpertLoad(BuildOrDie(e, Phase::kPrefill), 2, 16));
+  EXPECT_LT(uniform, 1.25);
+  EXPECT_GT(zipf, 3.0);
+}
+
+TEST(ProgramBuilderTest, ExpertTensorParallelSplitsEachExpert) {
+  const ModelSpec model = testing::TinyMoe(true);
+  Built ep = BuildOrDie(MakeExperiment(model, Sizes{.ep = 4}, 8, 16), Phase::kPrefill);
+  Built both = BuildOrDie(MakeExperiment(model, Sizes{.tp = 2, .ep = 4}, 8, 16), Phase::kPrefill);
+  ExpectValid(both);
+  EXPECT_EQ(ScaledUnique(both.program, 2, Flops), 2 * ScaledUnique(ep.program, 1, Flops));
+  EXPECT_EQ(ScaledUnique(both.program, 2, WeightBytes),
+            2 * ScaledUnique(ep.program, 1, WeightBytes));
+  for (const RankProgram& rp : both.program.ranks) {
+    for (const Op* op : Select(rp, Comm(Collective::kAllToAll, "dispatch"))) {
+      const Group& g = both.placement.groups()[op->group_id];
+      for (int64_t peer : g.ranks) {
+        EXPECT_EQ(both.placement.Coord(peer, Dim::kTp), both.placement.Coord(rp.rank, Dim::kTp));
+      }
+    }
+    auto ar = Select(rp, [](const Op& op) {
+      return op.collective == Collective::kAllReduce && op.label == "ffn" && op.layer == 2;
+    });
+    EXPECT_EQ(ar.size(), 1u);  // after the combine, the expert-TP partial sums
+  }
+}
+
+TEST(ProgramBuilderTest, DataParallelReplicasAreIndependent) {
+  Built b = BuildOrDie(MakeExperiment(testing::TinyDense(), Sizes{.tp = 2, .dp = 3}, 7, 16),
+                       Phase::kPrefill);
+  ExpectValid(b);
+  for (const RankProgram& rp : b.program.ranks) {
+    const int64_t replica = b.placement.Coord(rp.rank, Dim::kDp);
+    const int64_t requests = replica == 0 ? 3 : 2;
+    EXPECT_EQ(Select(rp, Kind(OpKind::kEmbedding, -1))[0]->m, requests * 16);
+    for (const Op& op : rp.ops) EXPECT_NE(op.dim == Dim::kDp && op.is_comm(), true);
+  }
+}
+
+TEST(ProgramBuilderTest, EveryStrategyAndHybridChecksOut) {
+  struct Case {
+    const char* name;
+    ModelSpec model;
+    Sizes sizes;
+    int64_t batch;
+    SpVariant variant = SpVariant::kZigzag;
+    int64_t micro = 0;
+  };
+  const ModelSpec dense = testing::TinyDense();
+  const ModelSpec mla_moe = testing::TinyMoe(true);
+  const ModelSpec gqa_moe = testing::TinyMoe(false);
+  const Case cases[] = {
+      {"tp4", dense, {.tp = 4}, 2},
+      {"tp8 kv replicated", dense, {.tp = 8}, 2},
+      {"pp2", dense, {.pp = 2}, 4},
+      {"tp2 x pp2", dense, {.tp = 2, .pp = 2}, 5},
+      {"layer-wise pp4", dense, {.pp = 4}, 4, SpVariant::kZigzag, 4},
+      {"sp4 zigzag", dense, {.sp = 4}, 2},
+      {"sp4 ring", dense, {.sp = 4}, 2, SpVariant::kRing},
+      {"sp3 stripe", dense, {.sp = 3}, 2, SpVariant::kStripe},
+      {"sp2 x tp2", dense, {.tp = 2, .sp = 2}, 2},
+      {"sp2 x pp2", dense, {.sp = 2, .pp = 2}, 2},
+      {"dp2 x tp2", dense, {.tp = 2, .dp = 2}, 3},
+      {"ep4", mla_moe, {.ep = 4}, 4},
+      {"ep4 uneven", gqa_moe, {.ep = 4}, 6},
+      {"ep4 x tp2", mla_moe, {.tp = 2, .ep = 4}, 4},
+      {"ep2 x dp2", gqa_moe, {.ep = 2, .dp = 2}, 5},
+      {"ep2 x pp2", mla_moe, {.ep = 2, .pp = 2}, 5},
+      {"ep2 x sp2", mla_moe, {.sp = 2, .ep = 2}, 2},
+      {"mla sp2 x tp2", mla_moe, {.tp = 2, .sp = 2}, 2},
+      {"tp2 x sp2 x ep2 x dp2 x pp2", gqa_moe, {.tp = 2, .sp = 2, .ep = 2, .dp = 2, .pp = 2}, 9},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Experiment e = MakeExperiment(c.model, c.sizes, c.batch, 48);
+    e.parallel.sp_variant = c.variant;
+    e.parallel.micro_batches = c.micro;
+    for (int64_t step : {-1, 0, 4}) {
+      Built b = step < 0 ? BuildOrDie(e, Phase::kPrefill) : BuildOrDie(e, Phase::kDecode, step);
+      ExpectValid(b);
+    }
+  }
+}
+
+TEST(ProgramBuilderTest, RejectsBadPhases) {
+  Experiment e = MakeExperiment(testing::TinyDense(), {}, 1, 16);
+  auto placement = Placement::Create(e);
+  ASSERT_TRUE(placement.ok());
+  auto builder = ProgramBuilder::Create(e, *placement);
+  ASSERT_TRUE(builder.ok());
+  EXPECT_FALSE(builder->Build(Phase::kPrefill, 1).ok());
+  EXPECT_FALSE(builder->Build(Phase::kDecode, -1).ok());
+  Experiment other = MakeExperiment(testing::TinyDense(), Sizes{.tp = 2}, 1, 16);
+  EXPECT_FALSE(ProgramBuilder::Create(other, *placement).ok());
+}
+
+}  // namespace
+}  // namespace shardscope
