@@ -88,59 +88,52 @@ StatusOr<YAML::Node> LoadZooNode(const std::string& dir, const std::string& name
   return LoadYamlFile(file.string());
 }
 
-// model: NAME | {base: NAME, <overrides>} | {hf_config: PATH, <overrides>} | {<full spec>}
-StatusOr<ModelSpec> ResolveModel(const YAML::Node& node, const YamlContext& ctx,
-                                 const std::string& models_dir, const std::string& config_path) {
+// A zoo reference, resolved to the YAML to parse and the context naming it:
+// NAME → the zoo file; {base: NAME, <overrides>} → the zoo file with the
+// overrides merged over it; any other map as it is (a full spec inline).
+struct ZooRef {
+  YAML::Node node;
+  YamlContext ctx;
+};
+
+StatusOr<ZooRef> ResolveZooRef(const YAML::Node& node, const YamlContext& ctx,
+                               const std::string& dir, const char* what) {
   if (!node.IsDefined() || node.IsNull()) return ctx.Error("is required but missing");
   if (node.IsScalar()) {
-    ASSIGN_OR_RETURN(YAML::Node zoo, LoadZooNode(models_dir, node.Scalar(), ctx, "model"));
-    YamlContext zctx{(fs::path(models_dir) / (node.Scalar() + ".yaml")).string(), "", ""};
-    return ModelFromYaml(zoo, zctx);
+    ASSIGN_OR_RETURN(YAML::Node zoo, LoadZooNode(dir, node.Scalar(), ctx, what));
+    return ZooRef{zoo, YamlContext{(fs::path(dir) / (node.Scalar() + ".yaml")).string(), "", ""}};
   }
   ASSIGN_OR_RETURN(YamlMap map, YamlMap::From(node, ctx));
-  if (map.Has("hf_config")) {
+  if (!map.Has("base")) return ZooRef{YAML::Clone(node), ctx};
+  std::string base;
+  RETURN_IF_ERROR(map.Required("base", &base));
+  ASSIGN_OR_RETURN(YAML::Node zoo, LoadZooNode(dir, base, ctx.Child("base"), what));
+  YAML::Node overrides = YAML::Clone(node);
+  overrides.remove("base");
+  return ZooRef{MergeYaml(zoo, overrides), ctx};
+}
+
+// model: a zoo reference, or {hf_config: PATH} (relative to the experiments file).
+StatusOr<ModelSpec> ResolveModel(const YAML::Node& node, const YamlContext& ctx,
+                                 const std::string& models_dir, const std::string& config_path) {
+  if (node.IsDefined() && node.IsMap() && node["hf_config"].IsDefined()) {
+    ASSIGN_OR_RETURN(YamlMap map, YamlMap::From(node, ctx));
+    RETURN_IF_ERROR(map.CheckKeys({"hf_config"}));
     std::string hf;
     RETURN_IF_ERROR(map.Required("hf_config", &hf));
     fs::path p(hf);
     if (p.is_relative()) p = fs::path(config_path).parent_path() / p;
-    ASSIGN_OR_RETURN(ModelSpec m, ModelFromHfConfig(p.string()));
-    if (map.node().size() > 1) {
-      return ctx.Error("overrides next to hf_config are not supported; edit the config.json");
-    }
-    return m;
+    return ModelFromHfConfig(p.string());
   }
-  YAML::Node merged = YAML::Clone(node);
-  if (map.Has("base")) {
-    std::string base;
-    RETURN_IF_ERROR(map.Required("base", &base));
-    ASSIGN_OR_RETURN(YAML::Node zoo, LoadZooNode(models_dir, base, ctx.Child("base"), "model"));
-    YAML::Node overrides = YAML::Clone(node);
-    overrides.remove("base");
-    merged = MergeYaml(zoo, overrides);
-  }
-  return ModelFromYaml(merged, ctx);
+  ASSIGN_OR_RETURN(ZooRef ref, ResolveZooRef(node, ctx, models_dir, "model"));
+  return ModelFromYaml(ref.node, ref.ctx);
 }
 
-// hardware: NAME | {base: NAME, <overrides>} | {<full spec>}
+// hardware: a zoo reference.
 StatusOr<ClusterSpec> ResolveCluster(const YAML::Node& node, const YamlContext& ctx,
                                      const std::string& hardware_dir) {
-  if (!node.IsDefined() || node.IsNull()) return ctx.Error("is required but missing");
-  if (node.IsScalar()) {
-    ASSIGN_OR_RETURN(YAML::Node zoo, LoadZooNode(hardware_dir, node.Scalar(), ctx, "cluster"));
-    YamlContext zctx{(fs::path(hardware_dir) / (node.Scalar() + ".yaml")).string(), "", ""};
-    return ClusterFromYaml(zoo, zctx);
-  }
-  ASSIGN_OR_RETURN(YamlMap map, YamlMap::From(node, ctx));
-  YAML::Node merged = YAML::Clone(node);
-  if (map.Has("base")) {
-    std::string base;
-    RETURN_IF_ERROR(map.Required("base", &base));
-    ASSIGN_OR_RETURN(YAML::Node zoo, LoadZooNode(hardware_dir, base, ctx.Child("base"), "cluster"));
-    YAML::Node overrides = YAML::Clone(node);
-    overrides.remove("base");
-    merged = MergeYaml(zoo, overrides);
-  }
-  return ClusterFromYaml(merged, ctx);
+  ASSIGN_OR_RETURN(ZooRef ref, ResolveZooRef(node, ctx, hardware_dir, "cluster"));
+  return ClusterFromYaml(ref.node, ref.ctx);
 }
 
 StatusOr<DType> ReadDType(const YamlMap& map, std::string_view key, DType fallback) {

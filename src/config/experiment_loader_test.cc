@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "core/yaml_reader.h"
 
 namespace shardscope {
@@ -194,6 +197,44 @@ experiments:
   auto empty = Load("experiments: []\n");
   ASSERT_FALSE(empty.ok());
   EXPECT_NE(empty.status().message().find("field 'experiments'"), std::string::npos);
+}
+
+TEST(ExperimentLoaderTest, HuggingFaceConfigRelativeToTheFile) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::path(::testing::TempDir()) / "hf_exp";
+  fs::create_directories(dir / "llama");
+  std::ofstream(dir / "llama" / "config.json") << R"({
+    "architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "intermediate_size": 14336,
+    "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8,
+    "vocab_size": 128256, "rope_theta": 500000.0, "max_position_embeddings": 131072,
+    "tie_word_embeddings": false, "torch_dtype": "bfloat16"})";
+  std::ofstream(dir / "exp.yaml") << R"(
+experiments:
+  - name: hf
+    model: {hf_config: llama/config.json}
+    hardware: h100-sxm
+    parallelism: {tp_size: 2}
+    batch_size: 1
+    sequence_length: 8
+)";
+  auto exps = LoadExperiments((dir / "exp.yaml").string());
+  ASSERT_TRUE(exps.ok()) << exps.status().message();
+  EXPECT_EQ((*exps)[0].model.num_kv_heads, 8);
+  EXPECT_EQ((*exps)[0].model.intermediate_size, 14336);
+  std::ofstream(dir / "bad.yaml") << R"(
+experiments:
+  - name: hf
+    model: {hf_config: llama/config.json, num_layers: 2}
+    hardware: h100-sxm
+    parallelism: {tp_size: 2}
+    batch_size: 1
+    sequence_length: 8
+)";
+  auto bad = LoadExperiments((dir / "bad.yaml").string());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("field 'model.num_layers': unknown field"),
+            std::string::npos)
+      << bad.status().message();
 }
 
 TEST(ExperimentLoaderTest, DefaultConfigLoads) {
