@@ -1,6 +1,7 @@
 #include "plan/plan_report.h"
 
 #include <algorithm>
+#include <map>
 
 #include "config/experiment_json.h"
 #include "core/units.h"
@@ -79,6 +80,28 @@ json PhaseBoundJson(const PhaseBound& b) {
           {"critical_rank", b.critical_rank}};
 }
 
+// Totals per op kind (comm ops per collective and dimension), in first-seen order.
+std::vector<KindTotals> ByKind(const RankProgram& rp) {
+  std::vector<KindTotals> out;
+  std::map<std::string, size_t> index;
+  for (const Op& op : rp.ops) {
+    std::string kind = op.is_comm()
+                           ? fmt::format("{}.{}", CollectiveName(op.collective), DimName(op.dim))
+                           : std::string(OpKindName(op.kind));
+    auto [it, inserted] = index.emplace(kind, out.size());
+    if (inserted) out.push_back(KindTotals{kind});
+    KindTotals& t = out[it->second];
+    ++t.count;
+    t.flops += static_cast<double>(op.flops);
+    if (op.is_comm()) {
+      t.comm_bytes += static_cast<double>(op.bytes);
+    } else {
+      t.bytes += static_cast<double>(op.bytes_read + op.bytes_written);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 StatusOr<PlanReport> BuildPlanReport(const Experiment& e) {
@@ -90,6 +113,7 @@ StatusOr<PlanReport> BuildPlanReport(const Experiment& e) {
     PhaseSummary s;
     s.label = phase == Phase::kPrefill ? "prefill" : "decode step 0";
     for (const RankProgram& rp : prog.ranks) s.per_rank.push_back(Totals(rp));
+    s.rank0_by_kind = ByKind(prog.ranks[0]);
     r.phases.push_back(std::move(s));
   }
   return r;
@@ -166,6 +190,11 @@ std::string PlanReportText(const PlanReport& r) {
                          FormatBytes(static_cast<double>(t.bytes_read + t.bytes_written)),
                          dims.empty() ? "-" : dims);
     }
+    out += "  rank 0 by op kind: count, FLOPs, bytes r+w (compute) or message bytes (comm)\n";
+    for (const KindTotals& k : s.rank0_by_kind) {
+      out += fmt::format("    {:<22} {:>6}  {:<11}  {}\n", k.kind, k.count, FormatFlops(k.flops),
+                         FormatBytes(k.comm_bytes > 0 ? k.comm_bytes : k.bytes));
+    }
   }
   return out;
 }
@@ -211,7 +240,15 @@ json PlanReportJson(const PlanReport& r) {
                           {"bytes_written", t.bytes_written},
                           {"comm_bytes", comm}});
     }
-    phases.push_back({{"phase", s.label}, {"ranks", per_rank}});
+    json kinds = json::array();
+    for (const KindTotals& k : s.rank0_by_kind) {
+      kinds.push_back({{"kind", k.kind},
+                       {"count", k.count},
+                       {"flops", k.flops},
+                       {"bytes", k.bytes},
+                       {"comm_bytes", k.comm_bytes}});
+    }
+    phases.push_back({{"phase", s.label}, {"ranks", per_rank}, {"rank0_by_kind", kinds}});
   }
   const ParamCounts& p = r.params;
   return {

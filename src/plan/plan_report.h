@@ -17,9 +17,19 @@
 
 namespace shardscope {
 
+// One kind of op on one rank: "attention", "expert_gemm", "allreduce.tp", …
+struct KindTotals {
+  std::string kind;
+  int64_t count = 0;
+  double flops = 0;
+  double bytes = 0;       // read + written (compute ops)
+  double comm_bytes = 0;  // message bytes (comm ops)
+};
+
 struct PhaseSummary {
   std::string label;  // "prefill", "decode step 0"
   std::vector<OpTotals> per_rank;
+  std::vector<KindTotals> rank0_by_kind;  // where rank 0's work goes, by op kind
 };
 
 struct PlanReport {
