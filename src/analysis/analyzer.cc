@@ -1,0 +1,141 @@
+#include "analysis/analyzer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "analysis/metric_families.h"
+#include "trace/trace_reader.h"
+
+namespace shardscope::analysis {
+namespace fs = std::filesystem;
+namespace {
+
+bool EndsWith(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// Ascending runs of consecutive ranks collapse to "a-b".
+std::string RankList(const std::vector<int32_t>& ranks) {
+  std::string out;
+  size_t i = 0;
+  while (i < ranks.size()) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (!out.empty()) out += ",";
+    if (j - i >= 2) {
+      out += fmt::format("{}-{}", ranks[i], ranks[j]);
+    } else {
+      for (size_t k = i; k <= j; ++k) out += fmt::format("{}{}", k > i ? "," : "", ranks[k]);
+    }
+    i = j + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string RankScope(int32_t rank) { return fmt::format("rank {}", rank); }
+
+std::string GroupScope(const GroupInfo& group) {
+  std::string_view dim = trace::GroupDimName(group.dim);
+  return fmt::format("group {}{}{}", dim, dim.empty() ? "" : " ", RankList(group.ranks));
+}
+
+MetricSet ComputeMetrics(RunData* data) {
+  Context ctx;
+  ctx.data = data;
+  ctx.info = RunInfo::FromMetadata(data->metadata);
+  int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
+  for (auto& [rank, rd] : data->ranks) {
+    std::sort(rd.ops.begin(), rd.ops.end(), [](const OpRec& a, const OpRec& b) {
+      return a.ts < b.ts || (a.ts == b.ts && a.end < b.end);
+    });
+    for (const OpRec& op : rd.ops) {
+      lo = std::min(lo, op.ts);
+      hi = std::max(hi, op.end);
+    }
+    for (const SpanRec& s : rd.spans) {
+      lo = std::min(lo, s.ts);
+      hi = std::max(hi, s.end);
+    }
+  }
+  MetricSet out;
+  if (lo > hi) {
+    out.AddUnavailable("wall_time", "", "s", "the trace has no ops or spans");
+    return out;
+  }
+  ctx.window_begin = lo;
+  ctx.window_end = hi;
+  out.Add("ranks", "", static_cast<double>(data->ranks.size()), "count");
+  out.Add("wall_time", "", Seconds(hi - lo), "s", "earliest start to latest end over all ranks");
+  SyncResult sync = MatchCollectives(ctx);
+  AddLatencyMetrics(ctx, &out);
+  AddTimeMetrics(ctx, sync, &out);
+  AddCommMetrics(ctx, sync, &out);
+  AddUtilizationMetrics(ctx, &out);
+  return out;
+}
+
+StatusOr<AnalysisResult> AnalyzeTraceFile(const std::string& path) {
+  AnalysisResult result;
+  result.trace_path = path;
+  RunData data;
+  RunCollector collector(&data);
+  ASSIGN_OR_RETURN(result.stats, trace::ReadTrace(path, &collector));
+  // A store trace's sidecar metadata holds the full experiment.
+  fs::path p(path);
+  std::string name = p.filename().string();
+  if (name.rfind("trace_", 0) == 0 && EndsWith(name, ".trace")) {
+    fs::path meta = p.parent_path() / ("metadata_" + name.substr(6, name.size() - 6 - 6) + ".json");
+    std::ifstream in(meta);
+    if (in) {
+      std::stringstream ss;
+      ss << in.rdbuf();
+      nlohmann::json m = nlohmann::json::parse(ss.str(), nullptr, false);
+      if (!m.is_object()) {
+        return InvalidArgument("{}: not a JSON object (the metadata of {})", meta.string(), path);
+      }
+      data.metadata = std::move(m);
+      result.metadata_path = meta.string();
+    }
+  }
+  result.metrics = ComputeMetrics(&data);
+  return result;
+}
+
+StatusOr<std::vector<std::string>> FindTraceFiles(const std::vector<std::string>& paths) {
+  std::vector<std::string> out;
+  for (const std::string& path : paths) {
+    std::error_code ec;
+    if (fs::is_directory(path, ec)) {
+      std::vector<std::string> found;
+      for (auto it = fs::recursive_directory_iterator(path, ec);
+           !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+        if (!it->is_regular_file(ec)) continue;
+        std::string name = it->path().filename().string();
+        if (name.rfind("metadata_", 0) == 0 || name.rfind("expected", 0) == 0 || name[0] == '.') {
+          continue;
+        }
+        if (EndsWith(name, ".trace") || EndsWith(name, ".json") || EndsWith(name, ".json.gz")) {
+          found.push_back(it->path().string());
+        }
+      }
+      if (ec) return IoError("{}: cannot list: {}", path, ec.message());
+      if (found.empty()) return NotFound("{}: no trace files under this directory", path);
+      std::sort(found.begin(), found.end());
+      out.insert(out.end(), found.begin(), found.end());
+    } else if (fs::exists(path, ec)) {
+      out.push_back(path);
+    } else {
+      return NotFound("{}: no such file or directory", path);
+    }
+  }
+  return out;
+}
+
+}  // namespace shardscope::analysis

@@ -1,0 +1,182 @@
+// Communication: op counts, traffic volume (by collective and dimension), the
+// rank × rank traffic matrix, per-group bandwidth (algbw, busbw, utilisation),
+// traffic intervals and synchronisation wait per group.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <vector>
+
+#include "analysis/metric_families.h"
+#include "analysis/stats.h"
+
+namespace shardscope::analysis {
+namespace {
+
+void AddSummary(const std::string& name, const std::string& scope, std::vector<double>* values,
+                MetricSet* out, const std::string& aggregation) {
+  if (values->empty()) {
+    out->AddUnavailable(name + ".mean", scope, "s", "fewer than two communication ops");
+    return;
+  }
+  Summary s = Summarize(values);
+  out->Add(name + ".mean", scope, s.mean, "s", aggregation);
+  out->Add(name + ".min", scope, s.min, "s", aggregation);
+  out->Add(name + ".p50", scope, s.p50, "s", aggregation);
+  out->Add(name + ".p99", scope, s.p99, "s", aggregation);
+  out->Add(name + ".max", scope, s.max, "s", aggregation);
+}
+
+// Peak one-direction bandwidth per device of the links a group spans, if known.
+std::optional<double> LinkPeak(const RunInfo& info, const GroupInfo& group, std::string* reason) {
+  if (!info.scale_up_domain) {
+    *reason = "metadata lacks cluster.scale_up.domain_size and cluster.devices_per_node";
+    return std::nullopt;
+  }
+  int64_t domain = group.ranks.front() / *info.scale_up_domain;
+  bool inside = std::all_of(group.ranks.begin(), group.ranks.end(),
+                            [&](int32_t r) { return r / *info.scale_up_domain == domain; });
+  if (inside && *info.scale_up_domain > 1) {
+    if (!info.scale_up_bandwidth) *reason = "metadata lacks cluster.scale_up.bandwidth_per_device";
+    return info.scale_up_bandwidth;
+  }
+  if (!info.scale_out_bandwidth) {
+    *reason = "metadata lacks cluster.scale_out.nic_bandwidth_per_device";
+  }
+  return info.scale_out_bandwidth;
+}
+
+}  // namespace
+
+void AddCommMetrics(const Context& ctx, const SyncResult& sync, MetricSet* out) {
+  const RunData& data = *ctx.data;
+  // Counts and traffic volume.
+  int64_t comm_ops = 0;
+  for (const auto& [rank, rd] : data.ranks) {
+    int64_t n = 0;
+    for (const OpRec& op : rd.ops) n += op.cat == Category::kComm;
+    out->Add("comm_ops", RankScope(rank), static_cast<double>(n), "count");
+    comm_ops += n;
+  }
+  out->Add("comm_ops", "", static_cast<double>(comm_ops), "count", "sum over ranks");
+  double total = 0;
+  for (double b : data.traffic_by_collective) total += b;
+  out->Add("traffic_bytes", "", total, "B", "sum over ranks of bytes sent on the wire");
+  for (int c = 1; c < trace::kNumCollectives; ++c) {
+    std::string scope = fmt::format("collective {}", trace::CollectiveName(Collective(c)));
+    if (data.payload_by_collective[c] > 0 || data.traffic_by_collective[c] > 0) {
+      out->Add("traffic_bytes", scope, data.traffic_by_collective[c], "B", "sum over ranks");
+      out->Add("payload_bytes", scope, data.payload_by_collective[c], "B", "sum over ranks");
+    }
+  }
+  for (int d = 0; d < trace::kNumGroupDims; ++d) {
+    std::string_view name = trace::GroupDimName(GroupDim(d));
+    std::string scope = fmt::format("dim {}", name.empty() ? "none" : name);
+    if (data.payload_by_dim[d] > 0 || data.traffic_by_dim[d] > 0) {
+      out->Add("traffic_bytes", scope, data.traffic_by_dim[d], "B", "sum over ranks");
+      out->Add("payload_bytes", scope, data.payload_by_dim[d], "B", "sum over ranks");
+    }
+  }
+  if (data.comm_ops_outside_group > 0) {
+    out->Add("comm_ops_outside_group", "", static_cast<double>(data.comm_ops_outside_group),
+             "count", "collectives whose rank is not in args.group: no traffic counted");
+  }
+  // Traffic matrix and its row sums.
+  std::map<std::pair<uint32_t, uint32_t>, double> matrix;
+  for (const auto& [key, bytes] : data.traffic) matrix[{key >> 32, key & 0xffffffffu}] = bytes;
+  for (const auto& [ij, bytes] : matrix) {
+    out->Add("traffic_matrix", fmt::format("rank {} -> rank {}", ij.first, ij.second), bytes, "B");
+  }
+  for (const auto& [rank, rd] : data.ranks) {
+    out->Add("bytes_sent", RankScope(rank), rd.bytes_sent, "B");
+  }
+  // Bandwidth per (group, collective), and per collective over all groups.
+  std::map<Collective, BandwidthSums> by_collective;
+  for (const auto& [key, bw] : data.bandwidth) {
+    const GroupInfo& group = data.groups[key.first];
+    std::string scope = fmt::format("{} {}", GroupScope(group), trace::CollectiveName(key.second));
+    out->Add("comm_ops", scope, static_cast<double>(bw.ops), "count");
+    BandwidthSums& c = by_collective[key.second];
+    c.ops += bw.ops;
+    c.bytes += bw.bytes;
+    c.bus_bytes += bw.bus_bytes;
+    c.seconds += bw.seconds;
+    if (bw.seconds <= 0 || bw.bytes <= 0) {
+      out->AddUnavailable("busbw", scope, "B/s", "zero bytes or zero duration");
+      continue;
+    }
+    double busbw = bw.bus_bytes / bw.seconds;
+    out->Add("algbw", scope, bw.bytes / bw.seconds, "B/s", "Σ bytes / Σ duration over its ops");
+    out->Add("busbw", scope, busbw, "B/s", "Σ bytes × bus factor / Σ duration over its ops");
+    std::vector<double> per_op(bw.busbw.begin(), bw.busbw.end());
+    Summary s = Summarize(&per_op);
+    if (s.count > 0) {
+      out->Add("busbw.min", scope, s.min, "B/s", "over its ops");
+      out->Add("busbw.p50", scope, s.p50, "B/s", "over its ops");
+      out->Add("busbw.max", scope, s.max, "B/s", "over its ops");
+    }
+    std::string reason;
+    if (auto peak = LinkPeak(ctx.info, group, &reason)) {
+      out->Add("busbw_util", scope, busbw / *peak, "ratio", "busbw / peak of the links spanned");
+    } else {
+      out->AddUnavailable("busbw_util", scope, "ratio", reason);
+    }
+  }
+  for (const auto& [coll, bw] : by_collective) {
+    std::string scope = fmt::format("collective {}", trace::CollectiveName(coll));
+    if (bw.seconds > 0 && bw.bytes > 0) {
+      out->Add("algbw", scope, bw.bytes / bw.seconds, "B/s", "Σ bytes / Σ duration, all groups");
+      out->Add("busbw", scope, bw.bus_bytes / bw.seconds, "B/s",
+               "Σ bytes × bus factor / Σ duration, all groups");
+    }
+  }
+  // Traffic intervals: per rank over all its comm ops, per group over each member's calls.
+  std::vector<double> all_gaps, all_arrivals;
+  std::map<int32_t, std::pair<std::vector<double>, std::vector<double>>> by_group;
+  for (const auto& [rank, rd] : data.ranks) {
+    std::vector<double> gaps, arrivals;
+    std::map<int32_t, const OpRec*> prev_in_group;
+    const OpRec* prev = nullptr;
+    for (const OpRec& op : rd.ops) {
+      if (op.cat != Category::kComm) continue;
+      if (prev) {
+        gaps.push_back(Seconds(op.ts - prev->end));
+        arrivals.push_back(Seconds(op.ts - prev->ts));
+      }
+      prev = &op;
+      if (op.group >= 0) {
+        auto [it, first] = prev_in_group.emplace(op.group, &op);
+        if (!first) {
+          auto& g = by_group[op.group];
+          g.first.push_back(Seconds(op.ts - it->second->end));
+          g.second.push_back(Seconds(op.ts - it->second->ts));
+          it->second = &op;
+        }
+      }
+    }
+    all_gaps.insert(all_gaps.end(), gaps.begin(), gaps.end());
+    all_arrivals.insert(all_arrivals.end(), arrivals.begin(), arrivals.end());
+    std::string scope = RankScope(rank);
+    AddSummary("comm_gap", scope, &gaps, out, "over the rank's consecutive comm ops");
+    AddSummary("comm_interarrival", scope, &arrivals, out, "over the rank's consecutive comm ops");
+  }
+  AddSummary("comm_gap", "", &all_gaps, out, "pooled over all ranks");
+  AddSummary("comm_interarrival", "", &all_arrivals, out, "pooled over all ranks");
+  for (auto& [g, v] : by_group) {
+    std::string scope = GroupScope(data.groups[g]);
+    AddSummary("comm_gap", scope, &v.first, out, "pooled over the members' calls on the group");
+    AddSummary("comm_interarrival", scope, &v.second, out,
+               "pooled over the members' calls on the group");
+  }
+  // Synchronisation wait per group.
+  for (const auto& [g, wait] : sync.group_wait_ns) {
+    out->Add("sync_wait", GroupScope(data.groups[g]), Seconds(wait), "s", "sum over members");
+  }
+  out->Add("matched_collectives", "", static_cast<double>(sync.matched), "count");
+  out->Add("unmatched_collectives", "", static_cast<double>(sync.unmatched), "count",
+           "calls that no call of every other member matches");
+  out->Add("matched_p2p", "", static_cast<double>(sync.p2p_matched), "count");
+  out->Add("unmatched_p2p", "", static_cast<double>(sync.p2p_unmatched), "count");
+}
+
+}  // namespace shardscope::analysis

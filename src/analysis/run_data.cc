@@ -1,0 +1,165 @@
+#include "analysis/run_data.h"
+
+#include <algorithm>
+
+namespace shardscope::analysis {
+
+double BusFactor(Collective c, int64_t n) {
+  if (n <= 0) return 0;
+  double nn = static_cast<double>(n);
+  switch (c) {
+    case Collective::kAllReduce:
+      return 2.0 * (nn - 1) / nn;
+    case Collective::kAllGather:
+    case Collective::kReduceScatter:
+    case Collective::kAllToAll:
+      return (nn - 1) / nn;
+    case Collective::kSend:
+    case Collective::kRecv:
+    case Collective::kBroadcast:
+      return 1.0;
+    case Collective::kNone:
+      return 0;
+  }
+  return 0;
+}
+
+void RunCollector::OnMetadata(const nlohmann::json& metadata) {
+  if (metadata.is_object()) data_->metadata = metadata;
+}
+
+void RunCollector::OnProcessName(int32_t rank, std::string_view name) {
+  Rank(rank).name = std::string(name);
+}
+
+RankData& RunCollector::Rank(int32_t rank) {
+  if (rank != last_rank_ || last_rank_data_ == nullptr) {
+    last_rank_ = rank;
+    last_rank_data_ = &data_->ranks[rank];  // std::map: references stay valid
+  }
+  return *last_rank_data_;
+}
+
+int32_t RunCollector::InternGroup(GroupDim dim, const std::vector<int32_t>& ranks, bool p2p) {
+  scratch_key_.first = dim;
+  scratch_key_.second = ranks;  // reuses capacity: no allocation in steady state
+  auto it = group_index_.find(scratch_key_);
+  if (it != group_index_.end()) return it->second;
+  int32_t id = static_cast<int32_t>(data_->groups.size());
+  data_->groups.push_back({ranks, dim, p2p});
+  group_index_.emplace(scratch_key_, id);
+  return id;
+}
+
+void RunCollector::AddTraffic(int32_t from, int32_t to, double bytes, const trace::OpEvent& op,
+                              RankData* rd) {
+  if (bytes <= 0 || from == to) return;
+  uint64_t key =
+      (static_cast<uint64_t>(static_cast<uint32_t>(from)) << 32) | static_cast<uint32_t>(to);
+  data_->traffic[key] += bytes;
+  data_->traffic_by_collective[static_cast<int>(op.collective)] += bytes;
+  data_->traffic_by_dim[static_cast<int>(op.dim)] += bytes;
+  rd->bytes_sent += bytes;
+}
+
+void RunCollector::OnOp(const trace::OpEvent& op) {
+  RankData& rd = Rank(op.rank);
+  OpRec rec;
+  rec.ts = op.ts_ns;
+  rec.end = op.end_ns();
+  rec.peer = op.peer;
+  rec.step = op.step;
+  rec.cat = op.category;
+  rec.coll = op.collective;
+  rec.phase = op.phase;
+  rec.dim = op.dim;
+  int p = static_cast<int>(op.phase);
+  rd.flops[p] += static_cast<double>(op.flops);
+  rd.mem_bytes[p] += static_cast<double>(op.bytes_read) + static_cast<double>(op.bytes_written);
+  if (op.category == Category::kComm && op.collective != Collective::kNone) {
+    bool p2p = op.collective == Collective::kSend || op.collective == Collective::kRecv;
+    if (p2p && op.peer >= 0) {
+      std::vector<int32_t> pair = {std::min(op.rank, op.peer), std::max(op.rank, op.peer)};
+      rec.group = InternGroup(op.dim, pair, true);
+    } else if (!op.group.empty()) {
+      rec.group = InternGroup(op.dim, op.group, false);
+    }
+    data_->payload_by_collective[static_cast<int>(op.collective)] += static_cast<double>(op.bytes);
+    data_->payload_by_dim[static_cast<int>(op.dim)] += static_cast<double>(op.bytes);
+    // Wire traffic this rank sends, by the algorithm that moved it.
+    const std::vector<int32_t>& g = op.group;
+    int64_t n = static_cast<int64_t>(g.size());
+    double bytes = static_cast<double>(op.bytes);
+    if (op.collective == Collective::kSend) {
+      if (op.peer >= 0) AddTraffic(op.rank, op.peer, bytes, op, &rd);
+    } else if (op.collective != Collective::kRecv && n > 1) {
+      auto it = std::find(g.begin(), g.end(), op.rank);
+      if (it == g.end()) {
+        ++data_->comm_ops_outside_group;
+      } else {
+        int64_t pos = it - g.begin();
+        int32_t next = g[(pos + 1) % n];
+        double nn = static_cast<double>(n);
+        switch (op.collective) {
+          case Collective::kAllReduce:
+            AddTraffic(op.rank, next, 2.0 * (nn - 1) / nn * bytes, op, &rd);
+            break;
+          case Collective::kAllGather:
+          case Collective::kReduceScatter:
+            AddTraffic(op.rank, next, (nn - 1) / nn * bytes, op, &rd);
+            break;
+          case Collective::kAllToAll:
+            for (int64_t j = 0; j < n; ++j) {
+              double b = op.bytes_per_peer.empty() ? bytes / nn
+                                                   : static_cast<double>(op.bytes_per_peer[j]);
+              if (j != pos) AddTraffic(op.rank, g[j], b, op, &rd);
+            }
+            break;
+          case Collective::kBroadcast: {
+            // A chain from the root along the group order: all but the last member forward.
+            int32_t root = op.root >= 0 ? op.root : g[0];
+            auto rit = std::find(g.begin(), g.end(), root);
+            int64_t root_pos = rit == g.end() ? 0 : rit - g.begin();
+            if ((pos - root_pos + n) % n < n - 1) AddTraffic(op.rank, next, bytes, op, &rd);
+            break;
+          }
+          default:
+            break;
+        }
+      }
+    }
+    if (rec.group >= 0) {
+      BandwidthSums& bw = data_->bandwidth[{rec.group, op.collective}];
+      int64_t group_size = static_cast<int64_t>(data_->groups[rec.group].ranks.size());
+      double factor = BusFactor(op.collective, group_size);
+      ++bw.ops;
+      bw.bytes += bytes;
+      bw.bus_bytes += bytes * factor;
+      bw.seconds += static_cast<double>(op.dur_ns) * 1e-9;
+      if (op.dur_ns > 0) {
+        bw.busbw.push_back(
+            static_cast<float>(bytes * factor / (static_cast<double>(op.dur_ns) * 1e-9)));
+      }
+    }
+  }
+  rd.ops.push_back(rec);
+}
+
+void RunCollector::OnSpan(const trace::SpanEvent& span) {
+  Rank(span.rank).spans.push_back({span.ts_ns, span.end_ns(), span.kind, span.phase, span.step});
+}
+
+void RunCollector::OnCounter(const trace::CounterEvent& counter) {
+  if (counter.name != "memory") return;
+  RankData& rd = Rank(counter.rank);
+  double total = 0;
+  for (const auto& [series, value] : counter.values) {
+    total += value;
+    double& peak = rd.peak_by_series[series];
+    peak = std::max(peak, value);
+  }
+  rd.peak_memory = rd.has_memory ? std::max(rd.peak_memory, total) : total;
+  rd.has_memory = true;
+}
+
+}  // namespace shardscope::analysis

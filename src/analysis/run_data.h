@@ -1,0 +1,117 @@
+// RunData: a trace reduced to what the metrics need — per rank, compact op
+// records (32 bytes each, no strings) and spans; across ranks, the traffic and
+// bandwidth sums accumulated while reading. RunCollector builds it as a
+// TraceSink, so a trace is read once and never held as JSON or as OpEvents.
+// Not thread-safe.
+#ifndef SHARDSCOPE_ANALYSIS_RUN_DATA_H_
+#define SHARDSCOPE_ANALYSIS_RUN_DATA_H_
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "trace/trace_event.h"
+
+namespace shardscope::analysis {
+
+using trace::Category;
+using trace::Collective;
+using trace::GroupDim;
+using trace::Phase;
+
+struct OpRec {
+  int64_t ts = 0;
+  int64_t end = 0;
+  int32_t group = -1;  // index into RunData::groups; -1 for compute
+  int32_t peer = -1;   // send/recv
+  int32_t step = -1;
+  Category cat = Category::kCompute;
+  Collective coll = Collective::kNone;
+  Phase phase = Phase::kNone;
+  GroupDim dim = GroupDim::kNone;
+};
+static_assert(sizeof(OpRec) == 32);
+
+struct SpanRec {
+  int64_t ts = 0;
+  int64_t end = 0;
+  trace::SpanKind kind = trace::SpanKind::kPhase;
+  Phase phase = Phase::kNone;
+  int32_t step = -1;
+};
+
+struct RankData {
+  std::vector<OpRec> ops;
+  std::vector<SpanRec> spans;
+  std::array<double, trace::kNumPhases> flops{};      // by the op's phase
+  std::array<double, trace::kNumPhases> mem_bytes{};  // bytes read + written
+  double bytes_sent = 0;                              // on the wire, by the algorithm
+  bool has_memory = false;
+  double peak_memory = 0;  // max over "memory" samples of the sum of their series
+  std::map<std::string, double> peak_by_series;
+  std::string name;
+};
+
+// A communication group: its ranks (ring order as traced) and dimension.
+struct GroupInfo {
+  std::vector<int32_t> ranks;
+  GroupDim dim = GroupDim::kNone;
+  bool p2p = false;  // a send/recv pair
+};
+
+// Sums over the ops of one (group, collective).
+struct BandwidthSums {
+  int64_t ops = 0;
+  double bytes = 0;          // Σ nccl-tests size
+  double bus_bytes = 0;      // Σ size × bus factor
+  double seconds = 0;        // Σ duration
+  std::vector<float> busbw;  // per op, B/s (ops with zero duration left out)
+};
+
+struct RunData {
+  std::map<int32_t, RankData> ranks;
+  std::vector<GroupInfo> groups;
+  // Wire bytes from rank i to rank j: key (i << 32) | j.
+  std::unordered_map<uint64_t, double> traffic;
+  std::array<double, trace::kNumCollectives> traffic_by_collective{};
+  std::array<double, trace::kNumGroupDims> traffic_by_dim{};
+  std::array<double, trace::kNumCollectives> payload_by_collective{};
+  std::array<double, trace::kNumGroupDims> payload_by_dim{};
+  std::map<std::pair<int32_t, Collective>, BandwidthSums> bandwidth;
+  int64_t comm_ops_outside_group = 0;  // comm ops whose rank is not in their group
+  nlohmann::json metadata = nlohmann::json::object();
+};
+
+// nccl-tests bus-bandwidth factor for a collective over n ranks.
+double BusFactor(Collective c, int64_t n);
+
+// Fills RunData from the reader's events.
+class RunCollector : public trace::TraceSink {
+ public:
+  explicit RunCollector(RunData* data) : data_(data) {}
+  void OnMetadata(const nlohmann::json& metadata) override;
+  void OnProcessName(int32_t rank, std::string_view name) override;
+  void OnOp(const trace::OpEvent& op) override;
+  void OnSpan(const trace::SpanEvent& span) override;
+  void OnCounter(const trace::CounterEvent& counter) override;
+
+ private:
+  RankData& Rank(int32_t rank);
+  int32_t InternGroup(GroupDim dim, const std::vector<int32_t>& ranks, bool p2p);
+  void AddTraffic(int32_t from, int32_t to, double bytes, const trace::OpEvent& op, RankData* rd);
+
+  RunData* const data_;
+  int32_t last_rank_ = -1;
+  RankData* last_rank_data_ = nullptr;
+  std::map<std::pair<GroupDim, std::vector<int32_t>>, int32_t> group_index_;
+  std::pair<GroupDim, std::vector<int32_t>> scratch_key_;
+};
+
+}  // namespace shardscope::analysis
+
+#endif  // SHARDSCOPE_ANALYSIS_RUN_DATA_H_

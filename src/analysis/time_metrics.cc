@@ -1,0 +1,198 @@
+// Where each rank's time goes: compute, communication, their overlap, idle
+// time, pipeline bubble and synchronisation wait; per rank, per phase and
+// aggregated over ranks.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "analysis/metric_families.h"
+#include "analysis/stats.h"
+
+namespace shardscope::analysis {
+namespace {
+
+struct Breakdown {
+  int64_t busy = 0, compute = 0, comm = 0, overlap = 0;
+};
+
+// Unions of one rank's ops (optionally of one phase only).
+Breakdown Measure(const std::vector<OpRec>& ops, int phase_filter,
+                  std::vector<Interval>* any_merged) {
+  std::vector<Interval> any, compute, comm;
+  for (const OpRec& op : ops) {
+    if (phase_filter >= 0 && static_cast<int>(op.phase) != phase_filter) continue;
+    Interval iv{op.ts, op.end};
+    any.push_back(iv);
+    if (op.cat == Category::kCompute) compute.push_back(iv);
+    if (op.cat == Category::kComm) comm.push_back(iv);
+  }
+  MergeIntervals(&any);
+  MergeIntervals(&compute);
+  MergeIntervals(&comm);
+  Breakdown b;
+  b.busy = TotalLength(any);
+  b.compute = TotalLength(compute);
+  b.comm = TotalLength(comm);
+  b.overlap = IntersectionLength(comm, compute);
+  if (any_merged) *any_merged = std::move(any);
+  return b;
+}
+
+// Idle gaps of a rank that end where a receive begins: waiting for a stage's input.
+int64_t IdleBeforeReceives(const std::vector<OpRec>& ops, const std::vector<Interval>& busy,
+                           int64_t window_begin) {
+  int64_t total = 0;
+  int64_t prev_end = window_begin;
+  for (const Interval& iv : busy) {
+    if (iv.begin > prev_end) {
+      auto it = std::lower_bound(ops.begin(), ops.end(), iv.begin,
+                                 [](const OpRec& op, int64_t t) { return op.ts < t; });
+      for (; it != ops.end() && it->ts == iv.begin; ++it) {
+        if (it->coll == Collective::kRecv) {
+          total += iv.begin - prev_end;
+          break;
+        }
+      }
+    }
+    prev_end = iv.end;
+  }
+  return total;
+}
+
+double Ratio(double num, double den) {
+  return den > 0 ? num / den : std::numeric_limits<double>::quiet_NaN();
+}
+
+}  // namespace
+
+void AddTimeMetrics(const Context& ctx, const SyncResult& sync, MetricSet* out) {
+  const int64_t window = ctx.window_end - ctx.window_begin;
+  const double ranks = static_cast<double>(ctx.num_ranks());
+  // Σ over ranks and max over ranks, per phase filter (-1 = all, then prefill, decode).
+  constexpr std::array<int, 3> kFilters = {-1, static_cast<int>(Phase::kPrefill),
+                                           static_cast<int>(Phase::kDecode)};
+  std::array<Breakdown, 3> sum{}, max{};
+  int64_t idle_sum = 0, idle_max = 0, bubble_sum = 0, bubble_max = 0, wait_sum = 0, wait_max = 0;
+  bool any_recv = false;
+  std::vector<double> busy_per_rank;
+  for (const auto& [rank, rd] : ctx.data->ranks) {
+    std::string scope = RankScope(rank);
+    for (size_t f = 0; f < kFilters.size(); ++f) {
+      std::vector<Interval> busy;
+      Breakdown b = Measure(rd.ops, kFilters[f], f == 0 ? &busy : nullptr);
+      sum[f].busy += b.busy;
+      sum[f].compute += b.compute;
+      sum[f].comm += b.comm;
+      sum[f].overlap += b.overlap;
+      max[f].busy = std::max(max[f].busy, b.busy);
+      max[f].compute = std::max(max[f].compute, b.compute);
+      max[f].comm = std::max(max[f].comm, b.comm);
+      max[f].overlap = std::max(max[f].overlap, b.comm - b.overlap);  // exposed
+      if (f == 0) {
+        out->Add("busy_time", scope, Seconds(b.busy), "s");
+        out->Add("compute_time", scope, Seconds(b.compute), "s");
+        out->Add("comm_time", scope, Seconds(b.comm), "s");
+        out->Add("overlap_time", scope, Seconds(b.overlap), "s");
+        out->Add("exposed_comm_time", scope, Seconds(b.comm - b.overlap), "s");
+        out->Add("comm_ratio", scope, Ratio(b.comm, b.compute), "ratio");
+        out->Add("comm_fraction", scope, Ratio(b.comm, b.comm + b.compute), "ratio");
+        if (b.comm > 0) {
+          out->Add("overlap", scope, Ratio(b.overlap, b.comm), "ratio");
+        } else {
+          out->AddUnavailable("overlap", scope, "ratio", "the rank has no communication");
+        }
+        int64_t idle = window - b.busy;
+        out->Add("idle_time", scope, Seconds(idle), "s");
+        idle_sum += idle;
+        idle_max = std::max(idle_max, idle);
+        busy_per_rank.push_back(Seconds(b.busy));
+        for (const OpRec& op : rd.ops) any_recv = any_recv || op.coll == Collective::kRecv;
+        auto rw = sync.recv_wait_ns.find(rank);
+        int64_t bubble = IdleBeforeReceives(rd.ops, busy, ctx.window_begin) +
+                         (rw == sync.recv_wait_ns.end() ? 0 : rw->second);
+        out->Add("pipeline_bubble", scope, Seconds(bubble), "s");
+        bubble_sum += bubble;
+        bubble_max = std::max(bubble_max, bubble);
+        auto w = sync.wait_ns.find(rank);
+        int64_t wait = w == sync.wait_ns.end() ? 0 : w->second;
+        out->Add("sync_wait", scope, Seconds(wait), "s");
+        wait_sum += wait;
+        wait_max = std::max(wait_max, wait);
+      } else {
+        std::string ps = fmt::format("{} phase {}", scope, trace::PhaseName(Phase(kFilters[f])));
+        out->Add("compute_time", ps, Seconds(b.compute), "s");
+        out->Add("comm_time", ps, Seconds(b.comm), "s");
+        out->Add("overlap_time", ps, Seconds(b.overlap), "s");
+      }
+    }
+  }
+  // Aggregates over ranks.
+  for (size_t f = 0; f < kFilters.size(); ++f) {
+    std::string scope = f == 0 ? "" : fmt::format("phase {}", trace::PhaseName(Phase(kFilters[f])));
+    const Breakdown& s = sum[f];
+    const Breakdown& m = max[f];
+    if (f == 0) {
+      out->Add("busy_time.max", scope, Seconds(m.busy), "s", "max over ranks");
+      out->Add("busy_time.mean", scope, Seconds(s.busy) / ranks, "s", "mean over ranks");
+    }
+    out->Add("compute_time.max", scope, Seconds(m.compute), "s", "max over ranks");
+    out->Add("compute_time.mean", scope, Seconds(s.compute) / ranks, "s", "mean over ranks");
+    out->Add("comm_time.max", scope, Seconds(m.comm), "s", "max over ranks");
+    out->Add("comm_time.mean", scope, Seconds(s.comm) / ranks, "s", "mean over ranks");
+    out->Add("exposed_comm_time.max", scope, Seconds(m.overlap), "s", "max over ranks");
+    out->Add("exposed_comm_time.mean", scope, Seconds(s.comm - s.overlap) / ranks, "s",
+             "mean over ranks");
+    out->Add("comm_ratio", scope, Ratio(s.comm, s.compute), "ratio",
+             "Σ comm / Σ compute over ranks");
+    out->Add("comm_fraction", scope, Ratio(s.comm, s.comm + s.compute), "ratio",
+             "Σ comm / Σ (comm + compute) over ranks");
+    if (s.comm > 0) {
+      out->Add("overlap", scope, Ratio(s.overlap, s.comm), "ratio",
+               "Σ overlap / Σ comm over ranks");
+    } else {
+      out->AddUnavailable("overlap", scope, "ratio", "no communication in the trace");
+    }
+  }
+  out->Add("idle_time.max", "", Seconds(idle_max), "s", "max over ranks");
+  out->Add("idle_time.mean", "", Seconds(idle_sum) / ranks, "s", "mean over ranks");
+  if (any_recv) {
+    out->Add("pipeline_bubble.max", "", Seconds(bubble_max), "s", "max over ranks");
+    out->Add("pipeline_bubble.mean", "", Seconds(bubble_sum) / ranks, "s", "mean over ranks");
+    out->Add("bubble_fraction", "", Ratio(Seconds(bubble_sum), ranks * Seconds(window)), "ratio",
+             "Σ bubble / (ranks × wall time)");
+  } else {
+    for (const char* name : {"pipeline_bubble.max", "pipeline_bubble.mean", "bubble_fraction"}) {
+      out->AddUnavailable(name, "", name[0] == 'b' ? "ratio" : "s",
+                          "no receive ops in the trace (no pipeline stage waits for input)");
+    }
+  }
+  out->Add("sync_wait.max", "", Seconds(wait_max), "s", "max over ranks");
+  out->Add("sync_wait.mean", "", Seconds(wait_sum) / ranks, "s", "mean over ranks");
+  out->Add("sync_wait.sum", "", Seconds(wait_sum), "s", "sum over ranks");
+  // Load balance and stragglers.
+  double busy_max = 0, busy_mean = 0;
+  for (double b : busy_per_rank) {
+    busy_max = std::max(busy_max, b);
+    busy_mean += b / ranks;
+  }
+  out->Add("load_imbalance", "", Ratio(busy_max, busy_mean), "ratio",
+           "busy time: max over ranks / mean over ranks");
+  if (!sync.last_arrivals.empty()) {
+    auto it = std::max_element(sync.last_arrivals.begin(), sync.last_arrivals.end(),
+                               [](const auto& a, const auto& b) { return a.second < b.second; });
+    out->Add("straggler_rank", "", it->first, "rank", "the rank last at collectives most often");
+    out->Add("straggler_count", "", static_cast<double>(it->second), "count");
+    out->Add("straggler_margin.mean", "",
+             Seconds(sync.last_margin_ns.at(it->first)) / static_cast<double>(it->second), "s",
+             "mean of (its arrival − the second-last arrival) where it was last");
+  } else {
+    out->AddUnavailable("straggler_rank", "", "rank",
+                        "no collective had a single last arrival (or none could be matched)");
+  }
+}
+
+}  // namespace shardscope::analysis

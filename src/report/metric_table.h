@@ -1,0 +1,34 @@
+// Renders analyzer output as Markdown, JSON or CSV: one trace's metrics, or two
+// traces side by side with the ratio and the change in percent. Pure functions.
+#ifndef SHARDSCOPE_REPORT_METRIC_TABLE_H_
+#define SHARDSCOPE_REPORT_METRIC_TABLE_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "analysis/analyzer.h"
+#include "analysis/metric_set.h"
+#include "core/status.h"
+
+namespace shardscope::report {
+
+enum class TableFormat { kMarkdown, kJson, kCsv };
+StatusOr<TableFormat> ParseTableFormat(std::string_view name);  // "md", "json", "csv"
+
+// A value with its unit for people: "1.23 ms", "4.5 GB/s", "0.731".
+std::string FormatValue(double value, std::string_view unit);
+
+// The analyses of one or more traces; `metric_names` filters (empty: all).
+std::string RenderAnalyses(const std::vector<analysis::AnalysisResult>& results,
+                           const std::vector<std::string>& metric_names, TableFormat format);
+
+// Every metric of either side: baseline, proposed, proposed / baseline, and
+// (proposed − baseline) / baseline in percent.
+std::string RenderComparison(const analysis::AnalysisResult& baseline,
+                             const analysis::AnalysisResult& proposed,
+                             const std::vector<std::string>& metric_names, TableFormat format);
+
+}  // namespace shardscope::report
+
+#endif  // SHARDSCOPE_REPORT_METRIC_TABLE_H_

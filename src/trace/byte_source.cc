@@ -1,0 +1,187 @@
+#include "trace/byte_source.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+namespace shardscope::trace {
+namespace {
+
+// Raw bytes from a file descriptor or a memory buffer.
+class RawInput {
+ public:
+  virtual ~RawInput() = default;
+  virtual StatusOr<size_t> Read(char* dst, size_t size) = 0;
+};
+
+class FdInput : public RawInput {
+ public:
+  FdInput(int fd, std::string name) : fd_(fd), name_(std::move(name)) {}
+  ~FdInput() override { close(fd_); }
+  FdInput(const FdInput&) = delete;
+  FdInput& operator=(const FdInput&) = delete;
+
+  StatusOr<size_t> Read(char* dst, size_t size) override {
+    while (true) {
+      ssize_t n = read(fd_, dst, size);
+      if (n >= 0) return static_cast<size_t>(n);
+      if (errno != EINTR) return IoError("{}: read failed: {}", name_, std::strerror(errno));
+    }
+  }
+
+ private:
+  const int fd_;
+  const std::string name_;
+};
+
+class MemoryInput : public RawInput {
+ public:
+  explicit MemoryInput(std::string_view data) : data_(data) {}
+  StatusOr<size_t> Read(char* dst, size_t size) override {
+    size_t n = std::min(size, data_.size() - pos_);
+    std::memcpy(dst, data_.data() + pos_, n);
+    pos_ += n;
+    return n;
+  }
+
+ private:
+  std::string_view data_;
+  size_t pos_ = 0;
+};
+
+class PlainSource : public ByteSource {
+ public:
+  explicit PlainSource(std::unique_ptr<RawInput> in, std::string_view prefix)
+      : in_(std::move(in)), prefix_(prefix) {}
+  StatusOr<size_t> Read(char* dst, size_t size) override {
+    if (!prefix_.empty()) {  // bytes already read while sniffing the magic
+      size_t n = std::min(size, prefix_.size());
+      std::memcpy(dst, prefix_.data(), n);
+      prefix_.erase(0, n);
+      offset_ += static_cast<int64_t>(n);
+      return n;
+    }
+    ASSIGN_OR_RETURN(size_t n, in_->Read(dst, size));
+    offset_ += static_cast<int64_t>(n);
+    return n;
+  }
+  int64_t raw_offset() const override { return offset_; }
+
+ private:
+  std::unique_ptr<RawInput> in_;
+  std::string prefix_;
+  int64_t offset_ = 0;
+};
+
+// Inflates gzip members one after another (concatenated members are one stream, as gzip -d does).
+class GzipSource : public ByteSource {
+ public:
+  GzipSource(std::unique_ptr<RawInput> in, std::string_view prefix, std::string name)
+      : in_(std::move(in)), name_(std::move(name)), in_buf_(1 << 18) {
+    std::memset(&zs_, 0, sizeof(zs_));
+    ok_ = inflateInit2(&zs_, 15 + 32) == Z_OK;
+    std::memcpy(in_buf_.data(), prefix.data(), prefix.size());
+    zs_.next_in = reinterpret_cast<Bytef*>(in_buf_.data());
+    zs_.avail_in = static_cast<uInt>(prefix.size());
+  }
+  ~GzipSource() override {
+    if (ok_) inflateEnd(&zs_);
+  }
+  GzipSource(const GzipSource&) = delete;
+  GzipSource& operator=(const GzipSource&) = delete;
+
+  bool compressed() const override { return true; }
+  int64_t raw_offset() const override { return consumed_ - zs_.avail_in; }
+
+  StatusOr<size_t> Read(char* dst, size_t size) override {
+    if (!ok_) return InternalError("{}: zlib inflateInit2 failed", name_);
+    zs_.next_out = reinterpret_cast<Bytef*>(dst);
+    zs_.avail_out = static_cast<uInt>(size);
+    while (zs_.avail_out == size) {
+      if (zs_.avail_in == 0 && !in_eof_) {
+        ASSIGN_OR_RETURN(size_t n, in_->Read(in_buf_.data(), in_buf_.size()));
+        consumed_ += static_cast<int64_t>(n);
+        zs_.next_in = reinterpret_cast<Bytef*>(in_buf_.data());
+        zs_.avail_in = static_cast<uInt>(n);
+        if (n == 0) in_eof_ = true;
+      }
+      if (zs_.avail_in == 0 && in_eof_) {
+        if (!stream_end_) {
+          return DataLoss("{}: gzip data truncated at compressed byte {}", name_, raw_offset());
+        }
+        break;  // clean end of the last member
+      }
+      if (stream_end_) {  // another member follows
+        inflateReset(&zs_);
+        stream_end_ = false;
+      }
+      int rc = inflate(&zs_, Z_NO_FLUSH);
+      if (rc == Z_STREAM_END) {
+        stream_end_ = true;
+      } else if (rc == Z_BUF_ERROR) {
+        continue;  // needs more input
+      } else if (rc != Z_OK) {
+        return DataLoss("{}: corrupt gzip data at compressed byte {}: {}", name_, raw_offset(),
+                        zs_.msg ? zs_.msg : "inflate failed");
+      }
+    }
+    return size - zs_.avail_out;
+  }
+
+ private:
+  std::unique_ptr<RawInput> in_;
+  const std::string name_;
+  std::vector<char> in_buf_;
+  z_stream zs_;
+  bool ok_ = false;
+  bool in_eof_ = false;
+  bool stream_end_ = false;
+  int64_t consumed_ = 0;
+};
+
+// Reads the first bytes of `in` and picks plain or gzip.
+StatusOr<std::unique_ptr<ByteSource>> Sniff(std::unique_ptr<RawInput> in, std::string name) {
+  char magic[2];
+  size_t got = 0;
+  while (got < 2) {
+    ASSIGN_OR_RETURN(size_t n, in->Read(magic + got, 2 - got));
+    if (n == 0) break;
+    got += n;
+  }
+  std::string_view prefix(magic, got);
+  if (got == 2 && static_cast<unsigned char>(magic[0]) == 0x1f &&
+      static_cast<unsigned char>(magic[1]) == 0x8b) {
+    return std::unique_ptr<ByteSource>(
+        std::make_unique<GzipSource>(std::move(in), prefix, std::move(name)));
+  }
+  return std::unique_ptr<ByteSource>(std::make_unique<PlainSource>(std::move(in), prefix));
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<ByteSource>> OpenByteSource(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return NotFound("{}: no such file", path);
+    return IoError("{}: cannot open: {}", path, std::strerror(errno));
+  }
+  struct stat st;
+  if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    close(fd);
+    return InvalidArgument("{}: is a directory, not a trace file", path);
+  }
+  posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  return Sniff(std::make_unique<FdInput>(fd, path), path);
+}
+
+std::unique_ptr<ByteSource> MemoryByteSource(std::string_view data, std::string name) {
+  auto source = Sniff(std::make_unique<MemoryInput>(data), std::move(name));
+  return std::move(source).value();  // memory reads cannot fail
+}
+
+}  // namespace shardscope::trace

@@ -1,0 +1,35 @@
+// ByteSource: the bytes of a trace file, read front to back in chunks — a plain
+// file, a gzip file (detected by its magic bytes, whatever the extension), or
+// a buffer in memory (tests, fuzzer). Not thread-safe.
+#ifndef SHARDSCOPE_TRACE_BYTE_SOURCE_H_
+#define SHARDSCOPE_TRACE_BYTE_SOURCE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+
+namespace shardscope::trace {
+
+class ByteSource {
+ public:
+  virtual ~ByteSource() = default;
+  // Reads up to `size` bytes into `dst`; returns 0 only at the end. Corrupt or
+  // truncated compressed data is a kDataLoss error naming the offset.
+  virtual StatusOr<size_t> Read(char* dst, size_t size) = 0;
+  // Compressed bytes consumed so far (equal to the bytes read when plain).
+  virtual int64_t raw_offset() const = 0;
+  virtual bool compressed() const { return false; }
+};
+
+// Opens `path`; NotFound when it does not exist, IoError when it cannot be read.
+StatusOr<std::unique_ptr<ByteSource>> OpenByteSource(const std::string& path);
+// Reads from `data`, which must outlive the source; gunzips when it starts with the gzip magic.
+std::unique_ptr<ByteSource> MemoryByteSource(std::string_view data, std::string name);
+
+}  // namespace shardscope::trace
+
+#endif  // SHARDSCOPE_TRACE_BYTE_SOURCE_H_

@@ -1,0 +1,50 @@
+#include "trace/event_parser.h"
+
+#include <fmt/format.h>
+#include <simdjson.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include "trace/trace_reader.h"
+
+namespace shardscope::trace {
+namespace {
+
+constexpr size_t kMaxExamples = 5;
+
+std::string_view TrimRight(std::string_view s) {
+  while (!s.empty() &&
+         (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+enum class EventType { kUnknown, kComplete, kMetadata, kCounter };
+
+EventType TypeOf(std::string_view ph) {
+  if (ph == "X") return EventType::kComplete;
+  if (ph == "M") return EventType::kMetadata;
+  if (ph == "C") return EventType::kCounter;
+  return EventType::kUnknown;
+}
+
+}  // namespace
+
+namespace impl {
+namespace od = simdjson::ondemand;
+#include "trace/event_parser_impl.inc"
+}  // namespace impl
+
+std::unique_ptr<EventParser> MakeEventParser(TraceSink* sink, ReadStats* stats) {
+  return std::make_unique<impl::Parser>(sink, stats);
+}
+
+std::string_view EventParserImplementation() {
+  return SIMDJSON_STRINGIFY(SIMDJSON_BUILTIN_IMPLEMENTATION);
+}
+
+}  // namespace shardscope::trace

@@ -1,0 +1,77 @@
+// EventScanner: the tokenizer half of the trace reader. It walks the outer
+// structure of a Chrome trace — object form {"traceEvents": [...], ...} or
+// array form [...] — and hands out the raw bytes of one traceEvents element at
+// a time, reading the source in fixed-size chunks, so memory stays at one chunk
+// plus the largest event. It does not validate events (the parser does); it
+// only finds where each one ends. Not thread-safe.
+#ifndef SHARDSCOPE_TRACE_EVENT_SCANNER_H_
+#define SHARDSCOPE_TRACE_EVENT_SCANNER_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "trace/byte_source.h"
+
+namespace shardscope::trace {
+
+// Bytes readable past the end of every event handed out (simdjson's padding).
+inline constexpr size_t kScannerPadding = 64;
+
+class EventScanner {
+ public:
+  // `name` is the file name used in messages.
+  EventScanner(ByteSource* source, std::string name, size_t chunk_bytes = 1 << 20);
+
+  // Sets *event to the next element of traceEvents and *offset to its byte
+  // offset in the (uncompressed) file; *capacity is the number of readable
+  // bytes from event->data() (at least size + kScannerPadding). Returns false at
+  // the end. Errors: InvalidArgument when the file is not a JSON trace or is
+  // empty, DataLoss when it ends early (naming the byte offset).
+  StatusOr<bool> Next(std::string_view* event, int64_t* offset, size_t* capacity);
+
+  // Raw JSON of the top-level keys "otherData" and "metadata" (object form).
+  const std::map<std::string, std::string>& top_level() const { return top_level_; }
+  bool array_form() const { return array_form_; }
+  // Array form only: the file ended after a complete event without the closing
+  // "]", which the Chrome format allows.
+  bool unclosed_array() const { return unclosed_array_; }
+  int64_t bytes_scanned() const { return base_ + static_cast<int64_t>(pos_); }
+
+ private:
+  enum class State { kStart, kObjectKey, kAfterObjectValue, kArrayElement, kAfterElement, kDone };
+  enum class Scan { kComplete, kNeedMore, kError };
+
+  // Skips whitespace; returns the next byte or -1 at the end of the input.
+  StatusOr<int> PeekNonSpace();
+  // Moves bytes from `keep` on to the front of the buffer and reads more;
+  // false at the end of the input.
+  StatusOr<bool> Refill(size_t keep);
+  // Finds the end of the JSON value starting at buffer index `start`.
+  Scan ScanValue(size_t start, size_t* end) const;
+  // Scans a complete value at pos_, refilling as needed; sets *start, *end (buffer indices).
+  Status TakeValue(size_t* start, size_t* end, std::string_view what);
+  Status Unexpected(std::string_view expected, int c) const;
+  int64_t Offset(size_t index) const { return base_ + static_cast<int64_t>(index); }
+
+  ByteSource* const source_;
+  const std::string name_;
+  const size_t chunk_bytes_;
+  std::vector<char> buf_;  // [0, end_) valid, then padding
+  size_t pos_ = 0;
+  size_t end_ = 0;
+  int64_t base_ = 0;  // file offset of buf_[0]
+  bool eof_ = false;
+  State state_ = State::kStart;
+  bool array_form_ = false;
+  bool unclosed_array_ = false;
+  bool saw_events_ = false;
+  std::map<std::string, std::string> top_level_;
+};
+
+}  // namespace shardscope::trace
+
+#endif  // SHARDSCOPE_TRACE_EVENT_SCANNER_H_

@@ -1,0 +1,41 @@
+#include "trace/read_stats.h"
+
+#include <fmt/format.h>
+
+#include "core/units.h"
+
+namespace shardscope::trace {
+
+int64_t ReadStats::skipped_total() const {
+  int64_t n = 0;
+  for (const auto& [reason, count] : skipped) n += count;
+  return n;
+}
+
+std::string ReadStats::Summary() const {
+  std::string s = fmt::format("read {} events ({} ops, {} spans, {} counters, {} names) from {}",
+                              events, ops, spans, counters, names, FormatBytes(double(bytes)));
+  if (!skipped.empty()) {
+    s += fmt::format("; skipped {} malformed:", skipped_total());
+    bool first = true;
+    for (const auto& [reason, count] : skipped) {
+      s += fmt::format("{} {} × {}", first ? "" : ",", count, reason);
+      first = false;
+    }
+    if (!examples.empty()) s += fmt::format(" (first at {})", examples.front());
+  }
+  if (!ignored.empty()) {
+    int64_t n = 0;
+    for (const auto& [kind, count] : ignored) n += count;
+    s += fmt::format("; ignored {} not analysed:", n);
+    bool first = true;
+    for (const auto& [kind, count] : ignored) {
+      s += fmt::format("{} {} × {}", first ? "" : ",", count, kind);
+      first = false;
+    }
+  }
+  if (unclosed_array) s += "; the event array has no closing ']' (allowed by the format)";
+  return s;
+}
+
+}  // namespace shardscope::trace

@@ -1,0 +1,33 @@
+// ReadStats: what the trace reader read, skipped (malformed events, by reason)
+// and ignored (well-formed events ShardScope does not analyse). Value type.
+#ifndef SHARDSCOPE_TRACE_READ_STATS_H_
+#define SHARDSCOPE_TRACE_READ_STATS_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace shardscope::trace {
+
+struct ReadStats {
+  int64_t bytes = 0;   // uncompressed bytes scanned
+  int64_t events = 0;  // elements of traceEvents
+  int64_t ops = 0, spans = 0, counters = 0, names = 0;
+  // Malformed events: reason → count. They are skipped.
+  std::map<std::string, int64_t> skipped;
+  // Well-formed events ShardScope does not use (instant events, flows, …): ph → count.
+  std::map<std::string, int64_t> ignored;
+  // The first few malformed events, with their byte offsets.
+  std::vector<std::string> examples;
+  bool array_form = false;
+  bool unclosed_array = false;  // array form without its closing ']' (allowed)
+
+  int64_t skipped_total() const;
+  // One paragraph for the user: counts of what was read, skipped and ignored.
+  std::string Summary() const;
+};
+
+}  // namespace shardscope::trace
+
+#endif  // SHARDSCOPE_TRACE_READ_STATS_H_

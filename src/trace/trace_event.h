@@ -1,0 +1,161 @@
+// The trace model: the events of one inference run as ShardScope records them
+// (ops, phase/decode-step spans, memory counters, process and thread names),
+// and the sink interface through which the reader delivers them. Timestamps
+// and durations are int64 nanoseconds. Plain value types; not thread-safe.
+// docs/trace_format.md describes how each field appears in the JSON file.
+#ifndef SHARDSCOPE_TRACE_TRACE_EVENT_H_
+#define SHARDSCOPE_TRACE_TRACE_EVENT_H_
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace shardscope::trace {
+
+// What an op spends its time on. kOther: host work, memcpy, anything neither.
+enum class Category : uint8_t { kCompute = 0, kComm, kOther };
+inline constexpr int kNumCategories = 3;
+
+enum class Collective : uint8_t {
+  kNone = 0,
+  kAllReduce,
+  kAllGather,
+  kReduceScatter,
+  kAllToAll,  // all-to-all(v): bytes_per_peer holds the real split
+  kSend,
+  kRecv,
+  kBroadcast,
+};
+inline constexpr int kNumCollectives = 8;
+
+enum class Phase : uint8_t { kNone = 0, kPrefill, kDecode };
+inline constexpr int kNumPhases = 3;
+
+// Parallelism dimension of a communication group.
+enum class GroupDim : uint8_t { kNone = 0, kTp, kPp, kSp, kDp, kEp };
+inline constexpr int kNumGroupDims = 6;
+
+// Spans are not work: they mark a phase or one decode step on a rank.
+enum class SpanKind : uint8_t { kPhase = 0, kStep };
+
+// The tid spans are written on, so they get a track of their own.
+inline constexpr int32_t kSpanStream = 1000;
+
+std::string_view CategoryName(Category c);
+std::string_view CollectiveName(Collective c);  // "all_reduce", "send", "" for kNone
+std::string_view PhaseName(Phase p);            // "prefill", "decode", "" for kNone
+std::string_view GroupDimName(GroupDim d);      // "tp", …, "" for kNone
+std::optional<Category> ParseCategory(std::string_view s);
+std::optional<Collective> ParseCollective(std::string_view s);  // also "allreduce" etc.
+std::optional<Phase> ParsePhase(std::string_view s);
+std::optional<GroupDim> ParseGroupDim(std::string_view s);
+
+// One op (kernel or communication call) of one rank: a Chrome "X" event.
+struct OpEvent {
+  int32_t rank = 0;    // pid: global rank
+  int32_t stream = 0;  // tid: compute or a comm stream
+  std::string name;
+  Category category = Category::kCompute;
+  int64_t ts_ns = 0;
+  int64_t dur_ns = 0;
+  // args. Defaults mean "not given" and are not written.
+  std::string kind;  // op kind: "qkv_proj", "attention", "all_reduce", …
+  Phase phase = Phase::kNone;
+  int32_t step = -1;  // decode step
+  int32_t layer = -1;
+  int32_t micro_batch = -1;
+  int32_t sp_step = -1;  // ring-attention step
+  int64_t flops = 0;     // a multiply-add counts 2
+  int64_t bytes_read = 0;
+  int64_t bytes_written = 0;
+  Collective collective = Collective::kNone;
+  GroupDim dim = GroupDim::kNone;
+  std::vector<int32_t> group;           // global ranks of the group, in ring order
+  int32_t peer = -1;                    // send/recv: the other global rank
+  int32_t root = -1;                    // broadcast: the global rank that owns the data
+  int64_t seq = -1;                     // order of the call within its group or peer pair
+  int64_t bytes = 0;                    // message size as nccl-tests counts it (trace_format.md)
+  std::vector<int64_t> bytes_per_peer;  // all-to-all(v): bytes to each group member
+  std::string dtype;
+
+  bool is_comm() const { return category == Category::kComm; }
+  int64_t end_ns() const { return ts_ns + dur_ns; }
+  bool operator==(const OpEvent&) const = default;
+};
+
+// A prefill/decode phase (kPhase) or one decode step (kStep) of one rank.
+struct SpanEvent {
+  int32_t rank = 0;
+  SpanKind kind = SpanKind::kPhase;
+  Phase phase = Phase::kNone;
+  int32_t step = -1;  // kStep: the decode step
+  std::string name;   // "prefill", "decode", "step 3"
+  int64_t ts_ns = 0;
+  int64_t dur_ns = 0;
+
+  int64_t end_ns() const { return ts_ns + dur_ns; }
+  bool operator==(const SpanEvent&) const = default;
+};
+
+// A counter sample: one "C" event; values in bytes for the "memory" counter,
+// one series per category (weights, kv_cache, activations, buffers).
+struct CounterEvent {
+  int32_t rank = 0;
+  std::string name;
+  int64_t ts_ns = 0;
+  std::vector<std::pair<std::string, double>> values;
+  bool operator==(const CounterEvent&) const = default;
+};
+
+// Receives the events of a trace in file order. Implementations: TraceBuilder
+// (the whole model in memory) and the analyzer's compact collector.
+class TraceSink {
+ public:
+  virtual ~TraceSink() = default;
+  virtual void OnMetadata(const nlohmann::json& metadata) {}
+  virtual void OnProcessName(int32_t rank, std::string_view name) {}
+  virtual void OnThreadName(int32_t rank, int32_t stream, std::string_view name) {}
+  virtual void OnOp(const OpEvent& op) = 0;
+  virtual void OnSpan(const SpanEvent& span) {}
+  virtual void OnCounter(const CounterEvent& counter) {}
+};
+
+// A whole trace in memory: for tests, small traces and tools; the analyzer
+// does not need it.
+struct Trace {
+  nlohmann::json metadata = nlohmann::json::object();
+  std::map<int32_t, std::string> process_names;
+  std::map<std::pair<int32_t, int32_t>, std::string> thread_names;
+  std::vector<OpEvent> ops;
+  std::vector<SpanEvent> spans;
+  std::vector<CounterEvent> counters;
+  bool operator==(const Trace&) const = default;
+};
+
+// A TraceSink that fills a Trace.
+class TraceBuilder : public TraceSink {
+ public:
+  explicit TraceBuilder(Trace* trace) : trace_(trace) {}
+  void OnMetadata(const nlohmann::json& metadata) override { trace_->metadata = metadata; }
+  void OnProcessName(int32_t rank, std::string_view name) override {
+    trace_->process_names[rank] = std::string(name);
+  }
+  void OnThreadName(int32_t rank, int32_t stream, std::string_view name) override {
+    trace_->thread_names[{rank, stream}] = std::string(name);
+  }
+  void OnOp(const OpEvent& op) override { trace_->ops.push_back(op); }
+  void OnSpan(const SpanEvent& span) override { trace_->spans.push_back(span); }
+  void OnCounter(const CounterEvent& counter) override { trace_->counters.push_back(counter); }
+
+ private:
+  Trace* const trace_;
+};
+
+}  // namespace shardscope::trace
+
+#endif  // SHARDSCOPE_TRACE_TRACE_EVENT_H_

@@ -1,0 +1,120 @@
+#include "trace/trace_reader.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+#include "core/units.h"
+#include "trace/event_parser.h"
+#include "trace/event_scanner.h"
+
+namespace shardscope::trace {
+
+bool ParseMicrosToNs(std::string_view t, int64_t* ns) {
+  size_t i = 0;
+  bool neg = false;
+  if (i < t.size() && t[i] == '-') {
+    neg = true;
+    ++i;
+  }
+  uint64_t whole = 0;
+  size_t int_digits = 0;
+  while (i < t.size() && t[i] >= '0' && t[i] <= '9') {
+    whole = whole * 10 + static_cast<uint64_t>(t[i] - '0');
+    ++i;
+    if (++int_digits > 16) break;  // beyond ±9.2e15 us: cannot fit in int64 ns
+  }
+  bool simple = int_digits > 0 && int_digits <= 16;
+  uint64_t frac = 0;
+  size_t frac_digits = 0;
+  if (simple && i < t.size() && t[i] == '.') {
+    ++i;
+    while (i < t.size() && t[i] >= '0' && t[i] <= '9' && frac_digits < 3) {
+      frac = frac * 10 + static_cast<uint64_t>(t[i] - '0');
+      ++i;
+      ++frac_digits;
+    }
+    if (frac_digits == 0) simple = false;
+  }
+  if (simple && i == t.size()) {
+    while (frac_digits < 3) {
+      frac *= 10;
+      ++frac_digits;
+    }
+    uint64_t v = whole * 1000 + frac;  // whole < 1e16: no overflow in uint64
+    if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return false;
+    *ns = neg ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
+    return true;
+  }
+  // Exponent, more than three decimals or a huge value: through double.
+  if (t.empty() || t.size() > 64) return false;
+  char buf[65];
+  std::memcpy(buf, t.data(), t.size());
+  buf[t.size()] = '\0';
+  char* end = nullptr;
+  double d = std::strtod(buf, &end);
+  if (end != buf + t.size() || !std::isfinite(d)) return false;
+  // Must look like a JSON number, not "nan", "0x1p3" or " 5".
+  char c0 = t[0];
+  if (!(c0 == '-' || (c0 >= '0' && c0 <= '9'))) return false;
+  if (t.find_first_not_of("0123456789+-.eE") != std::string_view::npos) return false;
+  double scaled = d * 1000.0;
+  if (std::fabs(scaled) >= 9.2e18) return false;
+  *ns = std::llround(scaled);
+  return true;
+}
+
+StatusOr<ReadStats> ReadTraceFrom(ByteSource* source, const std::string& name, TraceSink* sink,
+                                  const ReadOptions& options) {
+  ReadStats stats;
+  EventScanner scanner(source, name, options.chunk_bytes);
+  std::unique_ptr<EventParser> parser = MakeEventParser(sink, &stats);
+  bool metadata_sent = false;
+  auto send_metadata = [&]() {
+    if (metadata_sent) return;
+    for (const char* key : {"otherData", "metadata"}) {
+      auto it = scanner.top_level().find(key);
+      if (it == scanner.top_level().end()) continue;
+      nlohmann::json meta = nlohmann::json::parse(it->second, nullptr, /*allow_exceptions=*/false);
+      if (meta.is_discarded() || !meta.is_object()) {
+        ++stats.skipped[fmt::format("top-level \"{}\" is not a JSON object", key)];
+        continue;
+      }
+      sink->OnMetadata(meta);
+      metadata_sent = true;
+      return;
+    }
+  };
+  std::string_view event;
+  int64_t offset = 0;
+  size_t capacity = 0;
+  while (true) {
+    StatusOr<bool> more = scanner.Next(&event, &offset, &capacity);
+    if (!more.ok()) return more.status();
+    if (!*more) break;
+    if (stats.events == 0) send_metadata();  // otherData usually precedes the events
+    parser->Parse(event, capacity, offset);
+  }
+  send_metadata();
+  stats.bytes = scanner.bytes_scanned();
+  stats.array_form = scanner.array_form();
+  stats.unclosed_array = scanner.unclosed_array();
+  return stats;
+}
+
+StatusOr<ReadStats> ReadTrace(const std::string& path, TraceSink* sink,
+                              const ReadOptions& options) {
+  ASSIGN_OR_RETURN(auto source, OpenByteSource(path));
+  return ReadTraceFrom(source.get(), path, sink, options);
+}
+
+StatusOr<Trace> ReadTraceFile(const std::string& path, ReadStats* stats) {
+  Trace trace;
+  TraceBuilder builder(&trace);
+  ASSIGN_OR_RETURN(ReadStats s, ReadTrace(path, &builder));
+  if (stats) *stats = s;
+  return trace;
+}
+
+}  // namespace shardscope::trace

@@ -1,0 +1,44 @@
+// The trace reader: streams a Chrome Trace Event file (.json or .json.gz,
+// object or array form) into a TraceSink. The EventScanner splits the file into
+// events; each event is parsed with simdjson On-Demand. Malformed events are
+// counted by kind and skipped; the ReadStats say what was skipped and why.
+// Memory: one read chunk plus the largest event. Not thread-safe.
+#ifndef SHARDSCOPE_TRACE_TRACE_READER_H_
+#define SHARDSCOPE_TRACE_TRACE_READER_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "trace/byte_source.h"
+#include "trace/read_stats.h"
+#include "trace/trace_event.h"
+
+namespace shardscope::trace {
+
+struct ReadOptions {
+  size_t chunk_bytes = 1 << 20;
+};
+
+// Reads `path` into `sink`. Errors: NotFound (no file), InvalidArgument (empty,
+// not JSON, not a trace), DataLoss (truncated or corrupt; names the byte offset).
+// Events already delivered before an error stay delivered.
+StatusOr<ReadStats> ReadTrace(const std::string& path, TraceSink* sink,
+                              const ReadOptions& options = {});
+// The same over any ByteSource; `name` is used in messages.
+StatusOr<ReadStats> ReadTraceFrom(ByteSource* source, const std::string& name, TraceSink* sink,
+                                  const ReadOptions& options = {});
+// Reads a whole trace into memory.
+StatusOr<Trace> ReadTraceFile(const std::string& path, ReadStats* stats = nullptr);
+
+// Exact nanoseconds from a JSON number of microseconds ("12.345" -> 12345).
+// Up to three decimals are exact; more decimals or an exponent round to the
+// nearest ns. False when `token` is not a number or overflows.
+bool ParseMicrosToNs(std::string_view token, int64_t* ns);
+
+}  // namespace shardscope::trace
+
+#endif  // SHARDSCOPE_TRACE_TRACE_READER_H_

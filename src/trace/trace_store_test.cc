@@ -1,0 +1,94 @@
+#include "trace/trace_store.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <set>
+
+#include "trace/test_util.h"
+#include "trace/trace_reader.h"
+
+namespace shardscope::trace {
+namespace {
+
+TEST(TraceStoreTest, LaysOutTracesAsTheSeedsSay) {
+  ScratchDir dir;
+  TraceStore store(dir.File("traces"));
+  RunKey key{"deepseek-v2-lite", "tensor", 8, 512};
+  StoredTrace stored;
+  auto writer = store.Create(key, {{"experiment", {{"name", "tp4"}}}}, &stored);
+  ASSERT_TRUE(writer.ok()) << writer.status().ToString();
+  OpEvent op;
+  op.name = "matmul";
+  op.dur_ns = 5;
+  (*writer)->AddOp(op);
+  // Until Close(), only the metadata exists: no half trace under the final name.
+  EXPECT_FALSE(std::filesystem::exists(stored.trace_path));
+  ASSERT_TRUE((*writer)->Close().ok());
+  std::string run_dir = dir.File("traces/deepseek-v2-lite/tensor/batch_8_seq_512");
+  EXPECT_EQ(stored.trace_path, run_dir + "/trace_" + stored.timestamp + ".trace");
+  EXPECT_EQ(stored.metadata_path, run_dir + "/metadata_" + stored.timestamp + ".json");
+  EXPECT_TRUE(std::filesystem::exists(stored.trace_path));
+  auto meta = nlohmann::json::parse(ReadWholeFile(stored.metadata_path));
+  EXPECT_EQ(meta["experiment"]["name"], "tp4");
+  EXPECT_EQ(meta["shardscope"]["version"], SHARDSCOPE_VERSION);
+  EXPECT_EQ(meta["run"]["batch_size"], 8);
+  EXPECT_TRUE(meta.contains("units"));
+  auto trace = ReadTraceFile(stored.trace_path);
+  ASSERT_TRUE(trace.ok());
+  EXPECT_EQ(trace->metadata, meta);  // the trace carries the same metadata
+  EXPECT_EQ(trace->ops.size(), 1u);
+}
+
+TEST(TraceStoreTest, TimestampsNeverCollide) {
+  ScratchDir dir;
+  TraceStore store(dir.path());
+  RunKey key{"m", "s", 1, 1};
+  std::set<std::string> seen;
+  for (int i = 0; i < 50; ++i) {
+    StoredTrace stored;
+    auto writer = store.Create(key, nlohmann::json::object(), &stored);
+    ASSERT_TRUE(writer.ok());
+    ASSERT_TRUE((*writer)->Close().ok());
+    EXPECT_TRUE(seen.insert(stored.timestamp).second) << stored.timestamp;
+  }
+  auto list = store.List();
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ(list->size(), 50u);
+}
+
+TEST(TraceStoreTest, ListFiltersAndMarksIncompleteRuns) {
+  ScratchDir dir;
+  TraceStore store(dir.path());
+  for (const char* model : {"a", "b"}) {
+    for (const char* strategy : {"tp", "pp"}) {
+      auto w = store.Create({model, strategy, 2, 16}, nlohmann::json::object());
+      ASSERT_TRUE(w.ok());
+      ASSERT_TRUE((*w)->Close().ok());
+    }
+  }
+  StoredTrace pending;
+  auto open_writer = store.Create({"a", "tp", 4, 16}, nlohmann::json::object(), &pending);
+  ASSERT_TRUE(open_writer.ok());
+  auto all = store.List();
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->size(), 5u);
+  auto a_tp = store.List({"a", "tp"});
+  ASSERT_TRUE(a_tp.ok());
+  ASSERT_EQ(a_tp->size(), 2u);
+  EXPECT_EQ((*a_tp)[0].key.batch_size, 2);
+  EXPECT_TRUE((*a_tp)[0].complete());
+  EXPECT_FALSE((*a_tp)[1].complete());  // still being written
+  EXPECT_EQ(SanitizePathComponent("deepseek-ai/DeepSeek V3"), "deepseek-ai_DeepSeek_V3");
+  EXPECT_EQ(SanitizePathComponent(".."), "_..");
+}
+
+TEST(TraceStoreTest, MissingRootIsEmpty) {
+  TraceStore store("/nonexistent/shardscope/traces");
+  auto list = store.List();
+  ASSERT_TRUE(list.ok());
+  EXPECT_TRUE(list->empty());
+}
+
+}  // namespace
+}  // namespace shardscope::trace

@@ -1,0 +1,172 @@
+#include "trace/trace_writer.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "trace/test_util.h"
+#include "trace/trace_reader.h"
+
+namespace shardscope::trace {
+namespace {
+
+// A trace that uses every field, odd strings and extreme numbers.
+Trace RichTrace() {
+  Trace t;
+  t.metadata = {{"experiment", {{"name", "tp2"}}}, {"units", {{"time", "ns"}}}};
+  t.process_names[0] = "rank 0 · node 0 · gpu 0";
+  t.process_names[1] = "rank 1 \"quoted\" \\ back\nslash";
+  t.thread_names[{0, 0}] = "compute";
+  t.thread_names[{0, 1}] = "comm tp";
+  OpEvent a;
+  a.rank = 0;
+  a.stream = 0;
+  a.name = "L0.qkv_proj";
+  a.category = Category::kCompute;
+  a.ts_ns = 1;
+  a.dur_ns = 999;
+  a.kind = "qkv_proj";
+  a.phase = Phase::kPrefill;
+  a.layer = 0;
+  a.micro_batch = 2;
+  a.flops = 9'000'000'000'000'000'000;
+  a.bytes_read = 123456789012345;
+  a.bytes_written = 7;
+  a.dtype = "bf16";
+  t.ops.push_back(a);
+  OpEvent c;
+  c.rank = 1;
+  c.stream = 1;
+  c.name = "all_to_all.ep";
+  c.category = Category::kComm;
+  c.ts_ns = 9'007'199'254'740'993'123;  // beyond double precision: must stay exact
+  c.dur_ns = 0;
+  c.kind = "all_to_all";
+  c.phase = Phase::kDecode;
+  c.step = 3;
+  c.sp_step = 1;
+  c.collective = Collective::kAllToAll;
+  c.dim = GroupDim::kEp;
+  c.group = {0, 1, 2};
+  c.bytes = 600;
+  c.bytes_per_peer = {100, 200, 300};
+  c.seq = 17;
+  t.ops.push_back(c);
+  OpEvent s;
+  s.rank = 1;
+  s.stream = 2;
+  s.name = "send";
+  s.category = Category::kComm;
+  s.ts_ns = -5;
+  s.dur_ns = 1'000'001;
+  s.collective = Collective::kSend;
+  s.dim = GroupDim::kPp;
+  s.peer = 0;
+  s.root = 3;
+  s.bytes = 1;
+  t.ops.push_back(s);
+  OpEvent o;
+  o.rank = 2;
+  o.name = "memcpy";
+  o.category = Category::kOther;
+  o.ts_ns = 10;
+  o.dur_ns = 10;
+  t.ops.push_back(o);
+  t.spans.push_back({0, SpanKind::kPhase, Phase::kPrefill, -1, "prefill", 0, 5000});
+  t.spans.push_back({0, SpanKind::kStep, Phase::kDecode, 4, "step 4", 5000, 77});
+  t.counters.push_back({0, "memory", 12, {{"weights", 1.5e10}, {"kv_cache", 0.1}, {"x", -3}}});
+  return t;
+}
+
+TEST(TraceWriterTest, WriteThenReadIsExact) {
+  ScratchDir dir;
+  for (const char* name : {"t.json", "t.json.gz"}) {
+    Trace in = RichTrace();
+    std::string path = dir.File(name);
+    ASSERT_TRUE(WriteTrace(in, path).ok());
+    ReadStats stats;
+    StatusOr<Trace> out = ReadTraceFile(path, &stats);
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    EXPECT_EQ(stats.skipped_total(), 0) << stats.Summary();
+    EXPECT_EQ(stats.ops, 4);
+    EXPECT_EQ(stats.spans, 2);
+    EXPECT_EQ(stats.counters, 1);
+    EXPECT_EQ(out->ops, in.ops) << name;
+    EXPECT_EQ(out->spans, in.spans) << name;
+    EXPECT_EQ(out->counters, in.counters) << name;
+    EXPECT_EQ(out->process_names, in.process_names);
+    EXPECT_EQ(out->thread_names, in.thread_names);
+    EXPECT_EQ(out->metadata, in.metadata);
+  }
+}
+
+TEST(TraceWriterTest, GzipOutputIsCompressed) {
+  ScratchDir dir;
+  ASSERT_TRUE(WriteTrace(RichTrace(), dir.File("t.json.gz")).ok());
+  std::string bytes = ReadWholeFile(dir.File("t.json.gz"));
+  ASSERT_GE(bytes.size(), 2u);
+  EXPECT_EQ(static_cast<unsigned char>(bytes[0]), 0x1f);
+  EXPECT_EQ(static_cast<unsigned char>(bytes[1]), 0x8b);
+}
+
+TEST(TraceWriterTest, TimestampsAreMicrosecondsWithThreeDecimals) {
+  std::string s;
+  AppendMicros(1500, &s);
+  EXPECT_EQ(s, "1.500");
+  s.clear();
+  AppendMicros(-1, &s);
+  EXPECT_EQ(s, "-0.001");
+  s.clear();
+  AppendMicros(0, &s);
+  EXPECT_EQ(s, "0.000");
+}
+
+TEST(TraceWriterTest, NothingUnderFinalNameUntilClose) {
+  ScratchDir dir;
+  std::string path = dir.File("t.json");
+  {
+    auto w = TraceWriter::Open(path, nlohmann::json::object());
+    ASSERT_TRUE(w.ok());
+    (*w)->AddOp(RichTrace().ops[0]);
+    EXPECT_FALSE(std::filesystem::exists(path));
+    // Destroyed without Close(): as after a crash, nothing appears and the temp file goes.
+  }
+  EXPECT_FALSE(std::filesystem::exists(path));
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
+}
+
+TEST(TraceWriterTest, NoOverwriteWhenAsked) {
+  ScratchDir dir;
+  std::string path = dir.File("t.json");
+  WriteFile(path, "keep me");
+  TraceWriterOptions options;
+  options.overwrite = false;
+  Status s = WriteTrace(RichTrace(), path, options);
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
+  EXPECT_EQ(ReadWholeFile(path), "keep me");
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()),
+                          std::filesystem::directory_iterator()),
+            1);
+}
+
+TEST(TraceWriterTest, BadEventIsStickyError) {
+  ScratchDir dir;
+  auto w = TraceWriter::Open(dir.File("t.json"), nlohmann::json::object());
+  ASSERT_TRUE(w.ok());
+  OpEvent op;
+  op.dur_ns = -1;
+  (*w)->AddOp(op);
+  EXPECT_FALSE((*w)->status().ok());
+  (*w)->AddOp(RichTrace().ops[0]);  // dropped
+  EXPECT_EQ((*w)->Close().code(), StatusCode::kInvalidArgument);
+  EXPECT_FALSE(std::filesystem::exists(dir.File("t.json")));
+}
+
+TEST(TraceWriterTest, UnwritableDirectoryIsAnError) {
+  auto w = TraceWriter::Open("/nonexistent-dir/x/t.json", nlohmann::json::object());
+  EXPECT_FALSE(w.ok());
+  EXPECT_EQ(w.status().code(), StatusCode::kIoError);
+}
+
+}  // namespace
+}  // namespace shardscope::trace
