@@ -20,4 +20,18 @@ cat "$out/check.txt"
 echo
 echo "Reports written:"
 for f in check.txt check.json plan.txt plan.json; do echo "  $out/$f"; done
-echo "(The simulator, which will write traces under traces/, is not built yet.)"
+
+# The simulator over the same experiments. All of them with every decode step
+# would write ~1.5 GB per EP=128 experiment and take far over two minutes on a
+# small machine, so `make run` simulates prefill + the first decode step only
+# (--decode-steps, stated again in the summary); TPOT is that step's, and run
+# time / TPS extrapolate it. Run `shardscope run` without the flag for all steps.
+traces=${SHARDSCOPE_TRACES:-traces}
+decode_steps=${SHARDSCOPE_DECODE_STEPS:-1}
+echo
+echo "Simulating every experiment (prefill + ${decode_steps} decode step(s); SHARDSCOPE_DECODE_STEPS to change)..."
+"$bin" run --config "$config" --out "$traces" --decode-steps "$decode_steps" > "$tmp/run.txt"
+mv "$tmp/run.txt" "$out/run.txt"
+cat "$out/run.txt"
+echo
+echo "Simulation summary: $out/run.txt; traces under $traces/ (listed above)."

@@ -29,6 +29,7 @@ int Main(int argc, char** argv) {
   AddAnalyzeCommand(app, &exit_code);
   AddCompareCommand(app, &exit_code);
   AddTracesCommand(app, &exit_code);
+  AddRunCommand(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

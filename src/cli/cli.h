@@ -28,6 +28,7 @@ void AddCheckCommand(CLI::App& app, int* exit_code);
 void AddAnalyzeCommand(CLI::App& app, int* exit_code);
 void AddCompareCommand(CLI::App& app, int* exit_code);
 void AddTracesCommand(CLI::App& app, int* exit_code);
+void AddRunCommand(CLI::App& app, int* exit_code);
 
 }  // namespace shardscope::cli
 

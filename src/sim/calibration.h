@@ -1,0 +1,55 @@
+// Calibration: the fraction of a device's peak FLOP/s and memory bandwidth
+// each kind of op reaches, as the compute model uses it. Defaults per device
+// family come from published measurements (cited in calibration.cc); a
+// measured table (YAML or JSON, docs/sim.md) replaces any entry. Every
+// efficiency is in (0, 1], so a simulated op is never faster than physics
+// allows. Plain value type.
+#ifndef SHARDSCOPE_SIM_CALIBRATION_H_
+#define SHARDSCOPE_SIM_CALIBRATION_H_
+
+#include <map>
+#include <string>
+
+#include "cluster/cluster.h"
+#include "core/status.h"
+#include "program/op.h"
+
+namespace shardscope::sim {
+
+// Op classes that share an efficiency curve.
+enum class OpClass { kGemm, kAttention, kAttentionDecode, kElementwise, kGather };
+
+OpClass ClassOf(OpKind kind);
+std::string_view OpClassName(OpClass c);  // "gemm", "attention", …
+
+struct Efficiency {
+  double flops = 1.0;   // achieved / peak FLOP/s for large shapes
+  double memory = 1.0;  // achieved / peak memory bandwidth
+  // Rows (GEMM m, attention query tokens) at which the FLOP efficiency is half
+  // of `flops`: efficiency(m) = flops · m / (m + half_rows). 0: no shape effect.
+  double half_rows = 0;
+};
+
+struct Calibration {
+  std::string source;  // "default: h100" or the file it came from
+  std::map<OpClass, Efficiency> classes;
+  std::map<OpKind, Efficiency> kinds;  // per-kind overrides (take precedence)
+  // Network: achieved / link bandwidth for bulk transfers (NCCL reaches ~0.9+).
+  double network_efficiency = 1.0;
+  // Seconds added per compute op (kernel launch); < 0: the device's figure.
+  double launch_overhead = -1;
+
+  const Efficiency& For(OpKind kind) const;
+  Status Validate() const;
+};
+
+// Defaults for the device family of `device` (H100/H200, A100, TPU, CPU).
+Calibration DefaultCalibration(const DeviceSpec& device);
+
+// Loads a table (YAML or JSON) on top of `base`: entries it names replace
+// base's. Errors name the file and the field.
+StatusOr<Calibration> LoadCalibration(const std::string& path, const Calibration& base);
+
+}  // namespace shardscope::sim
+
+#endif  // SHARDSCOPE_SIM_CALIBRATION_H_

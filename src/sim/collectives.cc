@@ -1,0 +1,243 @@
+#include "sim/collectives.h"
+
+#include <algorithm>
+#include <map>
+
+namespace shardscope::sim {
+namespace {
+
+// Adds `bytes` on every link from a to b and returns the hop's latency.
+double AddPath(const Topology& topo, int64_t a, int64_t b, double bytes, Stage* stage,
+               std::vector<int32_t>* scratch) {
+  scratch->clear();
+  topo.AppendPath(a, b, scratch);
+  for (int32_t l : *scratch) stage->loads.push_back({l, bytes});
+  return topo.Latency(a, b);
+}
+
+// A ring over `devices` carrying `per_link` bytes on each hop for `steps` steps.
+Stage RingStage(const Topology& topo, const std::vector<int64_t>& devices, double per_link,
+                int64_t steps) {
+  Stage s;
+  std::vector<int32_t> scratch;
+  double alpha = 0;
+  const size_t n = devices.size();
+  for (size_t i = 0; i < n && n > 1; ++i) {
+    alpha =
+        std::max(alpha, AddPath(topo, devices[i], devices[(i + 1) % n], per_link, &s, &scratch));
+  }
+  s.latency = static_cast<double>(steps) * alpha;
+  return s;
+}
+
+CollectivePlan Ring(const Topology& topo, const CollectiveCall& c) {
+  const double n = static_cast<double>(c.devices.size());
+  const int64_t ni = static_cast<int64_t>(c.devices.size());
+  const double s = static_cast<double>(c.bytes);
+  CollectivePlan p{Algorithm::kRing, {}};
+  switch (c.collective) {
+    case Collective::kAllReduce:
+      p.stages.push_back(RingStage(topo, c.devices, 2 * (n - 1) / n * s, 2 * (ni - 1)));
+      break;
+    case Collective::kAllGather:
+    case Collective::kReduceScatter:
+      p.stages.push_back(RingStage(topo, c.devices, (n - 1) / n * s, ni - 1));
+      break;
+    case Collective::kBroadcast: {
+      Stage st;
+      std::vector<int32_t> scratch;
+      double alpha = 0;
+      for (int64_t i = 0; i + 1 < ni; ++i) {
+        const int64_t from = c.devices[(c.root + i) % ni], to = c.devices[(c.root + i + 1) % ni];
+        alpha = std::max(alpha, AddPath(topo, from, to, s, &st, &scratch));
+      }
+      st.latency = static_cast<double>(ni - 1) * alpha;
+      p.stages.push_back(std::move(st));
+      break;
+    }
+    default:
+      break;
+  }
+  return p;
+}
+
+CollectivePlan Tree(const Topology& topo, const CollectiveCall& c) {
+  const int64_t n = static_cast<int64_t>(c.devices.size());
+  const double s = static_cast<double>(c.bytes);
+  Stage st;
+  std::vector<int32_t> scratch;
+  double alpha = 0;
+  int64_t depth = 0;
+  for (int64_t i = 1; i < n; ++i) {
+    const int64_t parent = (i - 1) / 2;
+    alpha = std::max(alpha, AddPath(topo, c.devices[i], c.devices[parent], s, &st, &scratch));
+    alpha = std::max(alpha, AddPath(topo, c.devices[parent], c.devices[i], s, &st, &scratch));
+    int64_t d = 0;
+    for (int64_t j = i; j > 0; j = (j - 1) / 2) ++d;
+    depth = std::max(depth, d);
+  }
+  st.latency = 2.0 * static_cast<double>(depth) * alpha;
+  return {Algorithm::kTree, {std::move(st)}};
+}
+
+// Members grouped by scale-up domain, in ring order; empty unless every domain
+// holds the same number (> 1) of members and there is more than one domain.
+std::vector<std::vector<int64_t>> DomainBlocks(const Topology& topo,
+                                               const std::vector<int64_t>& devices) {
+  std::map<int64_t, std::vector<int64_t>> by_domain;
+  std::vector<int64_t> order;
+  for (int64_t d : devices) {
+    const int64_t dom = topo.DomainOf(d);
+    if (!by_domain.count(dom)) order.push_back(dom);
+    by_domain[dom].push_back(d);
+  }
+  std::vector<std::vector<int64_t>> blocks;
+  if (order.size() < 2) return blocks;
+  const size_t k = by_domain[order[0]].size();
+  if (k < 2) return blocks;
+  for (int64_t dom : order) {
+    if (by_domain[dom].size() != k) return {};
+    // Members of one domain must really share it (scale-up kind none does not).
+    if (!topo.SameDomain(by_domain[dom][0], by_domain[dom][1])) return {};
+    blocks.push_back(by_domain[dom]);
+  }
+  return blocks;
+}
+
+CollectivePlan Hierarchical(const Topology& topo, const CollectiveCall& c,
+                            const std::vector<std::vector<int64_t>>& blocks) {
+  const double k = static_cast<double>(blocks[0].size());
+  const double m = static_cast<double>(blocks.size());
+  const int64_t ki = static_cast<int64_t>(blocks[0].size());
+  const int64_t mi = static_cast<int64_t>(blocks.size());
+  const double s = static_cast<double>(c.bytes);
+  auto intra = [&](double per_link) {
+    Stage st;
+    for (const auto& b : blocks) {
+      Stage r = RingStage(topo, b, per_link, ki - 1);
+      st.loads.insert(st.loads.end(), r.loads.begin(), r.loads.end());
+      st.latency = std::max(st.latency, r.latency);
+    }
+    return st;
+  };
+  CollectivePlan p{Algorithm::kHierarchical, {}};
+  p.stages.push_back(intra((k - 1) / k * s));  // reduce-scatter in each domain
+  Stage across;                                // one ring per rail
+  for (int64_t j = 0; j < ki; ++j) {
+    std::vector<int64_t> rail;
+    for (const auto& b : blocks) rail.push_back(b[j]);
+    Stage r = RingStage(topo, rail, 2 * (m - 1) / m * s / k, 2 * (mi - 1));
+    across.loads.insert(across.loads.end(), r.loads.begin(), r.loads.end());
+    across.latency = std::max(across.latency, r.latency);
+  }
+  p.stages.push_back(std::move(across));
+  p.stages.push_back(intra((k - 1) / k * s));  // all-gather in each domain
+  return p;
+}
+
+CollectivePlan Direct(const Topology& topo, const CollectiveCall& c) {
+  Stage st;
+  std::vector<int32_t> scratch;
+  if (c.collective == Collective::kAllToAll) {
+    const size_t n = c.devices.size();
+    for (size_t i = 0; i < n && i < c.per_peer.size(); ++i) {
+      for (size_t j = 0; j < n && j < c.per_peer[i].size(); ++j) {
+        if (i == j || c.per_peer[i][j] <= 0) continue;  // own part moves locally
+        st.latency =
+            std::max(st.latency, AddPath(topo, c.devices[i], c.devices[j],
+                                         static_cast<double>(c.per_peer[i][j]), &st, &scratch));
+      }
+    }
+  } else {  // send / recv
+    st.latency =
+        AddPath(topo, c.devices[0], c.devices[1], static_cast<double>(c.bytes), &st, &scratch);
+  }
+  return {Algorithm::kDirect, {std::move(st)}};
+}
+
+}  // namespace
+
+std::string_view AlgorithmName(Algorithm a) {
+  switch (a) {
+    case Algorithm::kAuto:
+      return "auto";
+    case Algorithm::kRing:
+      return "ring";
+    case Algorithm::kTree:
+      return "tree";
+    case Algorithm::kHierarchical:
+      return "hierarchical";
+    case Algorithm::kDirect:
+      return "direct";
+  }
+  return "?";
+}
+
+StatusOr<Algorithm> ParseAlgorithm(std::string_view name) {
+  for (Algorithm a : {Algorithm::kAuto, Algorithm::kRing, Algorithm::kTree,
+                      Algorithm::kHierarchical, Algorithm::kDirect}) {
+    if (AlgorithmName(a) == name) return a;
+  }
+  return InvalidArgument("unknown collective algorithm '{}' (auto, ring, tree, hierarchical)",
+                         name);
+}
+
+double UncontendedSeconds(const Topology& topo, const CollectivePlan& plan) {
+  double total = 0;
+  for (const Stage& st : plan.stages) {
+    std::map<int32_t, double> per_link;
+    for (const LinkLoad& l : st.loads) per_link[l.link] += l.bytes;
+    double t = 0;
+    for (const auto& [link, bytes] : per_link) t = std::max(t, bytes / topo.Capacity(link));
+    total += st.latency + t;
+  }
+  return total;
+}
+
+StatusOr<CollectivePlan> Decompose(const Topology& topo, const CollectiveCall& c,
+                                   Algorithm forced) {
+  auto unsupported = [&](Algorithm a) {
+    return Unimplemented("not implemented: the {} algorithm for {} (only ring{})", AlgorithmName(a),
+                         CollectiveName(c.collective),
+                         c.collective == Collective::kAllReduce ? ", tree, hierarchical" : "");
+  };
+  switch (c.collective) {
+    case Collective::kSend:
+    case Collective::kRecv:
+    case Collective::kAllToAll:
+      // One algorithm only: a forced choice for the collectives does not apply.
+      return Direct(topo, c);
+    case Collective::kAllGather:
+    case Collective::kReduceScatter:
+    case Collective::kBroadcast:
+      if (forced != Algorithm::kAuto && forced != Algorithm::kRing) return unsupported(forced);
+      return Ring(topo, c);
+    case Collective::kAllReduce: {
+      const auto blocks = DomainBlocks(topo, c.devices);
+      if (forced == Algorithm::kRing) return Ring(topo, c);
+      if (forced == Algorithm::kTree) return Tree(topo, c);
+      if (forced == Algorithm::kHierarchical) {
+        // Inside one domain (or one member per domain) it is the ring itself.
+        return blocks.empty() ? Ring(topo, c) : Hierarchical(topo, c, blocks);
+      }
+      if (forced == Algorithm::kDirect) return unsupported(forced);
+      std::vector<CollectivePlan> candidates = {Ring(topo, c), Tree(topo, c)};
+      if (!blocks.empty()) candidates.push_back(Hierarchical(topo, c, blocks));
+      size_t best = 0;
+      double best_t = UncontendedSeconds(topo, candidates[0]);
+      for (size_t i = 1; i < candidates.size(); ++i) {
+        const double t = UncontendedSeconds(topo, candidates[i]);
+        if (t < best_t) {
+          best_t = t;
+          best = i;
+        }
+      }
+      return std::move(candidates[best]);
+    }
+    case Collective::kNone:
+      break;
+  }
+  return InternalError("collective 'none' has no decomposition");
+}
+
+}  // namespace shardscope::sim

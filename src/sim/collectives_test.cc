@@ -1,0 +1,193 @@
+#include "sim/collectives.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "cluster/cluster_yaml.h"
+#include "sim/network.h"
+
+namespace shardscope::sim {
+namespace {
+
+ClusterSpec H100(int64_t nodes) {
+  auto c = LoadClusterFile(std::string(SHARDSCOPE_SOURCE_DIR) + "/configs/hardware/h100-sxm.yaml");
+  EXPECT_TRUE(c.ok());
+  ClusterSpec cluster = *c;
+  cluster.num_nodes = nodes;
+  return cluster;
+}
+
+// Runs the plan's stages one after another on an idle network.
+double Simulate(const Topology& topo, const CollectivePlan& plan) {
+  FlowNetwork net(topo.capacities());
+  double t = 0;
+  std::vector<int64_t> done;
+  for (const Stage& st : plan.stages) {
+    t += st.latency;
+    bool any = false;
+    for (const LinkLoad& l : st.loads) any = any || l.bytes > 0;
+    if (!any) continue;
+    net.Start(t, st.loads, 0);
+    t = net.NextCompletion();
+    net.AdvanceTo(t, &done);
+  }
+  return t;
+}
+
+std::vector<int64_t> Devices(int64_t n) {
+  std::vector<int64_t> d(n);
+  for (int64_t i = 0; i < n; ++i) d[i] = i;
+  return d;
+}
+
+double Rel(double a, double b) { return std::abs(a - b) / b; }
+
+class CollectiveClosedForm : public ::testing::TestWithParam<int64_t> {};
+
+TEST_P(CollectiveClosedForm, RingAllReduce) {
+  const int64_t nodes = GetParam();
+  const ClusterSpec c = H100(nodes);
+  const Topology topo(c);
+  const int64_t n = 8 * nodes;
+  const double s = 256.0 * 1024 * 1024;
+  auto plan = Decompose(topo, {Collective::kAllReduce, Devices(n), static_cast<int64_t>(s)},
+                        Algorithm::kRing);
+  ASSERT_TRUE(plan.ok());
+  // The ring's slowest hop sets B and α: NVLink inside a node, the NIC across.
+  const double b =
+      nodes == 1 ? c.scale_up.bandwidth_per_device : c.scale_out.nic_bandwidth_per_device;
+  const double alpha = nodes == 1 ? c.scale_up.latency : c.scale_out.latency;
+  const double nn = static_cast<double>(n);
+  const double expected = 2 * (nn - 1) / nn * s / b + 2 * (nn - 1) * alpha;
+  EXPECT_LT(Rel(Simulate(topo, *plan), expected), 1e-9);
+}
+
+TEST_P(CollectiveClosedForm, RingAllGatherAndReduceScatter) {
+  const int64_t nodes = GetParam();
+  const ClusterSpec c = H100(nodes);
+  const Topology topo(c);
+  const int64_t n = 8 * nodes;
+  const double s = 64.0 * 1024 * 1024;
+  const double b =
+      nodes == 1 ? c.scale_up.bandwidth_per_device : c.scale_out.nic_bandwidth_per_device;
+  const double alpha = nodes == 1 ? c.scale_up.latency : c.scale_out.latency;
+  const double nn = static_cast<double>(n);
+  for (Collective coll : {Collective::kAllGather, Collective::kReduceScatter}) {
+    auto plan = Decompose(topo, {coll, Devices(n), static_cast<int64_t>(s)});
+    ASSERT_TRUE(plan.ok());
+    EXPECT_LT(Rel(Simulate(topo, *plan), (nn - 1) / nn * s / b + (nn - 1) * alpha), 1e-9);
+  }
+}
+
+TEST_P(CollectiveClosedForm, DirectAllToAllUniform) {
+  const int64_t nodes = GetParam();
+  const ClusterSpec c = H100(nodes);
+  const Topology topo(c);
+  const int64_t n = 8 * nodes;
+  const int64_t per_peer = 1 << 20;
+  CollectiveCall call{Collective::kAllToAll, Devices(n), per_peer * n, 0, {}};
+  call.per_peer.assign(n, std::vector<int64_t>(n, per_peer));
+  auto plan = Decompose(topo, call);
+  ASSERT_TRUE(plan.ok());
+  // Each port carries its peers' parts: 7 over NVLink; across nodes 8 over the NIC too.
+  const double intra = 7.0 * per_peer / c.scale_up.bandwidth_per_device;
+  const double inter =
+      nodes == 1 ? 0 : 8.0 * (nodes - 1) * per_peer / c.scale_out.nic_bandwidth_per_device;
+  const double alpha = nodes == 1 ? c.scale_up.latency : c.scale_out.latency;
+  EXPECT_LT(Rel(Simulate(topo, *plan), std::max(intra, inter) + alpha), 1e-9);
+}
+
+TEST_P(CollectiveClosedForm, SendRecvAndBroadcast) {
+  const int64_t nodes = GetParam();
+  const ClusterSpec c = H100(nodes);
+  const Topology topo(c);
+  const int64_t n = 8 * nodes;
+  const double s = 32.0 * 1024 * 1024;
+  const int64_t peer = n - 1;
+  auto p2p = Decompose(topo, {Collective::kSend, {0, peer}, static_cast<int64_t>(s)});
+  ASSERT_TRUE(p2p.ok());
+  EXPECT_LT(
+      Rel(Simulate(topo, *p2p), s / c.LinkBandwidthBetween(0, peer) + c.LatencyBetween(0, peer)),
+      1e-9);
+  auto bc = Decompose(topo, {Collective::kBroadcast, Devices(n), static_cast<int64_t>(s), 0});
+  ASSERT_TRUE(bc.ok());
+  const double b =
+      nodes == 1 ? c.scale_up.bandwidth_per_device : c.scale_out.nic_bandwidth_per_device;
+  const double alpha = nodes == 1 ? c.scale_up.latency : c.scale_out.latency;
+  EXPECT_LT(Rel(Simulate(topo, *bc), s / b + static_cast<double>(n - 1) * alpha), 1e-9);
+}
+
+INSTANTIATE_TEST_SUITE_P(OneAndTwoNodes, CollectiveClosedForm, ::testing::Values(1, 2));
+
+TEST(CollectivesTest, HierarchicalAllReduceOnTwoNodes) {
+  const ClusterSpec c = H100(2);
+  const Topology topo(c);
+  const double s = 256.0 * 1024 * 1024;
+  auto plan = Decompose(topo, {Collective::kAllReduce, Devices(16), static_cast<int64_t>(s)},
+                        Algorithm::kHierarchical);
+  ASSERT_TRUE(plan.ok());
+  ASSERT_EQ(plan->stages.size(), 3u);
+  const double k = 8, m = 2;
+  const double bu = c.scale_up.bandwidth_per_device, bn = c.scale_out.nic_bandwidth_per_device;
+  const double expected = 2 * ((k - 1) / k * s / bu + (k - 1) * c.scale_up.latency) +
+                          2 * (m - 1) / m * (s / k) / bn + 2 * (m - 1) * c.scale_out.latency;
+  EXPECT_LT(Rel(Simulate(topo, *plan), expected), 1e-9);
+  // For a large buffer across nodes the automatic choice is the hierarchical one.
+  auto chosen = Decompose(topo, {Collective::kAllReduce, Devices(16), static_cast<int64_t>(s)});
+  ASSERT_TRUE(chosen.ok());
+  EXPECT_EQ(chosen->algorithm, Algorithm::kHierarchical);
+}
+
+TEST(CollectivesTest, TreeAllReduceClosedFormAndSmallMessageChoice) {
+  const ClusterSpec c = H100(2);
+  const Topology topo(c);
+  const double s = 4096;
+  auto tree = Decompose(topo, {Collective::kAllReduce, Devices(16), static_cast<int64_t>(s)},
+                        Algorithm::kTree);
+  ASSERT_TRUE(tree.ok());
+  // Binary heap over 16: depth 4; a parent's port carries 2 children's S each way.
+  const double expected =
+      2 * s / c.scale_out.nic_bandwidth_per_device + 2 * 4 * c.scale_out.latency;
+  EXPECT_LT(Rel(Simulate(topo, *tree), expected), 1e-9);
+  auto chosen = Decompose(topo, {Collective::kAllReduce, Devices(16), static_cast<int64_t>(s)});
+  ASSERT_TRUE(chosen.ok());
+  EXPECT_NE(chosen->algorithm, Algorithm::kRing);  // latency-bound: fewer steps win
+}
+
+TEST(CollectivesTest, EightGpuRingAllReduceBusBandwidthNearNvlink) {
+  const ClusterSpec c = H100(1);
+  const Topology topo(c);
+  const double s = 1024.0 * 1024 * 1024;
+  auto plan = Decompose(topo, {Collective::kAllReduce, Devices(8), static_cast<int64_t>(s)},
+                        Algorithm::kRing);
+  ASSERT_TRUE(plan.ok());
+  const double t = Simulate(topo, *plan);
+  const double busbw = s / t * 2 * 7 / 8;
+  EXPECT_GT(busbw, 0.95 * c.scale_up.bandwidth_per_device);
+  EXPECT_LE(busbw, c.scale_up.bandwidth_per_device);
+}
+
+TEST(CollectivesTest, ForcedAlgorithmTheCollectiveLacksIsUnimplemented) {
+  const Topology topo(H100(1));
+  auto plan = Decompose(topo, {Collective::kAllGather, Devices(8), 1 << 20}, Algorithm::kTree);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(plan.status().message().find("not implemented"), std::string::npos);
+}
+
+TEST(CollectivesTest, TorusRingUsesIciLinks) {
+  auto c = LoadClusterFile(std::string(SHARDSCOPE_SOURCE_DIR) + "/configs/hardware/tpu-v4.yaml");
+  ASSERT_TRUE(c.ok());
+  const Topology topo(*c);
+  const double s = 64.0 * 1024 * 1024;
+  auto plan = Decompose(topo, {Collective::kAllReduce, Devices(4), static_cast<int64_t>(s)},
+                        Algorithm::kRing);
+  ASSERT_TRUE(plan.ok());
+  // 2x2 mesh: no ring hop can be faster than one ICI link carrying 2(n−1)/n·S.
+  const double t = Simulate(topo, *plan);
+  EXPECT_GE(t, 2 * 3.0 / 4 * s / c->scale_up.link_bandwidth);
+}
+
+}  // namespace
+}  // namespace shardscope::sim

@@ -1,0 +1,72 @@
+// Engine: discrete-event execution of one phase's Program on a cluster.
+// Per rank, each stream runs its ops in order; an op also waits for the ops in
+// its `deps`. A compute op takes the ComputeModel's time. A comm op is posted
+// when it is ready; a collective starts when every group member has posted it
+// (the `k`-th call of a group matches across members by seq), a send/recv when
+// both sides have (matched by dimension, sender, receiver and seq); it is then
+// decomposed into network stages (collectives.h) that share links (network.h).
+// Every member's op ends when the transfer ends. Events are typed values owned
+// by the queue, ordered by (time, insertion): runs are deterministic.
+// Not thread-safe; one Engine per thread.
+#ifndef SHARDSCOPE_SIM_ENGINE_H_
+#define SHARDSCOPE_SIM_ENGINE_H_
+
+#include <cstdint>
+#include <map>
+#include <tuple>
+#include <vector>
+
+#include "cluster/cluster.h"
+#include "core/status.h"
+#include "plan/placement.h"
+#include "program/program.h"
+#include "sim/collectives.h"
+#include "sim/compute_model.h"
+#include "sim/topology.h"
+
+namespace shardscope::sim {
+
+struct EngineOptions {
+  // All-reduce algorithm; kAuto chooses per call (collectives.h). Other
+  // collectives have one algorithm (ring, or direct for all-to-all and p2p).
+  Algorithm allreduce = Algorithm::kAuto;
+};
+
+// When one op ran, in seconds from the start of the simulation.
+struct OpTiming {
+  double post = 0;   // ready on its stream (a comm op: posted, waiting for its peers)
+  double start = 0;  // compute: = post; comm: the last member posted, bytes may move
+  double end = 0;
+  Algorithm algorithm = Algorithm::kAuto;  // comm ops: the algorithm used
+};
+
+struct PhaseResult {
+  std::vector<std::vector<OpTiming>> timings;  // [rank][op id]
+  std::vector<double> rank_end;                // when each rank's last op ended
+  int64_t ops = 0;                             // ops executed
+  int64_t transfers = 0;                       // network transfers (stages) run
+};
+
+class Engine {
+ public:
+  // Borrows the placement, compute model and topology; they must outlive it.
+  Engine(const Placement& placement, const ComputeModel& compute, const Topology& topology,
+         EngineOptions options = {});
+
+  // Runs `program`; rank r starts at rank_start[r] (empty: all at 0). Fails on a
+  // mismatched collective or a deadlock, naming the rank and op.
+  StatusOr<PhaseResult> Run(const PhaseProgram& program,
+                            const std::vector<double>& rank_start = {});
+
+ private:
+  const Placement& placement_;
+  const ComputeModel& compute_;
+  const Topology& topology_;
+  EngineOptions options_;
+  // Plans of collectives whose decomposition depends only on these.
+  std::map<std::tuple<int64_t, int, int64_t, int64_t>, CollectivePlan> plan_cache_;
+};
+
+}  // namespace shardscope::sim
+
+#endif  // SHARDSCOPE_SIM_ENGINE_H_

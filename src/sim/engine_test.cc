@@ -1,0 +1,155 @@
+#include "sim/engine.h"
+
+#include <gtest/gtest.h>
+
+#include "plan/test_experiments.h"
+#include "program/program_builder.h"
+
+namespace shardscope::sim {
+namespace {
+
+using shardscope::testing::ZooExperiment;
+
+Calibration NoLaunch(const DeviceSpec& d) {
+  Calibration c = DefaultCalibration(d);
+  c.launch_overhead = 0;
+  return c;
+}
+
+// p equal stages, m micro-batches: the pipeline bubble is (p−1)/(m+p−1).
+TEST(EngineTest, PipelineBubbleFraction) {
+  for (int64_t p : {2, 4}) {
+    for (int64_t m : {1, 4, 8}) {
+      ParallelSpec par;
+      par.pp = p;
+      Experiment e = ZooExperiment("llama-3.1-8b", "h100-sxm", par, 8, 16);
+      e.cluster.scale_up.latency = 0;  // transfers of 0 bytes then take no time
+      auto pl = Placement::Create(e);
+      ASSERT_TRUE(pl.ok()) << pl.status().message();
+      auto model = ComputeModel::Create(e.cluster.device, DType::kBf16, NoLaunch(e.cluster.device));
+      ASSERT_TRUE(model.ok());
+      Topology topo(e.cluster);
+      PhaseProgram prog;
+      for (int64_t s = 0; s < p; ++s) {
+        std::array<int64_t, kNumDims> coord{};
+        coord[static_cast<int>(Dim::kPp)] = s;
+        RankProgram rp;
+        rp.rank = pl->RankAt(coord);
+        auto add = [&](Op op) {
+          op.id = static_cast<int32_t>(rp.ops.size());
+          rp.ops.push_back(op);
+          return op.id;
+        };
+        for (int64_t j = 0; j < m; ++j) {
+          int32_t recv = -1;
+          if (s > 0) {
+            Op r;
+            r.kind = OpKind::kComm;
+            r.stream = Stream::kCommPp;
+            r.collective = Collective::kRecv;
+            r.dim = Dim::kPp;
+            coord[static_cast<int>(Dim::kPp)] = s - 1;
+            r.peer = pl->RankAt(coord);
+            r.seq = j;
+            recv = add(r);
+          }
+          Op c;
+          c.kind = OpKind::kFfnUp;
+          c.flops = 1'000'000'000'000;  // ~1 ms at 0.75 of 989 TFLOP/s
+          if (recv >= 0) c.deps = {recv};
+          const int32_t comp = add(c);
+          if (s + 1 < p) {
+            Op snd;
+            snd.kind = OpKind::kComm;
+            snd.stream = Stream::kCommPp;
+            snd.collective = Collective::kSend;
+            snd.dim = Dim::kPp;
+            coord[static_cast<int>(Dim::kPp)] = s + 1;
+            snd.peer = pl->RankAt(coord);
+            snd.seq = j;
+            snd.deps = {comp};
+            add(snd);
+          }
+        }
+        prog.ranks.push_back(std::move(rp));
+      }
+      std::sort(prog.ranks.begin(), prog.ranks.end(),
+                [](const RankProgram& a, const RankProgram& b) { return a.rank < b.rank; });
+      Engine engine(*pl, *model, topo);
+      auto r = engine.Run(prog);
+      ASSERT_TRUE(r.ok()) << r.status().message();
+      const double t = model->Seconds(prog.ranks[0].ops[0].is_comm() ? prog.ranks[0].ops[1]
+                                                                     : prog.ranks[0].ops[0]);
+      const double span = *std::max_element(r->rank_end.begin(), r->rank_end.end());
+      EXPECT_NEAR(span, static_cast<double>(m + p - 1) * t, 1e-12 * span);
+      const double bubble = 1 - static_cast<double>(m) * t / span;
+      EXPECT_NEAR(bubble, static_cast<double>(p - 1) / static_cast<double>(m + p - 1), 1e-9)
+          << "p=" << p << " m=" << m;
+    }
+  }
+}
+
+// Ring attention whose K/V transfer is shorter than a block's compute: after the
+// first step the compute stream never waits for a transfer.
+TEST(EngineTest, RingAttentionHidesTransferAfterFirstStep) {
+  ParallelSpec par;
+  par.sp = 4;
+  Experiment e = ZooExperiment("llama-3.1-8b", "h100-sxm", par, 1, 32768, 2);
+  auto pl = Placement::Create(e);
+  ASSERT_TRUE(pl.ok()) << pl.status().message();
+  auto builder = ProgramBuilder::Create(e, *pl);
+  ASSERT_TRUE(builder.ok());
+  auto prog = builder->Build(Phase::kPrefill, 0);
+  ASSERT_TRUE(prog.ok());
+  auto model =
+      ComputeModel::Create(e.cluster.device, DType::kBf16, DefaultCalibration(e.cluster.device));
+  ASSERT_TRUE(model.ok());
+  Topology topo(e.cluster);
+  Engine engine(*pl, *model, topo);
+  auto r = engine.Run(*prog);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  int64_t checked = 0;
+  for (const RankProgram& rp : prog->ranks) {
+    const auto& t = r->timings[rp.rank];
+    double prev_end = 0;
+    for (const Op& op : rp.ops) {
+      if (op.is_comm()) continue;
+      if (op.kind == OpKind::kAttention && op.sp_step >= 1) {
+        // The compute stream went straight from the previous op to this one.
+        EXPECT_NEAR(t[op.id].start, prev_end, 1e-12) << OpName(op) << " on rank " << rp.rank;
+        ++checked;
+      }
+      prev_end = t[op.id].end;
+    }
+  }
+  EXPECT_GT(checked, 0);
+}
+
+TEST(EngineTest, MismatchedCollectiveIsAnError) {
+  ParallelSpec par;
+  par.tp = 2;
+  Experiment e = ZooExperiment("tiny-dense", "h100-sxm", par, 2, 16);
+  auto pl = Placement::Create(e);
+  ASSERT_TRUE(pl.ok());
+  auto builder = ProgramBuilder::Create(e, *pl);
+  ASSERT_TRUE(builder.ok());
+  auto prog = builder->Build(Phase::kDecode, 0);
+  ASSERT_TRUE(prog.ok());
+  for (Op& op : prog->ranks[1].ops) {
+    if (op.is_comm()) {
+      op.bytes += 2;
+      break;
+    }
+  }
+  auto model =
+      ComputeModel::Create(e.cluster.device, DType::kBf16, DefaultCalibration(e.cluster.device));
+  ASSERT_TRUE(model.ok());
+  Topology topo(e.cluster);
+  Engine engine(*pl, *model, topo);
+  auto r = engine.Run(*prog);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("differ in bytes"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace shardscope::sim

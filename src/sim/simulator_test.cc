@@ -1,0 +1,104 @@
+#include "sim/simulator.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "plan/bounds.h"
+#include "plan/test_experiments.h"
+
+namespace shardscope::sim {
+namespace {
+
+using shardscope::testing::ZooExperiment;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+struct Case {
+  const char* model;
+  const char* cluster;
+  ParallelSpec par;
+  int64_t batch, prompt, generate;
+};
+
+ParallelSpec Par(int64_t tp, int64_t pp, int64_t sp, int64_t ep, int64_t dp = 1) {
+  ParallelSpec p;
+  p.tp = tp;
+  p.pp = pp;
+  p.sp = sp;
+  p.ep = ep;
+  p.dp = dp;
+  p.strategy = "test";
+  return p;
+}
+
+TEST(SimulatorTest, NeverBeatsThePhysicalBounds) {
+  const std::vector<Case> cases = {
+      {"tiny-dense", "h100-sxm", Par(2, 1, 1, 1), 4, 64, 4},
+      {"llama-3.1-8b", "h100-sxm", Par(8, 1, 1, 1), 8, 1024, 4},
+      {"llama-3.1-8b", "h100-sxm", Par(4, 2, 1, 1), 8, 512, 3},
+      {"llama-3.1-8b", "h100-sxm", Par(1, 1, 4, 1), 2, 4096, 3},
+      {"tiny-moe-mla", "h100-sxm", Par(1, 1, 1, 4), 8, 128, 3},
+      {"tiny-moe-mla", "h100-sxm", Par(2, 1, 1, 8), 16, 64, 3},
+      {"deepseek-v2-lite", "tpu-v4", Par(4, 1, 1, 1), 8, 256, 3},
+  };
+  for (const Case& c : cases) {
+    Experiment e = ZooExperiment(c.model, c.cluster, c.par, c.batch, c.prompt, c.generate);
+    SimOptions o;
+    o.write_trace = false;
+    auto r = SimulateExperiment(e, o);
+    ASSERT_TRUE(r.ok()) << c.model << ": " << r.status().message();
+    auto pl = Placement::Create(e);
+    ASSERT_TRUE(pl.ok());
+    auto b = ComputeBounds(e, *pl);
+    ASSERT_TRUE(b.ok());
+    EXPECT_GE(r->ttft, b->ttft.seconds() * (1 - 1e-9)) << c.model;
+    EXPECT_GE(r->tpot, b->tpot.seconds() * (1 - 1e-9)) << c.model;
+    EXPECT_GT(r->ops, 0);
+    EXPECT_GT(r->transfers, 0);
+    EXPECT_GE(r->comm_fraction(), 0);
+    EXPECT_LE(r->comm_fraction(), 1);
+  }
+}
+
+TEST(SimulatorTest, SameExperimentGivesByteIdenticalTraces) {
+  Experiment e = ZooExperiment("tiny-moe-mla", "h100-sxm", Par(2, 1, 1, 4), 8, 64, 3);
+  e.workload.routing.kind = RoutingKind::kZipf;
+  e.workload.seed = 7;
+  std::string traces[2];
+  for (int i = 0; i < 2; ++i) {
+    SimOptions o;
+    o.trace_file = ::testing::TempDir() + "/det_" + std::to_string(i) + ".trace";
+    auto r = SimulateExperiment(e, o);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    traces[i] = ReadFile(o.trace_file);
+  }
+  EXPECT_GT(traces[0].size(), 1000u);
+  EXPECT_EQ(traces[0], traces[1]);
+}
+
+TEST(SimulatorTest, WritesIntoTheStoreAndTruncatesDecodeOnlyWhenAsked) {
+  Experiment e = ZooExperiment("tiny-dense", "h100-sxm", Par(2, 2, 1, 1), 4, 32, 6);
+  e.parallel.strategy = "tp2_pp2";
+  SimOptions o;
+  o.trace_root = ::testing::TempDir() + "/store";
+  o.max_decode_steps = 2;
+  auto r = SimulateExperiment(e, o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->decode_steps, 5);
+  EXPECT_EQ(r->decode_steps_simulated, 2);
+  EXPECT_NE(r->trace_path.find("/tiny-dense/tp2_pp2/batch_4_seq_32/trace_"), std::string::npos);
+  const std::string meta = ReadFile(r->metadata_path);
+  EXPECT_NE(meta.find("\"backend\": \"sim\""), std::string::npos) << meta.substr(0, 400);
+  EXPECT_NE(meta.find("\"simulated_decode_steps\": 2"), std::string::npos);
+  EXPECT_NEAR(r->total, r->ttft + 5 * r->tpot, 1e-12);
+}
+
+}  // namespace
+}  // namespace shardscope::sim

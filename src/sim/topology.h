@@ -1,0 +1,57 @@
+// Topology: the links of a cluster as the network model sees them, and the
+// path a transfer between two devices takes.
+//  - switched scale-up (NVLink + NVSwitch): each device's port into the switch,
+//    one link per direction; a transfer a→b uses up(a), down(b);
+//  - torus scale-up (TPU ICI): one link per device, dimension and direction;
+//    dimension-order routing, the shorter way round with wraparound;
+//  - scale-out: each device's NIC (up, down) into a rail-optimised fat tree
+//    with a non-blocking core: a→b across domains uses nic_up(a), nic_down(b).
+// Capacities are bytes/s per direction. Immutable; thread-safe.
+#ifndef SHARDSCOPE_SIM_TOPOLOGY_H_
+#define SHARDSCOPE_SIM_TOPOLOGY_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cluster/cluster.h"
+
+namespace shardscope::sim {
+
+class Topology {
+ public:
+  explicit Topology(const ClusterSpec& cluster);
+
+  int32_t num_links() const { return static_cast<int32_t>(capacity_.size()); }
+  double Capacity(int32_t link) const { return capacity_[link]; }
+  const std::vector<double>& capacities() const { return capacity_; }
+  // "nvl_up[3]", "nic_down[9]", "ici[5].d1-" — for messages and tests.
+  std::string LinkName(int32_t link) const;
+
+  // Appends the links from device a to device b (none when a == b).
+  void AppendPath(int64_t a, int64_t b, std::vector<int32_t>* links) const;
+  // Seconds of latency from a to b (ClusterSpec::LatencyBetween).
+  double Latency(int64_t a, int64_t b) const { return cluster_.LatencyBetween(a, b); }
+  bool SameDomain(int64_t a, int64_t b) const { return cluster_.SameScaleUpDomain(a, b); }
+  int64_t DomainOf(int64_t device) const { return cluster_.DomainOf(device); }
+
+  // Link ids (exposed for tests).
+  int32_t ScaleUpUp(int64_t d) const { return static_cast<int32_t>(d); }
+  int32_t ScaleUpDown(int64_t d) const { return static_cast<int32_t>(devices_ + d); }
+  int32_t NicUp(int64_t d) const { return static_cast<int32_t>(2 * devices_ + d); }
+  int32_t NicDown(int64_t d) const { return static_cast<int32_t>(3 * devices_ + d); }
+  int32_t TorusLink(int64_t d, int dim, bool negative) const {
+    return static_cast<int32_t>(4 * devices_ + d * 6 + dim * 2 + (negative ? 1 : 0));
+  }
+
+ private:
+  void AppendTorusPath(int64_t a, int64_t b, std::vector<int32_t>* links) const;
+
+  ClusterSpec cluster_;
+  int64_t devices_;
+  std::vector<double> capacity_;
+};
+
+}  // namespace shardscope::sim
+
+#endif  // SHARDSCOPE_SIM_TOPOLOGY_H_

@@ -1,0 +1,50 @@
+// TraceEmitter: writes one simulated phase into a trace — an "X" event per op
+// (its Program fields as args), a sync-wait event per comm op that waited for
+// its peers (on its own track, tid = 100 + stream), phase and step spans, and
+// process/thread names. Events are written rank by rank in op order, so the
+// same simulation always yields the same bytes. Not thread-safe.
+#ifndef SHARDSCOPE_SIM_TRACE_EMITTER_H_
+#define SHARDSCOPE_SIM_TRACE_EMITTER_H_
+
+#include <string>
+
+#include "config/experiment.h"
+#include "plan/memory.h"
+#include "plan/placement.h"
+#include "program/program.h"
+#include "sim/engine.h"
+#include "trace/trace_writer.h"
+
+namespace shardscope::sim {
+
+// Track of the sync-wait events of comm stream s.
+inline constexpr int32_t kWaitTrackBase = 100;
+
+class TraceEmitter {
+ public:
+  // Borrows the writer and placement; they must outlive the emitter.
+  TraceEmitter(trace::TraceWriter* writer, const Experiment& experiment,
+               const Placement& placement);
+
+  // Process and thread names, and the memory counter of every rank at t = 0.
+  void WriteHeader(const MemoryPlan& memory);
+  // The ops and the phase/step span of one simulated phase.
+  void WritePhase(const PhaseProgram& program, const PhaseResult& result,
+                  const std::vector<double>& rank_start);
+  // The "decode" span of each rank, from its first step's start to its last step's end.
+  void WriteDecodeSpans(const std::vector<double>& start, const std::vector<double>& end);
+
+ private:
+  trace::TraceWriter* const writer_;
+  const Experiment& experiment_;
+  const Placement& placement_;
+  std::string dtype_;
+  trace::OpEvent event_;  // reused: keeps its vectors' capacity
+};
+
+// Seconds → trace nanoseconds (rounded).
+int64_t ToNs(double seconds);
+
+}  // namespace shardscope::sim
+
+#endif  // SHARDSCOPE_SIM_TRACE_EMITTER_H_
