@@ -160,6 +160,36 @@ TEST(CliTest, MalformedInputsExitTwoWithOneLineAndNoOutput) {
   }
 }
 
+TEST(CliTest, CpuBackendRunsRealRanksAndWritesAnAnalysableTrace) {
+  fs::path cfg = WriteConfig("cpu.yaml", R"(
+experiments:
+  - name: tiny_tp2
+    model: tiny-dense
+    hardware: local-cpu
+    parallelism: {strategy: tensor, tp_size: 2}
+    batch_size: 2
+    sequence_length: 16
+    tokens_to_generate: 4
+    dtype: fp32
+    backend: cpu
+    warmup_iterations: 0
+    measured_iterations: 1
+)");
+  fs::path store = fs::path(::testing::TempDir()) / "cpu_store";
+  fs::remove_all(store);
+  Result r = RunCli("run --json --config " + cfg.string() + " --out " + store.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 1u);
+  EXPECT_EQ(j[0]["backend"], "cpu");
+  EXPECT_EQ(j[0]["ranks"], 2);
+  std::string trace = j[0]["trace"];
+  ASSERT_TRUE(fs::exists(trace)) << trace;
+  Result a = RunCli("analyze --format json " + trace);
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_NE(a.out.find("ttft"), std::string::npos);
+}
+
 TEST(CliTest, UnreadableMalformedAndUnknownExperiment) {
   Result missing = RunCli("check --config /nonexistent/experiments.yaml");
   EXPECT_EQ(missing.exit_code, 2);

@@ -4,6 +4,8 @@
 
 #include "cli/cli.h"
 #include "config/experiment_loader.h"
+#include "core/units.h"
+#include "runtime/cpu_run.h"
 #include "sim/run_report.h"
 
 namespace shardscope::cli {
@@ -28,6 +30,7 @@ int RunRun(const RunOptions& o) {
   if (!selected.ok()) return ReportError(selected.status());
   auto algorithm = sim::ParseAlgorithm(o.algorithm);
   if (!algorithm.ok()) return ReportError(algorithm.status());
+  const bool tty = isatty(STDERR_FILENO);
   // Every experiment must have a backend that exists before any runs.
   for (Experiment& e : *selected) {
     if (!o.backend.empty()) {
@@ -35,17 +38,31 @@ int RunRun(const RunOptions& o) {
       if (!b.ok()) return ReportError(b.status());
       e.backend = *b;
     }
-    if (e.backend != Backend::kSim) {
+    if (e.backend == Backend::kCuda) {
       return ReportError(Unimplemented(
-          "experiment '{}': backend '{}' is not implemented yet (only 'sim' runs; use --backend "
-          "sim)",
-          e.name, BackendName(e.backend)));
+          "experiment '{}': backend 'cuda' is not implemented yet (use --backend sim or cpu)",
+          e.name));
     }
   }
-  const bool tty = isatty(STDERR_FILENO);
   std::vector<sim::RunReport> reports;
+  std::vector<std::pair<std::string, runtime::CpuRunResult>> cpu_runs;
   for (size_t i = 0; i < selected->size(); ++i) {
     const Experiment& e = (*selected)[i];
+    if (e.backend == Backend::kCpu) {
+      runtime::CpuRunOptions co;
+      co.config_path = o.config;
+      co.trace_root = o.out;
+      co.write_trace = !o.no_trace;
+      if (tty)
+        std::cerr << fmt::format("[{}/{}] {}: running on CPU ranks…\n", i + 1, selected->size(),
+                                 e.name);
+      auto r = runtime::RunCpuExperiment(e, co);
+      if (!r.ok())
+        return ReportError(r.status().WithPrefix(fmt::format("experiment '{}'", e.name)));
+      if (!r->root) return kExitOk;  // started under mpirun: rank 0 reports
+      cpu_runs.emplace_back(e.name, std::move(*r));
+      continue;
+    }
     sim::SimOptions so;
     so.calibration_file = o.calibration;
     so.allreduce = *algorithm;
@@ -66,9 +83,28 @@ int RunRun(const RunOptions& o) {
   if (o.json) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& r : reports) out.push_back(sim::RunReportJson(r));
+    for (const auto& [name, r] : cpu_runs) {
+      out.push_back({{"experiment", name},
+                     {"backend", "cpu"},
+                     {"ranks", r.ranks},
+                     {"ttft_s", r.ttft_seconds},
+                     {"tpot_s", r.tpot_seconds},
+                     {"generation_s", r.generation_seconds},
+                     {"trace", r.trace_path},
+                     {"metadata", r.metadata_path}});
+    }
     std::cout << out.dump(2) << "\n";
-  } else {
-    std::cout << sim::RunReportText(reports);
+    return kExitOk;
+  }
+  if (!reports.empty()) std::cout << sim::RunReportText(reports);
+  for (const auto& [name, r] : cpu_runs) {
+    double mean = 0;
+    for (double g : r.generation_seconds) mean += g / r.generation_seconds.size();
+    std::cout << fmt::format(
+        "{} (backend cpu, {} ranks): TTFT {}, TPOT {}, {} measured generations of {} on average\n",
+        name, r.ranks, FormatSeconds(r.ttft_seconds), FormatSeconds(r.tpot_seconds),
+        r.generation_seconds.size(), FormatSeconds(mean));
+    if (!r.trace_path.empty()) std::cout << fmt::format("  trace {}\n", r.trace_path);
   }
   return kExitOk;
 }
@@ -78,7 +114,8 @@ int RunRun(const RunOptions& o) {
 void AddRunCommand(CLI::App& app, int* exit_code) {
   auto opts = std::make_shared<RunOptions>();
   auto* cmd = app.add_subcommand(
-      "run", "Run experiments (backend sim: simulate), write traces, print TTFT/TPOT/throughput");
+      "run",
+      "Run experiments (sim: simulate; cpu: real ranks over MPI), write traces, print TTFT/TPOT");
   cmd->add_option("--config", opts->config, "experiments YAML file")->required();
   cmd->add_option("--experiment", opts->experiment, "only this experiment (or sweep)");
   cmd->add_option("--backend", opts->backend, "sim, cpu or cuda (default: each experiment's)");

@@ -1,0 +1,79 @@
+// `shardscope worker` (hidden): what mpirun starts on every rank of a
+// backend-cpu run (runtime/cpu_run.h). It reloads the experiment by name from
+// its YAML, checks it is the one the launcher meant, and runs this rank.
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/cli.h"
+#include "config/experiment_json.h"
+#include "config/experiment_loader.h"
+#include "runtime/cpu_run.h"
+
+namespace shardscope::cli {
+namespace {
+
+struct WorkerOptions {
+  std::string config, experiment, expect;
+  runtime::CpuRunOptions run;
+  bool no_trace = false;
+  int64_t warmup = -1, iterations = -1;
+};
+
+StatusOr<Experiment> FindExperiment(const WorkerOptions& o) {
+  ASSIGN_OR_RETURN(std::vector<Experiment> all, LoadExperiments(o.config));
+  for (Experiment& e : all) {
+    if (e.name != o.experiment) continue;
+    e.backend = Backend::kCpu;
+    if (!o.expect.empty()) {
+      nlohmann::json want;
+      try {
+        std::ifstream in(o.expect);
+        in >> want;
+      } catch (const std::exception& ex) {
+        return DataLoss("worker: unreadable --expect file {}: {}", o.expect, ex.what());
+      }
+      if (ExperimentToJson(e) != want) {
+        return Unimplemented(
+            "not implemented: backend cpu for experiment '{}' changed in memory (command-line "
+            "overrides other than --backend): the ranks reload it from {}",
+            o.experiment, o.config);
+      }
+    }
+    return e;
+  }
+  return NotFound("worker: no experiment '{}' in {}", o.experiment, o.config);
+}
+
+int RunWorker(WorkerOptions o) {
+  auto e = FindExperiment(o);
+  if (!e.ok()) return ReportError(e.status());
+  o.run.write_trace = !o.no_trace;
+  if (o.warmup >= 0) o.run.warmup_iterations = o.warmup;
+  if (o.iterations >= 0) o.run.measured_iterations = o.iterations;
+  auto r = runtime::RunCpuWorker(*e, o.run);  // a multi-rank failure aborts the job
+  if (!r.ok()) return ReportError(r.status());
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddWorkerCommand(CLI::App& app, int* exit_code) {
+  auto o = std::make_shared<WorkerOptions>();
+  auto* cmd = app.add_subcommand("worker", "one rank of a backend-cpu run (started by mpirun)");
+  cmd->group("");  // hidden from --help
+  cmd->add_option("--config", o->config)->required();
+  cmd->add_option("--experiment", o->experiment)->required();
+  cmd->add_option("--expect", o->expect);
+  cmd->add_option("--result", o->run.result_file);
+  cmd->add_option("--trace-root", o->run.trace_root);
+  cmd->add_option("--trace-file", o->run.trace_file);
+  cmd->add_flag("--no-trace", o->no_trace);
+  cmd->add_option("--warmup", o->warmup);
+  cmd->add_option("--iterations", o->iterations);
+  cmd->add_option("--fail-rank", o->run.fail_rank);
+  cmd->add_option("--fail-op", o->run.fail_op);
+  cmd->callback([o, exit_code] { *exit_code = RunWorker(*o); });
+}
+
+}  // namespace shardscope::cli

@@ -1,0 +1,107 @@
+// RunCpuExperiment end to end: mpirun starts `shardscope worker` on each rank,
+// the trace lands in the store with backend cpu, and a failing rank stops the
+// job naming the rank and the op, leaving no trace. Skipped when the
+// shardscope binary is not built beside this test.
+#include "runtime/cpu_run.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "config/experiment_loader.h"
+#include "trace/trace_reader.h"
+#include "trace/trace_store.h"
+
+namespace shardscope::runtime {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string Binary() {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return "";
+  return (fs::path(std::string(buf, static_cast<size_t>(n))).parent_path() / "shardscope").string();
+}
+
+class CpuRunTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    binary_ = Binary();
+    if (!fs::exists(binary_)) GTEST_SKIP() << "shardscope binary not built";
+    dir_ = fs::temp_directory_path() / ("shardscope_cpu_run_" + std::to_string(getpid()));
+    fs::create_directories(dir_);
+    config_ = (dir_ / "experiments.yaml").string();
+    std::ofstream(config_) << "defaults:\n  hardware: h100-sxm\n  seed: 3\n"
+                              "experiments:\n"
+                              "  - name: tiny_tp2\n    model: tiny-dense\n    backend: cpu\n"
+                              "    parallelism: {strategy: tp2, tp_size: 2}\n"
+                              "    batch_size: 2\n    sequence_length: 16\n"
+                              "    tokens_to_generate: 3\n";
+    auto all = LoadExperiments(config_);
+    ASSERT_TRUE(all.ok()) << all.status().message();
+    experiment_ = all->front();
+    options_.shardscope_binary = binary_;
+    options_.trace_root = (dir_ / "traces").string();
+    options_.warmup_iterations = 0;
+    options_.measured_iterations = 1;
+  }
+  void TearDown() override {
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+
+  std::string binary_, config_;
+  fs::path dir_;
+  Experiment experiment_;
+  CpuRunOptions options_;
+};
+
+TEST_F(CpuRunTest, TwoRanksWriteACpuTraceToTheStore) {
+  auto r = RunCpuExperiment(experiment_, options_);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->ranks, 2);
+  ASSERT_EQ(r->tokens.size(), 2u);
+  EXPECT_EQ(r->tokens[0].size(), 3u);
+  EXPECT_GT(r->ttft_seconds, 0.0);
+  EXPECT_GT(r->tpot_seconds, 0.0);
+  auto stored = trace::TraceStore(options_.trace_root).List();
+  ASSERT_TRUE(stored.ok());
+  ASSERT_EQ(stored->size(), 1u);
+  EXPECT_TRUE(stored->front().complete());
+  auto read = trace::ReadTraceFile(r->trace_path);
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  const trace::Trace& t = *read;
+  EXPECT_EQ(t.metadata["backend"], "cpu");
+  int allreduces = 0;
+  for (const auto& op : t.ops) {
+    EXPECT_GE(op.ts_ns, 0);
+    if (op.collective == trace::Collective::kAllReduce) {
+      ++allreduces;
+      EXPECT_EQ(op.group, (std::vector<int32_t>{0, 1}));
+      EXPECT_GT(op.bytes, 0);
+    }
+  }
+  // 2 layers × 2 + embedding = 5 per phase per rank, 3 phases, 2 ranks.
+  EXPECT_EQ(allreduces, 5 * 3 * 2);
+}
+
+TEST_F(CpuRunTest, AFailingRankStopsTheJobAndLeavesNoTrace) {
+  options_.fail_rank = 1;
+  options_.fail_op = "L1.attention";
+  ::testing::internal::CaptureStderr();
+  auto r = RunCpuExperiment(experiment_, options_);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("tiny_tp2"), std::string::npos);
+  // The failing rank's message, through mpirun's stderr.
+  EXPECT_NE(err.find("rank 1 failed in prefill"), std::string::npos) << err;
+  EXPECT_NE(err.find("L1.attention"), std::string::npos) << err;
+  auto stored = trace::TraceStore(options_.trace_root).List();
+  ASSERT_TRUE(stored.ok());
+  EXPECT_TRUE(stored->empty());
+}
+
+}  // namespace
+}  // namespace shardscope::runtime

@@ -1,0 +1,70 @@
+#include "runtime/local_communicator.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+
+namespace shardscope::runtime {
+namespace {
+
+class DoneRequest final : public CommRequest {
+ public:
+  Status Wait() override { return Status::Ok(); }
+  StatusOr<bool> Test() override { return true; }
+};
+
+Request Done() { return std::make_unique<DoneRequest>(); }
+
+}  // namespace
+
+Status LocalCommunicator::AddGroups(const Placement& placement) {
+  if (placement.world_size() != 1) {
+    return InvalidArgument("the local communicator runs one rank; the plan has {}",
+                           placement.world_size());
+  }
+  return Status::Ok();
+}
+
+StatusOr<Request> LocalCommunicator::AllReduce(int64_t, float*, int64_t) { return Done(); }
+
+StatusOr<Request> LocalCommunicator::AllGather(int64_t, const void* send, int64_t bytes,
+                                               void* recv) {
+  if (send != recv) std::memmove(recv, send, static_cast<size_t>(bytes));
+  return Done();
+}
+
+StatusOr<Request> LocalCommunicator::ReduceScatter(int64_t, const float* send, float* recv,
+                                                   int64_t count) {
+  std::memmove(recv, send, static_cast<size_t>(count) * sizeof(float));
+  return Done();
+}
+
+StatusOr<std::vector<int64_t>> LocalCommunicator::ExchangeCounts(int64_t,
+                                                                 const std::vector<int64_t>& send,
+                                                                 int64_t) {
+  return send;
+}
+
+StatusOr<Request> LocalCommunicator::AllToAllV(int64_t, const float* send,
+                                               const std::vector<int64_t>& send_counts, float* recv,
+                                               const std::vector<int64_t>&) {
+  std::memmove(recv, send, static_cast<size_t>(send_counts.at(0)) * sizeof(float));
+  return Done();
+}
+
+StatusOr<Request> LocalCommunicator::Broadcast(int64_t, void*, int64_t, int64_t) { return Done(); }
+
+StatusOr<Request> LocalCommunicator::Send(int64_t peer, const void*, int64_t, int) {
+  return InternalError("one-rank world: no peer {} to send to", peer);
+}
+
+StatusOr<Request> LocalCommunicator::Recv(int64_t peer, void*, int64_t, int) {
+  return InternalError("one-rank world: no peer {} to receive from", peer);
+}
+
+void LocalCommunicator::Abort(const std::string& message) {
+  std::cerr << "shardscope: error: " << message << std::endl;
+  std::abort();
+}
+
+}  // namespace shardscope::runtime

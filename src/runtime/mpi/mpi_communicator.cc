@@ -1,0 +1,259 @@
+#include "runtime/mpi/mpi_communicator.h"
+
+#include <cstdlib>
+#include <iostream>
+#include <limits>
+
+namespace shardscope::runtime {
+namespace {
+
+Status MpiStatus(int rc, const char* what) {
+  if (rc == MPI_SUCCESS) return Status::Ok();
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  return InternalError("MPI {} failed: {}", what, std::string(text, static_cast<size_t>(len)));
+}
+
+#define MPI_CHECK(call, what) RETURN_IF_ERROR(MpiStatus((call), what))
+
+// One MPI request; keeps the count arrays of a v-collective alive until it completes.
+class MpiRequest final : public CommRequest {
+ public:
+  MpiRequest() = default;
+  MpiRequest(const MpiRequest&) = delete;
+  MpiRequest& operator=(const MpiRequest&) = delete;
+  ~MpiRequest() override {
+    if (req_ != MPI_REQUEST_NULL) MPI_Wait(&req_, MPI_STATUS_IGNORE);
+  }
+  Status Wait() override {
+    if (req_ == MPI_REQUEST_NULL) return Status::Ok();
+    return MpiStatus(MPI_Wait(&req_, MPI_STATUS_IGNORE), "wait");
+  }
+  StatusOr<bool> Test() override {
+    if (req_ == MPI_REQUEST_NULL) return true;
+    int done = 0;
+    RETURN_IF_ERROR(MpiStatus(MPI_Test(&req_, &done, MPI_STATUS_IGNORE), "test"));
+    return done != 0;
+  }
+  MPI_Request* get() { return &req_; }
+  std::vector<int> counts[4];  // alltoallv: send counts, send displs, recv counts, recv displs
+
+ private:
+  MPI_Request req_ = MPI_REQUEST_NULL;
+};
+
+StatusOr<int> ToInt(int64_t v, const char* what) {
+  if (v < 0 || v > std::numeric_limits<int>::max()) {
+    return InvalidArgument("MPI {} count {} is out of int range", what, v);
+  }
+  return static_cast<int>(v);
+}
+
+}  // namespace
+
+bool UnderMpirun() {
+  return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMI_RANK") != nullptr ||
+         std::getenv("PMIX_RANK") != nullptr;
+}
+
+StatusOr<std::unique_ptr<MpiSession>> MpiSession::Init(int* argc, char*** argv) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized) return std::unique_ptr<MpiSession>(new MpiSession(false));
+  int provided = 0;
+  MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided), "init");
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  return std::unique_ptr<MpiSession>(new MpiSession(true));
+}
+
+MpiSession::~MpiSession() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (owns_ && !finalized) MPI_Finalize();
+}
+
+MpiComm::~MpiComm() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (comm_ != MPI_COMM_NULL && comm_ != MPI_COMM_WORLD && comm_ != MPI_COMM_SELF && !finalized) {
+    MPI_Comm_free(&comm_);
+  }
+}
+
+StatusOr<std::unique_ptr<MpiCommunicator>> MpiCommunicator::Create(MPI_Comm base) {
+  std::unique_ptr<MpiCommunicator> c(new MpiCommunicator());
+  MPI_Comm dup = MPI_COMM_NULL;
+  MPI_CHECK(MPI_Comm_dup(base, &dup), "comm_dup");
+  c->world_ = MpiComm(dup);
+  MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
+  int rank = 0, size = 0;
+  MPI_Comm_rank(dup, &rank);
+  MPI_Comm_size(dup, &size);
+  c->rank_ = rank, c->size_ = size;
+  return c;
+}
+
+Status MpiCommunicator::AddGroups(const Placement& placement) {
+  if (placement.world_size() != size_) {
+    return InvalidArgument("the plan has {} ranks but MPI started {}", placement.world_size(),
+                           size_);
+  }
+  for (int d = 0; d < kNumDims; ++d) {
+    const Group& mine = placement.GroupOf(rank_, static_cast<Dim>(d));
+    if (groups_.count(mine.id)) continue;
+    int64_t position = 0;
+    for (size_t i = 0; i < mine.ranks.size(); ++i) {
+      if (mine.ranks[i] == rank_) position = static_cast<int64_t>(i);
+    }
+    // Every rank splits once per dimension, colouring by its group id.
+    MPI_Comm split = MPI_COMM_NULL;
+    MPI_CHECK(
+        MPI_Comm_split(world_.get(), static_cast<int>(mine.id), static_cast<int>(position), &split),
+        "comm_split");
+    MPI_Comm_set_errhandler(split, MPI_ERRORS_RETURN);
+    auto g = std::make_unique<GroupComm>(GroupComm{MpiComm(split), mine.ranks});
+    groups_[mine.id] = std::move(g);
+  }
+  return Status::Ok();
+}
+
+StatusOr<const MpiCommunicator::GroupComm*> MpiCommunicator::Find(int64_t group) const {
+  auto it = groups_.find(group);
+  if (it == groups_.end()) {
+    return InternalError("rank {} is not a member of group {} (AddGroups first)", rank_, group);
+  }
+  return it->second.get();
+}
+
+StatusOr<Request> MpiCommunicator::AllReduce(int64_t group, float* data, int64_t count) {
+  ASSIGN_OR_RETURN(const GroupComm* g, Find(group));
+  ASSIGN_OR_RETURN(int n, ToInt(count, "all-reduce"));
+  auto r = std::make_unique<MpiRequest>();
+  MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data, n, MPI_FLOAT, MPI_SUM, g->comm.get(), r->get()),
+            "all-reduce");
+  return Request(std::move(r));
+}
+
+StatusOr<Request> MpiCommunicator::AllGather(int64_t group, const void* send, int64_t bytes,
+                                             void* recv) {
+  ASSIGN_OR_RETURN(const GroupComm* g, Find(group));
+  ASSIGN_OR_RETURN(int n, ToInt(bytes, "all-gather"));
+  auto r = std::make_unique<MpiRequest>();
+  MPI_CHECK(MPI_Iallgather(send, n, MPI_BYTE, recv, n, MPI_BYTE, g->comm.get(), r->get()),
+            "all-gather");
+  return Request(std::move(r));
+}
+
+StatusOr<Request> MpiCommunicator::ReduceScatter(int64_t group, const float* send, float* recv,
+                                                 int64_t count) {
+  ASSIGN_OR_RETURN(const GroupComm* g, Find(group));
+  ASSIGN_OR_RETURN(int n, ToInt(count, "reduce-scatter"));
+  auto r = std::make_unique<MpiRequest>();
+  MPI_CHECK(MPI_Ireduce_scatter_block(send, recv, n, MPI_FLOAT, MPI_SUM, g->comm.get(), r->get()),
+            "reduce-scatter");
+  return Request(std::move(r));
+}
+
+StatusOr<std::vector<int64_t>> MpiCommunicator::ExchangeCounts(int64_t group,
+                                                               const std::vector<int64_t>& send,
+                                                               int64_t per_member) {
+  ASSIGN_OR_RETURN(const GroupComm* g, Find(group));
+  if (static_cast<int64_t>(send.size()) != static_cast<int64_t>(g->ranks.size()) * per_member) {
+    return InternalError("count exchange: {} counts for a group of {} × {}", send.size(),
+                         g->ranks.size(), per_member);
+  }
+  ASSIGN_OR_RETURN(int n, ToInt(per_member, "count exchange"));
+  std::vector<int64_t> recv(send.size());
+  MPI_CHECK(MPI_Alltoall(send.data(), n, MPI_INT64_T, recv.data(), n, MPI_INT64_T, g->comm.get()),
+            "count exchange");
+  return recv;
+}
+
+StatusOr<Request> MpiCommunicator::AllToAllV(int64_t group, const float* send,
+                                             const std::vector<int64_t>& send_counts, float* recv,
+                                             const std::vector<int64_t>& recv_counts) {
+  ASSIGN_OR_RETURN(const GroupComm* g, Find(group));
+  const size_t n = g->ranks.size();
+  if (send_counts.size() != n || recv_counts.size() != n) {
+    return InternalError("all-to-all-v: counts for {}/{} members, group has {}", send_counts.size(),
+                         recv_counts.size(), n);
+  }
+  auto r = std::make_unique<MpiRequest>();
+  int64_t sd = 0, rd = 0;
+  for (size_t i = 0; i < n; ++i) {
+    ASSIGN_OR_RETURN(int sc, ToInt(send_counts[i], "all-to-all-v"));
+    ASSIGN_OR_RETURN(int rc, ToInt(recv_counts[i], "all-to-all-v"));
+    ASSIGN_OR_RETURN(int sdi, ToInt(sd, "all-to-all-v"));
+    ASSIGN_OR_RETURN(int rdi, ToInt(rd, "all-to-all-v"));
+    r->counts[0].push_back(sc), r->counts[1].push_back(sdi);
+    r->counts[2].push_back(rc), r->counts[3].push_back(rdi);
+    sd += sc, rd += rc;
+  }
+  MPI_CHECK(
+      MPI_Ialltoallv(send, r->counts[0].data(), r->counts[1].data(), MPI_FLOAT, recv,
+                     r->counts[2].data(), r->counts[3].data(), MPI_FLOAT, g->comm.get(), r->get()),
+      "all-to-all-v");
+  return Request(std::move(r));
+}
+
+StatusOr<Request> MpiCommunicator::Broadcast(int64_t group, void* data, int64_t bytes,
+                                             int64_t root) {
+  ASSIGN_OR_RETURN(const GroupComm* g, Find(group));
+  ASSIGN_OR_RETURN(int n, ToInt(bytes, "broadcast"));
+  int root_pos = -1;
+  for (size_t i = 0; i < g->ranks.size(); ++i) {
+    if (g->ranks[i] == root) root_pos = static_cast<int>(i);
+  }
+  if (root_pos < 0) return InternalError("broadcast root {} is not in group {}", root, group);
+  auto r = std::make_unique<MpiRequest>();
+  MPI_CHECK(MPI_Ibcast(data, n, MPI_BYTE, root_pos, g->comm.get(), r->get()), "broadcast");
+  return Request(std::move(r));
+}
+
+StatusOr<Request> MpiCommunicator::Send(int64_t peer, const void* data, int64_t bytes, int tag) {
+  ASSIGN_OR_RETURN(int n, ToInt(bytes, "send"));
+  auto r = std::make_unique<MpiRequest>();
+  MPI_CHECK(MPI_Isend(data, n, MPI_BYTE, static_cast<int>(peer), tag, world_.get(), r->get()),
+            "send");
+  return Request(std::move(r));
+}
+
+StatusOr<Request> MpiCommunicator::Recv(int64_t peer, void* data, int64_t bytes, int tag) {
+  ASSIGN_OR_RETURN(int n, ToInt(bytes, "recv"));
+  auto r = std::make_unique<MpiRequest>();
+  MPI_CHECK(MPI_Irecv(data, n, MPI_BYTE, static_cast<int>(peer), tag, world_.get(), r->get()),
+            "recv");
+  return Request(std::move(r));
+}
+
+Status MpiCommunicator::Barrier() { return MpiStatus(MPI_Barrier(world_.get()), "barrier"); }
+
+StatusOr<std::vector<std::string>> MpiCommunicator::GatherToRoot(const std::string& bytes) {
+  ASSIGN_OR_RETURN(int n, ToInt(static_cast<int64_t>(bytes.size()), "gather"));
+  std::vector<int> sizes(rank_ == 0 ? size_ : 0), displs(sizes.size());
+  MPI_CHECK(MPI_Gather(&n, 1, MPI_INT, sizes.data(), 1, MPI_INT, 0, world_.get()), "gather");
+  std::string all;
+  if (rank_ == 0) {
+    int64_t total = 0;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      ASSIGN_OR_RETURN(displs[i], ToInt(total, "gather"));
+      total += sizes[i];
+    }
+    all.resize(static_cast<size_t>(total));
+  }
+  MPI_CHECK(MPI_Gatherv(bytes.data(), n, MPI_BYTE, all.data(), sizes.data(), displs.data(),
+                        MPI_BYTE, 0, world_.get()),
+            "gather");
+  std::vector<std::string> out;
+  for (size_t i = 0; i < sizes.size(); ++i) out.push_back(all.substr(displs[i], sizes[i]));
+  return out;
+}
+
+void MpiCommunicator::Abort(const std::string& message) {
+  std::cerr << "shardscope: error: " << message << std::endl;
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  std::abort();  // MPI_Abort does not return; keeps [[noreturn]] honest.
+}
+
+}  // namespace shardscope::runtime

@@ -1,0 +1,232 @@
+#include "runtime/weights.h"
+
+#include <cmath>
+
+#include "program/program_builder.h"
+
+namespace shardscope::runtime {
+namespace {
+
+uint64_t SplitMix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+uint64_t HashName(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+float MatScale(int64_t fan_in) { return static_cast<float>(std::sqrt(3.0 / fan_in)); }
+
+// Norm weights near 1, so norms neither vanish nor are trivially exact.
+Tensor NormWeight(uint64_t seed, const std::string& name, int64_t n) {
+  return InitColumns(seed, name, 1, n, {{0, n}}, 0.1f, 1.0f);
+}
+
+// An FFN of global intermediate width `inter` split over tp: gate/up columns, down rows.
+ExpertWeights Ffn(uint64_t seed, const std::string& prefix, const ModelSpec& m, int64_t inter,
+                  Slice local, bool down_bias) {
+  ExpertWeights w;
+  const int64_t h = m.hidden_size;
+  const bool glu = m.activation == Activation::kSwiGlu;
+  // Global gate_up is [h × 2·inter]: gate columns [0, inter), up columns [inter, 2·inter).
+  std::vector<Slice> cols = {local};
+  if (glu) cols.push_back({inter + local.begin, local.count});
+  const int64_t width = glu ? 2 * inter : inter;
+  w.gate_up = InitColumns(seed, prefix + ".gate_up", h, width, cols, MatScale(h));
+  w.down = InitRows(seed, prefix + ".down", inter, h, local, MatScale(inter));
+  if (m.mlp_bias) {
+    w.gate_up_bias = InitColumns(seed, prefix + ".gate_up_bias", 1, width, cols, 0.1f);
+    if (down_bias) w.down_bias = InitColumns(seed, prefix + ".down_bias", 1, h, {{0, h}}, 0.1f);
+  }
+  return w;
+}
+
+}  // namespace
+
+Slice SplitSlice(int64_t n, int64_t parts, int64_t i) {
+  Slice s;
+  for (int64_t j = 0; j < i; ++j) s.begin += SplitCount(n, parts, j);
+  s.count = SplitCount(n, parts, i);
+  return s;
+}
+
+float InitValue(uint64_t seed, const std::string& name, int64_t index, float scale) {
+  const uint64_t r = SplitMix(SplitMix(seed ^ HashName(name)) + static_cast<uint64_t>(index));
+  const double u = static_cast<double>(r >> 11) * 0x1.0p-53;  // [0, 1)
+  return static_cast<float>((2.0 * u - 1.0) * scale);
+}
+
+Tensor InitColumns(uint64_t seed, const std::string& name, int64_t rows, int64_t cols,
+                   const std::vector<Slice>& slices, float scale, float offset) {
+  int64_t width = 0;
+  for (const Slice& s : slices) width += s.count;
+  Tensor t(rows == 1 ? std::vector<int64_t>{width} : std::vector<int64_t>{rows, width});
+  for (int64_t i = 0; i < rows; ++i) {
+    int64_t at = 0;
+    for (const Slice& s : slices) {
+      for (int64_t j = 0; j < s.count; ++j) {
+        t[i * width + at++] = offset + InitValue(seed, name, i * cols + s.begin + j, scale);
+      }
+    }
+  }
+  return t;
+}
+
+Tensor InitRows(uint64_t seed, const std::string& name, int64_t rows, int64_t cols, Slice slice,
+                float scale, float offset) {
+  Tensor t({slice.count, cols});
+  for (int64_t i = 0; i < slice.count; ++i) {
+    for (int64_t j = 0; j < cols; ++j) {
+      t[i * cols + j] = offset + InitValue(seed, name, (slice.begin + i) * cols + j, scale);
+    }
+  }
+  return t;
+}
+
+int32_t PromptToken(uint64_t seed, int64_t request, int64_t pos, int64_t vocab) {
+  const uint64_t r =
+      SplitMix(SplitMix(seed ^ 0x70726f6d7074ull) ^
+               SplitMix(static_cast<uint64_t>(request) * 1000003ull + static_cast<uint64_t>(pos)));
+  return static_cast<int32_t>(r % static_cast<uint64_t>(vocab));
+}
+
+StatusOr<Weights> Weights::Create(const Experiment& e, const Placement& pl, int64_t rank) {
+  const ModelSpec& m = e.model;
+  if (m.norm != NormKind::kRmsNorm) {
+    return Unimplemented("not implemented: LayerNorm in the CPU executor (model '{}')", m.name);
+  }
+  const uint64_t seed = e.workload.seed;
+  const int64_t h = m.hidden_size;
+  const int64_t tp = e.parallel.tp;
+  const int64_t ctp = pl.Coord(rank, Dim::kTp);
+  const int64_t stage = pl.Coord(rank, Dim::kPp);
+  const int64_t hq = m.num_heads / tp;
+  Weights w;
+  w.vocab_ = SplitSlice(m.vocab_size, tp, ctp);
+  if (stage == 0) {
+    w.embedding_ = InitRows(seed, "embedding", m.vocab_size, h, w.vocab_, 1.0f);
+  }
+  if (stage == pl.num_stages() - 1) {
+    w.final_norm_ = NormWeight(seed, "final_norm", h);
+    if (m.tie_embeddings) {  // the head is the embedding table transposed
+      w.lm_head_ = Tensor({h, w.vocab_.count});
+      for (int64_t i = 0; i < h; ++i) {
+        for (int64_t v = 0; v < w.vocab_.count; ++v) {
+          w.lm_head_[i * w.vocab_.count + v] =
+              InitValue(seed, "embedding", (w.vocab_.begin + v) * h + i, 1.0f);
+        }
+      }
+    } else {
+      w.lm_head_ = InitColumns(seed, "lm_head", h, m.vocab_size, {w.vocab_}, MatScale(h));
+    }
+  }
+  for (int64_t l : pl.LayersOfStage(stage)) {
+    const std::string p = "L" + std::to_string(l);
+    LayerWeights lw;
+    lw.layer = l;
+    lw.input_norm = NormWeight(seed, p + ".input_norm", h);
+    lw.post_norm = NormWeight(seed, p + ".post_norm", h);
+    if (m.attention == AttentionKind::kGqa) {
+      const int64_t d = m.head_dim;
+      const int64_t hkv_total = m.num_kv_heads;
+      // KV heads of this rank: its share, or the one its query heads use when tp exceeds them.
+      const Slice kv = tp > hkv_total ? Slice{ctp * hq / (m.num_heads / hkv_total), 1}
+                                      : Slice{ctp * hkv_total / tp, hkv_total / tp};
+      const int64_t qw = m.num_heads * d, kw = hkv_total * d;
+      // Global fused [h × (H + 2·Hkv)·d]: all q heads, then k heads, then v heads.
+      const std::vector<Slice> cols = {{ctp * hq * d, hq * d},
+                                       {qw + kv.begin * d, kv.count * d},
+                                       {qw + kw + kv.begin * d, kv.count * d}};
+      lw.qkv = InitColumns(seed, p + ".qkv", h, qw + 2 * kw, cols, MatScale(h));
+      if (m.qkv_bias) lw.qkv_bias = InitColumns(seed, p + ".qkv_bias", 1, qw + 2 * kw, cols, 0.1f);
+      lw.o = InitRows(seed, p + ".o", qw, h, {ctp * hq * d, hq * d}, MatScale(qw));
+    } else {
+      const MlaSpec& a = m.mla;
+      const int64_t qk = a.qk_nope_head_dim + a.qk_rope_head_dim;
+      const Slice heads_q{ctp * hq * qk, hq * qk};
+      if (a.q_lora_rank > 0) {
+        lw.q_a = InitColumns(seed, p + ".q_a", h, a.q_lora_rank, {{0, a.q_lora_rank}}, MatScale(h));
+        if (m.qkv_bias) {
+          lw.q_a_bias =
+              InitColumns(seed, p + ".q_a_bias", 1, a.q_lora_rank, {{0, a.q_lora_rank}}, 0.1f);
+        }
+        lw.q_a_norm = NormWeight(seed, p + ".q_a_norm", a.q_lora_rank);
+        lw.q_b = InitColumns(seed, p + ".q_b", a.q_lora_rank, m.num_heads * qk, {heads_q},
+                             MatScale(a.q_lora_rank));
+      } else {
+        lw.q = InitColumns(seed, p + ".q", h, m.num_heads * qk, {heads_q}, MatScale(h));
+      }
+      const int64_t latent = a.kv_lora_rank + a.qk_rope_head_dim;
+      lw.kv_a = InitColumns(seed, p + ".kv_a", h, latent, {{0, latent}}, MatScale(h));
+      if (m.qkv_bias)
+        lw.kv_a_bias = InitColumns(seed, p + ".kv_a_bias", 1, latent, {{0, latent}}, 0.1f);
+      lw.kv_a_norm = NormWeight(seed, p + ".kv_a_norm", a.kv_lora_rank);
+      const int64_t per_head = a.qk_nope_head_dim + a.v_head_dim;
+      lw.kv_b = InitColumns(seed, p + ".kv_b", a.kv_lora_rank, m.num_heads * per_head,
+                            {{ctp * hq * per_head, hq * per_head}}, MatScale(a.kv_lora_rank));
+      const int64_t ow = m.num_heads * a.v_head_dim;
+      lw.o = InitRows(seed, p + ".o", ow, h, {ctp * hq * a.v_head_dim, hq * a.v_head_dim},
+                      MatScale(ow));
+    }
+    if (m.o_bias && ctp == 0) lw.o_bias = InitColumns(seed, p + ".o_bias", 1, h, {{0, h}}, 0.1f);
+    if (m.IsMoeLayer(l)) {
+      const MoeSpec& moe = m.moe;
+      const int64_t ne = moe.num_routed_experts;
+      lw.router = InitColumns(seed, p + ".router", h, ne, {{0, ne}}, MatScale(h));
+      if (moe.router == RouterKind::kSigmoidBias) {
+        lw.router_bias = InitColumns(seed, p + ".router_bias", 1, ne, {{0, ne}}, 0.1f);
+      }
+      const int64_t inter = moe.expert_intermediate_size;
+      const Slice local = SplitSlice(inter, tp, ctp);
+      for (int64_t x : pl.ExpertsOfEpRank(pl.Coord(rank, Dim::kEp))) {
+        lw.experts.push_back(
+            Ffn(seed, p + ".expert" + std::to_string(x), m, inter, local, ctp == 0));
+      }
+      if (moe.num_shared_experts > 0) {
+        const int64_t s_inter = moe.num_shared_experts * inter;
+        lw.shared = Ffn(seed, p + ".shared", m, s_inter, SplitSlice(s_inter, tp, ctp), ctp == 0);
+      }
+    } else {
+      lw.ffn = Ffn(seed, p + ".ffn", m, m.intermediate_size,
+                   SplitSlice(m.intermediate_size, tp, ctp), ctp == 0);
+    }
+    w.layers_.push_back(std::move(lw));
+  }
+  return w;
+}
+
+bool Weights::has_layer(int64_t l) const {
+  for (const LayerWeights& lw : layers_) {
+    if (lw.layer == l) return true;
+  }
+  return false;
+}
+
+const LayerWeights& Weights::layer(int64_t l) const {
+  for (const LayerWeights& lw : layers_) {
+    if (lw.layer == l) return lw;
+  }
+  return layers_.front();  // callers check has_layer; the executor validates the Program
+}
+
+int64_t Weights::num_parameters() const {
+  int64_t n = embedding_.size() + final_norm_.size() + lm_head_.size();
+  auto ffn = [](const ExpertWeights& f) {
+    return f.gate_up.size() + f.gate_up_bias.size() + f.down.size() + f.down_bias.size();
+  };
+  for (const LayerWeights& l : layers_) {
+    n += l.input_norm.size() + l.post_norm.size() + l.qkv.size() + l.qkv_bias.size() +
+         l.q_a.size() + l.q_a_bias.size() + l.q_a_norm.size() + l.q_b.size() + l.q.size() +
+         l.kv_a.size() + l.kv_a_bias.size() + l.kv_a_norm.size() + l.kv_b.size() + l.o.size() +
+         l.o_bias.size() + ffn(l.ffn) + l.router.size() + l.router_bias.size() + ffn(l.shared);
+    for (const ExpertWeights& x : l.experts) n += ffn(x);
+  }
+  return n;
+}
+
+}  // namespace shardscope::runtime
