@@ -5,50 +5,14 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "program/op_event.h"
+
 namespace shardscope::runtime {
 namespace {
 
 using nlohmann::json;
 
 constexpr int kClockTag = 32001;  // above the executor's tags (1..30000)
-
-trace::Collective ToTrace(Collective c) {
-  switch (c) {
-    case Collective::kAllReduce:
-      return trace::Collective::kAllReduce;
-    case Collective::kAllGather:
-      return trace::Collective::kAllGather;
-    case Collective::kReduceScatter:
-      return trace::Collective::kReduceScatter;
-    case Collective::kAllToAll:
-      return trace::Collective::kAllToAll;
-    case Collective::kSend:
-      return trace::Collective::kSend;
-    case Collective::kRecv:
-      return trace::Collective::kRecv;
-    case Collective::kBroadcast:
-      return trace::Collective::kBroadcast;
-    case Collective::kNone:
-      break;
-  }
-  return trace::Collective::kNone;
-}
-
-trace::GroupDim ToTrace(Dim d) {
-  switch (d) {
-    case Dim::kTp:
-      return trace::GroupDim::kTp;
-    case Dim::kSp:
-      return trace::GroupDim::kSp;
-    case Dim::kEp:
-      return trace::GroupDim::kEp;
-    case Dim::kDp:
-      return trace::GroupDim::kDp;
-    case Dim::kPp:
-      return trace::GroupDim::kPp;
-  }
-  return trace::GroupDim::kNone;
-}
 
 }  // namespace
 
@@ -95,37 +59,15 @@ RankEvents ToTraceEvents(const std::vector<OpRecord>& records, const Placement& 
     const Op& op = rec.op;
     trace::OpEvent e;
     e.rank = r32;
-    e.stream = static_cast<int32_t>(op.stream);
-    e.name = OpName(op);
-    e.category = op.is_comm() ? trace::Category::kComm : trace::Category::kCompute;
+    FillOpEvent(op, placement, &e);
     e.ts_ns = rec.start_ns - offset_ns - origin_ns;
     e.dur_ns = std::max<int64_t>(rec.end_ns - rec.start_ns, 0);
     e.phase = rec.phase_index == 0 ? trace::Phase::kPrefill : trace::Phase::kDecode;
     e.step = rec.phase_index == 0 ? -1 : rec.phase_index - 1;
-    e.layer = op.layer;
-    e.micro_batch = op.micro_batch;
-    e.sp_step = op.sp_step;
-    e.flops = op.flops;
-    e.bytes_read = op.bytes_read;
-    e.bytes_written = op.bytes_written;
     e.dtype = "fp32";
-    if (op.is_comm()) {
-      e.collective = ToTrace(op.collective);
-      e.kind = std::string(trace::CollectiveName(e.collective));
-      e.dim = ToTrace(op.dim);
-      e.seq = op.seq;
-      e.bytes = rec.bytes;  // what really moved (fp32, the router's real split)
+    if (op.is_comm()) {  // what really moved (fp32, the router's real split)
+      e.bytes = rec.bytes;
       e.bytes_per_peer = rec.bytes_per_peer;
-      if (op.collective == Collective::kSend || op.collective == Collective::kRecv) {
-        e.peer = static_cast<int32_t>(op.peer);
-      } else if (op.group_id >= 0) {
-        for (int64_t g : placement.groups()[static_cast<size_t>(op.group_id)].ranks) {
-          e.group.push_back(static_cast<int32_t>(g));
-        }
-        if (op.collective == Collective::kBroadcast) e.root = static_cast<int32_t>(op.peer);
-      }
-    } else {
-      e.kind = std::string(OpKindName(op.kind));
     }
     auto [it, fresh] = extent.try_emplace(rec.phase_index, e.ts_ns, e.end_ns());
     if (!fresh) {

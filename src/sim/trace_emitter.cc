@@ -3,53 +3,10 @@
 #include <cmath>
 
 #include "core/dtype.h"
+#include "program/op_event.h"
 
 namespace shardscope::sim {
-namespace {
-
-trace::Collective ToTrace(Collective c) {
-  switch (c) {
-    case Collective::kAllReduce:
-      return trace::Collective::kAllReduce;
-    case Collective::kAllGather:
-      return trace::Collective::kAllGather;
-    case Collective::kReduceScatter:
-      return trace::Collective::kReduceScatter;
-    case Collective::kAllToAll:
-      return trace::Collective::kAllToAll;
-    case Collective::kSend:
-      return trace::Collective::kSend;
-    case Collective::kRecv:
-      return trace::Collective::kRecv;
-    case Collective::kBroadcast:
-      return trace::Collective::kBroadcast;
-    case Collective::kNone:
-      break;
-  }
-  return trace::Collective::kNone;
-}
-
-trace::GroupDim ToTrace(Dim d) {
-  switch (d) {
-    case Dim::kTp:
-      return trace::GroupDim::kTp;
-    case Dim::kSp:
-      return trace::GroupDim::kSp;
-    case Dim::kEp:
-      return trace::GroupDim::kEp;
-    case Dim::kDp:
-      return trace::GroupDim::kDp;
-    case Dim::kPp:
-      return trace::GroupDim::kPp;
-  }
-  return trace::GroupDim::kNone;
-}
-
-trace::Phase ToTrace(Phase p) {
-  return p == Phase::kPrefill ? trace::Phase::kPrefill : trace::Phase::kDecode;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 int64_t ToNs(double seconds) { return std::llround(seconds * 1e9); }
 
@@ -90,7 +47,7 @@ void TraceEmitter::WriteHeader(const MemoryPlan& memory) {
 
 void TraceEmitter::WritePhase(const PhaseProgram& program, const PhaseResult& result,
                               const std::vector<double>& rank_start) {
-  const trace::Phase phase = ToTrace(program.phase);
+  const trace::Phase phase = ToTracePhase(program.phase);
   const int32_t step = program.phase == Phase::kDecode ? static_cast<int32_t>(program.step) : -1;
   trace::OpEvent& e = event_;
   for (const RankProgram& rp : program.ranks) {
@@ -99,48 +56,14 @@ void TraceEmitter::WritePhase(const PhaseProgram& program, const PhaseResult& re
     for (const Op& op : rp.ops) {
       const OpTiming& t = timings[op.id];
       e.rank = rank;
-      e.stream = static_cast<int32_t>(op.stream);
-      e.name = OpName(op);
-      e.category = op.is_comm() ? trace::Category::kComm : trace::Category::kCompute;
+      FillOpEvent(op, placement_, &e);
       // A comm op spans from its post (as a real NCCL kernel that spins until
       // its peers arrive) to the end of its transfer.
       e.ts_ns = ToNs(t.post);
       e.dur_ns = ToNs(t.end) - e.ts_ns;
       e.phase = phase;
       e.step = step;
-      e.layer = op.layer;
-      e.micro_batch = op.micro_batch;
-      e.sp_step = op.sp_step;
-      e.flops = op.flops;
-      e.bytes_read = op.bytes_read;
-      e.bytes_written = op.bytes_written;
       e.dtype = dtype_;
-      e.group.clear();
-      e.bytes_per_peer.clear();
-      e.peer = -1;
-      e.root = -1;
-      if (op.is_comm()) {
-        e.collective = ToTrace(op.collective);
-        e.kind = std::string(trace::CollectiveName(e.collective));
-        e.dim = ToTrace(op.dim);
-        e.seq = op.seq;
-        e.bytes = op.bytes;
-        if (op.collective == Collective::kSend || op.collective == Collective::kRecv) {
-          e.peer = static_cast<int32_t>(op.peer);
-        } else if (op.group_id >= 0) {
-          for (int64_t r : placement_.groups()[op.group_id].ranks) {
-            e.group.push_back(static_cast<int32_t>(r));
-          }
-          if (op.collective == Collective::kBroadcast) e.root = static_cast<int32_t>(op.peer);
-        }
-        e.bytes_per_peer = op.bytes_per_peer;
-      } else {
-        e.collective = trace::Collective::kNone;
-        e.kind = std::string(OpKindName(op.kind));
-        e.dim = trace::GroupDim::kNone;
-        e.seq = -1;
-        e.bytes = 0;
-      }
       writer_->AddOp(e);
       if (op.is_comm() && ToNs(t.start) > ToNs(t.post)) {
         // The wait for the last peer, on a track of its own.

@@ -1,0 +1,85 @@
+#include "program/op_event.h"
+
+namespace shardscope {
+
+trace::Collective ToTraceCollective(Collective c) {
+  switch (c) {
+    case Collective::kAllReduce:
+      return trace::Collective::kAllReduce;
+    case Collective::kAllGather:
+      return trace::Collective::kAllGather;
+    case Collective::kReduceScatter:
+      return trace::Collective::kReduceScatter;
+    case Collective::kAllToAll:
+      return trace::Collective::kAllToAll;
+    case Collective::kSend:
+      return trace::Collective::kSend;
+    case Collective::kRecv:
+      return trace::Collective::kRecv;
+    case Collective::kBroadcast:
+      return trace::Collective::kBroadcast;
+    case Collective::kNone:
+      break;
+  }
+  return trace::Collective::kNone;
+}
+
+trace::GroupDim ToTraceDim(Dim d) {
+  switch (d) {
+    case Dim::kTp:
+      return trace::GroupDim::kTp;
+    case Dim::kSp:
+      return trace::GroupDim::kSp;
+    case Dim::kEp:
+      return trace::GroupDim::kEp;
+    case Dim::kDp:
+      return trace::GroupDim::kDp;
+    case Dim::kPp:
+      return trace::GroupDim::kPp;
+  }
+  return trace::GroupDim::kNone;
+}
+
+trace::Phase ToTracePhase(Phase p) {
+  return p == Phase::kPrefill ? trace::Phase::kPrefill : trace::Phase::kDecode;
+}
+
+void FillOpEvent(const Op& op, const Placement& placement, trace::OpEvent* e) {
+  e->stream = static_cast<int32_t>(op.stream);
+  e->name = OpName(op);
+  e->category = op.is_comm() ? trace::Category::kComm : trace::Category::kCompute;
+  e->layer = op.layer;
+  e->micro_batch = op.micro_batch;
+  e->sp_step = op.sp_step;
+  e->flops = op.flops;
+  e->bytes_read = op.bytes_read;
+  e->bytes_written = op.bytes_written;
+  e->group.clear();
+  e->bytes_per_peer.clear();
+  e->peer = -1;
+  e->root = -1;
+  if (!op.is_comm()) {
+    e->collective = trace::Collective::kNone;
+    e->kind = std::string(OpKindName(op.kind));
+    e->dim = trace::GroupDim::kNone;
+    e->seq = -1;
+    e->bytes = 0;
+    return;
+  }
+  e->collective = ToTraceCollective(op.collective);
+  e->kind = std::string(trace::CollectiveName(e->collective));
+  e->dim = ToTraceDim(op.dim);
+  e->seq = op.seq;
+  e->bytes = op.bytes;
+  e->bytes_per_peer = op.bytes_per_peer;
+  if (op.collective == Collective::kSend || op.collective == Collective::kRecv) {
+    e->peer = static_cast<int32_t>(op.peer);
+  } else if (op.group_id >= 0) {
+    for (int64_t r : placement.groups()[static_cast<size_t>(op.group_id)].ranks) {
+      e->group.push_back(static_cast<int32_t>(r));
+    }
+    if (op.collective == Collective::kBroadcast) e->root = static_cast<int32_t>(op.peer);
+  }
+}
+
+}  // namespace shardscope

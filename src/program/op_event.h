@@ -1,0 +1,26 @@
+// Converts a Program op into the trace model's OpEvent fields, so the
+// simulator and the real executors describe the same op identically in their
+// traces. Time, phase, step, dtype and the bytes that really moved are the
+// caller's to set.
+#ifndef SHARDSCOPE_PROGRAM_OP_EVENT_H_
+#define SHARDSCOPE_PROGRAM_OP_EVENT_H_
+
+#include "plan/placement.h"
+#include "program/op.h"
+#include "trace/trace_event.h"
+
+namespace shardscope {
+
+trace::Collective ToTraceCollective(Collective c);
+trace::GroupDim ToTraceDim(Dim d);
+trace::Phase ToTracePhase(Phase p);
+
+// Sets e's rank-independent op fields: stream, name, category, kind, layer,
+// micro-batch, ring step, FLOPs, bytes, and for comm ops the collective,
+// dimension, seq, message bytes, bytes per peer, peer or group ranks and root.
+// Resets the comm fields of a compute op, so one event can be reused.
+void FillOpEvent(const Op& op, const Placement& placement, trace::OpEvent* e);
+
+}  // namespace shardscope
+
+#endif  // SHARDSCOPE_PROGRAM_OP_EVENT_H_
