@@ -52,9 +52,13 @@ MetricSet ComputeMetrics(RunData* data) {
   ctx.info = RunInfo::FromMetadata(data->metadata);
   int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
   for (auto& [rank, rd] : data->ranks) {
-    std::sort(rd.ops.begin(), rd.ops.end(), [](const OpRec& a, const OpRec& b) {
+    auto by_start = [](const OpRec& a, const OpRec& b) {
       return a.ts < b.ts || (a.ts == b.ts && a.end < b.end);
-    });
+    };
+    // Traces are usually written in time order per rank: then ties keep file order.
+    if (!std::is_sorted(rd.ops.begin(), rd.ops.end(), by_start)) {
+      std::sort(rd.ops.begin(), rd.ops.end(), by_start);
+    }
     for (const OpRec& op : rd.ops) {
       lo = std::min(lo, op.ts);
       hi = std::max(hi, op.end);

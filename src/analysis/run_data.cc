@@ -41,14 +41,40 @@ RankData& RunCollector::Rank(int32_t rank) {
 }
 
 int32_t RunCollector::InternGroup(GroupDim dim, const std::vector<int32_t>& ranks, bool p2p) {
+  for (int32_t id : recent_groups_) {
+    if (id >= 0 && data_->groups[id].dim == dim && data_->groups[id].ranks == ranks) return id;
+  }
   scratch_key_.first = dim;
   scratch_key_.second = ranks;  // reuses capacity: no allocation in steady state
   auto it = group_index_.find(scratch_key_);
-  if (it != group_index_.end()) return it->second;
-  int32_t id = static_cast<int32_t>(data_->groups.size());
-  data_->groups.push_back({ranks, dim, p2p});
-  group_index_.emplace(scratch_key_, id);
+  int32_t id;
+  if (it != group_index_.end()) {
+    id = it->second;
+  } else {
+    id = static_cast<int32_t>(data_->groups.size());
+    data_->groups.push_back({ranks, dim, p2p});
+    group_index_.emplace(scratch_key_, id);
+  }
+  recent_groups_[recent_next_] = id;
+  recent_next_ = (recent_next_ + 1) % recent_groups_.size();
   return id;
+}
+
+double* RunCollector::TrafficCell(uint64_t key) {
+  for (const auto& [k, cell] : recent_traffic_) {
+    if (cell != nullptr && k == key) return cell;
+  }
+  double* cell = &data_->traffic[key];
+  recent_traffic_[recent_traffic_next_] = {key, cell};
+  recent_traffic_next_ = (recent_traffic_next_ + 1) % recent_traffic_.size();
+  return cell;
+}
+
+BandwidthSums& RunCollector::Bandwidth(int32_t group, Collective c) {
+  size_t i = static_cast<size_t>(group) * trace::kNumCollectives + static_cast<size_t>(c);
+  if (i >= bandwidth_index_.size()) bandwidth_index_.resize(i + 1, nullptr);
+  if (bandwidth_index_[i] == nullptr) bandwidth_index_[i] = &data_->bandwidth[{group, c}];
+  return *bandwidth_index_[i];
 }
 
 void RunCollector::AddTraffic(int32_t from, int32_t to, double bytes, const trace::OpEvent& op,
@@ -56,7 +82,7 @@ void RunCollector::AddTraffic(int32_t from, int32_t to, double bytes, const trac
   if (bytes <= 0 || from == to) return;
   uint64_t key =
       (static_cast<uint64_t>(static_cast<uint32_t>(from)) << 32) | static_cast<uint32_t>(to);
-  data_->traffic[key] += bytes;
+  *TrafficCell(key) += bytes;
   data_->traffic_by_collective[static_cast<int>(op.collective)] += bytes;
   data_->traffic_by_dim[static_cast<int>(op.dim)] += bytes;
   rd->bytes_sent += bytes;
@@ -79,8 +105,8 @@ void RunCollector::OnOp(const trace::OpEvent& op) {
   if (op.category == Category::kComm && op.collective != Collective::kNone) {
     bool p2p = op.collective == Collective::kSend || op.collective == Collective::kRecv;
     if (p2p && op.peer >= 0) {
-      std::vector<int32_t> pair = {std::min(op.rank, op.peer), std::max(op.rank, op.peer)};
-      rec.group = InternGroup(op.dim, pair, true);
+      pair_.assign({std::min(op.rank, op.peer), std::max(op.rank, op.peer)});
+      rec.group = InternGroup(op.dim, pair_, true);
     } else if (!op.group.empty()) {
       rec.group = InternGroup(op.dim, op.group, false);
     }
@@ -129,7 +155,7 @@ void RunCollector::OnOp(const trace::OpEvent& op) {
       }
     }
     if (rec.group >= 0) {
-      BandwidthSums& bw = data_->bandwidth[{rec.group, op.collective}];
+      BandwidthSums& bw = Bandwidth(rec.group, op.collective);
       int64_t group_size = static_cast<int64_t>(data_->groups[rec.group].ranks.size());
       double factor = BusFactor(op.collective, group_size);
       ++bw.ops;

@@ -105,11 +105,23 @@ class RunCollector : public trace::TraceSink {
   int32_t InternGroup(GroupDim dim, const std::vector<int32_t>& ranks, bool p2p);
   void AddTraffic(int32_t from, int32_t to, double bytes, const trace::OpEvent& op, RankData* rd);
 
+  double* TrafficCell(uint64_t key);
+  BandwidthSums& Bandwidth(int32_t group, Collective c);
+
   RunData* const data_;
   int32_t last_rank_ = -1;
   RankData* last_rank_data_ = nullptr;
   std::map<std::pair<GroupDim, std::vector<int32_t>>, int32_t> group_index_;
   std::pair<GroupDim, std::vector<int32_t>> scratch_key_;
+  std::vector<int32_t> pair_;  // scratch: a send/recv pair
+  // Ids of the last few groups interned (a rank's ops repeat the same groups).
+  std::array<int32_t, 4> recent_groups_ = {-1, -1, -1, -1};
+  size_t recent_next_ = 0;
+  // The last few traffic cells (unordered_map values keep their address).
+  std::array<std::pair<uint64_t, double*>, 4> recent_traffic_{};
+  size_t recent_traffic_next_ = 0;
+  // data_->bandwidth entries by group * kNumCollectives + collective (map nodes are stable).
+  std::vector<BandwidthSums*> bandwidth_index_;
 };
 
 }  // namespace shardscope::analysis

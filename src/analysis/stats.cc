@@ -55,17 +55,33 @@ double Percentile(const std::vector<double>& sorted, double p) {
 Summary Summarize(std::vector<double>* values) {
   Summary s;
   if (values->empty()) return s;
-  std::sort(values->begin(), values->end());
-  const auto& v = *values;
-  s.count = static_cast<int64_t>(v.size());
+  auto& v = *values;
+  const size_t n = v.size();
+  s.count = static_cast<int64_t>(n);
   double sum = 0;
   for (double x : v) sum += x;
-  s.mean = sum / static_cast<double>(v.size());
-  s.min = v.front();
-  s.max = v.back();
-  s.p50 = Percentile(v, 50);
-  s.p90 = Percentile(v, 90);
-  s.p99 = Percentile(v, 99);
+  s.mean = sum / static_cast<double>(n);
+  // Order statistics by selection, in increasing rank, each on what is left
+  // above the previous one: O(n) instead of a full sort.
+  size_t from = 0;
+  auto at = [&](size_t k) {
+    std::nth_element(v.begin() + from, v.begin() + k, v.end());
+    from = k;
+    return v[k];
+  };
+  auto percentile = [&](double p) {
+    double pos = p / 100.0 * static_cast<double>(n - 1);
+    size_t lo = static_cast<size_t>(std::floor(pos));
+    size_t hi = std::min(lo + 1, n - 1);
+    double a = at(lo);
+    double b = hi == lo ? a : *std::min_element(v.begin() + lo + 1, v.end());
+    return a + (b - a) * (pos - static_cast<double>(lo));
+  };
+  s.min = at(0);
+  s.p50 = percentile(50);
+  s.p90 = percentile(90);
+  s.p99 = percentile(99);
+  s.max = *std::max_element(v.begin() + from, v.end());
   return s;
 }
 

@@ -16,7 +16,9 @@ SyncResult MatchCollectives(const Context& ctx) {
   // Per group: per member rank, its calls on that group in start order.
   std::vector<std::map<int32_t, std::vector<const OpRec*>>> calls(data.groups.size());
   std::map<std::pair<int32_t, int32_t>, std::vector<const OpRec*>> sends, recvs;
+  std::vector<std::vector<const OpRec*>*> rank_calls;  // this rank's list per group
   for (const auto& [rank, rd] : data.ranks) {
+    rank_calls.assign(data.groups.size(), nullptr);
     for (const OpRec& op : rd.ops) {
       if (op.group < 0) continue;
       if (op.coll == Collective::kSend) {
@@ -24,11 +26,14 @@ SyncResult MatchCollectives(const Context& ctx) {
       } else if (op.coll == Collective::kRecv) {
         recvs[{op.peer, rank}].push_back(&op);
       } else if (!data.groups[op.group].p2p) {
-        calls[op.group][rank].push_back(&op);
+        auto*& list = rank_calls[op.group];
+        if (list == nullptr) list = &calls[op.group][rank];  // map nodes are stable
+        list->push_back(&op);
       }
     }
   }
-  std::vector<int64_t> starts;
+  std::vector<const std::vector<const OpRec*>*> members;  // per member of the group, its calls
+  std::vector<int64_t> member_wait;
   for (size_t g = 0; g < data.groups.size(); ++g) {
     const GroupInfo& group = data.groups[g];
     if (group.p2p || calls[g].empty()) continue;
@@ -50,34 +55,44 @@ SyncResult MatchCollectives(const Context& ctx) {
       continue;
     }
     r.unmatched += static_cast<int64_t>(total - n * group.ranks.size());
+    members.clear();
+    for (int32_t member : group.ranks) members.push_back(&calls[g][member]);
+    member_wait.assign(members.size(), 0);
+    int64_t group_wait = 0;
     for (size_t k = 0; k < n; ++k) {
-      starts.clear();
-      int64_t last = INT64_MIN;
+      // The last arrival, and the one before it (the margin by which the last was late).
+      int64_t last = INT64_MIN, second = INT64_MIN;
       int32_t last_rank = -1;
       bool tie = false;
-      for (int32_t member : group.ranks) {
-        int64_t s = calls[g][member][k]->ts;
-        starts.push_back(s);
+      for (size_t m = 0; m < members.size(); ++m) {
+        int64_t s = (*members[m])[k]->ts;
         if (s > last) {
+          second = last;
           last = s;
-          last_rank = member;
+          last_rank = group.ranks[m];
           tie = false;
         } else if (s == last) {
+          second = s;
           tie = true;
+        } else {
+          second = std::max(second, s);
         }
       }
-      for (int32_t member : group.ranks) {
-        const OpRec* op = calls[g][member][k];
+      for (size_t m = 0; m < members.size(); ++m) {
+        const OpRec* op = (*members[m])[k];
         int64_t wait = std::clamp<int64_t>(last - op->ts, 0, op->end - op->ts);
-        r.wait_ns[member] += wait;
-        r.group_wait_ns[static_cast<int32_t>(g)] += wait;
+        member_wait[m] += wait;
+        group_wait += wait;
       }
-      if (!tie && starts.size() > 1) {
-        std::sort(starts.begin(), starts.end());
+      if (!tie && members.size() > 1) {
         ++r.last_arrivals[last_rank];
-        r.last_margin_ns[last_rank] += starts.back() - starts[starts.size() - 2];
+        r.last_margin_ns[last_rank] += last - second;
       }
       ++r.matched;
+    }
+    if (n > 0) {
+      for (size_t m = 0; m < members.size(); ++m) r.wait_ns[group.ranks[m]] += member_wait[m];
+      r.group_wait_ns[static_cast<int32_t>(g)] += group_wait;
     }
   }
   for (auto& [pair, send_list] : sends) {

@@ -19,27 +19,49 @@ struct Breakdown {
   int64_t busy = 0, compute = 0, comm = 0, overlap = 0;
 };
 
-// Unions of one rank's ops (optionally of one phase only).
-Breakdown Measure(const std::vector<OpRec>& ops, int phase_filter,
-                  std::vector<Interval>* any_merged) {
+// Merged unions of one rank's op intervals (all ops, compute, comm).
+struct Unions {
   std::vector<Interval> any, compute, comm;
-  for (const OpRec& op : ops) {
-    if (phase_filter >= 0 && static_cast<int>(op.phase) != phase_filter) continue;
-    Interval iv{op.ts, op.end};
-    any.push_back(iv);
-    if (op.cat == Category::kCompute) compute.push_back(iv);
-    if (op.cat == Category::kComm) comm.push_back(iv);
+
+  void Clear() {
+    any.clear();
+    compute.clear();
+    comm.clear();
   }
-  MergeIntervals(&any);
-  MergeIntervals(&compute);
-  MergeIntervals(&comm);
-  Breakdown b;
-  b.busy = TotalLength(any);
-  b.compute = TotalLength(compute);
-  b.comm = TotalLength(comm);
-  b.overlap = IntersectionLength(comm, compute);
-  if (any_merged) *any_merged = std::move(any);
-  return b;
+  Breakdown Measure() const {
+    Breakdown b;
+    b.busy = TotalLength(any);
+    b.compute = TotalLength(compute);
+    b.comm = TotalLength(comm);
+    b.overlap = IntersectionLength(comm, compute);
+    return b;
+  }
+};
+
+// Adds [begin, end) to a merged list whose intervals start no later: what
+// MergeIntervals does, built as the ops go by.
+inline void Extend(std::vector<Interval>* merged, int64_t begin, int64_t end) {
+  if (end <= begin) return;
+  if (!merged->empty() && begin <= merged->back().end) {
+    merged->back().end = std::max(merged->back().end, end);
+  } else {
+    merged->push_back({begin, end});
+  }
+}
+
+// One pass over a rank's ops (sorted by start): unions over all ops (u[0]) and
+// per phase (u[phase]; the kNone phase is left out).
+void BuildUnions(const std::vector<OpRec>& ops, std::array<Unions, trace::kNumPhases>* u) {
+  for (Unions& x : *u) x.Clear();
+  for (const OpRec& op : ops) {
+    int phase = static_cast<int>(op.phase);
+    for (Unions* x : {&(*u)[0], phase != 0 ? &(*u)[phase] : nullptr}) {
+      if (x == nullptr) continue;
+      Extend(&x->any, op.ts, op.end);
+      if (op.cat == Category::kCompute) Extend(&x->compute, op.ts, op.end);
+      if (op.cat == Category::kComm) Extend(&x->comm, op.ts, op.end);
+    }
+  }
 }
 
 // Idle gaps of a rank that end where a receive begins: waiting for a stage's input.
@@ -47,12 +69,12 @@ int64_t IdleBeforeReceives(const std::vector<OpRec>& ops, const std::vector<Inte
                            int64_t window_begin) {
   int64_t total = 0;
   int64_t prev_end = window_begin;
+  size_t i = 0;  // first op starting at or after the current interval (both sorted by start)
   for (const Interval& iv : busy) {
     if (iv.begin > prev_end) {
-      auto it = std::lower_bound(ops.begin(), ops.end(), iv.begin,
-                                 [](const OpRec& op, int64_t t) { return op.ts < t; });
-      for (; it != ops.end() && it->ts == iv.begin; ++it) {
-        if (it->coll == Collective::kRecv) {
+      while (i < ops.size() && ops[i].ts < iv.begin) ++i;
+      for (size_t j = i; j < ops.size() && ops[j].ts == iv.begin; ++j) {
+        if (ops[j].coll == Collective::kRecv) {
           total += iv.begin - prev_end;
           break;
         }
@@ -79,11 +101,15 @@ void AddTimeMetrics(const Context& ctx, const SyncResult& sync, MetricSet* out) 
   int64_t idle_sum = 0, idle_max = 0, bubble_sum = 0, bubble_max = 0, wait_sum = 0, wait_max = 0;
   bool any_recv = false;
   std::vector<double> busy_per_rank;
+  // unions[f] matches kFilters[f]: all ops, then prefill, then decode. Reused across ranks.
+  std::array<Unions, trace::kNumPhases> unions;
+  static_assert(kFilters.size() == trace::kNumPhases && kFilters[1] == 1 && kFilters[2] == 2);
   for (const auto& [rank, rd] : ctx.data->ranks) {
     std::string scope = RankScope(rank);
+    BuildUnions(rd.ops, &unions);
     for (size_t f = 0; f < kFilters.size(); ++f) {
-      std::vector<Interval> busy;
-      Breakdown b = Measure(rd.ops, kFilters[f], f == 0 ? &busy : nullptr);
+      const std::vector<Interval>& busy = unions[f].any;
+      Breakdown b = unions[f].Measure();
       sum[f].busy += b.busy;
       sum[f].compute += b.compute;
       sum[f].comm += b.comm;

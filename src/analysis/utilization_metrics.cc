@@ -9,8 +9,10 @@
 namespace shardscope::analysis {
 namespace {
 
+using Window = std::optional<std::pair<int64_t, int64_t>>;
+
 // The wall-clock window of one phase over all ranks: its spans, else its ops.
-std::optional<std::pair<int64_t, int64_t>> PhaseWindow(const RunData& data, Phase phase) {
+Window PhaseWindow(const RunData& data, Phase phase) {
   int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
   for (const auto& [rank, rd] : data.ranks) {
     for (const SpanRec& s : rd.spans) {
@@ -38,7 +40,8 @@ std::optional<std::pair<int64_t, int64_t>> PhaseWindow(const RunData& data, Phas
 void AddUtilization(const Context& ctx, const char* name, const char* amount_name,
                     const std::array<double, trace::kNumPhases> RankData::*amount,
                     std::optional<double> peak, const std::string& missing_peak,
-                    const std::string& missing_amount, MetricSet* out) {
+                    const std::string& missing_amount,
+                    const std::array<Window, trace::kNumPhases>& phase_windows, MetricSet* out) {
   const RunData& data = *ctx.data;
   double total = 0;
   for (const auto& [rank, rd] : data.ranks) {
@@ -70,7 +73,7 @@ void AddUtilization(const Context& ctx, const char* name, const char* amount_nam
   out->Add(fmt::format("{}.max", name), "", max, "ratio", "max over ranks");
   for (Phase phase : {Phase::kPrefill, Phase::kDecode}) {
     std::string scope = fmt::format("phase {}", trace::PhaseName(phase));
-    auto w = PhaseWindow(data, phase);
+    const Window& w = phase_windows[static_cast<int>(phase)];
     if (!w) {
       out->AddUnavailable(fmt::format("{}.mean", name), scope, "ratio",
                           "no such phase in the trace");
@@ -88,14 +91,18 @@ void AddUtilization(const Context& ctx, const char* name, const char* amount_nam
 
 void AddUtilizationMetrics(const Context& ctx, MetricSet* out) {
   const RunInfo& info = ctx.info;
+  std::array<Window, trace::kNumPhases> windows;
+  for (Phase phase : {Phase::kPrefill, Phase::kDecode}) {
+    windows[static_cast<int>(phase)] = PhaseWindow(*ctx.data, phase);
+  }
   AddUtilization(ctx, "mfu", "achieved_flops", &RankData::flops, info.peak_flops,
                  info.dtype.empty()
                      ? std::string("metadata lacks workload.dtype and cluster.device.peak_flops")
                      : fmt::format("metadata lacks cluster.device.peak_flops for {}", info.dtype),
-                 "the trace's ops carry no args.flops", out);
+                 "the trace's ops carry no args.flops", windows, out);
   AddUtilization(ctx, "mbu", "achieved_memory_bandwidth", &RankData::mem_bytes,
                  info.memory_bandwidth, "metadata lacks cluster.device.memory_bandwidth",
-                 "the trace's ops carry no args.bytes_read / bytes_written", out);
+                 "the trace's ops carry no args.bytes_read / bytes_written", windows, out);
   bool any = false;
   double peak_max = 0;
   for (const auto& [rank, rd] : ctx.data->ranks) {

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "trace/trace_reader.h"
 
@@ -21,15 +22,6 @@ std::string_view TrimRight(std::string_view s) {
     s.remove_suffix(1);
   }
   return s;
-}
-
-enum class EventType { kUnknown, kComplete, kMetadata, kCounter };
-
-EventType TypeOf(std::string_view ph) {
-  if (ph == "X") return EventType::kComplete;
-  if (ph == "M") return EventType::kMetadata;
-  if (ph == "C") return EventType::kCounter;
-  return EventType::kUnknown;
 }
 
 }  // namespace

@@ -4,10 +4,15 @@
 // a time, reading the source in fixed-size chunks, so memory stays at one chunk
 // plus the largest event. It does not validate events (the parser does); it
 // only finds where each one ends. Not thread-safe.
+//
+// Every event handed out has at least one byte before it in the buffer that the
+// scanner no longer reads, so the reader may wrap a run of events in '[' ']'
+// in place (MutableAt) and parse them as one document.
 #ifndef SHARDSCOPE_TRACE_EVENT_SCANNER_H_
 #define SHARDSCOPE_TRACE_EVENT_SCANNER_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -40,6 +45,16 @@ class EventScanner {
   // "]", which the Chrome format allows.
   bool unclosed_array() const { return unclosed_array_; }
   int64_t bytes_scanned() const { return base_ + static_cast<int64_t>(pos_); }
+  // True when the last event is an object without a backslash anywhere in it:
+  // its string and bracket structure is then plain quote parity.
+  bool last_event_plain() const { return last_event_plain_; }
+  // `hook` runs before the buffer is refilled, which moves or overwrites the
+  // bytes of every event handed out so far.
+  void set_before_refill(std::function<void()> hook) { before_refill_ = std::move(hook); }
+  // Writable alias of `p`, a pointer into an event handed out since the last
+  // refill; p[-1] is the byte before it. Whoever writes there restores the
+  // bytes the scanner has not consumed yet before the next call.
+  char* MutableAt(const char* p) { return buf_.data() + (p - buf_.data()); }
 
  private:
   enum class State { kStart, kObjectKey, kAfterObjectValue, kArrayElement, kAfterElement, kDone };
@@ -51,7 +66,8 @@ class EventScanner {
   // false at the end of the input.
   StatusOr<bool> Refill(size_t keep);
   // Finds the end of the JSON value starting at buffer index `start`.
-  Scan ScanValue(size_t start, size_t* end) const;
+  // *plain is set when the value is an object the vector scan finished.
+  Scan ScanValue(size_t start, size_t* end, bool* plain) const;
   // Scans a complete value at pos_, refilling as needed; sets *start, *end (buffer indices).
   Status TakeValue(size_t* start, size_t* end, std::string_view what);
   Status Unexpected(std::string_view expected, int c) const;
@@ -70,6 +86,8 @@ class EventScanner {
   bool unclosed_array_ = false;
   bool saw_events_ = false;
   std::map<std::string, std::string> top_level_;
+  bool last_event_plain_ = false;
+  std::function<void()> before_refill_;
 };
 
 }  // namespace shardscope::trace

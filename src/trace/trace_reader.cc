@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "core/units.h"
 #include "trace/event_parser.h"
@@ -65,6 +66,25 @@ bool ParseMicrosToNs(std::string_view t, int64_t* ns) {
   return true;
 }
 
+namespace {
+
+constexpr ptrdiff_t kMaxBatchBytes = 128 << 10;
+
+// True when [begin, end) is one ',' between optional whitespace.
+bool OnlyComma(const char* begin, const char* end) {
+  int commas = 0;
+  for (const char* p = begin; p < end; ++p) {
+    if (*p == ',') {
+      ++commas;
+    } else if (*p != ' ' && *p != '\n' && *p != '\r' && *p != '\t') {
+      return false;
+    }
+  }
+  return commas == 1;
+}
+
+}  // namespace
+
 StatusOr<ReadStats> ReadTraceFrom(ByteSource* source, const std::string& name, TraceSink* sink,
                                   const ReadOptions& options) {
   ReadStats stats;
@@ -86,16 +106,44 @@ StatusOr<ReadStats> ReadTraceFrom(ByteSource* source, const std::string& name, T
       return;
     }
   };
+  // Plain object events that follow each other in the scanner's buffer are
+  // parsed as one batch; the batch is flushed before the buffer is refilled.
+  std::vector<RawEvent> batch;
+  size_t batch_capacity = 0;  // readable bytes from the first batched event
+  const char* batch_end = nullptr;
+  auto flush = [&] {
+    if (batch.empty()) return;
+    parser->ParseBatch(batch, scanner.MutableAt(batch[0].json.data()), batch_capacity);
+    batch.clear();
+  };
+  scanner.set_before_refill(flush);
   std::string_view event;
   int64_t offset = 0;
   size_t capacity = 0;
+  bool first = true;
   while (true) {
     StatusOr<bool> more = scanner.Next(&event, &offset, &capacity);
-    if (!more.ok()) return more.status();
+    if (!more.ok()) {
+      flush();
+      return more.status();
+    }
     if (!*more) break;
-    if (stats.events == 0) send_metadata();  // otherData usually precedes the events
-    parser->Parse(event, capacity, offset);
+    if (first) send_metadata();  // otherData usually precedes the events
+    first = false;
+    if (!options.batch_events || !scanner.last_event_plain()) {
+      flush();
+      parser->Parse(event, capacity, offset);
+      continue;
+    }
+    if (!batch.empty() && (!OnlyComma(batch_end, event.data()) ||
+                           event.data() - batch[0].json.data() > kMaxBatchBytes)) {
+      flush();
+    }
+    if (batch.empty()) batch_capacity = capacity;
+    batch.push_back({event, offset});
+    batch_end = event.data() + event.size();
   }
+  flush();
   send_metadata();
   stats.bytes = scanner.bytes_scanned();
   stats.array_form = scanner.array_form();

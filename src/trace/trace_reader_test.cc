@@ -2,17 +2,22 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "trace/test_util.h"
 #include "trace/trace_writer.h"
 
 namespace shardscope::trace {
 namespace {
 
-StatusOr<ReadStats> ReadString(const std::string& text, Trace* trace, size_t chunk = 1 << 20) {
+StatusOr<ReadStats> ReadString(const std::string& text, Trace* trace, size_t chunk = 1 << 20,
+                               bool batch = true) {
   auto source = MemoryByteSource(text, "mem.json");
   TraceBuilder builder(trace);
   ReadOptions options;
   options.chunk_bytes = chunk;
+  options.batch_events = batch;
   return ReadTraceFrom(source.get(), "mem.json", &builder, options);
 }
 
@@ -102,6 +107,69 @@ TEST(TraceReaderTest, MalformedEventsAreCountedAndSkipped) {
   EXPECT_EQ(stats->ignored.at("ph 'i'"), 1);
   EXPECT_EQ(stats->skipped_total(), 11);
   EXPECT_NE(stats->Summary().find("skipped 11 malformed"), std::string::npos) << stats->Summary();
+}
+
+// Runs of plain events are parsed as one document; an event that fails there is
+// parsed again alone. Whatever the mix and the chunk size, the outcome (events,
+// counts, reasons, examples with their offsets) equals parsing each event alone.
+TEST(TraceReaderTest, BatchedParsingEqualsParsingEachEvent) {
+  const std::vector<std::string> kinds = {
+      R"({"ph":"X","pid":1,"tid":0,"ts":1.5,"dur":2,"name":"k","cat":"compute","args":{"flops":10}})",
+      R"({"ph":"X","pid":0,"tid":1,"ts":3,"dur":1,"name":"ar","cat":"comm","args":{"collective":"all_reduce","group":[0,1],"bytes":8}})",
+      R"({"ph":"X","pid":0,"ts":0,"dur":-1})",                           // negative dur
+      R"({"ph":"X","pid":0,"ts":0,"dur":1,"args":{"group":[0,"x"]}})",   // bad args.group
+      R"({"ph":"X","pid":0,"ts":0,"dur":1,"name":tru})",                 // invalid JSON
+      R"({"ph":"X" "pid":0})",                                           // missing comma
+      R"({"ph":"X","pid":0,"ts":0,"dur":1,"args":{"phase":"warmup"}})",  // ignored value, kept
+      R"({"ph":"i","pid":0,"ts":0,"name":"instant"})",                   // ignored ph
+      R"({"ph":"X","pid":0,"ts":0,"dur":1,"name":"esc\"aped"})",         // backslash: alone
+      R"({"args":{"collective":"send","peer":1},"ph":"X","pid":0,"ts":0,"dur":1})",  // args first
+      R"({"ph":"C","pid":0,"ts":4,"name":"memory","args":{"weights":1,"kv":2.5}})",
+      R"({"ph":"M","pid":0,"name":"process_name","args":{"name":"rank 0 · gpu"}})",
+      R"({"ph":"M","pid":0,"name":"other_meta","args":{}})",
+      R"({"ph":"X","pid":0,"tid":1000,"ts":0,"dur":9,"name":"step 0","cat":"step","args":{"step":0}})",
+      R"({"ph":"X","pid":0,"ts":0,"dur":1,"name":"\u00e9"})",
+      "[1,2]",
+      "7",
+      R"({"ph":"X","pid":0,"ts":0,"dur":1,"name":"bad utf8 )"
+      "\xff"
+      R"("})",
+  };
+  uint32_t seed = 12345;
+  auto next = [&seed] {
+    seed = seed * 1103515245 + 12345;
+    return (seed >> 16) & 0x7fff;
+  };
+  for (int round = 0; round < 20; ++round) {
+    std::string text = R"({"traceEvents":[)";
+    int n = 50 + static_cast<int>(next() % 100);
+    for (int i = 0; i < n; ++i) {
+      if (i > 0) text += next() % 3 == 0 ? ",\n  " : ",";
+      // Mostly good events, so batches form between the bad ones.
+      text += kinds[next() % 4 == 0 ? next() % kinds.size() : next() % 2];
+    }
+    text += "]}";
+    for (size_t chunk : {64, 200, 1000, 1 << 20}) {
+      Trace alone, batched;
+      auto a = ReadString(text, &alone, chunk, /*batch=*/false);
+      auto b = ReadString(text, &batched, chunk, /*batch=*/true);
+      ASSERT_EQ(a.ok(), b.ok()) << round << " " << chunk;
+      if (!a.ok()) {
+        EXPECT_EQ(a.status().ToString(), b.status().ToString());
+        continue;
+      }
+      EXPECT_EQ(alone, batched) << round << " " << chunk;
+      EXPECT_EQ(a->events, b->events);
+      EXPECT_EQ(a->ops, b->ops);
+      EXPECT_EQ(a->spans, b->spans);
+      EXPECT_EQ(a->counters, b->counters);
+      EXPECT_EQ(a->names, b->names);
+      EXPECT_EQ(a->skipped, b->skipped) << round << " " << chunk;
+      EXPECT_EQ(a->ignored, b->ignored) << round << " " << chunk;
+      EXPECT_EQ(a->examples, b->examples) << round << " " << chunk;
+      EXPECT_EQ(a->events, n);
+    }
+  }
 }
 
 TEST(TraceReaderTest, TruncatedFileNamesTheByteOffset) {
