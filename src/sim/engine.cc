@@ -1,9 +1,10 @@
 #include "sim/engine.h"
 
 #include <algorithm>
+#include <bit>
+#include <deque>
 #include <limits>
 #include <queue>
-#include <unordered_map>
 
 #include "sim/network.h"
 
@@ -11,6 +12,13 @@ namespace shardscope::sim {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr size_t kAhead = 8;  // ops prefetched ahead in Build
+
+// Asks for the cache lines of [p, p + bytes).
+inline void Prefetch(const void* p, size_t bytes) {
+  const char* c = static_cast<const char*>(p);
+  for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(c + o);
+}
 
 enum class EventKind : uint8_t {
   kRankStart,   // a = rank: post its ops that wait for nothing
@@ -18,46 +26,129 @@ enum class EventKind : uint8_t {
   kStageStart,  // a = collective instance: its stage's latency has passed
 };
 
-struct Event {
-  double time;
-  uint64_t seq;  // insertion order: ties run first-in, first-out
-  EventKind kind;
-  int64_t a;
-  bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
+// 16 bytes, ordered by one 128-bit comparison of (time, seq): the event heap
+// was a third of the run, mostly mispredicted branches of a two-field compare.
+// Times are ≥ 0 (never -0 or NaN), so their bit patterns order as their values.
+class Event {
+ public:
+  Event(double time, uint64_t seq, EventKind kind, int64_t a)
+      : time_(std::bit_cast<uint64_t>(time)),
+        tie_(seq << 32 | static_cast<uint64_t>(kind) << 30 | static_cast<uint64_t>(a)) {}
+  double time() const { return std::bit_cast<double>(time_); }
+  EventKind kind() const { return static_cast<EventKind>(tie_ >> 30 & 3); }
+  int64_t a() const { return static_cast<int64_t>(tie_ & ((uint64_t{1} << 30) - 1)); }
+  bool operator>(const Event& o) const { return Key() > o.Key(); }
+
+ private:
+  unsigned __int128 Key() const { return static_cast<unsigned __int128>(time_) << 64 | tie_; }
+  uint64_t time_;
+  uint64_t tie_;  // insertion order (ties run first-in, first-out) << 32 | kind << 30 | a
 };
+// Events per run stay below 2^32 (seq) when ops, ranks and instances stay below 2^30 (a).
+constexpr int64_t kMaxOps = int64_t{1} << 30;
 
 // One matched collective or send/recv pair in flight.
 struct Instance {
-  std::vector<int64_t> members;  // global op index per group position (p2p: send, recv)
+  int64_t members = 0;  // index in PhaseRun::members_ of its `expected` members
   int32_t posted = 0;
   int32_t expected = 0;
-  int64_t first = -1;  // the first posted op, for consistency checks
+  int32_t first = -1;  // the first posted op, for consistency checks
   const CollectivePlan* plan = nullptr;
-  CollectivePlan own_plan;  // when not cached
   size_t stage = 0;
   double start = 0;
 };
+
+// Open-addressing map from a 64-bit key (never ~0) to an instance id: matching
+// runs once per comm op, and a node-based map spent most of it in malloc.
+class FlatIndex {
+ public:
+  void Reset(size_t expected) {
+    size_t cap = 16;
+    while (cap < 2 * expected) cap *= 2;
+    keys_.assign(cap, kEmpty);
+    values_.resize(cap);
+    size_ = 0;
+  }
+  // The id stored for `key`, or `value` newly stored; the flag says which.
+  std::pair<int32_t, bool> TryEmplace(uint64_t key, int32_t value) {
+    if (2 * (size_ + 1) > keys_.size()) Grow();
+    size_t i = Slot(key);
+    while (keys_[i] != kEmpty) {
+      if (keys_[i] == key) return {values_[i], false};
+      i = (i + 1) & (keys_.size() - 1);
+    }
+    keys_[i] = key;
+    values_[i] = value;
+    ++size_;
+    return {value, true};
+  }
+
+ private:
+  static constexpr uint64_t kEmpty = ~uint64_t{0};
+  size_t Slot(uint64_t key) const {
+    return static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> 17) & (keys_.size() - 1);
+  }
+  void Grow() {
+    std::vector<uint64_t> keys = std::move(keys_);
+    std::vector<int32_t> values = std::move(values_);
+    Reset(keys.size());
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (keys[i] != kEmpty) TryEmplace(keys[i], values[i]);
+    }
+  }
+  std::vector<uint64_t> keys_;
+  std::vector<int32_t> values_;
+  size_t size_ = 0;
+};
+
+}  // namespace
+
+// Per-op state of one Run in flat arrays, so that the event loop never touches
+// the (large) Op structs of compute ops; kept by the Engine between runs.
+struct Engine::Scratch {
+  // What the event loop needs of one op, in one place: ranks interleave, so
+  // separate arrays cost a cache miss each.
+  struct OpState {
+    double duration = 0;     // compute ops: ComputeModel::Seconds
+    int32_t pending = 0;     // unfinished predecessors; -1 once finished
+    int32_t rank = 0;        // its rank
+    int32_t succ_begin = 0;  // successors: succ[succ_begin, succ_end)
+    int32_t succ_end = 0;
+    bool comm = false;
+  };
+  std::vector<int64_t> offset;              // global index of each rank's op 0
+  std::vector<OpState> op;                  // per global op
+  std::vector<int32_t> succ;                // successors (stream order and deps), CSR
+  std::vector<int32_t> edge_from, edge_to;  // edges in creation order, for the CSR
+  std::vector<double> rank_end;
+  // Per (rank, dim): the rank's position in its group of that dimension.
+  std::vector<int32_t> position;
+};
+
+namespace {
 
 // The state of one Run, split from the Engine so that the Engine stays reusable.
 class PhaseRun {
  public:
   PhaseRun(const PhaseProgram& program, const Placement& placement, const ComputeModel& compute,
            const Topology& topology, const EngineOptions& options,
-           std::map<std::tuple<int64_t, int, int64_t, int64_t>, CollectivePlan>* cache)
+           std::map<std::tuple<int64_t, int, int64_t, int64_t>, CollectivePlan>* cache,
+           Engine::Scratch* scratch)
       : program_(program),
         placement_(placement),
         compute_(compute),
         topology_(topology),
         options_(options),
         cache_(cache),
+        s_(*scratch),
         net_(topology.capacities()) {}
 
   StatusOr<PhaseResult> Run(const std::vector<double>& rank_start);
 
  private:
-  void Build();
+  Status Build();
   void Push(double time, EventKind kind, int64_t a) {
-    queue_.push(Event{time, next_seq_++, kind, a});
+    queue_.push(Event(time + 0.0, next_seq_++, kind, a));  // + 0.0: -0 becomes +0
   }
   Status Post(int64_t g, double now);
   Status Rendezvous(int64_t g, double now);
@@ -67,9 +158,17 @@ class PhaseRun {
   Status StageDone(int64_t id, double now);
   Status Complete(int64_t g, double now);
   const Op& OpAt(int64_t g) const {
-    return program_.ranks[rank_of_[g]].ops[g - offset_[rank_of_[g]]];
+    const int32_t r = s_.op[g].rank;
+    return program_.ranks[r].ops[g - s_.offset[r]];
   }
   Status Mismatch(int64_t g, int64_t other, std::string_view what) const;
+  // Position of `rank` in `group`, -1 when it is not a member.
+  int64_t PositionIn(const Group& group, int64_t rank) const {
+    const int32_t p = s_.position[rank * kNumDims + static_cast<int>(group.dim)];
+    if (p >= 0 && static_cast<size_t>(p) < group.ranks.size() && group.ranks[p] == rank) return p;
+    auto it = std::find(group.ranks.begin(), group.ranks.end(), rank);
+    return it == group.ranks.end() ? -1 : it - group.ranks.begin();
+  }
 
   const PhaseProgram& program_;
   const Placement& placement_;
@@ -77,59 +176,81 @@ class PhaseRun {
   const Topology& topology_;
   const EngineOptions& options_;
   std::map<std::tuple<int64_t, int, int64_t, int64_t>, CollectivePlan>* cache_;
+  Engine::Scratch& s_;
   FlowNetwork net_;
 
-  std::vector<int64_t> offset_;      // global index of each rank's op 0
-  std::vector<int32_t> rank_of_;     // rank of each global op
-  std::vector<int32_t> pending_;     // unfinished predecessors (deps + stream order)
-  std::vector<int64_t> succ_begin_;  // CSR of successors
-  std::vector<int64_t> succ_;
-  std::vector<OpTiming> timing_;   // per global op
-  std::vector<uint8_t> finished_;  // per global op
+  std::vector<OpTiming> timing_;  // per global op; becomes the result's
   std::vector<Instance> instances_;
-  std::unordered_map<uint64_t, int64_t> collective_index_, p2p_index_;
+  std::vector<int32_t> members_;            // global op per instance and group position
+  std::deque<CollectivePlan> own_plans_;    // all-to-all plans (not cached); stable addresses
+  FlatIndex collective_index_, p2p_index_;  // (group, seq) and (dim, src, dst, seq) → instance
   std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
   uint64_t next_seq_ = 0;
+  int64_t comm_ops_ = 0;
   int64_t done_ = 0;
-  std::vector<double> rank_end_;
 };
 
-void PhaseRun::Build() {
+// One pass over every op (in order, for the memory prefetcher): rank, compute
+// time, comm flag, predecessor count and edges; then the successor CSR.
+Status PhaseRun::Build() {
   const size_t ranks = program_.ranks.size();
-  offset_.assign(ranks + 1, 0);
-  for (size_t r = 0; r < ranks; ++r) offset_[r + 1] = offset_[r] + program_.ranks[r].ops.size();
-  const int64_t total = offset_[ranks];
-  rank_of_.resize(total);
-  pending_.assign(total, 0);
-  succ_begin_.assign(total + 1, 0);
-  std::vector<int64_t> pred(total, -1);  // stream predecessor
+  s_.offset.assign(ranks + 1, 0);
   for (size_t r = 0; r < ranks; ++r) {
-    int64_t last[kNumStreams];
+    s_.offset[r + 1] = s_.offset[r] + static_cast<int64_t>(program_.ranks[r].ops.size());
+  }
+  const int64_t total = s_.offset[ranks];
+  if (total >= kMaxOps) {
+    return InvalidArgument("program has {} ops, more than the engine supports", total);
+  }
+  s_.op.resize(total);
+  s_.edge_from.clear();
+  s_.edge_to.clear();
+  for (size_t r = 0; r < ranks; ++r) {
+    int32_t last[kNumStreams];
     std::fill(std::begin(last), std::end(last), -1);
     const auto& ops = program_.ranks[r].ops;
+    const int32_t base = static_cast<int32_t>(s_.offset[r]);
     for (size_t i = 0; i < ops.size(); ++i) {
-      const int64_t g = offset_[r] + static_cast<int64_t>(i);
-      rank_of_[g] = static_cast<int32_t>(r);
-      int64_t& l = last[static_cast<int>(ops[i].stream)];
-      pred[g] = l;
-      if (l >= 0) ++succ_begin_[l + 1];
+      // The Ops are cold (written by the builder): fetch ahead, with their deps.
+      if (i + kAhead < ops.size()) Prefetch(&ops[i + kAhead], sizeof(Op));
+      if (i + kAhead / 2 < ops.size() && !ops[i + kAhead / 2].deps.empty()) {
+        Prefetch(ops[i + kAhead / 2].deps.data(), 1);
+      }
+      const Op& op = ops[i];
+      const int32_t g = base + static_cast<int32_t>(i);
+      Engine::Scratch::OpState& st = s_.op[g];
+      st.rank = static_cast<int32_t>(r);
+      int32_t& l = last[static_cast<int>(op.stream)];
+      // Successor order as before: the stream successor, then deps, by op.
+      if (l >= 0) {
+        s_.edge_from.push_back(l);
+        s_.edge_to.push_back(g);
+      }
+      st.pending = static_cast<int32_t>(op.deps.size()) + (l >= 0 ? 1 : 0);
       l = g;
-      pending_[g] = static_cast<int32_t>(ops[i].deps.size()) + (pred[g] >= 0 ? 1 : 0);
-      for (int32_t d : ops[i].deps) ++succ_begin_[offset_[r] + d + 1];
+      for (int32_t d : op.deps) {
+        s_.edge_from.push_back(base + d);
+        s_.edge_to.push_back(g);
+      }
+      st.comm = op.is_comm();
+      comm_ops_ += st.comm ? 1 : 0;
+      st.duration = st.comm ? 0 : compute_.Seconds(op);
+      st.succ_begin = st.succ_end = 0;
     }
   }
-  for (int64_t g = 0; g < total; ++g) succ_begin_[g + 1] += succ_begin_[g];
-  succ_.resize(succ_begin_[total]);
-  std::vector<int64_t> fill(succ_begin_.begin(), succ_begin_.end() - 1);
-  for (int64_t g = 0; g < total; ++g) {
-    if (pred[g] >= 0) succ_[fill[pred[g]]++] = g;
-    for (int32_t d : OpAt(g).deps) {
-      const int64_t dg = offset_[rank_of_[g]] + d;
-      succ_[fill[dg]++] = g;
-    }
+  // Counting sort of the edges by source, stable: successors in creation order.
+  for (int32_t f : s_.edge_from) ++s_.op[f].succ_end;  // counts first
+  int32_t next = 0;
+  for (Engine::Scratch::OpState& st : s_.op) {
+    st.succ_begin = next;
+    next += st.succ_end;
+    st.succ_end = st.succ_begin;  // the fill cursor; ends at the end
   }
-  timing_.assign(total, OpTiming{});
-  finished_.assign(total, 0);
+  s_.succ.resize(s_.edge_from.size());
+  for (size_t e = 0; e < s_.edge_from.size(); ++e) {
+    s_.succ[s_.op[s_.edge_from[e]].succ_end++] = s_.edge_to[e];
+  }
+  return Status::Ok();
 }
 
 Status PhaseRun::Mismatch(int64_t g, int64_t other, std::string_view what) const {
@@ -138,16 +259,15 @@ Status PhaseRun::Mismatch(int64_t g, int64_t other, std::string_view what) const
   return InvalidArgument(
       "program mismatch: rank {} op {} ({}) and rank {} op {} ({}) are matched as one call "
       "but differ in {}",
-      rank_of_[g], a.id, OpName(a), rank_of_[other], b.id, OpName(b), what);
+      s_.op[g].rank, a.id, OpName(a), s_.op[other].rank, b.id, OpName(b), what);
 }
-
 Status PhaseRun::Post(int64_t g, double now) {
   OpTiming& t = timing_[g];
   t.post = now;
-  const Op& op = OpAt(g);
-  if (!op.is_comm()) {
+  const Engine::Scratch::OpState& st = s_.op[g];
+  if (!st.comm) {
     t.start = now;
-    Push(now + compute_.Seconds(op), EventKind::kOpDone, g);
+    Push(now + st.duration, EventKind::kOpDone, g);
     return Status::Ok();
   }
   return Rendezvous(g, now);
@@ -155,22 +275,25 @@ Status PhaseRun::Post(int64_t g, double now) {
 
 Status PhaseRun::Rendezvous(int64_t g, double now) {
   const Op& op = OpAt(g);
-  const int64_t rank = rank_of_[g];
-  int64_t id;
+  const int64_t rank = s_.op[g].rank;
+  const bool p2p = op.collective == Collective::kSend || op.collective == Collective::kRecv;
+  int32_t id;
   int64_t position;
-  if (op.collective == Collective::kSend || op.collective == Collective::kRecv) {
+  auto add_instance = [&](int32_t expected) {
+    instances_.emplace_back();
+    instances_.back().members = static_cast<int64_t>(members_.size());
+    instances_.back().expected = expected;
+    members_.resize(members_.size() + expected, -1);
+  };
+  if (p2p) {
     const bool send = op.collective == Collective::kSend;
     const uint64_t src = static_cast<uint64_t>(send ? rank : op.peer);
     const uint64_t dst = static_cast<uint64_t>(send ? op.peer : rank);
     const uint64_t key = (((static_cast<uint64_t>(op.dim) << 20 | src) << 20 | dst) << 23) ^
                          static_cast<uint64_t>(op.seq);
-    auto [it, inserted] = p2p_index_.try_emplace(key, static_cast<int64_t>(instances_.size()));
-    if (inserted) {
-      instances_.emplace_back();
-      instances_.back().members.assign(2, -1);
-      instances_.back().expected = 2;
-    }
-    id = it->second;
+    bool inserted;
+    std::tie(id, inserted) = p2p_index_.TryEmplace(key, static_cast<int32_t>(instances_.size()));
+    if (inserted) add_instance(2);
     position = send ? 0 : 1;
   } else {
     if (op.group_id < 0 || op.group_id >= static_cast<int64_t>(placement_.groups().size())) {
@@ -179,34 +302,29 @@ Status PhaseRun::Rendezvous(int64_t g, double now) {
     }
     const Group& group = placement_.groups()[op.group_id];
     const uint64_t key = static_cast<uint64_t>(op.group_id) << 32 | static_cast<uint64_t>(op.seq);
-    auto [it, inserted] =
-        collective_index_.try_emplace(key, static_cast<int64_t>(instances_.size()));
-    if (inserted) {
-      instances_.emplace_back();
-      instances_.back().members.assign(group.ranks.size(), -1);
-      instances_.back().expected = static_cast<int32_t>(group.ranks.size());
-    }
-    id = it->second;
-    auto pos = std::find(group.ranks.begin(), group.ranks.end(), rank);
-    if (pos == group.ranks.end()) {
+    bool inserted;
+    std::tie(id, inserted) =
+        collective_index_.TryEmplace(key, static_cast<int32_t>(instances_.size()));
+    if (inserted) add_instance(static_cast<int32_t>(group.ranks.size()));
+    position = PositionIn(group, rank);
+    if (position < 0) {
       return InvalidArgument("rank {} op {} ({}) is not a member of group {}", rank, op.id,
                              OpName(op), op.group_id);
     }
-    position = pos - group.ranks.begin();
   }
   Instance& inst = instances_[id];
-  if (inst.members[position] >= 0) return Mismatch(g, inst.members[position], "seq (posted twice)");
+  int32_t& member = members_[inst.members + position];
+  if (member >= 0) return Mismatch(g, member, "seq (posted twice)");
   if (inst.first >= 0) {
     const Op& first = OpAt(inst.first);
-    const bool p2p = op.collective == Collective::kSend || op.collective == Collective::kRecv;
     if (!p2p && first.collective != op.collective) return Mismatch(g, inst.first, "collective");
     if (op.collective != Collective::kAllToAll && first.bytes != op.bytes) {
       return Mismatch(g, inst.first, "bytes");
     }
   } else {
-    inst.first = g;
+    inst.first = static_cast<int32_t>(g);
   }
-  inst.members[position] = g;
+  member = static_cast<int32_t>(g);
   if (++inst.posted == inst.expected) return StartInstance(id, now);
   return Status::Ok();
 }
@@ -215,33 +333,43 @@ Status PhaseRun::StartInstance(int64_t id, double now) {
   Instance& inst = instances_[id];
   inst.start = now;
   const Op& op = OpAt(inst.first);
-  CollectiveCall call;
-  call.collective = op.collective;
-  call.bytes = op.bytes;
   const bool p2p = op.collective == Collective::kSend || op.collective == Collective::kRecv;
-  if (p2p) {
-    call.devices = {placement_.Location(rank_of_[inst.members[0]]).device,
-                    placement_.Location(rank_of_[inst.members[1]]).device};
-  } else {
-    const Group& group = placement_.groups()[op.group_id];
-    for (int64_t r : group.ranks) call.devices.push_back(placement_.Location(r).device);
-    if (op.collective == Collective::kBroadcast) {
-      auto it = std::find(group.ranks.begin(), group.ranks.end(), op.peer);
-      call.root = it == group.ranks.end() ? 0 : it - group.ranks.begin();
-    }
+  const Group* group = p2p ? nullptr : &placement_.groups()[op.group_id];
+  int64_t root = 0;
+  if (op.collective == Collective::kBroadcast) {
+    auto it = std::find(group->ranks.begin(), group->ranks.end(), op.peer);
+    root = it == group->ranks.end() ? 0 : it - group->ranks.begin();
   }
+  auto make_call = [&] {
+    CollectiveCall call;
+    call.collective = op.collective;
+    call.bytes = op.bytes;
+    call.root = root;
+    if (p2p) {
+      call.devices = {placement_.Location(s_.op[members_[inst.members]].rank).device,
+                      placement_.Location(s_.op[members_[inst.members + 1]].rank).device};
+    } else {
+      for (int64_t r : group->ranks) call.devices.push_back(placement_.Location(r).device);
+    }
+    return call;
+  };
   if (op.collective == Collective::kAllToAll) {
-    for (int64_t m : inst.members) call.per_peer.push_back(OpAt(m).bytes_per_peer);
-    ASSIGN_OR_RETURN(inst.own_plan, Decompose(topology_, call, options_.allreduce));
-    inst.plan = &inst.own_plan;
+    CollectiveCall call = make_call();
+    for (int32_t i = 0; i < inst.expected; ++i) {
+      call.per_peer_rows.push_back(&OpAt(members_[inst.members + i]).bytes_per_peer);
+    }
+    ASSIGN_OR_RETURN(CollectivePlan plan, Decompose(topology_, call, options_.allreduce));
+    own_plans_.push_back(std::move(plan));
+    inst.plan = &own_plans_.back();
   } else {
     // Same group, collective, size and root: same plan.
-    const auto key = std::make_tuple(
-        p2p ? -1 - rank_of_[inst.members[0]] * 65536 - rank_of_[inst.members[1]] : op.group_id,
-        static_cast<int>(op.collective), op.bytes, call.root);
+    const auto key = std::make_tuple(p2p ? -1 - s_.op[members_[inst.members]].rank * 65536 -
+                                               s_.op[members_[inst.members + 1]].rank
+                                         : op.group_id,
+                                     static_cast<int>(op.collective), op.bytes, root);
     auto it = cache_->find(key);
     if (it == cache_->end()) {
-      ASSIGN_OR_RETURN(CollectivePlan plan, Decompose(topology_, call, options_.allreduce));
+      ASSIGN_OR_RETURN(CollectivePlan plan, Decompose(topology_, make_call(), options_.allreduce));
       it = cache_->emplace(key, std::move(plan)).first;
     }
     inst.plan = &it->second;
@@ -275,25 +403,26 @@ Status PhaseRun::StageDone(int64_t id, double now) {
   Instance& inst = instances_[id];
   if (inst.stage < inst.plan->stages.size()) ++inst.stage;
   if (inst.stage < inst.plan->stages.size()) return BeginStage(id, now);
-  for (int64_t g : inst.members) {
-    timing_[g].start = inst.start;
-    timing_[g].algorithm = inst.plan->algorithm;
+  const int64_t begin = inst.members, end = begin + inst.expected;
+  for (int64_t i = begin; i < end; ++i) {
+    timing_[members_[i]].start = inst.start;
+    timing_[members_[i]].algorithm = inst.plan->algorithm;
   }
-  // Copy: completing may add instances and move the vector.
-  const std::vector<int64_t> members = inst.members;
-  for (int64_t g : members) RETURN_IF_ERROR(Complete(g, now));
+  // By index: completing may add instances and members and move both vectors.
+  for (int64_t i = begin; i < end; ++i) RETURN_IF_ERROR(Complete(members_[i], now));
   return Status::Ok();
 }
 
 Status PhaseRun::Complete(int64_t g, double now) {
   timing_[g].end = now;
-  finished_[g] = 1;
+  Engine::Scratch::OpState& st = s_.op[g];
+  st.pending = -1;  // finished
   ++done_;
-  double& end = rank_end_[rank_of_[g]];
+  double& end = s_.rank_end[st.rank];
   end = std::max(end, now);
-  for (int64_t i = succ_begin_[g]; i < succ_begin_[g + 1]; ++i) {
-    const int64_t s = succ_[i];
-    if (--pending_[s] == 0) RETURN_IF_ERROR(Post(s, now));
+  for (int32_t i = st.succ_begin; i < st.succ_end; ++i) {
+    const int32_t s = s_.succ[i];
+    if (--s_.op[s].pending == 0) RETURN_IF_ERROR(Post(s, now));
   }
   return Status::Ok();
 }
@@ -304,16 +433,22 @@ StatusOr<PhaseResult> PhaseRun::Run(const std::vector<double>& rank_start) {
     return InvalidArgument("program has {} ranks, the placement {}", ranks,
                            placement_.world_size());
   }
-  Build();
-  rank_end_.assign(ranks, 0);
+  RETURN_IF_ERROR(Build());
+  const int64_t total = s_.offset[ranks];
+  timing_.resize(total);
+  for (int64_t g = 0; g < total; ++g) timing_[g].comm = s_.op[g].comm;
+  collective_index_.Reset(comm_ops_);
+  p2p_index_.Reset(comm_ops_);
+  instances_.reserve(comm_ops_);
+  s_.rank_end.assign(ranks, 0);
   for (size_t r = 0; r < ranks; ++r) {
     const double start = r < rank_start.size() ? rank_start[r] : 0.0;
-    rank_end_[r] = start;
+    s_.rank_end[r] = start;
     Push(start, EventKind::kRankStart, static_cast<int64_t>(r));
   }
   std::vector<int64_t> finished;
   while (true) {
-    const double tq = queue_.empty() ? kInf : queue_.top().time;
+    const double tq = queue_.empty() ? kInf : queue_.top().time();
     const double tn = net_.NextCompletion();
     if (tq == kInf && tn == kInf) break;
     if (tn <= tq) {
@@ -324,42 +459,40 @@ StatusOr<PhaseResult> PhaseRun::Run(const std::vector<double>& rank_start) {
     }
     const Event e = queue_.top();
     queue_.pop();
-    switch (e.kind) {
+    const double t = e.time();
+    switch (e.kind()) {
       case EventKind::kRankStart:
-        for (int64_t g = offset_[e.a]; g < offset_[e.a + 1]; ++g) {
-          if (pending_[g] == 0) RETURN_IF_ERROR(Post(g, e.time));
+        for (int64_t g = s_.offset[e.a()]; g < s_.offset[e.a() + 1]; ++g) {
+          if (s_.op[g].pending == 0) RETURN_IF_ERROR(Post(g, t));
         }
         break;
       case EventKind::kOpDone:
-        RETURN_IF_ERROR(Complete(e.a, e.time));
+        RETURN_IF_ERROR(Complete(e.a(), t));
         break;
       case EventKind::kStageStart:
-        RETURN_IF_ERROR(StartTransfer(e.a, e.time));
+        RETURN_IF_ERROR(StartTransfer(e.a(), t));
         break;
     }
   }
-  const int64_t total = offset_[ranks];
   if (done_ != total) {
     for (int64_t g = 0; g < total; ++g) {
-      if (!finished_[g]) {
+      if (s_.op[g].pending >= 0) {
         const Op& op = OpAt(g);
-        const bool posted = pending_[g] == 0;
+        const bool posted = s_.op[g].pending == 0;
         return Status(
             StatusCode::kFailedPrecondition,
             fmt::format(
                 "deadlock in {} step {}: rank {} op {} ({}) {}", PhaseName(program_.phase),
-                program_.step, rank_of_[g], op.id, OpName(op),
+                program_.step, s_.op[g].rank, op.id, OpName(op),
                 posted ? "was posted but its peers never matched it" : "never became ready"));
       }
     }
     return InternalError("simulation ended with {} of {} ops done", done_, total);
   }
   PhaseResult result;
-  result.timings.resize(ranks);
-  for (size_t r = 0; r < ranks; ++r) {
-    result.timings[r].assign(timing_.begin() + offset_[r], timing_.begin() + offset_[r + 1]);
-  }
-  result.rank_end = rank_end_;
+  result.timings.flat = std::move(timing_);
+  result.timings.offset = s_.offset;
+  result.rank_end = s_.rank_end;
   result.ops = total;
   result.transfers = net_.transfers_started();
   return result;
@@ -369,11 +502,26 @@ StatusOr<PhaseResult> PhaseRun::Run(const std::vector<double>& rank_start) {
 
 Engine::Engine(const Placement& placement, const ComputeModel& compute, const Topology& topology,
                EngineOptions options)
-    : placement_(placement), compute_(compute), topology_(topology), options_(options) {}
+    : placement_(placement),
+      compute_(compute),
+      topology_(topology),
+      options_(options),
+      scratch_(std::make_unique<Scratch>()) {
+  scratch_->position.assign(placement.world_size() * kNumDims, -1);
+  for (const Group& group : placement.groups()) {
+    for (size_t i = 0; i < group.ranks.size(); ++i) {
+      scratch_->position[group.ranks[i] * kNumDims + static_cast<int>(group.dim)] =
+          static_cast<int32_t>(i);
+    }
+  }
+}
+
+Engine::~Engine() = default;
+Engine::Engine(Engine&&) noexcept = default;
 
 StatusOr<PhaseResult> Engine::Run(const PhaseProgram& program,
                                   const std::vector<double>& rank_start) {
-  PhaseRun run(program, placement_, compute_, topology_, options_, &plan_cache_);
+  PhaseRun run(program, placement_, compute_, topology_, options_, &plan_cache_, scratch_.get());
   return run.Run(rank_start);
 }
 

@@ -7,12 +7,14 @@
 // decomposed into network stages (collectives.h) that share links (network.h).
 // Every member's op ends when the transfer ends. Events are typed values owned
 // by the queue, ordered by (time, insertion): runs are deterministic.
-// Not thread-safe; one Engine per thread.
+// Not thread-safe; one Engine per thread (it keeps scratch buffers between runs).
 #ifndef SHARDSCOPE_SIM_ENGINE_H_
 #define SHARDSCOPE_SIM_ENGINE_H_
 
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <span>
 #include <tuple>
 #include <vector>
 
@@ -38,13 +40,24 @@ struct OpTiming {
   double start = 0;  // compute: = post; comm: the last member posted, bytes may move
   double end = 0;
   Algorithm algorithm = Algorithm::kAuto;  // comm ops: the algorithm used
+  bool comm = false;                       // a comm op (figures need no Op to tell)
+};
+
+// The timings of every rank's ops in one flat array; timings[rank][op id].
+struct RankTimings {
+  std::vector<OpTiming> flat;   // all ranks' ops, rank by rank
+  std::vector<int64_t> offset;  // index in `flat` of each rank's op 0; size ranks + 1
+  std::span<const OpTiming> operator[](size_t rank) const {
+    return {flat.data() + offset[rank], flat.data() + offset[rank + 1]};
+  }
+  size_t size() const { return offset.empty() ? 0 : offset.size() - 1; }
 };
 
 struct PhaseResult {
-  std::vector<std::vector<OpTiming>> timings;  // [rank][op id]
-  std::vector<double> rank_end;                // when each rank's last op ended
-  int64_t ops = 0;                             // ops executed
-  int64_t transfers = 0;                       // network transfers (stages) run
+  RankTimings timings;           // [rank][op id]
+  std::vector<double> rank_end;  // when each rank's last op ended
+  int64_t ops = 0;               // ops executed
+  int64_t transfers = 0;         // network transfers (stages) run
 };
 
 class Engine {
@@ -52,17 +65,23 @@ class Engine {
   // Borrows the placement, compute model and topology; they must outlive it.
   Engine(const Placement& placement, const ComputeModel& compute, const Topology& topology,
          EngineOptions options = {});
+  ~Engine();
+  Engine(Engine&&) noexcept;
 
   // Runs `program`; rank r starts at rank_start[r] (empty: all at 0). Fails on a
   // mismatched collective or a deadlock, naming the rank and op.
   StatusOr<PhaseResult> Run(const PhaseProgram& program,
                             const std::vector<double>& rank_start = {});
 
+  // Per-run buffers (engine.cc), kept between runs to avoid reallocating them.
+  struct Scratch;
+
  private:
   const Placement& placement_;
   const ComputeModel& compute_;
   const Topology& topology_;
   EngineOptions options_;
+  std::unique_ptr<Scratch> scratch_;
   // Plans of collectives whose decomposition depends only on these.
   std::map<std::tuple<int64_t, int, int64_t, int64_t>, CollectivePlan> plan_cache_;
 };

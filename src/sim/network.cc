@@ -74,12 +74,13 @@ void FlowNetwork::Start(double now, const std::vector<LinkLoad>& loads, int64_t 
     seeds.push_back(l.link);
   }
   Recompute(now_, seeds);
+  UpdateNextCompletion();
 }
 
-double FlowNetwork::NextCompletion() const {
+void FlowNetwork::UpdateNextCompletion() {
   double best = kInf;
   for (int32_t s : active_) best = std::min(best, FinishTime(transfers_[s]));
-  return best;
+  next_completion_ = best;
 }
 
 void FlowNetwork::AdvanceTo(double t, std::vector<int64_t>* finished) {
@@ -106,6 +107,7 @@ void FlowNetwork::AdvanceTo(double t, std::vector<int64_t>* finished) {
   }
   active_.resize(w);
   if (!seeds.empty()) Recompute(now_, seeds);
+  UpdateNextCompletion();
 }
 
 double FlowNetwork::RateOf(int64_t tag) const {

@@ -31,7 +31,7 @@ class FlowNetwork {
   void Start(double now, const std::vector<LinkLoad>& loads, int64_t tag);
 
   // Time the next transfer finishes; +inf when none is active.
-  double NextCompletion() const;
+  double NextCompletion() const { return next_completion_; }
   // Moves time to t (≤ NextCompletion()) and appends the tags of the transfers
   // finished at t, in the order they started.
   void AdvanceTo(double t, std::vector<int64_t>* finished);
@@ -57,6 +57,8 @@ class FlowNetwork {
   // Recomputes the rates of every transfer connected to `seed_links`.
   void Recompute(double now, const std::vector<int32_t>& seed_links);
   double FinishTime(const Transfer& t) const;
+  // Sets next_completion_; called whenever a finish time may have changed.
+  void UpdateNextCompletion();
 
   std::vector<double> capacity_;
   std::vector<Transfer> transfers_;            // slot per transfer ever started
@@ -64,6 +66,7 @@ class FlowNetwork {
   std::vector<std::vector<int32_t>> on_link_;  // live transfer slots per link
   std::vector<int32_t> free_slots_;
   double now_ = 0;
+  double next_completion_ = std::numeric_limits<double>::infinity();
   int64_t started_ = 0;
   // Scratch for Recompute.
   std::vector<int32_t> link_mark_, transfer_mark_;

@@ -30,10 +30,10 @@ PhaseFigures Figures(const PhaseProgram& program, const PhaseResult& r,
   for (const RankProgram& rp : program.ranks) {
     comm.clear();
     compute.clear();
-    for (const Op& op : rp.ops) {
-      const OpTiming& t = r.timings[rp.rank][op.id];
+    // Timings alone (op i has id i): the Ops themselves stay out of the cache.
+    for (const OpTiming& t : r.timings[rp.rank]) {
       if (t.end <= t.start) continue;
-      (op.is_comm() ? comm : compute).emplace_back(op.is_comm() ? t.post : t.start, t.end);
+      (t.comm ? comm : compute).emplace_back(t.comm ? t.post : t.start, t.end);
     }
     for (const auto& [s, e] : compute) f.compute += e - s;  // one compute stream: disjoint
     std::sort(comm.begin(), comm.end());

@@ -30,10 +30,13 @@ class Topology {
 
   // Appends the links from device a to device b (none when a == b).
   void AppendPath(int64_t a, int64_t b, std::vector<int32_t>* links) const;
-  // Seconds of latency from a to b (ClusterSpec::LatencyBetween).
-  double Latency(int64_t a, int64_t b) const { return cluster_.LatencyBetween(a, b); }
-  bool SameDomain(int64_t a, int64_t b) const { return cluster_.SameScaleUpDomain(a, b); }
-  int64_t DomainOf(int64_t device) const { return cluster_.DomainOf(device); }
+  // Seconds of latency from a to b (= ClusterSpec::LatencyBetween).
+  double Latency(int64_t a, int64_t b) const;
+  // = ClusterSpec::SameScaleUpDomain.
+  bool SameDomain(int64_t a, int64_t b) const {
+    return a != b && domains_ && DomainOf(a) == DomainOf(b);
+  }
+  int64_t DomainOf(int64_t device) const { return device / domain_size_; }
 
   // Link ids (exposed for tests).
   int32_t ScaleUpUp(int64_t d) const { return static_cast<int32_t>(d); }
@@ -47,8 +50,27 @@ class Topology {
  private:
   void AppendTorusPath(int64_t a, int64_t b, std::vector<int32_t>* links) const;
 
+  // Torus coordinates of `device` in its domain, dimension 0 fastest (as
+  // ClusterSpec::TorusCoords, without allocating).
+  void Coords(int64_t device, int64_t* coords) const;
+
+  // The cluster's path and latency rules, precomputed for the hot path (the
+  // all-to-all decomposition calls them for every pair of members).
+  static constexpr int kStackDims = 8;  // more torus dimensions: coordinates on the heap
   ClusterSpec cluster_;
   int64_t devices_;
+  int64_t domain_size_;
+  bool domains_;  // scale-up domains exist (kind not none, size > 1)
+  bool torus_;
+  int num_dims_;               // torus dimensions
+  std::vector<int64_t> dims_;  // torus sizes
+  // Torus domains of at most kTableDomain devices: the path and latency of
+  // every pair of positions in a domain, precomputed (a domain's links are
+  // those of domain 0 shifted by 6 per device). Empty otherwise.
+  static constexpr int64_t kTableDomain = 256;
+  std::vector<int32_t> torus_path_begin_;  // per pair la * domain + lb, CSR into torus_path_
+  std::vector<int32_t> torus_path_;        // links of domain 0
+  std::vector<double> torus_latency_;      // per pair
   std::vector<double> capacity_;
 };
 
