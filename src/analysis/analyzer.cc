@@ -82,6 +82,7 @@ MetricSet ComputeMetrics(RunData* data) {
   AddTimeMetrics(ctx, sync, &out);
   AddCommMetrics(ctx, sync, &out);
   AddUtilizationMetrics(ctx, &out);
+  AddExpertLoadMetrics(ctx, &out);
   return out;
 }
 

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "trace/test_util.h"
 #include "trace/trace_writer.h"
 
@@ -54,6 +56,70 @@ TEST(AnalyzerTest, EmptyTraceHasNoWallTime) {
   MetricSet m = ComputeMetrics(&data);
   ASSERT_NE(m.Find("wall_time"), nullptr);
   EXPECT_FALSE(m.Find("wall_time")->value.has_value());
+}
+
+trace::OpEvent ExpertGemm(int32_t rank, trace::Phase phase, int32_t step,
+                          std::vector<int32_t> experts, std::vector<int64_t> tokens) {
+  trace::OpEvent e;
+  e.rank = rank;
+  e.dur_ns = 10;
+  e.kind = "expert_gemm";
+  e.phase = phase;
+  e.step = step;
+  e.layer = 1;
+  e.experts = std::move(experts);
+  e.expert_tokens = std::move(tokens);
+  return e;
+}
+
+TEST(AnalyzerTest, ExpertLoadImbalanceAndCv) {
+  RunData data;
+  RunCollector c(&data);
+  // Prefill, layer 1: EP rank 0 holds experts 0 and 1, EP rank 1 experts 2 and 3.
+  c.OnOp(ExpertGemm(0, trace::Phase::kPrefill, -1, {0, 1}, {6, 2}));
+  c.OnOp(ExpertGemm(1, trace::Phase::kPrefill, -1, {2, 3}, {3, 1}));
+  // Decode step 0: two micro-batches on rank 0 add up; perfectly balanced.
+  c.OnOp(ExpertGemm(0, trace::Phase::kDecode, 0, {0, 1}, {1, 1}));
+  c.OnOp(ExpertGemm(0, trace::Phase::kDecode, 0, {0, 1}, {1, 1}));
+  c.OnOp(ExpertGemm(1, trace::Phase::kDecode, 0, {2, 3}, {2, 2}));
+  MetricSet m = ComputeMetrics(&data);
+  auto value = [&](const std::string& key) {
+    const Metric* metric = m.Find(key);
+    EXPECT_NE(metric, nullptr) << key;
+    EXPECT_TRUE(metric != nullptr && metric->value.has_value()) << key;
+    return metric != nullptr && metric->value ? *metric->value : -1.0;
+  };
+  // Prefill experts 6,2,3,1: mean 3, max 6, std √3.5; EP ranks 8,4: mean 6, max 8, std 2.
+  // Decode: every expert 2, every EP rank 4.
+  const double cv = std::sqrt(3.5) / 3;
+  EXPECT_DOUBLE_EQ(value("expert_load.imbalance.max[phase prefill]"), 2.0);
+  EXPECT_DOUBLE_EQ(value("expert_load.cv.max[phase prefill]"), cv);
+  EXPECT_DOUBLE_EQ(value("ep_rank_load.imbalance.max[phase prefill]"), 8.0 / 6);
+  EXPECT_DOUBLE_EQ(value("ep_rank_load.cv.max[phase prefill]"), 2.0 / 6);
+  EXPECT_DOUBLE_EQ(value("expert_load.imbalance.max[phase decode]"), 1.0);
+  EXPECT_DOUBLE_EQ(value("expert_load.cv.max[phase decode]"), 0.0);
+  EXPECT_DOUBLE_EQ(value("expert_load.imbalance.mean"), 1.5);
+  EXPECT_DOUBLE_EQ(value("expert_load.imbalance.max"), 2.0);
+  EXPECT_DOUBLE_EQ(value("expert_load.cv.mean"), cv / 2);
+  EXPECT_DOUBLE_EQ(value("ep_rank_load.imbalance.mean"), (8.0 / 6 + 1) / 2);
+  EXPECT_DOUBLE_EQ(value("ep_rank_load.cv.mean"), 1.0 / 6);
+  EXPECT_DOUBLE_EQ(value("expert_load.imbalance.mean[layer 1]"), 1.5);
+  // Over steps: experts 0..3 got 8, 4, 5, 3.
+  EXPECT_DOUBLE_EQ(value("expert_load.tokens[layer 1]"), 20.0);
+  EXPECT_DOUBLE_EQ(value("expert_load.tokens.max[layer 1]"), 8.0);
+}
+
+TEST(AnalyzerTest, ExpertLoadWithoutCountsIsNotAvailable) {
+  RunData data;
+  RunCollector c(&data);
+  trace::OpEvent op;
+  op.dur_ns = 5;
+  c.OnOp(op);
+  MetricSet m = ComputeMetrics(&data);
+  const Metric* metric = m.Find("expert_load.imbalance.mean");
+  ASSERT_NE(metric, nullptr);
+  EXPECT_FALSE(metric->value.has_value());
+  EXPECT_EQ(metric->unavailable, "no expert counts in the trace");
 }
 
 TEST(AnalyzerTest, FindTraceFilesWalksDirectoriesAndSkipsMetadata) {

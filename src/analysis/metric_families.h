@@ -49,6 +49,7 @@ void AddLatencyMetrics(const Context& ctx, MetricSet* out);
 void AddTimeMetrics(const Context& ctx, const SyncResult& sync, MetricSet* out);
 void AddCommMetrics(const Context& ctx, const SyncResult& sync, MetricSet* out);
 void AddUtilizationMetrics(const Context& ctx, MetricSet* out);
+void AddExpertLoadMetrics(const Context& ctx, MetricSet* out);
 
 }  // namespace shardscope::analysis
 

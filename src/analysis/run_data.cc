@@ -88,7 +88,17 @@ void RunCollector::AddTraffic(int32_t from, int32_t to, double bytes, const trac
   rd->bytes_sent += bytes;
 }
 
+void RunCollector::AddExpertTokens(const trace::OpEvent& op) {
+  ExpertLoadCell& cell = data_->expert_load[{op.phase, op.step, op.layer}];
+  const int32_t ep_rank = *std::min_element(op.experts.begin(), op.experts.end());
+  for (size_t i = 0; i < op.experts.size() && i < op.expert_tokens.size(); ++i) {
+    cell.tokens[op.experts[i]] += op.expert_tokens[i];
+    cell.ep_rank[op.experts[i]] = ep_rank;
+  }
+}
+
 void RunCollector::OnOp(const trace::OpEvent& op) {
+  if (!op.experts.empty()) AddExpertTokens(op);
   RankData& rd = Rank(op.rank);
   OpRec rec;
   rec.ts = op.ts_ns;

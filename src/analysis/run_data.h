@@ -11,6 +11,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -64,6 +65,15 @@ struct GroupInfo {
   bool p2p = false;  // a send/recv pair
 };
 
+// Routed-expert token counts of one (phase, decode step, layer), summed over
+// ranks and micro-batches.
+struct ExpertLoadCell {
+  std::map<int32_t, int64_t> tokens;  // by global expert id
+  // Expert id → its EP rank, named by the smallest expert id listed with it (the
+  // experts of one op are those of one EP rank).
+  std::map<int32_t, int32_t> ep_rank;
+};
+
 // Sums over the ops of one (group, collective).
 struct BandwidthSums {
   int64_t ops = 0;
@@ -84,6 +94,8 @@ struct RunData {
   std::array<double, trace::kNumGroupDims> payload_by_dim{};
   std::map<std::pair<int32_t, Collective>, BandwidthSums> bandwidth;
   int64_t comm_ops_outside_group = 0;  // comm ops whose rank is not in their group
+  // Keyed by (phase, step, layer); only ops with expert counts.
+  std::map<std::tuple<Phase, int32_t, int32_t>, ExpertLoadCell> expert_load;
   nlohmann::json metadata = nlohmann::json::object();
 };
 
@@ -103,6 +115,7 @@ class RunCollector : public trace::TraceSink {
  private:
   RankData& Rank(int32_t rank);
   int32_t InternGroup(GroupDim dim, const std::vector<int32_t>& ranks, bool p2p);
+  void AddExpertTokens(const trace::OpEvent& op);
   void AddTraffic(int32_t from, int32_t to, double bytes, const trace::OpEvent& op, RankData* rd);
 
   double* TrafficCell(uint64_t key);

@@ -56,8 +56,22 @@ void FillOpEvent(const Op& op, const Placement& placement, trace::OpEvent* e) {
   e->bytes_written = op.bytes_written;
   e->group.clear();
   e->bytes_per_peer.clear();
+  e->experts.clear();
+  e->expert_tokens.clear();
   e->peer = -1;
   e->root = -1;
+  // Expert counts on one rank of each set routing the same tokens: tp coordinate 0
+  // (expert-TP ranks see the same tokens) and sp coordinate 0 when the op is
+  // replicated over sp (decode), so a sum over ranks counts each token once.
+  if (!op.expert_tokens.empty() && placement.Coord(e->rank, Dim::kTp) == 0 &&
+      (op.replication == 1 || placement.Coord(e->rank, Dim::kSp) == 0)) {
+    const std::vector<int64_t>& mine =
+        placement.ExpertsOfEpRank(placement.Coord(e->rank, Dim::kEp));
+    if (mine.size() == op.expert_tokens.size()) {
+      for (int64_t x : mine) e->experts.push_back(static_cast<int32_t>(x));
+      e->expert_tokens = op.expert_tokens;
+    }
+  }
   if (!op.is_comm()) {
     e->collective = trace::Collective::kNone;
     e->kind = std::string(OpKindName(op.kind));

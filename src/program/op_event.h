@@ -15,10 +15,13 @@ trace::Collective ToTraceCollective(Collective c);
 trace::GroupDim ToTraceDim(Dim d);
 trace::Phase ToTracePhase(Phase p);
 
-// Sets e's rank-independent op fields: stream, name, category, kind, layer,
-// micro-batch, ring step, FLOPs, bytes, and for comm ops the collective,
-// dimension, seq, message bytes, bytes per peer, peer or group ranks and root.
-// Resets the comm fields of a compute op, so one event can be reused.
+// Sets e's op fields: stream, name, category, kind, layer, micro-batch, ring
+// step, FLOPs, bytes, for comm ops the collective, dimension, seq, message
+// bytes, bytes per peer, peer or group ranks and root, and for routed-expert
+// GEMMs the experts of e->rank's EP coordinate and their token counts (on one
+// rank per set of ranks routing the same tokens: tp coordinate 0, and sp
+// coordinate 0 when replicated over sp). e->rank must be set before the call.
+// Resets the comm and expert fields otherwise, so one event can be reused.
 void FillOpEvent(const Op& op, const Placement& placement, trace::OpEvent* e);
 
 }  // namespace shardscope

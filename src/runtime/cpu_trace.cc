@@ -131,7 +131,9 @@ std::string SerializeEvents(const RankEvents& events) {
                    e.seq,
                    e.bytes,
                    e.bytes_per_peer,
-                   e.dtype});
+                   e.dtype,
+                   e.experts,
+                   e.expert_tokens});
   }
   for (const trace::SpanEvent& s : events.spans) {
     spans.push_back({s.rank, static_cast<int>(s.kind), static_cast<int>(s.phase), s.step, s.name,
@@ -158,6 +160,10 @@ StatusOr<RankEvents> ParseEvents(const std::string& text) {
       e.peer = a[18], e.root = a[19], e.seq = a[20], e.bytes = a[21];
       e.bytes_per_peer = a[22].get<std::vector<int64_t>>();
       e.dtype = a[23];
+      if (a.size() > 25) {
+        e.experts = a[24].get<std::vector<int32_t>>();
+        e.expert_tokens = a[25].get<std::vector<int64_t>>();
+      }
       out.ops.push_back(std::move(e));
     }
     for (const json& a : j.at("spans")) {

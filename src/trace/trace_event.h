@@ -82,6 +82,10 @@ struct OpEvent {
   int64_t bytes = 0;                    // message size as nccl-tests counts it (trace_format.md)
   std::vector<int64_t> bytes_per_peer;  // all-to-all(v): bytes to each group member
   std::string dtype;
+  // Routed-expert GEMM: the global ids of the rank's experts and the tokens each
+  // received, entry by entry (same length). Empty when not given.
+  std::vector<int32_t> experts;
+  std::vector<int64_t> expert_tokens;
 
   bool is_comm() const { return category == Category::kComm; }
   int64_t end_ns() const { return ts_ns + dur_ns; }

@@ -216,6 +216,11 @@ void TraceWriter::AddOp(const OpEvent& op) {
                         path_, op.name, op.rank, op.bytes_per_peer.size(), op.group.size()));
     return;
   }
+  if (op.experts.size() != op.expert_tokens.size()) {
+    Fail(InvalidArgument("trace {}: op '{}' on rank {}: {} experts but {} expert_tokens", path_,
+                         op.name, op.rank, op.experts.size(), op.expert_tokens.size()));
+    return;
+  }
   std::string& b = buffer_;
   BeginEvent();
   b.append("{\"ph\":\"X\",\"pid\":");
@@ -292,6 +297,22 @@ void TraceWriter::AddOp(const OpEvent& op) {
   if (!op.dtype.empty()) {
     key("dtype");
     AppendJsonString(op.dtype, &b);
+  }
+  if (!op.expert_tokens.empty()) {
+    key("experts");
+    b.push_back('[');
+    for (size_t i = 0; i < op.experts.size(); ++i) {
+      if (i) b.push_back(',');
+      AppendInt(op.experts[i], &b);
+    }
+    b.push_back(']');
+    key("expert_tokens");
+    b.push_back('[');
+    for (size_t i = 0; i < op.expert_tokens.size(); ++i) {
+      if (i) b.push_back(',');
+      AppendInt(op.expert_tokens[i], &b);
+    }
+    b.push_back(']');
   }
   b.append("}}");
   MaybeFlush();

@@ -34,6 +34,16 @@ Trace RichTrace() {
   a.bytes_written = 7;
   a.dtype = "bf16";
   t.ops.push_back(a);
+  OpEvent x;
+  x.rank = 3;
+  x.name = "L1.expert_gemm.gate_up";
+  x.kind = "expert_gemm";
+  x.ts_ns = 11;
+  x.dur_ns = 12;
+  x.layer = 1;
+  x.experts = {4, 5, 6, 7};
+  x.expert_tokens = {0, 9'007'199'254'740'993, 3, 1};
+  t.ops.push_back(x);
   OpEvent c;
   c.rank = 1;
   c.stream = 1;
@@ -88,7 +98,7 @@ TEST(TraceWriterTest, WriteThenReadIsExact) {
     StatusOr<Trace> out = ReadTraceFile(path, &stats);
     ASSERT_TRUE(out.ok()) << out.status().ToString();
     EXPECT_EQ(stats.skipped_total(), 0) << stats.Summary();
-    EXPECT_EQ(stats.ops, 4);
+    EXPECT_EQ(stats.ops, 5);
     EXPECT_EQ(stats.spans, 2);
     EXPECT_EQ(stats.counters, 1);
     EXPECT_EQ(out->ops, in.ops) << name;
