@@ -2,6 +2,7 @@
 // exit code, stdout and stderr.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -29,7 +30,10 @@ std::string ReadFile(const fs::path& p) {
 }
 
 Result RunCli(const std::string& args) {
-  fs::path dir = fs::path(::testing::TempDir()) / "cli_test";
+  // ctest runs tests in parallel processes: every call gets its own files.
+  static int calls = 0;
+  fs::path dir = fs::path(::testing::TempDir()) /
+                 ("cli_test_" + std::to_string(getpid()) + "_" + std::to_string(calls++));
   fs::create_directories(dir);
   fs::path out = dir / "stdout", err = dir / "stderr";
   std::string cmd =
@@ -43,7 +47,7 @@ Result RunCli(const std::string& args) {
 }
 
 fs::path WriteConfig(const std::string& name, const std::string& text) {
-  fs::path p = fs::path(::testing::TempDir()) / name;
+  fs::path p = fs::path(::testing::TempDir()) / (std::to_string(getpid()) + "_" + name);
   std::ofstream(p) << text;
   return p;
 }
