@@ -50,12 +50,13 @@ struct Fixture {
 // DeepSeek-V3, EP = 128 on 16 H100 nodes, prompt 1024: one decode step.
 const char* kDsv3Ep128 = "seed003_deepseek_v3_seq1024_ep128";
 
-void BM_EngineDecodeStepDsv3Ep128(benchmark::State& state) {
-  Fixture f(Named(kDsv3Ep128));
-  auto prog = f.builder.Build(Phase::kDecode, 0);
+// Simulates one phase of an experiment repeatedly on one engine, as
+// SimulateExperiment keeps one for all phases.
+void RunEngine(benchmark::State& state, const char* experiment, Phase phase) {
+  Fixture f(Named(experiment));
+  auto prog = f.builder.Build(phase, 0);
   if (!prog.ok()) std::abort();
   int64_t items = 0;
-  // One engine for all iterations, as SimulateExperiment keeps one for all phases.
   Engine engine(f.placement, f.compute, f.topology);
   for (auto _ : state) {
     auto r = engine.Run(*prog);
@@ -66,23 +67,14 @@ void BM_EngineDecodeStepDsv3Ep128(benchmark::State& state) {
   state.counters["ops+transfers/s"] =
       benchmark::Counter(static_cast<double>(items), benchmark::Counter::kIsRate);
 }
+
+void BM_EngineDecodeStepDsv3Ep128(benchmark::State& state) {
+  RunEngine(state, kDsv3Ep128, Phase::kDecode);
+}
 BENCHMARK(BM_EngineDecodeStepDsv3Ep128)->Unit(benchmark::kMillisecond);
 
 void BM_EnginePrefillSeed001Ring(benchmark::State& state) {
-  Fixture f(Named("seed001_sp16_ring"));
-  auto prog = f.builder.Build(Phase::kPrefill, 0);
-  if (!prog.ok()) std::abort();
-  int64_t items = 0;
-  // One engine for all iterations, as SimulateExperiment keeps one for all phases.
-  Engine engine(f.placement, f.compute, f.topology);
-  for (auto _ : state) {
-    auto r = engine.Run(*prog);
-    if (!r.ok()) std::abort();
-    items += r->ops + r->transfers;
-  }
-  state.SetItemsProcessed(items);
-  state.counters["ops+transfers/s"] =
-      benchmark::Counter(static_cast<double>(items), benchmark::Counter::kIsRate);
+  RunEngine(state, "seed001_sp16_ring", Phase::kPrefill);
 }
 BENCHMARK(BM_EnginePrefillSeed001Ring)->Unit(benchmark::kMillisecond);
 
