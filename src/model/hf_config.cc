@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "model/model_yaml.h"
+
 namespace shardscope {
 namespace {
 
@@ -21,7 +23,16 @@ class HfFields {
   HfFields(const Json& json, std::string file) : json_(json), file_(std::move(file)) {}
 
   bool Has(const char* key) const { return json_.contains(key) && !json_[key].is_null(); }
+  bool HasObject(const char* key) const { return Has(key) && json_[key].is_object(); }
+  // The fields of the object at `key` (check HasObject first); errors name both keys.
+  HfFields Sub(const char* key) const {
+    return HfFields(json_[key], fmt::format("{}: field '{}'", file_, key));
+  }
 
+  Status Required(const char* key, double* out) const {
+    if (!Has(key)) return Missing(key);
+    return Optional(key, out);
+  }
   Status Required(const char* key, int64_t* out) const {
     if (!Has(key)) return Missing(key);
     return Optional(key, out);
@@ -93,6 +104,32 @@ Status ReadDtype(const Json& json, const HfFields& f, ModelSpec* m) {
   return Status::Ok();
 }
 
+// `rope_scaling`: {"rope_type" or "type", "factor", …}; null or absent means none.
+Status ReadRopeScaling(const HfFields& f, ModelSpec* m) {
+  if (!f.Has("rope_scaling")) return Status::Ok();
+  if (!f.HasObject("rope_scaling")) return f.Error("rope_scaling", "expected an object");
+  HfFields rs = f.Sub("rope_scaling");
+  const char* type_key = rs.Has("rope_type") ? "rope_type" : "type";
+  std::string type;
+  if (!rs.Has(type_key)) return rs.Error("rope_type", "is required but missing");
+  RETURN_IF_ERROR(rs.Optional(type_key, &type));
+  StatusOr<RopeScalingKind> kind = ParseRopeScalingKind(type);
+  if (!kind.ok()) return rs.Error(type_key, kind.status().message());
+  RopeScaling& r = m->rope_scaling;
+  r.kind = *kind;
+  if (r.kind == RopeScalingKind::kNone) return Status::Ok();
+  RETURN_IF_ERROR(rs.Required("factor", &r.factor));
+  if (r.kind != RopeScalingKind::kLinear) {
+    RETURN_IF_ERROR(rs.Required("original_max_position_embeddings", &r.original_max_positions));
+  }
+  RETURN_IF_ERROR(rs.Optional("low_freq_factor", &r.low_freq_factor));
+  RETURN_IF_ERROR(rs.Optional("high_freq_factor", &r.high_freq_factor));
+  RETURN_IF_ERROR(rs.Optional("beta_fast", &r.beta_fast));
+  RETURN_IF_ERROR(rs.Optional("beta_slow", &r.beta_slow));
+  RETURN_IF_ERROR(rs.Optional("mscale", &r.mscale));
+  return rs.Optional("mscale_all_dim", &r.mscale_all_dim);
+}
+
 Status ReadCommon(const HfFields& f, ModelSpec* m) {
   RETURN_IF_ERROR(f.Required("vocab_size", &m->vocab_size));
   RETURN_IF_ERROR(f.Required("hidden_size", &m->hidden_size));
@@ -103,6 +140,7 @@ Status ReadCommon(const HfFields& f, ModelSpec* m) {
   RETURN_IF_ERROR(f.Optional("tie_word_embeddings", &m->tie_embeddings));
   RETURN_IF_ERROR(f.Optional("rope_theta", &m->rope_theta));
   RETURN_IF_ERROR(f.Optional("max_position_embeddings", &m->max_position_embeddings));
+  RETURN_IF_ERROR(ReadRopeScaling(f, m));
   m->activation = Activation::kSwiGlu;  // all supported MLPs are gated (gate, up, down)
   m->norm = NormKind::kRmsNorm;
   return Status::Ok();
@@ -162,6 +200,11 @@ Status ReadDeepseek(const HfFields& f, bool v3, ModelSpec* m) {
   moe.topk_group = v3 ? 4 : 1;
   RETURN_IF_ERROR(f.Optional("n_group", &moe.n_group));
   RETURN_IF_ERROR(f.Optional("topk_group", &moe.topk_group));
+  // transformers' defaults: V2 renormalises nothing and scales by 1; V3 does both.
+  moe.norm_topk_prob = v3;
+  moe.routed_scaling_factor = v3 ? 2.5 : 1.0;
+  RETURN_IF_ERROR(f.Optional("norm_topk_prob", &moe.norm_topk_prob));
+  RETURN_IF_ERROR(f.Optional("routed_scaling_factor", &moe.routed_scaling_factor));
   if (v3) RETURN_IF_ERROR(f.Optional("num_nextn_predict_layers", &m->num_mtp_layers));
   return Status::Ok();
 }
@@ -186,6 +229,7 @@ Status ReadArchitecture(const Json& json, const HfFields& f, const std::string& 
     RETURN_IF_ERROR(f.Required("num_local_experts", &m->moe.num_routed_experts));
     RETURN_IF_ERROR(f.Required("num_experts_per_tok", &m->moe.experts_per_token));
     m->moe.router = RouterKind::kSoftmax;
+    m->moe.norm_topk_prob = true;  // Mixtral always renormalises its top-2 weights
     return Status::Ok();
   }
   if (arch == "DeepseekV2ForCausalLM") return ReadDeepseek(f, /*v3=*/false, m);

@@ -91,7 +91,7 @@ constexpr char kDeepSeekV3[] = R"({
   "vocab_size": 129280
 })";
 
-// deepseek-ai/DeepSeek-V2-Lite config.json (auto_map and rope_scaling left out).
+// deepseek-ai/DeepSeek-V2-Lite config.json (auto_map left out).
 constexpr char kDeepSeekV2Lite[] = R"({
   "architectures": ["DeepseekV2ForCausalLM"],
   "attention_bias": false,
@@ -116,7 +116,11 @@ constexpr char kDeepSeekV2Lite[] = R"({
   "qk_nope_head_dim": 128,
   "qk_rope_head_dim": 64,
   "rms_norm_eps": 1e-06,
+  "rope_scaling": {"beta_fast": 32, "beta_slow": 1, "factor": 40, "mscale": 0.707,
+                   "mscale_all_dim": 0.707, "original_max_position_embeddings": 4096,
+                   "type": "yarn"},
   "rope_theta": 10000,
+  "routed_scaling_factor": 1.0,
   "scoring_func": "softmax",
   "tie_word_embeddings": false,
   "topk_group": 1,
@@ -267,6 +271,45 @@ TEST(HfConfigTest, DefaultsFollowTransformers) {
   EXPECT_FALSE(m->tie_embeddings);
   EXPECT_EQ(m->dtype, DType::kFp16);
   EXPECT_FALSE(m->qkv_bias);
+}
+
+TEST(HfConfigTest, ReadsRopeScalingAndRoutingScales) {
+  StatusOr<ModelSpec> l = ModelFromHfConfigText(kLlama31_8B, "l.json");
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  EXPECT_EQ(l->rope_scaling.kind, RopeScalingKind::kLlama3);
+  EXPECT_EQ(l->rope_scaling.factor, 8.0);
+  EXPECT_EQ(l->rope_scaling.original_max_positions, 8192);
+  EXPECT_EQ(l->rope_scaling.high_freq_factor, 4.0);
+  StatusOr<ModelSpec> v3 = ModelFromHfConfigText(kDeepSeekV3, "v3.json");
+  ASSERT_TRUE(v3.ok()) << v3.status().ToString();
+  EXPECT_EQ(v3->rope_scaling.kind, RopeScalingKind::kYarn);  // older key "type"
+  EXPECT_EQ(v3->rope_scaling.factor, 40.0);
+  EXPECT_EQ(v3->rope_scaling.mscale_all_dim, 1.0);
+  EXPECT_EQ(v3->moe.routed_scaling_factor, 2.5);
+  EXPECT_TRUE(v3->moe.norm_topk_prob);
+  StatusOr<ModelSpec> v2 = ModelFromHfConfigText(kDeepSeekV2Lite, "v2.json");
+  ASSERT_TRUE(v2.ok()) << v2.status().ToString();
+  EXPECT_FALSE(v2->moe.norm_topk_prob);
+  EXPECT_EQ(v2->rope_scaling.mscale, 0.707);
+  StatusOr<ModelSpec> mx = ModelFromHfConfigText(kMixtral, "mx.json");
+  ASSERT_TRUE(mx.ok());
+  EXPECT_TRUE(mx->moe.norm_topk_prob);
+  EXPECT_EQ(mx->rope_scaling.kind, RopeScalingKind::kNone);
+
+  std::string dynamic = kLlama31_8B;
+  dynamic.replace(dynamic.find("\"llama3\""), 8, "\"dynamic\"");
+  StatusOr<ModelSpec> d = ModelFromHfConfigText(dynamic, "d.json");
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("d.json: field 'rope_scaling': field 'rope_type'"),
+            std::string::npos)
+      << d.status().message();
+  EXPECT_NE(d.status().message().find("'dynamic'"), std::string::npos) << d.status().message();
+  std::string no_factor = kLlama31_8B;
+  no_factor.erase(no_factor.find("\"factor\": 8.0, "), 15);
+  StatusOr<ModelSpec> nf = ModelFromHfConfigText(no_factor, "nf.json");
+  ASSERT_FALSE(nf.ok());
+  EXPECT_NE(nf.status().message().find("field 'factor': is required"), std::string::npos)
+      << nf.status().message();
 }
 
 TEST(HfConfigTest, QwenHasImplicitQkvBiasAndLlamaAttentionBiasCoversO) {

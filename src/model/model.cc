@@ -64,6 +64,20 @@ Status ModelSpec::Validate() const {
     RETURN_IF_ERROR(AtLeast("mla.v_head_dim", mla.v_head_dim, 1));
   }
   if (!(rope_theta > 0)) return FieldError("rope_theta", "must be positive, got {}", rope_theta);
+  if (rope_scaling.kind != RopeScalingKind::kNone) {
+    if (!(rope_scaling.factor > 0)) {
+      return FieldError("rope_scaling.factor", "must be positive, got {}", rope_scaling.factor);
+    }
+    if (rope_scaling.kind != RopeScalingKind::kLinear) {
+      RETURN_IF_ERROR(AtLeast("rope_scaling.original_max_position_embeddings",
+                              rope_scaling.original_max_positions, 1));
+    }
+    if (rope_scaling.kind == RopeScalingKind::kLlama3 &&
+        !(rope_scaling.low_freq_factor < rope_scaling.high_freq_factor)) {
+      return FieldError("rope_scaling.low_freq_factor", "{} must be below high_freq_factor {}",
+                        rope_scaling.low_freq_factor, rope_scaling.high_freq_factor);
+    }
+  }
   RETURN_IF_ERROR(AtLeast("max_position_embeddings", max_position_embeddings, 0));
   RETURN_IF_ERROR(AtLeast("num_mtp_layers", num_mtp_layers, 0));
 
@@ -108,6 +122,10 @@ Status ModelSpec::Validate() const {
                       experts);
   }
   RETURN_IF_ERROR(AtLeast("moe.topk_group", moe.topk_group, 1));
+  if (!(moe.routed_scaling_factor > 0)) {
+    return FieldError("moe.routed_scaling_factor", "must be positive, got {}",
+                      moe.routed_scaling_factor);
+  }
   if (moe.topk_group > moe.n_group) {
     return FieldError("moe.topk_group", "{} exceeds moe.n_group {}", moe.topk_group, moe.n_group);
   }

@@ -29,6 +29,29 @@ enum class RouterKind {
 
 enum class NormKind { kRmsNorm, kLayerNorm };
 
+// How RoPE frequencies are rescaled for contexts beyond the pre-training length
+// (HF config.json `rope_scaling`).
+enum class RopeScalingKind {
+  kNone,
+  kLinear,  // every frequency divided by the factor
+  kLlama3,  // Llama 3.1: low frequencies divided, high kept, a smooth band between
+  kYarn,    // DeepSeek-V2/V3: YaRN ramp plus an attention mscale
+};
+
+struct RopeScaling {
+  RopeScalingKind kind = RopeScalingKind::kNone;
+  double factor = 1.0;
+  int64_t original_max_positions = 0;  // pre-training context (llama3, yarn)
+  double low_freq_factor = 1.0;        // llama3
+  double high_freq_factor = 4.0;       // llama3
+  double beta_fast = 32.0;             // yarn
+  double beta_slow = 1.0;              // yarn
+  double mscale = 1.0;                 // yarn
+  double mscale_all_dim = 0.0;         // yarn
+
+  bool operator==(const RopeScaling&) const = default;
+};
+
 // Multi-head latent attention (DeepSeek-V2/V3). q_lora_rank == 0 means the
 // query is projected directly from the hidden state (DeepSeek-V2-Lite).
 struct MlaSpec {
@@ -50,8 +73,10 @@ struct MoeSpec {
   // After those, layer i is MoE when i % moe_layer_freq == 0 (as in HF DeepSeek).
   int64_t moe_layer_freq = 1;
   RouterKind router = RouterKind::kSoftmax;
-  int64_t n_group = 1;     // expert groups for group-limited routing
-  int64_t topk_group = 1;  // groups a token may route to
+  int64_t n_group = 1;                 // expert groups for group-limited routing
+  int64_t topk_group = 1;              // groups a token may route to
+  bool norm_topk_prob = false;         // renormalise the top-k weights to sum to 1
+  double routed_scaling_factor = 1.0;  // routed-expert output multiplier (DeepSeek)
 
   bool operator==(const MoeSpec&) const = default;
 };
@@ -79,6 +104,7 @@ struct ModelSpec {
   bool mlp_bias = false;          // biases on the FFN and expert matrices
   MoeSpec moe;
   double rope_theta = 10000.0;
+  RopeScaling rope_scaling;
   int64_t max_position_embeddings = 0;
   DType dtype = DType::kBf16;  // the checkpoint's native dtype
   // DeepSeek-V3 multi-token-prediction modules (num_nextn_predict_layers). Not part of

@@ -45,9 +45,10 @@ Status ReadMla(const YamlMap& map, MlaSpec* mla) {
 }
 
 Status ReadMoe(const YamlMap& map, MoeSpec* moe) {
-  RETURN_IF_ERROR(map.CheckKeys({"num_routed_experts", "experts_per_token", "num_shared_experts",
-                                 "expert_intermediate_size", "first_dense_layers", "moe_layer_freq",
-                                 "router", "n_group", "topk_group"}));
+  RETURN_IF_ERROR(
+      map.CheckKeys({"num_routed_experts", "experts_per_token", "num_shared_experts",
+                     "expert_intermediate_size", "first_dense_layers", "moe_layer_freq", "router",
+                     "n_group", "topk_group", "norm_topk_prob", "routed_scaling_factor"}));
   RETURN_IF_ERROR(map.RequiredAtLeast("num_routed_experts", 1, &moe->num_routed_experts));
   RETURN_IF_ERROR(map.RequiredAtLeast("experts_per_token", 1, &moe->experts_per_token));
   RETURN_IF_ERROR(map.OptionalAtLeast("num_shared_experts", 0, &moe->num_shared_experts));
@@ -58,6 +59,35 @@ Status ReadMoe(const YamlMap& map, MoeSpec* moe) {
   RETURN_IF_ERROR(OptionalEnum(map, "router", ParseRouterKind, &moe->router));
   RETURN_IF_ERROR(map.OptionalAtLeast("n_group", 1, &moe->n_group));
   RETURN_IF_ERROR(map.OptionalAtLeast("topk_group", 1, &moe->topk_group));
+  // DeepSeek-V3's sigmoid router renormalises its top-k weights; softmax routers
+  // differ by model (Mixtral does, DeepSeek-V2 does not), so they default to off.
+  moe->norm_topk_prob = moe->router == RouterKind::kSigmoidBias;
+  RETURN_IF_ERROR(map.Optional("norm_topk_prob", &moe->norm_topk_prob));
+  RETURN_IF_ERROR(map.OptionalPositive("routed_scaling_factor", &moe->routed_scaling_factor));
+  return Status::Ok();
+}
+
+Status ReadRopeScaling(const YamlMap& map, RopeScaling* rs) {
+  RETURN_IF_ERROR(
+      map.CheckKeys({"type", "factor", "original_max_position_embeddings", "low_freq_factor",
+                     "high_freq_factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim"}));
+  std::string type;
+  RETURN_IF_ERROR(map.Required("type", &type));
+  StatusOr<RopeScalingKind> kind = ParseRopeScalingKind(type);
+  if (!kind.ok()) return map.context().Child("type").Error(kind.status().message());
+  rs->kind = *kind;
+  if (rs->kind == RopeScalingKind::kNone) return Status::Ok();
+  RETURN_IF_ERROR(map.Required("factor", &rs->factor));
+  if (rs->kind != RopeScalingKind::kLinear) {
+    RETURN_IF_ERROR(
+        map.RequiredAtLeast("original_max_position_embeddings", 1, &rs->original_max_positions));
+  }
+  RETURN_IF_ERROR(map.OptionalPositive("low_freq_factor", &rs->low_freq_factor));
+  RETURN_IF_ERROR(map.OptionalPositive("high_freq_factor", &rs->high_freq_factor));
+  RETURN_IF_ERROR(map.OptionalPositive("beta_fast", &rs->beta_fast));
+  RETURN_IF_ERROR(map.OptionalPositive("beta_slow", &rs->beta_slow));
+  RETURN_IF_ERROR(map.Optional("mscale", &rs->mscale));
+  RETURN_IF_ERROR(map.Optional("mscale_all_dim", &rs->mscale_all_dim));
   return Status::Ok();
 }
 
@@ -127,6 +157,31 @@ StatusOr<NormKind> ParseNormKind(std::string_view name) {
   return InvalidArgument("unknown norm '{}' (expected rmsnorm or layernorm)", name);
 }
 
+std::string_view RopeScalingKindName(RopeScalingKind kind) {
+  switch (kind) {
+    case RopeScalingKind::kNone:
+      return "none";
+    case RopeScalingKind::kLinear:
+      return "linear";
+    case RopeScalingKind::kLlama3:
+      return "llama3";
+    case RopeScalingKind::kYarn:
+      return "yarn";
+  }
+  return "?";
+}
+
+StatusOr<RopeScalingKind> ParseRopeScalingKind(std::string_view name) {
+  if (name == "none" || name == "default") return RopeScalingKind::kNone;
+  if (name == "linear") return RopeScalingKind::kLinear;
+  if (name == "llama3") return RopeScalingKind::kLlama3;
+  if (name == "yarn") return RopeScalingKind::kYarn;
+  return InvalidArgument(
+      "unknown rope scaling '{}' (expected none, linear, llama3 or yarn; dynamic and longrope "
+      "are not supported)",
+      name);
+}
+
 StatusOr<ModelSpec> ModelFromYaml(const YAML::Node& node, const YamlContext& ctx) {
   ASSIGN_OR_RETURN(YamlMap map, YamlMap::From(node, ctx));
   RETURN_IF_ERROR(map.CheckKeys({"name",
@@ -149,6 +204,7 @@ StatusOr<ModelSpec> ModelFromYaml(const YAML::Node& node, const YamlContext& ctx
                                  "mlp_bias",
                                  "moe",
                                  "rope_theta",
+                                 "rope_scaling",
                                  "max_position_embeddings",
                                  "dtype",
                                  "num_mtp_layers"}));
@@ -207,6 +263,10 @@ StatusOr<ModelSpec> ModelFromYaml(const YAML::Node& node, const YamlContext& ctx
     RETURN_IF_ERROR(ReadMoe(moe, &m.moe));
   }
   RETURN_IF_ERROR(map.OptionalPositive("rope_theta", &m.rope_theta));
+  if (map.Has("rope_scaling")) {
+    ASSIGN_OR_RETURN(YamlMap rope_scaling, map.Map("rope_scaling"));
+    RETURN_IF_ERROR(ReadRopeScaling(rope_scaling, &m.rope_scaling));
+  }
   RETURN_IF_ERROR(map.OptionalAtLeast("max_position_embeddings", 0, &m.max_position_embeddings));
   RETURN_IF_ERROR(OptionalEnum(map, "dtype", ParseDType, &m.dtype));
   RETURN_IF_ERROR(map.OptionalAtLeast("num_mtp_layers", 0, &m.num_mtp_layers));

@@ -18,7 +18,7 @@
 namespace shardscope {
 
 // Names as written in YAML ("gqa", "mla", "swiglu", "gelu", "softmax",
-// "sigmoid_bias", "rmsnorm", "layernorm") and their parsers; an unknown name is
+// "sigmoid_bias", "rmsnorm", "layernorm", "yarn", …) and their parsers; an unknown name is
 // an error that lists the accepted ones.
 std::string_view AttentionKindName(AttentionKind kind);
 StatusOr<AttentionKind> ParseAttentionKind(std::string_view name);
@@ -28,6 +28,9 @@ std::string_view RouterKindName(RouterKind kind);
 StatusOr<RouterKind> ParseRouterKind(std::string_view name);
 std::string_view NormKindName(NormKind kind);
 StatusOr<NormKind> ParseNormKind(std::string_view name);
+// "none", "linear", "llama3", "yarn" (also HF's rope_type / type values).
+std::string_view RopeScalingKindName(RopeScalingKind kind);
+StatusOr<RopeScalingKind> ParseRopeScalingKind(std::string_view name);
 
 // Parses and validates one model map. Errors name ctx's file and experiment and
 // the dotted field (ctx.path is the map's own path, e.g. "model" when inline).

@@ -95,6 +95,32 @@ TEST(ModelYamlTest, ParsesMlaAndMoe) {
   EXPECT_EQ(m->moe.topk_group, 2);
   EXPECT_EQ(m->moe.moe_layer_freq, 1);
   EXPECT_EQ(m->NumMoeLayers(), 2);
+  EXPECT_TRUE(m->moe.norm_topk_prob);  // the sigmoid router's default
+  EXPECT_EQ(m->moe.routed_scaling_factor, 1.0);
+}
+
+TEST(ModelYamlTest, ParsesRopeScalingAndNamesItsErrors) {
+  StatusOr<ModelSpec> m = Parse(std::string(kTinyGqa) +
+                                "rope_scaling: {type: llama3, factor: 8, "
+                                "original_max_position_embeddings: 8192}\n");
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->rope_scaling.kind, RopeScalingKind::kLlama3);
+  EXPECT_EQ(m->rope_scaling.factor, 8.0);
+  EXPECT_EQ(m->rope_scaling.low_freq_factor, 1.0);  // transformers' defaults
+  EXPECT_EQ(m->rope_scaling.high_freq_factor, 4.0);
+  Status s = ParseWith(kTinyGqa, "rope_scaling: {type: dynamic, factor: 2}\n");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("field 'rope_scaling.type': unknown rope scaling 'dynamic'"),
+            std::string::npos)
+      << s.message();
+  s = ParseWith(kTinyGqa, "rope_scaling: {type: yarn, factor: 40}\n");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("rope_scaling.original_max_position_embeddings"), std::string::npos)
+      << s.message();
+  s = ParseWith(kTinyMoe, "  routed_scaling_factor: 0\n");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("moe.routed_scaling_factor': must be positive"), std::string::npos)
+      << s.message();
 }
 
 TEST(ModelYamlTest, UnknownFieldIsNamed) {

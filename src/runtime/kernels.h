@@ -11,6 +11,8 @@
 #include <memory>
 #include <vector>
 
+#include "model/model.h"
+
 namespace shardscope::runtime {
 
 // Rotary embedding. kHalfSplit pairs element i with i + d/2 (Llama, NeoX);
@@ -20,17 +22,12 @@ enum class RopeStyle { kHalfSplit, kInterleaved };
 struct RopeSpec {
   RopeStyle style = RopeStyle::kHalfSplit;
   double theta = 10000.0;
-  // DeepSeek YaRN scaling; factor ≤ 1 turns it off.
-  double yarn_factor = 1.0;
-  int64_t yarn_original_max_positions = 4096;
-  double yarn_beta_fast = 32.0;
-  double yarn_beta_slow = 1.0;
-  double yarn_mscale = 1.0;
-  double yarn_mscale_all_dim = 0.0;
+  RopeScaling scaling;  // the model's rope_scaling; YaRN with factor ≤ 1 is off
 };
 
 // Per-pair inverse frequencies (rot_dim / 2 of them) and the cos/sin magnitude
-// YaRN applies (1 without YaRN), exactly as DeepSeek's reference computes them.
+// YaRN applies (1 otherwise): YaRN exactly as DeepSeek's reference computes it,
+// linear and llama3 as transformers' rope initialisers do.
 std::vector<double> RopeInvFreq(const RopeSpec& spec, int64_t rot_dim);
 double RopeMscale(const RopeSpec& spec);
 // DeepSeek's yarn_get_mscale(scale, mscale): 1 for scale ≤ 1.
@@ -85,6 +82,7 @@ struct RouterArgs {
   int64_t topk_group = 1;       // groups a token may use
   const float* bias = nullptr;  // sigmoid + bias: correction bias per expert (selection only)
   bool normalize = true;        // renormalise the k weights to sum 1
+  double scale = 1.0;           // then multiply them (DeepSeek's routed_scaling_factor)
 };
 
 class Kernels {

@@ -225,8 +225,8 @@ class CpuKernels final : public Kernels {
       for (int64_t j = 0; j < a.top_k; ++j) sum += score[order[j]];
       for (int64_t j = 0; j < a.top_k; ++j) {
         idx[t * a.top_k + j] = order[j];
-        weight[t * a.top_k + j] =
-            a.normalize ? static_cast<float>(score[order[j]] / sum) : score[order[j]];
+        const double w = a.normalize ? score[order[j]] / sum : score[order[j]];
+        weight[t * a.top_k + j] = static_cast<float>(w * a.scale);
       }
     }
   }

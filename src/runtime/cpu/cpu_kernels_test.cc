@@ -145,10 +145,11 @@ TEST_F(CpuKernelsTest, RopeRotatesTheRightPairsInBothStyles) {
 
 TEST_F(CpuKernelsTest, YarnKeepsFastDimsInterpolatesSlowOnesAndScales) {
   RopeSpec spec;
-  spec.yarn_factor = 40.0;
-  spec.yarn_original_max_positions = 4096;
-  spec.yarn_mscale = 1.0;
-  spec.yarn_mscale_all_dim = 0.0;
+  spec.scaling.kind = RopeScalingKind::kYarn;
+  spec.scaling.factor = 40.0;
+  spec.scaling.original_max_positions = 4096;
+  spec.scaling.mscale = 1.0;
+  spec.scaling.mscale_all_dim = 0.0;
   const int64_t dim = 64;
   const std::vector<double> inv = RopeInvFreq(spec, dim);
   // Correction range for theta 1e4, beta 32 / 1: dims [10, 23] ramp.
@@ -166,10 +167,31 @@ TEST_F(CpuKernelsTest, YarnKeepsFastDimsInterpolatesSlowOnesAndScales) {
     }
   }
   EXPECT_NEAR(RopeMscale(spec), 0.1 * std::log(40.0) + 1.0, 1e-12);
-  spec.yarn_mscale_all_dim = 1.0;  // DeepSeek-V3: the two cancel
+  spec.scaling.mscale_all_dim = 1.0;  // DeepSeek-V3: the two cancel
   EXPECT_DOUBLE_EQ(RopeMscale(spec), 1.0);
-  spec.yarn_factor = 1.0;
+  spec.scaling.factor = 1.0;
   EXPECT_DOUBLE_EQ(RopeInvFreq(spec, dim)[20], std::pow(10000.0, -40.0 / dim));
+}
+
+// Llama 3.1's rope_scaling (factor 8, low 1, high 4, context 8192, theta 5e5,
+// head_dim 128); expected values worked out by hand from transformers' formula.
+TEST_F(CpuKernelsTest, Llama3ScalingKeepsHighInterpolatesLowSmoothsBetween) {
+  RopeSpec spec;
+  spec.theta = 500000.0;
+  spec.scaling = {.kind = RopeScalingKind::kLlama3,
+                  .factor = 8.0,
+                  .original_max_positions = 8192,
+                  .low_freq_factor = 1.0,
+                  .high_freq_factor = 4.0};
+  const std::vector<double> inv = RopeInvFreq(spec, 128);
+  ASSERT_EQ(inv.size(), 64u);
+  EXPECT_DOUBLE_EQ(inv[0], 1.0);                       // wavelength 2π: kept
+  EXPECT_NEAR(inv[20], 0.016560440080994446, 1e-15);   // 379 < 2048: kept
+  EXPECT_NEAR(inv[63], 3.068925988914511e-07, 1e-20);  // 2.6e6 > 8192: / 8
+  EXPECT_NEAR(inv[32], 0.0005248461609929547, 1e-15);  // 4443: smooth 0.2813
+  EXPECT_DOUBLE_EQ(RopeMscale(spec), 1.0);
+  spec.scaling = {.kind = RopeScalingKind::kLinear, .factor = 4.0};
+  EXPECT_NEAR(RopeInvFreq(spec, 128)[32], std::pow(500000.0, -0.5) / 4.0, 1e-18);
 }
 
 TEST_F(CpuKernelsTest, CausalAttentionWithGqaPositionsAndLse) {
