@@ -11,6 +11,7 @@ packages=(
   libfmt-dev            # formatting
   libsimdjson-dev       # trace reading
   zlib1g-dev            # gzip traces
+  libprotobuf-dev       # XSpace (xplane.pb) traces
   libopenmpi-dev openmpi-bin   # CPU ranks
   libopenblas-dev       # CPU GEMM
   libgtest-dev libgmock-dev libbenchmark-dev

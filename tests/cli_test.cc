@@ -1,16 +1,23 @@
 // End-to-end tests: run the `shardscope` binary as a user would and check its
 // exit code, stdout and stderr.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace {
 
@@ -29,15 +36,16 @@ std::string ReadFile(const fs::path& p) {
   return s.str();
 }
 
-Result RunCli(const std::string& args) {
+// `prefix` goes before the binary (environment assignments, a timeout).
+Result RunCli(const std::string& args, const std::string& prefix = "") {
   // ctest runs tests in parallel processes: every call gets its own files.
   static int calls = 0;
   fs::path dir = fs::path(::testing::TempDir()) /
                  ("cli_test_" + std::to_string(getpid()) + "_" + std::to_string(calls++));
   fs::create_directories(dir);
   fs::path out = dir / "stdout", err = dir / "stderr";
-  std::string cmd =
-      std::string(SHARDSCOPE_BINARY) + " " + args + " >" + out.string() + " 2>" + err.string();
+  std::string cmd = prefix + std::string(SHARDSCOPE_BINARY) + " " + args + " >" + out.string() +
+                    " 2>" + err.string();
   int status = std::system(cmd.c_str());
   Result r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -211,6 +219,311 @@ TEST(CliTest, UnreadableMalformedAndUnknownExperiment) {
 
   Result no_flag = RunCli("plan");
   EXPECT_EQ(no_flag.exit_code, 2);
+}
+
+// A two-rank trace with foreign-style step annotations (no phase), as importers write them.
+const char kStepTrace[] = R"({"traceEvents":[
+{"ph":"X","pid":0,"tid":0,"ts":0,"dur":1,"name":"gemm","cat":"compute","args":{"flops":156000000}},
+{"ph":"X","pid":1,"tid":0,"ts":0,"dur":1,"name":"gemm","cat":"compute","args":{"flops":156000000}},
+{"ph":"X","pid":0,"tid":1000,"ts":0,"dur":2,"name":"ProfilerStep#1","cat":"step","args":{"step":1}},
+{"ph":"X","pid":1,"tid":1000,"ts":0.5,"dur":2.5,"name":"ProfilerStep#1","cat":"step","args":{"step":1}},
+{"ph":"X","pid":0,"tid":1000,"ts":3,"dur":1,"name":"ProfilerStep#2","cat":"step","args":{"step":2}}
+]})";
+
+TEST(CliTest, AnalyzeAcceptsCclBenchMetricNames) {
+  fs::path trace = WriteConfig("steps.json", kStepTrace);
+  Result r = RunCli("analyze --format json --metric avg_step_time --metric step_time.count " +
+                    trace.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  std::map<std::string, nlohmann::json> by_name;
+  for (const auto& m : j["metrics"]) by_name[m["name"].get<std::string>()] = m;
+  // Step 1 spans [0, 3] µs over both ranks, step 2 [3, 4] µs: mean 2 µs.
+  ASSERT_TRUE(by_name.count("avg_step_time")) << r.out;
+  EXPECT_NEAR(by_name["avg_step_time"]["value"].get<double>(), 2e-6, 1e-15);
+  EXPECT_EQ(by_name["avg_step_time"]["unit"], "s");
+  EXPECT_EQ(by_name["step_time.count"]["value"], 2);
+
+  // Without metadata there is no peak: "not available", never 0.
+  Result mfu = RunCli("analyze --metric mfu " + trace.string());
+  ASSERT_EQ(mfu.exit_code, 0) << mfu.err;
+  EXPECT_NE(mfu.out.find("| mfu |  | not available: mfu.mean: metadata lacks"), std::string::npos)
+      << mfu.out;
+
+  Result typo = RunCli("analyze --metric avg_step_tim " + trace.string());
+  EXPECT_EQ(typo.exit_code, 2);
+  EXPECT_EQ(typo.out, "");
+  EXPECT_NE(typo.err.find("--metric avg_step_tim: unknown metric"), std::string::npos) << typo.err;
+  EXPECT_NE(typo.err.find("closest: avg_step_time"), std::string::npos) << typo.err;
+}
+
+TEST(CliTest, AnalyzeWithAWorkloadCard) {
+  fs::path trace = WriteConfig("card_steps.json", kStepTrace);
+  const std::string card = std::string(SHARDSCOPE_SOURCE_DIR) +
+                           "/configs/workload_cards/llama-3.1-8b-vllm-tp4-a100.yaml";
+  Result r = RunCli("analyze --format json --metric mfu --metric tps --workload-card " + card +
+                    " " + trace.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  std::map<std::string, double> values;
+  for (const auto& m : j["metrics"]) {
+    if (m["value"].is_number())
+      values[m["name"].get<std::string>() + m["scope"].get<std::string>()] =
+          m["value"].get<double>();
+  }
+  // 156e6 FLOP in 1 µs on each rank over a 4 µs wall time = 3.9e13 FLOP/s; the card's A100
+  // (zoo: 312 TFLOP/s bf16) makes it 12.5 %.
+  EXPECT_NEAR(values["mfu.mean"], 0.125, 1e-12);
+  EXPECT_NEAR(values["mfu"], 12.5, 1e-9);
+  // TPS: the card's 64 × 2048 prompt tokens over 4 µs.
+  EXPECT_NEAR(values["tps"], 64.0 * 2048 / 4e-6, 1e-3);
+
+  fs::path bad = WriteConfig("bad_card.yaml", "workload:\n  data: {batch_size: many}\n");
+  Result b = RunCli("analyze --workload-card " + bad.string() + " " + trace.string());
+  EXPECT_EQ(b.exit_code, 2);
+  EXPECT_EQ(b.out, "");
+  EXPECT_NE(b.err.find(bad.string() + ": field 'workload.data.batch_size': expected an integer"),
+            std::string::npos)
+      << b.err;
+}
+
+// ---- Backend cpu: faults, Ctrl-C and launch options (docs/runtime.md, "Faults" and "Launch").
+
+// tiny-dense TP2 on two CPU ranks, `iterations` measured generations.
+std::string CpuTp2Yaml(int iterations) {
+  return "experiments:\n  - name: tiny_tp2\n    model: tiny-dense\n    hardware: local-cpu\n"
+         "    parallelism: {strategy: tensor, tp_size: 2}\n    batch_size: 2\n"
+         "    sequence_length: 16\n    tokens_to_generate: 4\n    dtype: fp32\n"
+         "    backend: cpu\n    warmup_iterations: 0\n    measured_iterations: " +
+         std::to_string(iterations) + "\n";
+}
+
+// A fresh directory for one test, with tmp/ to serve as the run's TMPDIR.
+fs::path Scratch(const std::string& name) {
+  fs::path d =
+      fs::path(::testing::TempDir()) / ("cli_cpu_" + std::to_string(getpid()) + "_" + name);
+  fs::remove_all(d);
+  fs::create_directories(d / "tmp");
+  return d;
+}
+
+// Regular files under `dir`, and the launcher's temporary files (shardscope-*) in `tmp`.
+std::vector<std::string> FilesUnder(const fs::path& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::end(it);
+       it.increment(ec)) {
+    if (it->is_regular_file()) out.push_back(it->path().string());
+  }
+  return out;
+}
+std::vector<std::string> LauncherTempFiles(const fs::path& tmp) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(tmp)) {
+    if (e.path().filename().string().starts_with("shardscope-")) out.push_back(e.path().string());
+  }
+  return out;
+}
+
+// Live processes whose command line contains `marker` (what `pgrep -f` finds).
+std::vector<pid_t> MarkedProcesses(const std::string& marker) {
+  std::vector<pid_t> out;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || !std::all_of(name.begin(), name.end(), ::isdigit)) continue;
+    std::string cmdline = ReadFile(e.path() / "cmdline");  // empty for zombies
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find(marker) != std::string::npos) out.push_back(std::stoi(name));
+  }
+  return out;
+}
+
+// Waits up to `seconds` for `pid`; false on timeout.
+bool WaitFor(pid_t pid, int seconds, int* status) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (std::chrono::steady_clock::now() < end) {
+    if (waitpid(pid, status, WNOHANG) == pid) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+TEST(CliTest, CpuBackendFaultStopsTheJobNamingTheRankAndTheOp) {
+  const fs::path dir = Scratch("fault");
+  const fs::path cfg = dir / "cpu.yaml";
+  std::ofstream(cfg) << CpuTp2Yaml(1);
+  struct Case {
+    const char* mode;
+    const char* says;  // the launcher's line, from rank 1's status record
+  };
+  const Case cases[] = {
+      {"error", "rank 1 failed in op "},
+      {"throw", "rank 1 failed in op "},
+      {"exit", "rank 1 exited with status 3 in op "},
+      {"abort", "rank 1 crashed with signal 6 (SIGABRT) in op "},
+      {"kill",
+       "rank 1 died without an error message (killed, e.g. SIGKILL or the OOM killer) in "
+       "op "},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.mode);
+    const fs::path store = dir / (std::string("store_") + c.mode);
+    // The timeout turns a hung job into a failure instead of a stuck test.
+    Result r = RunCli("run --backend cpu --config " + cfg.string() + " --out " + store.string(),
+                      "env TMPDIR=" + (dir / "tmp").string() +
+                          " SHARDSCOPE_FAULT=rank=1,op=L1.attention,mode=" + c.mode +
+                          " timeout -s KILL 120 ");
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(
+        r.err.find(std::string("shardscope: error: experiment 'tiny_tp2': backend cpu: ") + c.says),
+        std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("'L1.attention' (attention, layer 1, prefill)"), std::string::npos)
+        << r.err;
+    EXPECT_TRUE(FilesUnder(store).empty()) << "a failed run left files in the store";
+    EXPECT_TRUE(LauncherTempFiles(dir / "tmp").empty());
+  }
+  // The "throw" and "error" lines say why.
+  Result thrown = RunCli("run --backend cpu --config " + cfg.string() + " --no-trace",
+                         "SHARDSCOPE_FAULT=rank=0,op=lm_head,phase=decode:1,mode=throw ");
+  EXPECT_NE(thrown.err.find("rank 0 failed in op "), std::string::npos) << thrown.err;
+  EXPECT_NE(thrown.err.find("'lm_head' (lm_head, decode step 1): exception: injected fault"),
+            std::string::npos)
+      << thrown.err;
+  // A malformed spec is bad input, before anything runs.
+  Result bad = RunCli("run --backend cpu --config " + cfg.string(), "SHARDSCOPE_FAULT=rank=1 ");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("SHARDSCOPE_FAULT 'rank=1': fields 'rank' and 'op' are required"),
+            std::string::npos)
+      << bad.err;
+}
+
+TEST(CliTest, CpuBackendCtrlCEndsEveryRankAndLeavesNothing) {
+  for (const bool to_group : {false, true}) {
+    SCOPED_TRACE(to_group ? "SIGINT to the launcher's process group" : "SIGINT to the launcher");
+    const fs::path dir = Scratch(to_group ? "ctrlc_group" : "ctrlc_pid");
+    // The config's name is the marker: the launcher, mpirun and every rank have it in argv.
+    const std::string marker =
+        "ctrlc_marker_" + std::to_string(getpid()) + (to_group ? "_group" : "_pid");
+    const fs::path cfg = dir / (marker + ".yaml");
+    std::ofstream(cfg) << CpuTp2Yaml(1000000);  // runs until interrupted
+    const fs::path store = dir / "store", tmp = dir / "tmp", err = dir / "stderr";
+    std::vector<std::string> args = {SHARDSCOPE_BINARY, "run", "--backend", "cpu",
+                                     "--config",        cfg,   "--out",     store};
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {  // the launcher, leading its own process group as under a shell
+      setpgid(0, 0);
+      setenv("TMPDIR", tmp.c_str(), 1);
+      const int fd = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      dup2(fd, STDERR_FILENO);
+      dup2(fd, STDOUT_FILENO);
+      std::vector<char*> argv;
+      for (std::string& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    setpgid(pid, pid);
+    // Launcher, mpirun and both ranks up.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (MarkedProcesses(marker).size() < 4 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    const bool started = MarkedProcesses(marker).size() >= 4;
+    EXPECT_TRUE(started) << ReadFile(err);
+    if (started) std::this_thread::sleep_for(std::chrono::milliseconds(500));  // into the ops
+    kill(to_group ? -pid : pid, SIGINT);
+    int status = 0;
+    const bool ended = WaitFor(pid, 60, &status);
+    if (!ended) kill(pid, SIGKILL), waitpid(pid, &status, 0);
+    EXPECT_TRUE(ended) << "the launcher did not end within 60 s of SIGINT";
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 130)
+        << "status " << status << ": " << ReadFile(err);
+    EXPECT_NE(ReadFile(err).find("interrupted by SIGINT"), std::string::npos) << ReadFile(err);
+    // No orphans: every process of the run is gone once the launcher has returned.
+    const std::vector<pid_t> left = MarkedProcesses(marker);
+    EXPECT_TRUE(left.empty()) << left.size() << " processes of the run are still alive";
+    for (pid_t p : left) kill(p, SIGKILL);
+    EXPECT_TRUE(FilesUnder(store).empty()) << "an interrupted run left files in the store";
+    EXPECT_TRUE(LauncherTempFiles(tmp).empty());
+  }
+}
+
+TEST(CliTest, CpuBackendRunsThroughAHostFile) {
+  const fs::path dir = Scratch("hostfile");
+  const fs::path cfg = dir / "cpu.yaml", hosts = dir / "hosts", store = dir / "store";
+  std::ofstream(cfg) << CpuTp2Yaml(1);
+  std::ofstream(hosts) << "localhost slots=4\n";
+  Result r = RunCli("run --json --backend cpu --hostfile " + hosts.string() +
+                        " --mpirun-args \"--bind-to none\" --config " + cfg.string() + " --out " +
+                        store.string(),
+                    "timeout -s KILL 120 ");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 1u);
+  EXPECT_EQ(j[0]["ranks"], 2);
+  ASSERT_TRUE(fs::exists(j[0]["trace"].get<std::string>()));
+  // Clock offsets on one host: 0 for rank 0, within half the round trip of 0 for rank 1.
+  auto meta = nlohmann::json::parse(ReadFile(j[0]["metadata"].get<std::string>()));
+  const auto& offsets = meta["cpu"]["clock_offsets_ns"];
+  const auto& round_trips = meta["cpu"]["clock_round_trips_ns"];
+  ASSERT_EQ(offsets.size(), 2u);
+  ASSERT_EQ(round_trips.size(), 2u);
+  EXPECT_EQ(offsets[0], 0);
+  EXPECT_LE(std::llabs(offsets[1].get<int64_t>()), round_trips[1].get<int64_t>() / 2 + 1);
+
+  Result missing = RunCli("run --backend cpu --hostfile " + (dir / "nope").string() + " --config " +
+                          cfg.string());
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find((dir / "nope").string()), std::string::npos) << missing.err;
+}
+
+TEST(CliTest, AnalyzeKinetoEightRankDirectoryAsOneRun) {
+  const fs::path dir = fs::path(SHARDSCOPE_SOURCE_DIR) / ".." / "shared" / "testdata" / "kineto" /
+                       "param_dlrm_8rank";
+  if (!fs::exists(dir))
+    GTEST_SKIP() << "no Kineto test data at " << dir << " (../shared is absent)";
+  Result r = RunCli("analyze --format json " + dir.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(j.is_object()) << "one run expected, not one per file";
+  std::map<std::string, nlohmann::json> by_key;
+  for (const auto& m : j["metrics"]) {
+    by_key[m["name"].get<std::string>() + "[" + m["scope"].get<std::string>() + "]"] = m;
+  }
+  EXPECT_EQ(by_key["ranks[]"]["value"], 8);
+  EXPECT_EQ(by_key["missing_ranks[]"]["value"], 0);
+  EXPECT_EQ(by_key["comm_ops[]"]["value"], 64);  // 8 NCCL kernels per rank
+  // Busy time of rank 1 as src/importers/testdata/kineto_expected.py computes it.
+  EXPECT_NEAR(by_key["busy_time[rank 1]"]["value"].get<double>(), 12321000e-9, 1e-12);
+  // The trace gives no message sizes: no byte total rather than 0.
+  EXPECT_TRUE(by_key["traffic_bytes[]"]["value"].is_null());
+  EXPECT_NE(by_key["traffic_bytes[]"]["unavailable"].get<std::string>().find(
+                "64 comm op(s) without a message size"),
+            std::string::npos);
+
+  // Seven of the eight ranks: analysed, the missing one reported.
+  fs::path part = fs::path(::testing::TempDir()) / ("dlrm_7_" + std::to_string(getpid()));
+  fs::remove_all(part);
+  fs::create_directories(part);
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().filename().string().rfind("worker5_", 0) != 0) {
+      fs::copy_file(e.path(), part / e.path().filename());
+    }
+  }
+  Result seven = RunCli("analyze --metric ranks --metric missing_ranks " + part.string());
+  ASSERT_EQ(seven.exit_code, 0) << seven.err;
+  EXPECT_NE(seven.err.find("warning: world size 8, but no trace for rank 5 (1 of 8 ranks missing)"),
+            std::string::npos)
+      << seven.err;
+  EXPECT_NE(seven.out.find("| missing_ranks |  | 1 |"), std::string::npos) << seven.out;
+  fs::remove_all(part);
+
+  Result bad = RunCli("analyze --trace-format perfetto " + dir.string());
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("unknown trace format 'perfetto'"), std::string::npos) << bad.err;
 }
 
 }  // namespace

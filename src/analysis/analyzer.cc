@@ -6,9 +6,11 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <set>
 #include <sstream>
 
 #include "analysis/metric_families.h"
+#include "analysis/workload_card.h"
 #include "trace/trace_reader.h"
 
 namespace shardscope::analysis {
@@ -35,6 +37,16 @@ std::string RankList(const std::vector<int32_t>& ranks) {
     i = j + 1;
   }
   return out;
+}
+
+// "dir (N files)" when the files share a directory, else "first + N more".
+std::string SetLabel(const std::vector<std::string>& paths) {
+  if (paths.size() == 1) return paths[0];
+  fs::path dir = fs::path(paths[0]).parent_path();
+  bool same = std::all_of(paths.begin(), paths.end(),
+                          [&](const std::string& p) { return fs::path(p).parent_path() == dir; });
+  if (same) return fmt::format("{} ({} files)", dir.empty() ? "." : dir.string(), paths.size());
+  return fmt::format("{} + {} more", paths[0], paths.size() - 1);
 }
 
 }  // namespace
@@ -86,9 +98,18 @@ MetricSet ComputeMetrics(RunData* data) {
   return out;
 }
 
-StatusOr<AnalysisResult> AnalyzeTraceFile(const std::string& path) {
+StatusOr<AnalysisResult> AnalyzeTraceFile(const std::string& path, const AnalyzeOptions& options) {
+  importers::TraceFormat format;
+  if (options.format) {
+    format = *options.format;
+  } else {
+    ASSIGN_OR_RETURN(format, importers::DetectFormat(path));
+  }
+  if (format != importers::TraceFormat::kShardScope) return AnalyzeTraceSet({path}, options);
   AnalysisResult result;
   result.trace_path = path;
+  result.trace_paths = {path};
+  result.format = std::string(importers::TraceFormatName(format));
   RunData data;
   RunCollector collector(&data);
   ASSIGN_OR_RETURN(result.stats, trace::ReadTrace(path, &collector));
@@ -109,8 +130,73 @@ StatusOr<AnalysisResult> AnalyzeTraceFile(const std::string& path) {
       result.metadata_path = meta.string();
     }
   }
+  if (!options.extra_metadata.empty()) MergeMissingMetadata(&data.metadata, options.extra_metadata);
   result.metrics = ComputeMetrics(&data);
   return result;
+}
+
+StatusOr<AnalysisResult> AnalyzeTraceSet(const std::vector<std::string>& paths,
+                                         const AnalyzeOptions& options) {
+  AnalysisResult result;
+  RunData data;
+  RunCollector collector(&data);
+  importers::TraceSetOptions set_options;
+  set_options.format = options.format;
+  set_options.alignment = options.alignment;
+  ASSIGN_OR_RETURN(importers::TraceSetResult set,
+                   importers::ImportTraceSet(paths, set_options, &collector));
+  result.trace_paths = paths;
+  result.trace_path = SetLabel(paths);
+  std::set<std::string_view> formats;
+  for (const importers::ImportResult& f : set.files) {
+    formats.insert(importers::TraceFormatName(f.format));
+  }
+  for (std::string_view f : formats) {
+    if (!result.format.empty()) result.format += ",";
+    result.format += f;
+  }
+  result.warnings = set.warnings;
+  result.stats = set.stats;
+  if (!options.extra_metadata.empty()) MergeMissingMetadata(&data.metadata, options.extra_metadata);
+  data.missing_ranks = set.missing_ranks;
+  result.metrics = ComputeMetrics(&data);
+  if (set.world_size) {
+    result.metrics.Add("world_size", "", *set.world_size, "count", "as the trace files declare");
+    result.metrics.Add("missing_ranks", "", static_cast<double>(set.missing_ranks.size()), "count",
+                       "ranks of the world size without a trace file");
+    for (int32_t r : set.missing_ranks) {
+      result.metrics.AddUnavailable(
+          "busy_time", RankScope(r), "s",
+          fmt::format("no trace file for rank {} (world size {})", r, *set.world_size));
+    }
+  }
+  if (set.ranks.size() > 1) {
+    if (set.collective_end_spread_ns) {
+      result.metrics.Add("clock_spread", "", Seconds(*set.collective_end_spread_ns), "s",
+                         "max − min over ranks of the end of the first collective all ranks "
+                         "ran, as recorded");
+    } else {
+      result.metrics.AddUnavailable("clock_spread", "", "s", set.alignment_note);
+    }
+  }
+  return result;
+}
+
+StatusOr<std::vector<AnalysisResult>> AnalyzePaths(const std::vector<std::string>& paths,
+                                                   const AnalyzeOptions& options) {
+  ASSIGN_OR_RETURN(std::vector<std::string> files, FindTraceFiles(paths));
+  ASSIGN_OR_RETURN(auto runs, importers::GroupTraceFiles(files, options.format));
+  std::vector<AnalysisResult> results;
+  for (const std::vector<std::string>& run : runs) {
+    if (run.size() == 1) {
+      ASSIGN_OR_RETURN(AnalysisResult r, AnalyzeTraceFile(run[0], options));
+      results.push_back(std::move(r));
+    } else {
+      ASSIGN_OR_RETURN(AnalysisResult r, AnalyzeTraceSet(run, options));
+      results.push_back(std::move(r));
+    }
+  }
+  return results;
 }
 
 StatusOr<std::vector<std::string>> FindTraceFiles(const std::vector<std::string>& paths) {

@@ -4,30 +4,64 @@
 #ifndef SHARDSCOPE_ANALYSIS_ANALYZER_H_
 #define SHARDSCOPE_ANALYSIS_ANALYZER_H_
 
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "analysis/metric_set.h"
 #include "analysis/run_data.h"
 #include "core/status.h"
+#include "importers/format_detect.h"
+#include "importers/trace_set.h"
 #include "trace/read_stats.h"
 
 namespace shardscope::analysis {
 
 struct AnalysisResult {
-  std::string trace_path;
-  std::string metadata_path;  // the sidecar metadata file used, if any
+  std::string trace_path;                // the file; for a multi-file set, "<dir> (N files)"
+  std::string metadata_path;             // the sidecar metadata file used, if any
+  std::vector<std::string> trace_paths;  // every file of the run
+  std::string format;                    // importers::TraceFormatName of the files
+  std::vector<std::string> warnings;     // e.g. ranks missing from a set, skewed clocks
   trace::ReadStats stats;
   MetricSet metrics;
+};
+
+// How to analyse a trace; the defaults take it as it is.
+struct AnalyzeOptions {
+  // Metadata the trace may lack, e.g. a CCL-Bench workload card (workload_card.h). It only
+  // fills gaps (MergeMissingMetadata): the trace's own metadata wins.
+  nlohmann::json extra_metadata = nlohmann::json::object();
+  // The trace format of every file; nullopt detects each file's from its content.
+  std::optional<importers::TraceFormat> format;
+  // How the clocks of the ranks of a multi-file set are aligned (importers/trace_set.h).
+  importers::ClockAlignment alignment = importers::ClockAlignment::kAsRecorded;
 };
 
 // Computes every metric; sorts each rank's ops by start time in place.
 MetricSet ComputeMetrics(RunData* data);
 
 // Reads `path` and, when it is a store trace ("trace_{ts}.trace"), the
-// "metadata_{ts}.json" beside it (which wins over the trace's otherData).
-// Errors are the reader's (missing, empty, not JSON, truncated).
-StatusOr<AnalysisResult> AnalyzeTraceFile(const std::string& path);
+// "metadata_{ts}.json" beside it (which wins over the trace's otherData). A
+// foreign trace (Kineto, …) goes through its importer, as a set of one file.
+// Errors are the detector's and the reader's (missing, empty, not JSON,
+// unknown format, truncated).
+StatusOr<AnalysisResult> AnalyzeTraceFile(const std::string& path,
+                                          const AnalyzeOptions& options = {});
+
+// Analyses several files as the ranks of one run (importers::ImportTraceSet):
+// metrics over the ranks present; a rank the world size implies but no file
+// holds gets a warning, a "missing_ranks" metric and "not available" rank
+// metrics. Errors: any file's, a rank in two files, disagreeing world sizes.
+StatusOr<AnalysisResult> AnalyzeTraceSet(const std::vector<std::string>& paths,
+                                         const AnalyzeOptions& options = {});
+
+// What `shardscope analyze PATH…` analyses: the files under `paths`
+// (FindTraceFiles) grouped into runs (importers::GroupTraceFiles: a store trace
+// is a run of its own, foreign files of one world form one set), each analysed.
+StatusOr<std::vector<AnalysisResult>> AnalyzePaths(const std::vector<std::string>& paths,
+                                                   const AnalyzeOptions& options = {});
 
 // Expands PATH arguments: a file stays itself; a directory yields every trace
 // under it (*.trace, *.json, *.json.gz except metadata_*.json), sorted.

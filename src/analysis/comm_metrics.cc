@@ -1,10 +1,13 @@
-// Communication: op counts, traffic volume (by collective and dimension), the
-// rank × rank traffic matrix, per-group bandwidth (algbw, busbw, utilisation),
-// traffic intervals and synchronisation wait per group.
+// Communication: op counts and summed durations, traffic volume (by collective and
+// dimension), the rank × rank traffic matrix, bandwidth (algbw, busbw, utilisation) per
+// group, per collective and for the run, traffic intervals and synchronisation wait per group.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <map>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "analysis/metric_families.h"
@@ -50,21 +53,73 @@ std::optional<double> LinkPeak(const RunInfo& info, const GroupInfo& group, std:
 
 void AddCommMetrics(const Context& ctx, const SyncResult& sync, MetricSet* out) {
   const RunData& data = *ctx.data;
-  // Counts and traffic volume.
+  // Counts, summed op durations and traffic volume.
   int64_t comm_ops = 0;
+  std::array<int64_t, trace::kNumCollectives> ops_by_collective{};
+  std::array<double, trace::kNumCollectives> time_by_collective{};  // Σ op durations (s)
+  std::array<double, trace::kNumGroupDims> time_by_dim{};
+  double op_time = 0;
   for (const auto& [rank, rd] : data.ranks) {
     int64_t n = 0;
-    for (const OpRec& op : rd.ops) n += op.cat == Category::kComm;
+    for (const OpRec& op : rd.ops) {
+      if (op.cat != Category::kComm) continue;
+      ++n;
+      const double seconds = Seconds(op.end - op.ts);
+      op_time += seconds;
+      ++ops_by_collective[static_cast<int>(op.coll)];
+      time_by_collective[static_cast<int>(op.coll)] += seconds;
+      time_by_dim[static_cast<int>(op.dim)] += seconds;
+    }
     out->Add("comm_ops", RankScope(rank), static_cast<double>(n), "count");
     comm_ops += n;
   }
   out->Add("comm_ops", "", static_cast<double>(comm_ops), "count", "sum over ranks");
+  out->Add("comm_op_time", "", op_time, "s", "sum over ranks and comm ops of their durations");
+  if (comm_ops > 0) {
+    out->Add("comm_op_duration.mean", "", op_time / static_cast<double>(comm_ops), "s",
+             "mean over all ranks' comm ops");
+  } else {
+    out->AddUnavailable("comm_op_duration.mean", "", "s", "the trace has no comm ops");
+  }
+  for (int c = 0; c < trace::kNumCollectives; ++c) {
+    if (ops_by_collective[c] == 0) continue;
+    std::string_view name = trace::CollectiveName(Collective(c));
+    std::string scope = fmt::format("collective {}", name.empty() ? "none" : name);
+    out->Add("comm_ops", scope, static_cast<double>(ops_by_collective[c]), "count",
+             "sum over ranks");
+    out->Add("comm_op_time", scope, time_by_collective[c], "s", "sum over ranks");
+  }
+  for (int d = 0; d < trace::kNumGroupDims; ++d) {
+    if (time_by_dim[d] <= 0) continue;
+    std::string_view name = trace::GroupDimName(GroupDim(d));
+    out->Add("comm_op_time", fmt::format("dim {}", name.empty() ? "none" : name), time_by_dim[d],
+             "s", "sum over ranks");
+  }
+  // Foreign traces may not say what a comm op moved or between whom: no partial sums then.
+  const bool unsized = data.comm_ops_without_bytes > 0 || data.comm_ops_without_group > 0;
+  const std::string unsized_reason = fmt::format(
+      "{} comm op(s) without a message size, {} without a group or known collective (the trace "
+      "does not say)",
+      data.comm_ops_without_bytes, data.comm_ops_without_group);
   double total = 0;
   for (double b : data.traffic_by_collective) total += b;
-  out->Add("traffic_bytes", "", total, "B", "sum over ranks of bytes sent on the wire");
+  if (unsized) {
+    out->AddUnavailable("traffic_bytes", "", "B", unsized_reason);
+  } else {
+    out->Add("traffic_bytes", "", total, "B", "sum over ranks of bytes sent on the wire");
+  }
+  double payload = 0;
+  for (double b : data.payload_by_collective) payload += b;
+  if (comm_ops > 0 && payload <= 0) {
+    out->AddUnavailable("payload_bytes", "", "B", "the trace's comm ops carry no args.bytes");
+  } else if (data.comm_ops_without_bytes > 0) {
+    out->AddUnavailable("payload_bytes", "", "B", unsized_reason);
+  } else {
+    out->Add("payload_bytes", "", payload, "B", "sum over ranks and comm ops of args.bytes");
+  }
   for (int c = 1; c < trace::kNumCollectives; ++c) {
     std::string scope = fmt::format("collective {}", trace::CollectiveName(Collective(c)));
-    if (data.payload_by_collective[c] > 0 || data.traffic_by_collective[c] > 0) {
+    if (!unsized && (data.payload_by_collective[c] > 0 || data.traffic_by_collective[c] > 0)) {
       out->Add("traffic_bytes", scope, data.traffic_by_collective[c], "B", "sum over ranks");
       out->Add("payload_bytes", scope, data.payload_by_collective[c], "B", "sum over ranks");
     }
@@ -72,7 +127,7 @@ void AddCommMetrics(const Context& ctx, const SyncResult& sync, MetricSet* out) 
   for (int d = 0; d < trace::kNumGroupDims; ++d) {
     std::string_view name = trace::GroupDimName(GroupDim(d));
     std::string scope = fmt::format("dim {}", name.empty() ? "none" : name);
-    if (data.payload_by_dim[d] > 0 || data.traffic_by_dim[d] > 0) {
+    if (!unsized && (data.payload_by_dim[d] > 0 || data.traffic_by_dim[d] > 0)) {
       out->Add("traffic_bytes", scope, data.traffic_by_dim[d], "B", "sum over ranks");
       out->Add("payload_bytes", scope, data.payload_by_dim[d], "B", "sum over ranks");
     }
@@ -84,14 +139,29 @@ void AddCommMetrics(const Context& ctx, const SyncResult& sync, MetricSet* out) 
   // Traffic matrix and its row sums.
   std::map<std::pair<uint32_t, uint32_t>, double> matrix;
   for (const auto& [key, bytes] : data.traffic) matrix[{key >> 32, key & 0xffffffffu}] = bytes;
+  if (unsized) {
+    out->AddUnavailable("traffic_matrix", "", "B", unsized_reason);
+    matrix.clear();
+  }
   for (const auto& [ij, bytes] : matrix) {
     out->Add("traffic_matrix", fmt::format("rank {} -> rank {}", ij.first, ij.second), bytes, "B");
   }
   for (const auto& [rank, rd] : data.ranks) {
-    out->Add("bytes_sent", RankScope(rank), rd.bytes_sent, "B");
+    if (rd.comm_ops_without_bytes > 0 || rd.comm_ops_without_group > 0) {
+      out->AddUnavailable("bytes_sent", RankScope(rank), "B", unsized_reason);
+    } else {
+      out->Add("bytes_sent", RankScope(rank), rd.bytes_sent, "B");
+    }
   }
-  // Bandwidth per (group, collective), and per collective over all groups.
+  // Bandwidth per (group, collective), and per collective over all groups. Utilisation over
+  // several groups is Σ bus bytes / Σ (duration × peak of the links each group spans).
   std::map<Collective, BandwidthSums> by_collective;
+  struct UtilSums {
+    double bus_bytes = 0, peak_seconds = 0;
+    std::string missing;  // why some group has no peak
+  };
+  std::map<Collective, UtilSums> util_by_collective;
+  UtilSums util_all;
   for (const auto& [key, bw] : data.bandwidth) {
     const GroupInfo& group = data.groups[key.first];
     std::string scope = fmt::format("{} {}", GroupScope(group), trace::CollectiveName(key.second));
@@ -116,19 +186,55 @@ void AddCommMetrics(const Context& ctx, const SyncResult& sync, MetricSet* out) 
       out->Add("busbw.max", scope, s.max, "B/s", "over its ops");
     }
     std::string reason;
+    UtilSums& u = util_by_collective[key.second];
     if (auto peak = LinkPeak(ctx.info, group, &reason)) {
       out->Add("busbw_util", scope, busbw / *peak, "ratio", "busbw / peak of the links spanned");
+      for (UtilSums* x : {&u, &util_all}) {
+        x->bus_bytes += bw.bus_bytes;
+        x->peak_seconds += bw.seconds * *peak;
+      }
     } else {
       out->AddUnavailable("busbw_util", scope, "ratio", reason);
+      u.missing = reason;
+      util_all.missing = reason;
     }
   }
+  BandwidthSums all;
   for (const auto& [coll, bw] : by_collective) {
     std::string scope = fmt::format("collective {}", trace::CollectiveName(coll));
     if (bw.seconds > 0 && bw.bytes > 0) {
       out->Add("algbw", scope, bw.bytes / bw.seconds, "B/s", "Σ bytes / Σ duration, all groups");
       out->Add("busbw", scope, bw.bus_bytes / bw.seconds, "B/s",
                "Σ bytes × bus factor / Σ duration, all groups");
+      all.bytes += bw.bytes;
+      all.bus_bytes += bw.bus_bytes;
+      all.seconds += bw.seconds;
     }
+    auto it = util_by_collective.find(coll);
+    if (it == util_by_collective.end()) continue;  // only zero-byte or zero-time groups
+    if (!it->second.missing.empty()) {
+      out->AddUnavailable("busbw_util", scope, "ratio", it->second.missing);
+    } else if (it->second.peak_seconds > 0) {
+      out->Add("busbw_util", scope, it->second.bus_bytes / it->second.peak_seconds, "ratio",
+               "Σ bytes × bus factor / Σ (duration × link peak), all groups");
+    }
+  }
+  const std::string no_bandwidth = "no comm op with bytes and a duration in a group";
+  if (all.seconds > 0 && all.bytes > 0) {
+    out->Add("algbw", "", all.bytes / all.seconds, "B/s", "Σ bytes / Σ duration, all collectives");
+    out->Add("busbw", "", all.bus_bytes / all.seconds, "B/s",
+             "Σ bytes × bus factor / Σ duration, all collectives");
+  } else {
+    out->AddUnavailable("algbw", "", "B/s", no_bandwidth);
+    out->AddUnavailable("busbw", "", "B/s", no_bandwidth);
+  }
+  if (!util_all.missing.empty()) {
+    out->AddUnavailable("busbw_util", "", "ratio", util_all.missing);
+  } else if (util_all.peak_seconds > 0) {
+    out->Add("busbw_util", "", util_all.bus_bytes / util_all.peak_seconds, "ratio",
+             "Σ bytes × bus factor / Σ (duration × link peak), all collectives");
+  } else {
+    out->AddUnavailable("busbw_util", "", "ratio", no_bandwidth);
   }
   // Traffic intervals: per rank over all its comm ops, per group over each member's calls.
   std::vector<double> all_gaps, all_arrivals;
@@ -173,6 +279,10 @@ void AddCommMetrics(const Context& ctx, const SyncResult& sync, MetricSet* out) 
     out->Add("sync_wait", GroupScope(data.groups[g]), Seconds(wait), "s", "sum over members");
   }
   out->Add("matched_collectives", "", static_cast<double>(sync.matched), "count");
+  if (data.comm_ops_without_group > 0) {
+    out->Add("comm_ops_without_group", "", static_cast<double>(data.comm_ops_without_group),
+             "count", "comm ops whose group or collective is unknown: never matched");
+  }
   out->Add("unmatched_collectives", "", static_cast<double>(sync.unmatched), "count",
            "calls that no call of every other member matches");
   out->Add("matched_p2p", "", static_cast<double>(sync.p2p_matched), "count");

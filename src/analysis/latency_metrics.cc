@@ -1,19 +1,58 @@
-// TTFT, TPOT (with the per-step distribution) and throughput.
+// TTFT, TPOT (with the per-step distribution), step time and throughput.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <utility>
+#include <vector>
 
 #include "analysis/metric_families.h"
 #include "analysis/stats.h"
 
 namespace shardscope::analysis {
+namespace {
+
+// step_time: per step id, the window from its earliest start to its latest end over all
+// ranks' step spans (any phase), and the distribution of those windows.
+void AddStepTime(const Context& ctx, MetricSet* out) {
+  std::map<int32_t, std::pair<int64_t, int64_t>> windows;
+  for (const auto& [rank, rd] : ctx.data->ranks) {
+    for (const SpanRec& s : rd.spans) {
+      if (s.kind != trace::SpanKind::kStep) continue;
+      auto [it, inserted] = windows.emplace(s.step, std::make_pair(s.ts, s.end));
+      if (!inserted) {
+        it->second.first = std::min(it->second.first, s.ts);
+        it->second.second = std::max(it->second.second, s.end);
+      }
+    }
+  }
+  if (windows.empty()) {
+    for (const char* name : {"step_time.mean", "step_time.p50", "step_time.p90", "step_time.p99"}) {
+      out->AddUnavailable(name, "", "s", "no step annotations");
+    }
+    out->AddUnavailable("step_time.count", "", "count", "no step annotations");
+    return;
+  }
+  std::vector<double> times;
+  for (const auto& [step, w] : windows) times.push_back(Seconds(w.second - w.first));
+  Summary s = Summarize(&times);
+  const std::string over = "over steps; a step spans its earliest start to latest end over ranks";
+  out->Add("step_time.mean", "", s.mean, "s", over);
+  out->Add("step_time.p50", "", s.p50, "s", over);
+  out->Add("step_time.p90", "", s.p90, "s", over);
+  out->Add("step_time.p99", "", s.p99, "s", over);
+  out->Add("step_time.count", "", static_cast<double>(s.count), "count", "distinct step ids");
+}
+
+}  // namespace
 
 void AddLatencyMetrics(const Context& ctx, MetricSet* out) {
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
   constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
   // Prefill window and decode-step ends, from spans when the trace has them, else from ops.
+  // Only decode step spans are decode steps: foreign traces' step annotations (phase none)
+  // feed step_time alone.
   int64_t pf_begin = kMax, pf_end = kMin, dec_end = kMin;
   std::map<int32_t, int64_t> step_end;
   bool prefill_spans = false, step_spans = false;
@@ -25,7 +64,7 @@ void AddLatencyMetrics(const Context& ctx, MetricSet* out) {
         pf_end = std::max(pf_end, s.end);
       } else if (s.kind == trace::SpanKind::kPhase && s.phase == Phase::kDecode) {
         dec_end = std::max(dec_end, s.end);
-      } else if (s.kind == trace::SpanKind::kStep) {
+      } else if (s.kind == trace::SpanKind::kStep && s.phase == Phase::kDecode) {
         step_spans = true;
         auto [it, inserted] = step_end.emplace(s.step, s.end);
         if (!inserted) it->second = std::max(it->second, s.end);
@@ -123,6 +162,7 @@ void AddLatencyMetrics(const Context& ctx, MetricSet* out) {
     out->AddUnavailable("tps", "", "tokens/s",
                         "metadata lacks workload.batch_size or workload.sequence_length");
   }
+  AddStepTime(ctx, out);
 }
 
 }  // namespace shardscope::analysis

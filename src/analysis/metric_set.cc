@@ -11,19 +11,15 @@ void MetricSet::Add(std::string name, std::string scope, double value, std::stri
     m.value.reset();
     m.unavailable = "not a finite number (division by zero time?)";
   }
-  std::string key = m.key();
-  auto it = index_.find(key);
-  if (it != index_.end()) {
-    metrics_[it->second] = std::move(m);
-    return;
-  }
-  index_.emplace(std::move(key), metrics_.size());
-  metrics_.push_back(std::move(m));
+  Insert(std::move(m));
 }
 
 void MetricSet::AddUnavailable(std::string name, std::string scope, std::string unit,
                                std::string reason) {
-  Metric m{std::move(name), std::move(scope), std::nullopt, std::move(unit), "", std::move(reason)};
+  Insert({std::move(name), std::move(scope), std::nullopt, std::move(unit), "", std::move(reason)});
+}
+
+void MetricSet::Insert(Metric m) {
   std::string key = m.key();
   auto it = index_.find(key);
   if (it != index_.end()) {

@@ -32,6 +32,8 @@ class MetricSet {
            std::string aggregation = "");
   // Records that `name` cannot be computed from this trace, and why.
   void AddUnavailable(std::string name, std::string scope, std::string unit, std::string reason);
+  // Adds `m` as it is; a metric with the same key is replaced in place.
+  void Insert(Metric m);
 
   const std::vector<Metric>& metrics() const { return metrics_; }
   const Metric* Find(std::string_view key) const;

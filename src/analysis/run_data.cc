@@ -112,6 +112,17 @@ void RunCollector::OnOp(const trace::OpEvent& op) {
   int p = static_cast<int>(op.phase);
   rd.flops[p] += static_cast<double>(op.flops);
   rd.mem_bytes[p] += static_cast<double>(op.bytes_read) + static_cast<double>(op.bytes_written);
+  if (op.category == Category::kComm) {
+    bool p2p = op.collective == Collective::kSend || op.collective == Collective::kRecv;
+    if (op.bytes <= 0) {
+      ++rd.comm_ops_without_bytes;
+      ++data_->comm_ops_without_bytes;
+    }
+    if (op.collective == Collective::kNone || (p2p ? op.peer < 0 : op.group.empty())) {
+      ++rd.comm_ops_without_group;
+      ++data_->comm_ops_without_group;
+    }
+  }
   if (op.category == Category::kComm && op.collective != Collective::kNone) {
     bool p2p = op.collective == Collective::kSend || op.collective == Collective::kRecv;
     if (p2p && op.peer >= 0) {
@@ -169,12 +180,14 @@ void RunCollector::OnOp(const trace::OpEvent& op) {
       int64_t group_size = static_cast<int64_t>(data_->groups[rec.group].ranks.size());
       double factor = BusFactor(op.collective, group_size);
       ++bw.ops;
-      bw.bytes += bytes;
-      bw.bus_bytes += bytes * factor;
-      bw.seconds += static_cast<double>(op.dur_ns) * 1e-9;
-      if (op.dur_ns > 0) {
-        bw.busbw.push_back(
-            static_cast<float>(bytes * factor / (static_cast<double>(op.dur_ns) * 1e-9)));
+      if (op.bytes > 0) {  // an op of unknown size stays out of the bandwidth sums
+        bw.bytes += bytes;
+        bw.bus_bytes += bytes * factor;
+        bw.seconds += static_cast<double>(op.dur_ns) * 1e-9;
+        if (op.dur_ns > 0) {
+          bw.busbw.push_back(
+              static_cast<float>(bytes * factor / (static_cast<double>(op.dur_ns) * 1e-9)));
+        }
       }
     }
   }

@@ -52,6 +52,10 @@ struct RankData {
   std::array<double, trace::kNumPhases> flops{};      // by the op's phase
   std::array<double, trace::kNumPhases> mem_bytes{};  // bytes read + written
   double bytes_sent = 0;                              // on the wire, by the algorithm
+  // Comm ops without a message size (args.bytes), and without a group (or peer) or a known
+  // collective: foreign traces may not say. Metrics that need them say "not available".
+  int64_t comm_ops_without_bytes = 0;
+  int64_t comm_ops_without_group = 0;
   bool has_memory = false;
   double peak_memory = 0;  // max over "memory" samples of the sum of their series
   std::map<std::string, double> peak_by_series;
@@ -94,6 +98,10 @@ struct RunData {
   std::array<double, trace::kNumGroupDims> payload_by_dim{};
   std::map<std::pair<int32_t, Collective>, BandwidthSums> bandwidth;
   int64_t comm_ops_outside_group = 0;  // comm ops whose rank is not in their group
+  int64_t comm_ops_without_bytes = 0;  // Σ over ranks of RankData::comm_ops_without_bytes
+  int64_t comm_ops_without_group = 0;  // Σ over ranks of RankData::comm_ops_without_group
+  // Ranks of the run that have no trace (a multi-file set lacking files); set by the analyzer.
+  std::vector<int32_t> missing_ranks;
   // Keyed by (phase, step, layer); only ops with expert counts.
   std::map<std::tuple<Phase, int32_t, int32_t>, ExpertLoadCell> expert_load;
   nlohmann::json metadata = nlohmann::json::object();

@@ -7,6 +7,7 @@
 #include <array>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analysis/metric_families.h"
@@ -89,9 +90,49 @@ double Ratio(double num, double den) {
   return den > 0 ? num / den : std::numeric_limits<double>::quiet_NaN();
 }
 
+// Balance of compute time across ranks: max / mean, and max / median (the slowest rank
+// against the typical one, robust to a few idle ranks). Reorders `per_rank`.
+void AddComputeBalance(std::vector<std::pair<double, int32_t>>* per_rank, MetricSet* out) {
+  // Ascending time; on equal times the lower rank last, so back() is the lowest slowest rank.
+  std::sort(per_rank->begin(), per_rank->end(), [](const auto& a, const auto& b) {
+    return a.first < b.first || (a.first == b.first && a.second > b.second);
+  });
+  std::vector<double> sorted;
+  double sum = 0;
+  for (const auto& [t, rank] : *per_rank) {
+    sorted.push_back(t);
+    sum += t;
+  }
+  if (sorted.empty() || sorted.back() <= 0) {
+    for (const char* name : {"compute_imbalance", "straggler_slowdown"}) {
+      out->AddUnavailable(name, "", "ratio", "the trace has no compute ops");
+    }
+    return;
+  }
+  const double max = sorted.back();
+  out->Add("compute_imbalance", "", max / (sum / static_cast<double>(sorted.size())), "ratio",
+           "compute time: max over ranks / mean over ranks");
+  const double median = Percentile(sorted, 50);
+  if (median > 0) {
+    out->Add("straggler_slowdown", "", max / median, "ratio",
+             "compute time: max over ranks / median over ranks");
+    out->Add("straggler_slowdown.rank", "", per_rank->back().second, "rank",
+             "the rank with the most compute time (the lowest such rank on ties)");
+  } else {
+    out->AddUnavailable("straggler_slowdown", "", "ratio", "the median rank has no compute time");
+  }
+}
+
 }  // namespace
 
 void AddTimeMetrics(const Context& ctx, const SyncResult& sync, MetricSet* out) {
+  // A wait needs every member's calls: not known when members or groups are (foreign traces).
+  const std::string no_wait =
+      !ctx.data->missing_ranks.empty()
+          ? "ranks are missing from the trace set: collectives with them cannot be matched"
+      : ctx.data->comm_ops_without_group > 0
+          ? "comm ops whose group or collective the trace does not give cannot be matched"
+          : "";
   const int64_t window = ctx.window_end - ctx.window_begin;
   const double ranks = static_cast<double>(ctx.num_ranks());
   // Σ over ranks and max over ranks, per phase filter (-1 = all, then prefill, decode).
@@ -101,9 +142,16 @@ void AddTimeMetrics(const Context& ctx, const SyncResult& sync, MetricSet* out) 
   int64_t idle_sum = 0, idle_max = 0, bubble_sum = 0, bubble_max = 0, wait_sum = 0, wait_max = 0;
   bool any_recv = false;
   std::vector<double> busy_per_rank;
+  std::vector<std::pair<double, int32_t>> compute_per_rank;  // (compute time, rank)
   // unions[f] matches kFilters[f]: all ops, then prefill, then decode. Reused across ranks.
   std::array<Unions, trace::kNumPhases> unions;
   static_assert(kFilters.size() == trace::kNumPhases && kFilters[1] == 1 && kFilters[2] == 2);
+  // Phase scopes only for phases the trace has (foreign traces have none): never a 0 for
+  // a phase that is not there.
+  std::array<bool, 3> present = {true, false, false};
+  for (const auto& [rank, rd] : ctx.data->ranks) {
+    for (const OpRec& op : rd.ops) present[static_cast<size_t>(op.phase)] = true;
+  }
   for (const auto& [rank, rd] : ctx.data->ranks) {
     std::string scope = RankScope(rank);
     BuildUnions(rd.ops, &unions);
@@ -136,6 +184,7 @@ void AddTimeMetrics(const Context& ctx, const SyncResult& sync, MetricSet* out) 
         idle_sum += idle;
         idle_max = std::max(idle_max, idle);
         busy_per_rank.push_back(Seconds(b.busy));
+        compute_per_rank.emplace_back(Seconds(b.compute), rank);
         for (const OpRec& op : rd.ops) any_recv = any_recv || op.coll == Collective::kRecv;
         auto rw = sync.recv_wait_ns.find(rank);
         int64_t bubble = IdleBeforeReceives(rd.ops, busy, ctx.window_begin) +
@@ -145,10 +194,14 @@ void AddTimeMetrics(const Context& ctx, const SyncResult& sync, MetricSet* out) 
         bubble_max = std::max(bubble_max, bubble);
         auto w = sync.wait_ns.find(rank);
         int64_t wait = w == sync.wait_ns.end() ? 0 : w->second;
-        out->Add("sync_wait", scope, Seconds(wait), "s");
+        if (!no_wait.empty()) {  // calls that cannot be matched: no wait known
+          out->AddUnavailable("sync_wait", scope, "s", no_wait);
+        } else {
+          out->Add("sync_wait", scope, Seconds(wait), "s");
+        }
         wait_sum += wait;
         wait_max = std::max(wait_max, wait);
-      } else {
+      } else if (present[f]) {
         std::string ps = fmt::format("{} phase {}", scope, trace::PhaseName(Phase(kFilters[f])));
         out->Add("compute_time", ps, Seconds(b.compute), "s");
         out->Add("comm_time", ps, Seconds(b.comm), "s");
@@ -159,6 +212,14 @@ void AddTimeMetrics(const Context& ctx, const SyncResult& sync, MetricSet* out) 
   // Aggregates over ranks.
   for (size_t f = 0; f < kFilters.size(); ++f) {
     std::string scope = f == 0 ? "" : fmt::format("phase {}", trace::PhaseName(Phase(kFilters[f])));
+    if (!present[f]) {
+      for (const char* name : {"compute_time.max", "comm_time.max"}) {
+        out->AddUnavailable(name, scope, "s",
+                            fmt::format("no op with args.phase = \"{}\" in the trace",
+                                        trace::PhaseName(Phase(kFilters[f]))));
+      }
+      continue;
+    }
     const Breakdown& s = sum[f];
     const Breakdown& m = max[f];
     if (f == 0) {
@@ -196,9 +257,15 @@ void AddTimeMetrics(const Context& ctx, const SyncResult& sync, MetricSet* out) 
                           "no receive ops in the trace (no pipeline stage waits for input)");
     }
   }
-  out->Add("sync_wait.max", "", Seconds(wait_max), "s", "max over ranks");
-  out->Add("sync_wait.mean", "", Seconds(wait_sum) / ranks, "s", "mean over ranks");
-  out->Add("sync_wait.sum", "", Seconds(wait_sum), "s", "sum over ranks");
+  if (!no_wait.empty()) {
+    for (const char* name : {"sync_wait.max", "sync_wait.mean", "sync_wait.sum"}) {
+      out->AddUnavailable(name, "", "s", no_wait);
+    }
+  } else {
+    out->Add("sync_wait.max", "", Seconds(wait_max), "s", "max over ranks");
+    out->Add("sync_wait.mean", "", Seconds(wait_sum) / ranks, "s", "mean over ranks");
+    out->Add("sync_wait.sum", "", Seconds(wait_sum), "s", "sum over ranks");
+  }
   // Load balance and stragglers.
   double busy_max = 0, busy_mean = 0;
   for (double b : busy_per_rank) {
@@ -207,6 +274,7 @@ void AddTimeMetrics(const Context& ctx, const SyncResult& sync, MetricSet* out) 
   }
   out->Add("load_imbalance", "", Ratio(busy_max, busy_mean), "ratio",
            "busy time: max over ranks / mean over ranks");
+  AddComputeBalance(&compute_per_rank, out);
   if (!sync.last_arrivals.empty()) {
     auto it = std::max_element(sync.last_arrivals.begin(), sync.last_arrivals.end(),
                                [](const auto& a, const auto& b) { return a.second < b.second; });

@@ -1,4 +1,4 @@
-// MFU, memory-bandwidth utilisation and peak memory.
+// FLOPs, MFU, memory-bandwidth utilisation and peak memory.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -47,28 +47,39 @@ void AddUtilization(const Context& ctx, const char* name, const char* amount_nam
   for (const auto& [rank, rd] : data.ranks) {
     for (double a : rd.*amount) total += a;
   }
-  if (total <= 0 || !peak) {
-    std::string reason = total <= 0 ? missing_amount : missing_peak;
-    out->AddUnavailable(fmt::format("{}.mean", name), "", "ratio", reason);
+  const char* unit = name[1] == 'f' ? "FLOP/s" : "B/s";
+  if (total <= 0) {
+    out->AddUnavailable(fmt::format("{}.mean", amount_name), "", unit, missing_amount);
+    out->AddUnavailable(fmt::format("{}.mean", name), "", "ratio", missing_amount);
     for (const auto& [rank, rd] : data.ranks) {
-      out->AddUnavailable(name, RankScope(rank), "ratio", reason);
+      out->AddUnavailable(name, RankScope(rank), "ratio", missing_amount);
     }
     return;
   }
+  // The achieved rate needs no peak; the utilisation does.
   double window = ctx.window_seconds();
-  double sum = 0, max = 0;
+  double sum = 0, max = 0, achieved_sum = 0;
   for (const auto& [rank, rd] : data.ranks) {
     double amt = 0;
     for (double a : rd.*amount) amt += a;
     double achieved = amt / window;
+    out->Add(amount_name, RankScope(rank), achieved, unit, "over the wall time");
+    achieved_sum += achieved;
+    if (!peak) {
+      out->AddUnavailable(name, RankScope(rank), "ratio", missing_peak);
+      continue;
+    }
     double u = achieved / *peak;
-    out->Add(amount_name, RankScope(rank), achieved, name[1] == 'f' ? "FLOP/s" : "B/s",
-             "over the wall time");
     out->Add(name, RankScope(rank), u, "ratio");
     sum += u;
     max = std::max(max, u);
   }
   double ranks = static_cast<double>(ctx.num_ranks());
+  out->Add(fmt::format("{}.mean", amount_name), "", achieved_sum / ranks, unit, "mean over ranks");
+  if (!peak) {
+    out->AddUnavailable(fmt::format("{}.mean", name), "", "ratio", missing_peak);
+    return;
+  }
   out->Add(fmt::format("{}.mean", name), "", sum / ranks, "ratio", "mean over ranks");
   out->Add(fmt::format("{}.max", name), "", max, "ratio", "max over ranks");
   for (Phase phase : {Phase::kPrefill, Phase::kDecode}) {
@@ -94,6 +105,15 @@ void AddUtilizationMetrics(const Context& ctx, MetricSet* out) {
   std::array<Window, trace::kNumPhases> windows;
   for (Phase phase : {Phase::kPrefill, Phase::kDecode}) {
     windows[static_cast<int>(phase)] = PhaseWindow(*ctx.data, phase);
+  }
+  double flops = 0;
+  for (const auto& [rank, rd] : ctx.data->ranks) {
+    for (double f : rd.flops) flops += f;
+  }
+  if (flops > 0) {
+    out->Add("total_flops", "", flops, "FLOP", "sum over ranks and ops of args.flops");
+  } else {
+    out->AddUnavailable("total_flops", "", "FLOP", "the trace's ops carry no args.flops");
   }
   AddUtilization(ctx, "mfu", "achieved_flops", &RankData::flops, info.peak_flops,
                  info.dtype.empty()

@@ -1,6 +1,8 @@
 #include <iostream>
 
 #include "analysis/analyzer.h"
+#include "analysis/ccl_bench_names.h"
+#include "analysis/workload_card.h"
 #include "cli/cli.h"
 #include "report/metric_table.h"
 
@@ -11,17 +13,30 @@ struct AnalyzeOptions {
   std::vector<std::string> paths;
   std::string format = "md";
   std::vector<std::string> metrics;
+  std::string workload_card;
+  std::string trace_format = "auto";
+  std::string align_clocks = "as-recorded";
 };
 
 Status RunAnalyze(const AnalyzeOptions& o) {
   ASSIGN_OR_RETURN(report::TableFormat format, report::ParseTableFormat(o.format));
-  ASSIGN_OR_RETURN(std::vector<std::string> files, analysis::FindTraceFiles(o.paths));
-  std::vector<analysis::AnalysisResult> results;
-  for (const std::string& file : files) {
-    ASSIGN_OR_RETURN(analysis::AnalysisResult r, analysis::AnalyzeTraceFile(file));
-    if (r.stats.skipped_total() > 0) std::cerr << file << ": " << r.stats.Summary() << "\n";
-    results.push_back(std::move(r));
+  analysis::AnalyzeOptions options;
+  if (!o.workload_card.empty()) {
+    ASSIGN_OR_RETURN(options.extra_metadata, analysis::ReadWorkloadCard(o.workload_card));
   }
+  if (o.trace_format != "auto") {
+    ASSIGN_OR_RETURN(options.format, importers::ParseTraceFormat(o.trace_format));
+  }
+  ASSIGN_OR_RETURN(options.alignment, importers::ParseClockAlignment(o.align_clocks));
+  ASSIGN_OR_RETURN(std::vector<analysis::AnalysisResult> results,
+                   analysis::AnalyzePaths(o.paths, options));
+  for (const analysis::AnalysisResult& r : results) {
+    if (r.stats.skipped_total() > 0) std::cerr << r.trace_path << ": " << r.stats.Summary() << "\n";
+    for (const std::string& w : r.warnings) std::cerr << r.trace_path << ": warning: " << w << "\n";
+  }
+  std::vector<const analysis::MetricSet*> analyses;
+  for (const analysis::AnalysisResult& r : results) analyses.push_back(&r.metrics);
+  RETURN_IF_ERROR(analysis::CheckMetricNames(analyses, o.metrics));
   std::cout << report::RenderAnalyses(results, o.metrics, format);
   return Status::Ok();
 }
@@ -35,7 +50,18 @@ void AddAnalyzeCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("paths", options->paths, "trace files or directories")->required();
   cmd->add_option("--format", options->format, "md, json or csv")->default_str("md");
   cmd->add_option("--metric", options->metrics,
-                  "only these metrics (a name selects all its scopes and .suffixes)");
+                  "only these metrics (a name selects all its scopes and .suffixes); "
+                  "CCL-Bench names (avg_step_time, ...) too");
+  cmd->add_option("--workload-card", options->workload_card,
+                  "a CCL-Bench workload card (YAML): fills model, hardware and plan figures "
+                  "the trace's metadata lacks");
+  cmd->add_option("--trace-format", options->trace_format,
+                  "auto (detect from the content) or one of: " + importers::TraceFormatNames())
+      ->default_str("auto");
+  cmd->add_option("--align-clocks", options->align_clocks,
+                  "multi-rank sets: as-recorded, or collective-end (shift each rank so the end "
+                  "of the first collective all ranks ran coincides)")
+      ->default_str("as-recorded");
   cmd->callback([options, exit_code] {
     Status s = RunAnalyze(*options);
     *exit_code = s.ok() ? kExitOk : ReportError(s);

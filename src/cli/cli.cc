@@ -14,6 +14,8 @@ int ReportError(const Status& status) {
     case StatusCode::kFailedPrecondition:
     case StatusCode::kUnimplemented:
       return kExitBadInput;
+    case StatusCode::kCancelled:
+      return kExitInterrupted;
     default:
       return kExitFailure;
   }

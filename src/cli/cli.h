@@ -11,10 +11,11 @@
 namespace shardscope::cli {
 
 // Exit codes: 0 success, 1 failure of the tool or environment, 2 bad input
-// (config, plan, flags, files).
+// (config, plan, flags, files), 130 interrupted (Ctrl-C, SIGTERM).
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;
 inline constexpr int kExitBadInput = 2;
+inline constexpr int kExitInterrupted = 130;
 
 // Prints "shardscope: error: <message>" to stderr and returns the exit code
 // that the status's code calls for.

@@ -1,6 +1,7 @@
 #include <unistd.h>
 
 #include <iostream>
+#include <sstream>
 
 #include "cli/cli.h"
 #include "config/experiment_loader.h"
@@ -21,7 +22,17 @@ struct RunOptions {
   int64_t decode_steps = -1;
   bool no_trace = false;
   bool json = false;
+  // Backend cpu: mpirun's host file and more mpirun options (split at spaces).
+  std::string hostfile;
+  std::string mpirun_args;
 };
+
+std::vector<std::string> SplitAtSpaces(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  for (std::string word; in >> word;) out.push_back(word);
+  return out;
+}
 
 int RunRun(const RunOptions& o) {
   auto all = LoadExperiments(o.config);
@@ -44,6 +55,9 @@ int RunRun(const RunOptions& o) {
           e.name));
     }
   }
+  // Hidden fault injection for the failure tests (docs/runtime.md, "Faults").
+  auto fault = runtime::FaultSpecFromEnv();
+  if (!fault.ok()) return ReportError(fault.status());
   std::vector<sim::RunReport> reports;
   std::vector<std::pair<std::string, runtime::CpuRunResult>> cpu_runs;
   for (size_t i = 0; i < selected->size(); ++i) {
@@ -53,6 +67,9 @@ int RunRun(const RunOptions& o) {
       co.config_path = o.config;
       co.trace_root = o.out;
       co.write_trace = !o.no_trace;
+      co.hostfile = o.hostfile;
+      co.mpirun_args = SplitAtSpaces(o.mpirun_args);
+      co.fault = *fault;
       if (tty)
         std::cerr << fmt::format("[{}/{}] {}: running on CPU ranks…\n", i + 1, selected->size(),
                                  e.name);
@@ -127,6 +144,11 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--decode-steps", opts->decode_steps,
                   "simulate only the first N decode steps (stated in the summary and trace)");
   cmd->add_flag("--no-trace", opts->no_trace, "do not write traces (summary only)");
+  cmd->add_option("--hostfile", opts->hostfile,
+                  "backend cpu: mpirun host file, to place ranks on several nodes")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--mpirun-args", opts->mpirun_args,
+                  "backend cpu: more mpirun options, e.g. \"--map-by node\" (split at spaces)");
   cmd->add_flag("--json", opts->json, "print JSON instead of text");
   cmd->callback([opts, exit_code] { *exit_code = RunRun(*opts); });
 }

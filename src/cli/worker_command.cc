@@ -1,12 +1,9 @@
 // `shardscope worker` (hidden): what mpirun starts on every rank of a
 // backend-cpu run (runtime/cpu_run.h). It reloads the experiment by name from
 // its YAML, checks it is the one the launcher meant, and runs this rank.
-#include <fstream>
 #include <iostream>
-#include <nlohmann/json.hpp>
 
 #include "cli/cli.h"
-#include "config/experiment_json.h"
 #include "config/experiment_loader.h"
 #include "runtime/cpu_run.h"
 
@@ -14,7 +11,7 @@ namespace shardscope::cli {
 namespace {
 
 struct WorkerOptions {
-  std::string config, experiment, expect;
+  std::string config, experiment, expect_digest, fault;
   runtime::CpuRunOptions run;
   bool no_trace = false;
   int64_t warmup = -1, iterations = -1;
@@ -25,20 +22,12 @@ StatusOr<Experiment> FindExperiment(const WorkerOptions& o) {
   for (Experiment& e : all) {
     if (e.name != o.experiment) continue;
     e.backend = Backend::kCpu;
-    if (!o.expect.empty()) {
-      nlohmann::json want;
-      try {
-        std::ifstream in(o.expect);
-        in >> want;
-      } catch (const std::exception& ex) {
-        return DataLoss("worker: unreadable --expect file {}: {}", o.expect, ex.what());
-      }
-      if (ExperimentToJson(e) != want) {
-        return Unimplemented(
-            "not implemented: backend cpu for experiment '{}' changed in memory (command-line "
-            "overrides other than --backend): the ranks reload it from {}",
-            o.experiment, o.config);
-      }
+    if (!o.expect_digest.empty() && runtime::ExperimentDigest(e) != o.expect_digest) {
+      return Unimplemented(
+          "not implemented: backend cpu for experiment '{}' changed in memory (command-line "
+          "overrides other than --backend) or a different {} on this node: the ranks reload it "
+          "from {}",
+          o.experiment, o.config, o.config);
     }
     return e;
   }
@@ -48,6 +37,9 @@ StatusOr<Experiment> FindExperiment(const WorkerOptions& o) {
 int RunWorker(WorkerOptions o) {
   auto e = FindExperiment(o);
   if (!e.ok()) return ReportError(e.status());
+  auto fault = o.fault.empty() ? runtime::FaultSpecFromEnv() : runtime::ParseFaultSpec(o.fault);
+  if (!fault.ok()) return ReportError(fault.status());
+  o.run.fault = *fault;
   o.run.write_trace = !o.no_trace;
   if (o.warmup >= 0) o.run.warmup_iterations = o.warmup;
   if (o.iterations >= 0) o.run.measured_iterations = o.iterations;
@@ -64,15 +56,15 @@ void AddWorkerCommand(CLI::App& app, int* exit_code) {
   cmd->group("");  // hidden from --help
   cmd->add_option("--config", o->config)->required();
   cmd->add_option("--experiment", o->experiment)->required();
-  cmd->add_option("--expect", o->expect);
+  cmd->add_option("--expect-digest", o->expect_digest);
   cmd->add_option("--result", o->run.result_file);
+  cmd->add_option("--status-dir", o->run.status_dir);
   cmd->add_option("--trace-root", o->run.trace_root);
   cmd->add_option("--trace-file", o->run.trace_file);
   cmd->add_flag("--no-trace", o->no_trace);
   cmd->add_option("--warmup", o->warmup);
   cmd->add_option("--iterations", o->iterations);
-  cmd->add_option("--fail-rank", o->run.fail_rank);
-  cmd->add_option("--fail-op", o->run.fail_op);
+  cmd->add_option("--fault", o->fault);  // as SHARDSCOPE_FAULT
   cmd->callback([o, exit_code] { *exit_code = RunWorker(*o); });
 }
 

@@ -61,6 +61,9 @@ struct Workload {
   RoutingSpec routing;
   int64_t warmup_iterations = 10;
   int64_t measured_iterations = 100;
+  // Real backends: a Hugging Face safetensors checkpoint (a .safetensors file or a
+  // directory) to take the weights from; empty: weights drawn from `seed`.
+  std::string checkpoint;
 };
 
 // Claims from a paper or a seed, checked against physical bounds. Units are in

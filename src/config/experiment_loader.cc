@@ -49,7 +49,8 @@ const std::vector<std::string> kExperimentKeys = {"name",
                                                   "claims",
                                                   "routing",
                                                   "warmup_iterations",
-                                                  "measured_iterations"};
+                                                  "measured_iterations",
+                                                  "weights"};
 
 const std::vector<std::string> kParallelKeys = {
     "strategy",     "tp_size",       "pp_size",        "seq_parallel_size",
@@ -221,6 +222,25 @@ Status ReadParallel(const YamlMap& exp, Experiment* e) {
   return Status::Ok();
 }
 
+// weights: {checkpoint: PATH} (relative to the experiments file); absent: seeded.
+Status ReadWeights(const YamlMap& exp, const std::string& config_path, Workload* w) {
+  if (!exp.Has("weights")) return Status::Ok();
+  ASSIGN_OR_RETURN(YamlMap weights, exp.Map("weights"));
+  RETURN_IF_ERROR(weights.CheckKeys({"checkpoint"}));
+  std::string checkpoint;
+  RETURN_IF_ERROR(weights.Required("checkpoint", &checkpoint));
+  fs::path p(checkpoint);
+  if (p.is_relative()) p = fs::path(config_path).parent_path() / p;
+  std::error_code ec;
+  if (!fs::exists(p, ec)) {
+    return weights.context()
+        .Child("checkpoint")
+        .Error(fmt::format("no such file or directory: {}", p.string()));
+  }
+  w->checkpoint = p.string();
+  return Status::Ok();
+}
+
 Status ReadWorkload(const YamlMap& exp, Experiment* e) {
   Workload& w = e->workload;
   RETURN_IF_ERROR(exp.RequiredAtLeast("batch_size", 1, &w.batch_size));
@@ -291,6 +311,7 @@ StatusOr<Experiment> ReadExperiment(const YAML::Node& node, const YamlContext& c
                    ResolveCluster(exp.Get("hardware"), ctx.Child("hardware"), hardware_dir));
   RETURN_IF_ERROR(ReadParallel(exp, &e));
   RETURN_IF_ERROR(ReadWorkload(exp, &e));
+  RETURN_IF_ERROR(ReadWeights(exp, path, &e.workload));
   std::string backend = "sim";
   RETURN_IF_ERROR(exp.Optional("backend", &backend));
   auto b = ParseBackend(backend);

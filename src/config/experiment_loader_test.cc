@@ -237,6 +237,38 @@ experiments:
       << bad.status().message();
 }
 
+TEST(ExperimentLoaderTest, CheckpointWeightsRelativeToTheFile) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::path(::testing::TempDir()) / "ckpt_exp";
+  fs::create_directories(dir / "ckpt");
+  std::ofstream(dir / "ckpt" / "model.safetensors") << "x";
+  auto write = [&](const std::string& weights) {
+    std::ofstream(dir / "exp.yaml", std::ios::trunc) << R"(
+defaults: {model: tiny-dense, hardware: h100-sxm, backend: cpu, batch_size: 1, sequence_length: 8,
+           parallelism: {tp_size: 2}}
+experiments:
+  - name: seeded
+  - name: loaded
+    )" + weights + "\n";
+    return LoadExperiments((dir / "exp.yaml").string());
+  };
+  auto exps = write("weights: {checkpoint: ckpt}");
+  ASSERT_TRUE(exps.ok()) << exps.status().message();
+  EXPECT_EQ((*exps)[0].workload.checkpoint, "");
+  EXPECT_EQ((*exps)[1].workload.checkpoint, (dir / "ckpt").string());
+  auto absent = write("weights: {checkpoint: nope}");
+  ASSERT_FALSE(absent.ok());
+  EXPECT_NE(absent.status().message().find("experiment 'loaded': field 'weights.checkpoint': no "
+                                           "such file or directory: " +
+                                           (dir / "nope").string()),
+            std::string::npos)
+      << absent.status().message();
+  auto typo = write("weights: {chekpoint: ckpt}");
+  ASSERT_FALSE(typo.ok());
+  EXPECT_NE(typo.status().message().find("field 'weights.chekpoint'"), std::string::npos)
+      << typo.status().message();
+}
+
 TEST(ExperimentLoaderTest, DefaultConfigLoads) {
   auto exps = LoadExperiments(std::string(SHARDSCOPE_SOURCE_DIR) + "/configs/experiments.yaml");
   ASSERT_TRUE(exps.ok()) << exps.status().message();

@@ -22,6 +22,8 @@ const char* StatusCodeName(StatusCode code) {
       return "internal error";
     case StatusCode::kIoError:
       return "I/O error";
+    case StatusCode::kCancelled:
+      return "cancelled";
   }
   return "unknown";
 }

@@ -25,6 +25,7 @@ enum class StatusCode {
   kUnimplemented,  // a feature that is not built: the message says which
   kInternal,
   kIoError,
+  kCancelled,  // stopped by the user (Ctrl-C, SIGTERM)
 };
 
 const char* StatusCodeName(StatusCode code);
@@ -68,6 +69,10 @@ Status InternalError(fmt::format_string<Args...> f, Args&&... args) {
 template <typename... Args>
 Status IoError(fmt::format_string<Args...> f, Args&&... args) {
   return Status(StatusCode::kIoError, fmt::format(f, std::forward<Args>(args)...));
+}
+template <typename... Args>
+Status Cancelled(fmt::format_string<Args...> f, Args&&... args) {
+  return Status(StatusCode::kCancelled, fmt::format(f, std::forward<Args>(args)...));
 }
 template <typename... Args>
 Status DataLoss(fmt::format_string<Args...> f, Args&&... args) {

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "analysis/ccl_bench_names.h"
 #include "core/units.h"
 
 namespace shardscope::report {
@@ -62,7 +63,8 @@ std::string FormatValue(double v, std::string_view unit) {
   if (unit == "tokens/s") return FormatSi(v) + " tokens/s";
   if (unit == "tokens") return FormatSi(v) + " tokens";
   if (unit == "count" || unit == "rank") return fmt::format("{:.10g}", v);
-  return fmt::format("{:.4g}", v);
+  if (unit.empty() || unit == "ratio") return fmt::format("{:.4g}", v);
+  return fmt::format("{:.4g} {}", v, unit);  // units as CCL-Bench gives them: "%", "GB", "ms"
 }
 
 std::string RenderAnalyses(const std::vector<analysis::AnalysisResult>& results,
@@ -72,7 +74,7 @@ std::string RenderAnalyses(const std::vector<analysis::AnalysisResult>& results,
     nlohmann::ordered_json all = nlohmann::ordered_json::array();
     for (const auto& r : results) {
       nlohmann::ordered_json metrics = nlohmann::ordered_json::array();
-      MetricSet filtered = r.metrics.Filter(metric_names);
+      MetricSet filtered = analysis::SelectMetrics(r.metrics, metric_names);
       for (const Metric& m : filtered.metrics()) {
         metrics.push_back(MetricJson(m));
       }
@@ -87,7 +89,7 @@ std::string RenderAnalyses(const std::vector<analysis::AnalysisResult>& results,
   if (format == TableFormat::kCsv) {
     out = "trace,metric,scope,value,unit,aggregation,unavailable\n";
     for (const auto& r : results) {
-      MetricSet filtered = r.metrics.Filter(metric_names);
+      MetricSet filtered = analysis::SelectMetrics(r.metrics, metric_names);
       for (const Metric& m : filtered.metrics()) {
         out += fmt::format("{},{},{},{},{},{},{}\n", CsvField(r.trace_path), CsvField(m.name),
                            CsvField(m.scope), m.value ? Number(*m.value) : "", CsvField(m.unit),
@@ -101,7 +103,7 @@ std::string RenderAnalyses(const std::vector<analysis::AnalysisResult>& results,
     if (!r.metadata_path.empty()) out += fmt::format("metadata: {}\n\n", r.metadata_path);
     out += fmt::format("{}\n\n", r.stats.Summary());
     out += "| metric | scope | value | aggregation |\n|---|---|---|---|\n";
-    MetricSet filtered = r.metrics.Filter(metric_names);
+    MetricSet filtered = analysis::SelectMetrics(r.metrics, metric_names);
     for (const Metric& m : filtered.metrics()) {
       out += fmt::format("| {} | {} | {} | {} |\n", m.name, m.scope, Cell(&m), m.aggregation);
     }
@@ -113,8 +115,8 @@ std::string RenderAnalyses(const std::vector<analysis::AnalysisResult>& results,
 std::string RenderComparison(const analysis::AnalysisResult& baseline,
                              const analysis::AnalysisResult& proposed,
                              const std::vector<std::string>& metric_names, TableFormat format) {
-  MetricSet base = baseline.metrics.Filter(metric_names);
-  MetricSet prop = proposed.metrics.Filter(metric_names);
+  MetricSet base = analysis::SelectMetrics(baseline.metrics, metric_names);
+  MetricSet prop = analysis::SelectMetrics(proposed.metrics, metric_names);
   std::vector<std::string> keys;
   std::set<std::string> seen;
   for (const MetricSet* set : {&base, &prop}) {

@@ -19,7 +19,8 @@ StatusOr<TableFormat> ParseTableFormat(std::string_view name);  // "md", "json",
 // A value with its unit for people: "1.23 ms", "4.5 GB/s", "0.731".
 std::string FormatValue(double value, std::string_view unit);
 
-// The analyses of one or more traces; `metric_names` filters (empty: all).
+// The analyses of one or more traces; `metric_names` selects as analysis::SelectMetrics
+// does: our names and CCL-Bench's (empty: all).
 std::string RenderAnalyses(const std::vector<analysis::AnalysisResult>& results,
                            const std::vector<std::string>& metric_names, TableFormat format);
 

@@ -1,16 +1,22 @@
 #include "runtime/cpu_run.h"
 
 #include <cblas.h>
-#include <spawn.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <stdexcept>
 
 #include "config/experiment_json.h"
 #include "config/experiment_loader.h"
@@ -20,10 +26,9 @@
 #include "runtime/executor.h"
 #include "runtime/kernels.h"
 #include "runtime/mpi/mpi_communicator.h"
+#include "runtime/rank_status.h"
 #include "trace/trace_store.h"
 #include "trace/trace_writer.h"
-
-extern char** environ;
 
 namespace shardscope::runtime {
 namespace {
@@ -41,8 +46,13 @@ json PlanJson(const Placement& pl) {
   return {{"world_size", pl.world_size()}, {"groups", groups}, {"stages", stages}};
 }
 
+std::string TempDir() {
+  const char* t = std::getenv("TMPDIR");
+  return t != nullptr && *t != '\0' ? t : "/tmp";
+}
+
 std::string TempPath(const std::string& stem) {
-  std::string path = "/tmp/shardscope-" + stem + "-XXXXXX";
+  std::string path = TempDir() + "/shardscope-" + stem + "-XXXXXX";
   const int fd = mkstemp(path.data());
   if (fd >= 0) close(fd);
   return path;
@@ -50,14 +60,14 @@ std::string TempPath(const std::string& stem) {
 
 // The body of one rank, after MPI is up; failures are returned (the caller aborts the job).
 StatusOr<CpuRunResult> WorkerBody(const Experiment& e, const CpuRunOptions& o,
-                                  MpiCommunicator& comm) {
+                                  MpiCommunicator& comm, RankStatus& status) {
   ASSIGN_OR_RETURN(Placement placement, Placement::Create(e));
   RETURN_IF_ERROR(comm.AddGroups(placement));
   ASSIGN_OR_RETURN(ProgramBuilder builder, ProgramBuilder::Create(e, placement));
   auto kernels = NewCpuKernels();
   ExecutorOptions xo;
-  xo.fail_rank = o.fail_rank;
-  xo.fail_op = o.fail_op;
+  xo.fault = o.fault;
+  xo.position = status.position();
   ASSIGN_OR_RETURN(std::unique_ptr<Executor> ex,
                    Executor::Create(e, placement, kernels.get(), &comm, xo));
   const int64_t warmup = o.warmup_iterations.value_or(e.workload.warmup_iterations);
@@ -73,15 +83,16 @@ StatusOr<CpuRunResult> WorkerBody(const Experiment& e, const CpuRunOptions& o,
     if (i >= warmup) result.generation_seconds.push_back(static_cast<double>(NowNs() - t0) * 1e-9);
   }
   // The last generation's events, on rank 0's clock.
-  ASSIGN_OR_RETURN(int64_t offset, EstimateClockOffset(comm));
-  const RankEvents mine = ToTraceEvents(ex->records(), placement, comm.rank(), offset, 0);
+  ASSIGN_OR_RETURN(ClockOffset clock, EstimateClockOffset(comm));
+  const RankEvents mine = ToTraceEvents(ex->records(), placement, comm.rank(), clock.offset_ns, 0);
   std::string tokens;
   for (const SampleRecord& s : ex->samples()) {
     tokens += fmt::format("{} {} {}\n", s.phase_index, s.request, s.token);
   }
   ASSIGN_OR_RETURN(std::vector<std::string> all_events, comm.GatherToRoot(SerializeEvents(mine)));
   ASSIGN_OR_RETURN(std::vector<std::string> all_tokens, comm.GatherToRoot(tokens));
-  ASSIGN_OR_RETURN(std::vector<std::string> all_offsets, comm.GatherToRoot(std::to_string(offset)));
+  ASSIGN_OR_RETURN(std::vector<std::string> all_offsets,
+                   comm.GatherToRoot(fmt::format("{} {}", clock.offset_ns, clock.round_trip_ns)));
   if (comm.rank() != 0) {
     result.root = false;
     return result;
@@ -127,8 +138,14 @@ StatusOr<CpuRunResult> WorkerBody(const Experiment& e, const CpuRunOptions& o,
         static_cast<double>(decode_end - prefill_end) * 1e-9 / static_cast<double>(steps);
   }
   if (o.write_trace) {
-    json offsets = json::array();
-    for (const std::string& s : all_offsets) offsets.push_back(std::stoll(s));
+    json offsets = json::array(), round_trips = json::array();
+    for (const std::string& s : all_offsets) {
+      std::istringstream in(s);
+      int64_t offset = 0, round_trip = 0;
+      in >> offset >> round_trip;
+      offsets.push_back(offset);
+      round_trips.push_back(round_trip);
+    }
     json meta = {{"experiment", ExperimentToJson(e)},
                  {"backend", "cpu"},
                  {"plan", PlanJson(placement)},
@@ -141,6 +158,7 @@ StatusOr<CpuRunResult> WorkerBody(const Experiment& e, const CpuRunOptions& o,
                    {"traced_iteration", "the last measured generation"},
                    {"generation_seconds", result.generation_seconds},
                    {"clock_offsets_ns", offsets},
+                   {"clock_round_trips_ns", round_trips},
                    {"activation_dtype", "fp32"}}}};
     std::unique_ptr<trace::TraceWriter> writer;
     if (!o.trace_file.empty()) {
@@ -155,6 +173,9 @@ StatusOr<CpuRunResult> WorkerBody(const Experiment& e, const CpuRunOptions& o,
       result.trace_path = stored.trace_path;
       result.metadata_path = stored.metadata_path;
     }
+    // Stopped or failing from here on: no half-written trace, no metadata without one.
+    status.AddCleanupFile(writer->temp_path());
+    if (!result.metadata_path.empty()) status.AddCleanupFile(result.metadata_path);
     for (int64_t r = 0; r < placement.world_size(); ++r) {
       const int32_t r32 = static_cast<int32_t>(r);
       writer->NameProcess(r32,
@@ -169,7 +190,12 @@ StatusOr<CpuRunResult> WorkerBody(const Experiment& e, const CpuRunOptions& o,
       for (const auto& op : ev.ops) writer->AddOp(op);
       for (const auto& s : ev.spans) writer->AddSpan(s);
     }
-    RETURN_IF_ERROR(writer->Close());
+    Status closed = writer->Close();
+    if (!closed.ok()) {
+      if (!result.metadata_path.empty()) std::remove(result.metadata_path.c_str());
+      return closed;
+    }
+    status.ClearCleanupFiles();
   }
   if (!o.result_file.empty()) {
     std::ofstream out(o.result_file, std::ios::trunc);
@@ -185,7 +211,174 @@ std::string SelfExe() {
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "shardscope";
 }
 
+// The executable `name` resolves to on $PATH (the child execs without searching).
+std::string FindInPath(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* env = std::getenv("PATH");
+  std::string_view rest = env != nullptr ? env : "/usr/local/bin:/usr/bin:/bin";
+  while (!rest.empty()) {
+    const size_t colon = rest.find(':');
+    const std::string dir(rest.substr(0, colon));
+    rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
+    const std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return name;
+}
+
+// The launcher's signals: the first SIGINT, SIGTERM or SIGHUP is forwarded to
+// mpirun once, as SIGINT (what Ctrl-C sends it); mpirun then ends every rank
+// (SIGTERM, SIGKILL a second later). A second signal to mpirun would make it
+// exit at once and leave the ranks running, so later ones are not forwarded.
+constexpr int kForwardedSignals[] = {SIGINT, SIGTERM, SIGHUP};
+volatile sig_atomic_t g_signal = 0;
+volatile sig_atomic_t g_mpirun_pid = 0;
+
+void OnLauncherSignal(int sig) {
+  if (g_signal != 0) return;
+  g_signal = sig;
+  if (g_mpirun_pid > 0) kill(static_cast<pid_t>(g_mpirun_pid), SIGINT);
+}
+
+class LauncherSignals {
+ public:
+  LauncherSignals() {
+    g_signal = 0;
+    g_mpirun_pid = 0;
+    struct sigaction sa = {};
+    sa.sa_handler = OnLauncherSignal;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < std::size(kForwardedSignals); ++i) {
+      sigaction(kForwardedSignals[i], &sa, &previous_[i]);
+    }
+  }
+  ~LauncherSignals() {
+    for (size_t i = 0; i < std::size(kForwardedSignals); ++i) {
+      sigaction(kForwardedSignals[i], &previous_[i], nullptr);
+    }
+    g_mpirun_pid = 0;
+  }
+  LauncherSignals(const LauncherSignals&) = delete;
+  LauncherSignals& operator=(const LauncherSignals&) = delete;
+
+  // Records mpirun's pid; forwards a signal that came before it existed.
+  void Started(pid_t pid) {
+    g_mpirun_pid = pid;
+    if (g_signal != 0) kill(pid, SIGINT);
+  }
+  int received() const { return g_signal; }
+
+ private:
+  struct sigaction previous_[std::size(kForwardedSignals)];
+};
+
+// Starts `args` (args[0] a path) in its own process group — Ctrl-C reaches only
+// the launcher, which forwards it once — with stdin from /dev/null (no terminal
+// reads from a background group); it gets SIGTERM when the launcher dies.
+pid_t SpawnMpirun(std::vector<std::string>& args) {
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid != 0) {
+    if (pid > 0) setpgid(pid, pid);  // also in the child: whichever runs first
+    return pid;
+  }
+  // The child: async-signal-safe calls only until exec.
+  setpgid(0, 0);
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (getppid() != parent) _exit(127);
+  const int null = open("/dev/null", O_RDONLY);
+  if (null >= 0) dup2(null, STDIN_FILENO), close(null);
+  execv(argv[0], argv.data());
+  _exit(127);
+}
+
+// Where a rank stopped: "in op 17 '…' (…)" from its phase and op index.
+std::string Where(const RankReport& r, const ProgramBuilder* builder) {
+  if (r.phase_index < 0) return "outside the Program's ops (setup, clock sync or trace writing)";
+  const std::string phase =
+      r.phase_index == 0 ? "prefill" : fmt::format("decode step {}", r.phase_index - 1);
+  if (r.op < 0) return fmt::format("between ops of {}", phase);
+  if (builder != nullptr) {
+    auto program = builder->Build(r.phase_index == 0 ? Phase::kPrefill : Phase::kDecode,
+                                  r.phase_index == 0 ? 0 : r.phase_index - 1);
+    if (program.ok() && r.rank < static_cast<int64_t>(program->ranks.size())) {
+      const auto& ops = program->ranks[static_cast<size_t>(r.rank)].ops;
+      if (r.op < static_cast<int32_t>(ops.size())) {
+        return "in " + OpContext(ops[static_cast<size_t>(r.op)], r.phase_index);
+      }
+    }
+  }
+  return fmt::format("in op {} of {}", r.op, phase);
+}
+
+// One line for the ranks that ended the job, from their status records.
+std::string DescribeFailure(const Experiment& e, const Placement& placement,
+                            const std::vector<RankReport>& reports) {
+  auto builder = ProgramBuilder::Create(e, placement);
+  const ProgramBuilder* b = builder.ok() ? &*builder : nullptr;
+  std::vector<std::string> parts;
+  for (const RankReport& r : reports) {
+    switch (r.state) {
+      case RankState::kFailed:
+        parts.push_back(r.message.starts_with("rank ")
+                            ? r.message
+                            : fmt::format("rank {} failed {}: {}", r.rank, Where(r, b), r.message));
+        break;
+      case RankState::kCrashed:
+        parts.push_back(fmt::format("rank {} crashed with signal {} ({}) {}", r.rank, r.detail,
+                                    SignalName(r.detail), Where(r, b)));
+        break;
+      case RankState::kExited:
+        parts.push_back(
+            fmt::format("rank {} exited with status {} {}", r.rank, r.detail, Where(r, b)));
+        break;
+      case RankState::kRunning:
+        parts.push_back(fmt::format(
+            "rank {} died without an error message (killed, e.g. SIGKILL or the OOM killer) {}",
+            r.rank, Where(r, b)));
+        break;
+      default:
+        break;
+    }
+  }
+  if (parts.empty()) return "a rank failed before running (its message is above)";
+  std::string out = parts[0];
+  for (size_t i = 1; i < parts.size(); ++i) out += "; " + parts[i];
+  return out;
+}
+
+std::string DescribeExit(int status) {
+  if (WIFEXITED(status)) return fmt::format("exited with status {}", WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    return fmt::format("was killed by signal {} ({})", WTERMSIG(status),
+                       SignalName(WTERMSIG(status)));
+  }
+  return "ended abnormally";
+}
+
+// Removes the launcher's temporary files on every way out.
+struct TempFiles {
+  std::vector<std::string> files;
+  std::string dir;
+  ~TempFiles() {
+    for (const std::string& f : files) std::remove(f.c_str());
+    std::error_code ec;
+    if (!dir.empty()) std::filesystem::remove_all(dir, ec);
+  }
+};
+
 }  // namespace
+
+std::string ExperimentDigest(const Experiment& experiment) {
+  uint64_t h = 14695981039346656037ull;  // FNV-1a, 64 bits
+  for (unsigned char c : ExperimentToJson(experiment).dump()) {
+    h = (h ^ c) * 1099511628211ull;
+  }
+  return fmt::format("{:016x}", h);
+}
 
 json CpuRunResultToJson(const CpuRunResult& r) {
   return {{"ranks", r.ranks},
@@ -216,10 +409,24 @@ StatusOr<CpuRunResult> CpuRunResultFromJson(const json& j) {
 StatusOr<CpuRunResult> RunCpuWorker(const Experiment& experiment, const CpuRunOptions& options) {
   ASSIGN_OR_RETURN(auto session, MpiSession::Init(nullptr, nullptr));
   ASSIGN_OR_RETURN(auto comm, MpiCommunicator::Create());
-  // Ranks share the cores: one OpenBLAS thread each.
-  if (comm->world_size() > 1) openblas_set_num_threads(1);
-  StatusOr<CpuRunResult> r = WorkerBody(experiment, options, *comm);
-  if (!r.ok() && comm->world_size() > 1) {
+  // One rank = one core (local-cpu.yaml): one OpenBLAS thread, unless the user set a number.
+  if (std::getenv("OPENBLAS_NUM_THREADS") == nullptr) openblas_set_num_threads(1);
+  // After MPI_Init, so that the crash handlers chain to Open MPI's.
+  std::unique_ptr<RankStatus> status = RankStatus::Start(options.status_dir, comm->rank());
+  auto body = [&]() -> StatusOr<CpuRunResult> {
+    try {
+      return WorkerBody(experiment, options, *comm, *status);
+    } catch (const std::exception& e) {  // outside the executor's ops (weights, trace)
+      return InternalError("rank {} failed: exception: {}", comm->rank(), e.what());
+    }
+  };
+  StatusOr<CpuRunResult> r = body();
+  if (r.ok()) {
+    status->Set(RankState::kDone);
+    return r;
+  }
+  status->Set(RankState::kFailed, 0, r.status().message());
+  if (comm->world_size() > 1) {
     comm->Abort(
         fmt::format("experiment '{}' (backend cpu): {}", experiment.name, r.status().message()));
   }
@@ -238,66 +445,73 @@ StatusOr<CpuRunResult> RunCpuExperiment(const Experiment& experiment,
         experiment.name);
   }
   ASSIGN_OR_RETURN(Placement placement, Placement::Create(experiment));
-  const std::string expect = TempPath("expect");
+  TempFiles temp;
   const std::string result_file = TempPath("result");
-  {
-    Experiment e = experiment;
-    e.backend = Backend::kCpu;
-    std::ofstream out(expect, std::ios::trunc);
-    out << ExperimentToJson(e).dump();
+  temp.files.push_back(result_file);
+  temp.dir = TempDir() + "/shardscope-ranks-XXXXXX";
+  if (mkdtemp(temp.dir.data()) == nullptr) {
+    const int err = errno;
+    temp.dir.clear();
+    return IoError("cannot create a temporary directory in {}: {}", TempDir(), std::strerror(err));
   }
-  std::vector<std::string> args = {options.mpirun, "--oversubscribe", "-np",
+  Experiment expected = experiment;
+  expected.backend = Backend::kCpu;
+  std::vector<std::string> args = {FindInPath(options.mpirun), "--oversubscribe", "-np",
                                    std::to_string(placement.world_size())};
   if (geteuid() == 0) args.push_back("--allow-run-as-root");
   if (!options.hostfile.empty()) args.insert(args.end(), {"--hostfile", options.hostfile});
   args.insert(args.end(), options.mpirun_args.begin(), options.mpirun_args.end());
   args.insert(args.end(),
               {options.shardscope_binary.empty() ? SelfExe() : options.shardscope_binary, "worker",
-               "--config", config, "--experiment", experiment.name, "--expect", expect, "--result",
-               result_file});
+               "--config", config, "--experiment", experiment.name, "--expect-digest",
+               ExperimentDigest(expected), "--result", result_file, "--status-dir", temp.dir});
   if (!options.write_trace) args.push_back("--no-trace");
   if (!options.trace_file.empty()) args.insert(args.end(), {"--trace-file", options.trace_file});
   args.insert(args.end(), {"--trace-root", options.trace_root});
   if (options.warmup_iterations) {
     args.insert(args.end(), {"--warmup", std::to_string(*options.warmup_iterations)});
   }
-  if (options.fail_rank >= 0) {
-    args.insert(args.end(),
-                {"--fail-rank", std::to_string(options.fail_rank), "--fail-op", options.fail_op});
-  }
   if (options.measured_iterations) {
     args.insert(args.end(), {"--iterations", std::to_string(*options.measured_iterations)});
   }
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  if (posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), environ) != 0) {
-    std::remove(expect.c_str());
-    std::remove(result_file.c_str());
-    return InternalError("cannot start {} for backend cpu (is OpenMPI installed?)", options.mpirun);
-  }
+  if (options.fault.active())
+    args.insert(args.end(), {"--fault", FaultSpecToString(options.fault)});
+
   int status = 0;
-  waitpid(pid, &status, 0);
-  std::remove(expect.c_str());
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    std::remove(result_file.c_str());
-    return InternalError(
-        "experiment '{}' (backend cpu) failed: mpirun {} (the failing rank's message is above)",
-        experiment.name,
-        WIFEXITED(status) ? fmt::format("exited with status {}", WEXITSTATUS(status))
-                          : "was killed by a signal");
+  int signal = 0;
+  {
+    LauncherSignals signals;
+    const pid_t pid = SpawnMpirun(args);
+    if (pid < 0) {
+      return InternalError("cannot start {} for backend cpu: {}", options.mpirun,
+                           std::strerror(errno));
+    }
+    signals.Started(pid);
+    while (waitpid(pid, &status, 0) < 0) {
+      if (errno != EINTR) return InternalError("waiting for mpirun: {}", std::strerror(errno));
+    }
+    signal = signals.received();
+  }
+  const bool succeeded = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  if (signal != 0 && !succeeded) {
+    return Cancelled("backend cpu: interrupted by {}; mpirun stopped every rank, no trace written",
+                     SignalName(signal));
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
+    return InternalError("backend cpu: cannot run {} (is OpenMPI installed?)", options.mpirun);
+  }
+  if (!succeeded) {
+    return InternalError("backend cpu: {}; mpirun {}",
+                         DescribeFailure(experiment, placement, ReadRankStatuses(temp.dir)),
+                         DescribeExit(status));
   }
   std::ifstream in(result_file);
   json j;
   try {
     in >> j;
   } catch (const std::exception& e) {
-    std::remove(result_file.c_str());
-    return DataLoss("experiment '{}' (backend cpu): unreadable run result: {}", experiment.name,
-                    e.what());
+    return DataLoss("backend cpu: unreadable run result {}: {}", result_file, e.what());
   }
-  std::remove(result_file.c_str());
   return CpuRunResultFromJson(j);
 }
 

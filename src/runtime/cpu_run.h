@@ -5,7 +5,8 @@
 // last measured generation's events (clock offsets removed) and writes the
 // trace with backend cpu. A failing rank aborts the whole job with a message
 // naming the rank and the op; the trace is written only after every rank
-// succeeded, so a failed run leaves nothing in the store.
+// succeeded, so a failed or interrupted run leaves nothing in the store.
+// docs/runtime.md, "Faults" and "Launch".
 #ifndef SHARDSCOPE_RUNTIME_CPU_RUN_H_
 #define SHARDSCOPE_RUNTIME_CPU_RUN_H_
 
@@ -17,6 +18,7 @@
 
 #include "config/experiment.h"
 #include "core/status.h"
+#include "runtime/fault_injection.h"
 
 namespace shardscope::runtime {
 
@@ -32,13 +34,14 @@ struct CpuRunOptions {
   // Launch (ignored under mpirun).
   std::string shardscope_binary;  // empty: this executable (/proc/self/exe)
   std::string mpirun = "mpirun";
-  std::string hostfile;  // several nodes: mpirun's --hostfile
-  std::vector<std::string> mpirun_args;
-  // Fault injection: this rank fails at the first op of this name (tests).
-  int64_t fail_rank = -1;
-  std::string fail_op;
-  // Where rank 0 writes its result JSON (worker; RunCpuExperiment picks a temp file).
+  std::string hostfile;                  // several nodes: mpirun's --hostfile
+  std::vector<std::string> mpirun_args;  // more mpirun options, before the program
+  // Fault injection (tests): one rank fails at one op.
+  FaultSpec fault;
+  // Worker side, set by RunCpuExperiment: where rank 0 writes its result JSON
+  // and where each rank keeps its RankStatus record.
   std::string result_file;
+  std::string status_dir;
 };
 
 struct CpuRunResult {
@@ -54,11 +57,19 @@ struct CpuRunResult {
   std::vector<std::vector<int32_t>> tokens;
 };
 
+// Outside mpirun: starts mpirun (in its own process group, stdin from
+// /dev/null, ended by SIGTERM if this process dies) and waits. SIGINT, SIGTERM
+// or SIGHUP meanwhile is forwarded once to mpirun, which ends every rank; the
+// result is then kCancelled. A failed job's error names each rank that failed,
+// crashed, exited or died, and the op it was in.
 StatusOr<CpuRunResult> RunCpuExperiment(const Experiment& experiment, const CpuRunOptions& options);
 
 // One rank's part; needs MPI (initialises it if needed). Returns the result on
 // rank 0 (and writes options.result_file when set); other ranks get ranks only.
 StatusOr<CpuRunResult> RunCpuWorker(const Experiment& experiment, const CpuRunOptions& options);
+
+// A digest of the experiment as the ranks must reload it (FNV-1a of its JSON, hex).
+std::string ExperimentDigest(const Experiment& experiment);
 
 nlohmann::json CpuRunResultToJson(const CpuRunResult& result);
 StatusOr<CpuRunResult> CpuRunResultFromJson(const nlohmann::json& j);

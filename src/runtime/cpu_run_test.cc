@@ -88,16 +88,22 @@ TEST_F(CpuRunTest, TwoRanksWriteACpuTraceToTheStore) {
 }
 
 TEST_F(CpuRunTest, AFailingRankStopsTheJobAndLeavesNoTrace) {
-  options_.fail_rank = 1;
-  options_.fail_op = "L1.attention";
+  auto fault = ParseFaultSpec("rank=1,op=L1.attention_decode,phase=decode:1");
+  ASSERT_TRUE(fault.ok()) << fault.status().message();
+  options_.fault = *fault;
   ::testing::internal::CaptureStderr();
   auto r = RunCpuExperiment(experiment_, options_);
   const std::string err = ::testing::internal::GetCapturedStderr();
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("tiny_tp2"), std::string::npos);
-  // The failing rank's message, through mpirun's stderr.
-  EXPECT_NE(err.find("rank 1 failed in prefill"), std::string::npos) << err;
-  EXPECT_NE(err.find("L1.attention"), std::string::npos) << err;
+  // The launcher's error, from rank 1's status record: the rank, the op and why.
+  const std::string& m = r.status().message();
+  EXPECT_NE(m.find("rank 1 failed in op "), std::string::npos) << m;
+  EXPECT_NE(
+      m.find("'L1.attention_decode' (attention_decode, layer 1, decode step 1): injected fault"),
+      std::string::npos)
+      << m;
+  // The rank's own message, through mpirun's stderr.
+  EXPECT_NE(err.find("rank 1 failed in op "), std::string::npos) << err;
   auto stored = trace::TraceStore(options_.trace_root).List();
   ASSERT_TRUE(stored.ok());
   EXPECT_TRUE(stored->empty());

@@ -16,9 +16,9 @@ constexpr int kClockTag = 32001;  // above the executor's tags (1..30000)
 
 }  // namespace
 
-StatusOr<int64_t> EstimateClockOffset(Communicator& comm, int rounds) {
+StatusOr<ClockOffset> EstimateClockOffset(Communicator& comm, int rounds) {
   const int64_t n = comm.world_size(), me = comm.rank();
-  int64_t my_offset = 0;
+  int64_t mine[2] = {0, 0};  // offset, round trip
   for (int64_t k = 1; k < n; ++k) {
     if (me == 0) {
       int64_t best_rtt = std::numeric_limits<int64_t>::max(), offset = 0;
@@ -31,7 +31,8 @@ StatusOr<int64_t> EstimateClockOffset(Communicator& comm, int rounds) {
         const int64_t t1 = NowNs();
         if (t1 - t0 < best_rtt) best_rtt = t1 - t0, offset = remote - (t0 + t1) / 2;
       }
-      ASSIGN_OR_RETURN(Request s, comm.Send(k, &offset, 8, kClockTag));
+      const int64_t result[2] = {offset, best_rtt};
+      ASSIGN_OR_RETURN(Request s, comm.Send(k, result, 16, kClockTag));
       RETURN_IF_ERROR(s->Wait());
     } else if (me == k) {
       for (int i = 0; i < rounds; ++i) {
@@ -42,11 +43,11 @@ StatusOr<int64_t> EstimateClockOffset(Communicator& comm, int rounds) {
         ASSIGN_OR_RETURN(Request s, comm.Send(0, &now, 8, kClockTag));
         RETURN_IF_ERROR(s->Wait());
       }
-      ASSIGN_OR_RETURN(Request r, comm.Recv(0, &my_offset, 8, kClockTag));
+      ASSIGN_OR_RETURN(Request r, comm.Recv(0, mine, 16, kClockTag));
       RETURN_IF_ERROR(r->Wait());
     }
   }
-  return my_offset;
+  return ClockOffset{mine[0], mine[1]};
 }
 
 RankEvents ToTraceEvents(const std::vector<OpRecord>& records, const Placement& placement,

@@ -15,9 +15,15 @@
 namespace shardscope::runtime {
 
 // This rank's steady clock minus rank 0's, in ns (0 on rank 0), from the
-// round trip with the smallest delay of `rounds` ping-pongs (NTP-style).
-// Collective over the world.
-StatusOr<int64_t> EstimateClockOffset(Communicator& comm, int rounds = 8);
+// round trip with the smallest delay of `rounds` ping-pongs with rank 0
+// (NTP-style: the remote reading against the midpoint of the round trip). The
+// estimate is within ±round_trip_ns / 2 of the true offset (exact bound when
+// the one-way delays are unknown). Collective over the world.
+struct ClockOffset {
+  int64_t offset_ns = 0;
+  int64_t round_trip_ns = 0;  // of the round trip used; 0 on rank 0
+};
+StatusOr<ClockOffset> EstimateClockOffset(Communicator& comm, int rounds = 8);
 
 // One rank's ops and phase/step spans; times shifted by −offset_ns − origin_ns.
 struct RankEvents {

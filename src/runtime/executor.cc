@@ -6,6 +6,9 @@
 #include <cstring>
 #include <limits>
 #include <optional>
+#include <stdexcept>
+
+#include "runtime/rank_status.h"
 
 namespace shardscope::runtime {
 namespace {
@@ -113,27 +116,37 @@ class PhaseRunner {
       rope_spec_.style = RopeStyle::kHalfSplit;
     }
     rope_spec_.theta = m_.rope_theta;
-    scale_ = static_cast<float>(1.0 / std::sqrt(static_cast<double>(qk_)));
+    rope_spec_.scaling = m_.rope_scaling;
+    double scale = 1.0 / std::sqrt(static_cast<double>(qk_));
+    const RopeScaling& rs = m_.rope_scaling;
+    if (mla_ && rs.kind == RopeScalingKind::kYarn && rs.mscale_all_dim > 0) {
+      // DeepSeek's MLA: softmax scale × mscale(factor, mscale_all_dim)².
+      const double ms = YarnMscale(rs.factor, rs.mscale_all_dim);
+      scale *= ms * ms;
+    }
+    scale_ = static_cast<float>(scale);
     if (sp_ > 1) layout_ = *SpLayout::Create(p.sp_variant, seq_, sp_);
   }
 
   Status Run() {
     RETURN_IF_ERROR(SetUpMicroBatches());
     const RankProgram& rp = prog_.ranks[static_cast<size_t>(rank_)];
+    PositionGuard position(opt_.position, &rp, phase_index_);
     inflight_.resize(rp.ops.size());
     for (const Op& op : rp.ops) {
-      Status s = RunOp(op);
-      if (!s.ok()) {
-        return Status(s.code(), fmt::format("rank {} failed in {}, op {} '{}': {}", rank_,
-                                            PhaseLabel(), op.id, OpName(op), s.message()));
+      position.Enter(op.id);
+      Status s;
+      try {
+        s = RunOp(op);
+      } catch (const std::exception& ex) {  // a kernel's std::bad_alloc, a library's throw
+        s = InternalError("exception: {}", ex.what());
       }
+      if (!s.ok()) return Failed(op, s);
     }
     for (size_t i = 0; i < inflight_.size(); ++i) {
+      position.Enter(static_cast<int32_t>(i));
       Status s = Complete(static_cast<int32_t>(i));
-      if (!s.ok()) {
-        return s.WithPrefix(fmt::format("rank {} failed in {}, op {} '{}'", rank_, PhaseLabel(), i,
-                                        OpName(rp.ops[i])));
-      }
+      if (!s.ok()) return Failed(rp.ops[i], s);
     }
     // Token ids for the next phase: from sampling, the SP broadcast or the PP return.
     for (MicroBatch& mb : mbs_) {
@@ -158,8 +171,31 @@ class PhaseRunner {
     OpRecord record;
   };
 
-  std::string PhaseLabel() const {
-    return prefill_ ? "prefill" : fmt::format("decode step {}", prog_.step);
+  // Records the op this rank is in; clears the record when the phase ends.
+  class PositionGuard {
+   public:
+    PositionGuard(OpPosition* p, const RankProgram* program, int32_t phase_index) : p_(p) {
+      if (p_ == nullptr) return;
+      p_->op.store(-1, std::memory_order_relaxed);
+      p_->program.store(program, std::memory_order_relaxed);
+      p_->phase_index.store(phase_index, std::memory_order_relaxed);
+    }
+    ~PositionGuard() {
+      if (p_ != nullptr) p_->program.store(nullptr, std::memory_order_relaxed);
+    }
+    PositionGuard(const PositionGuard&) = delete;
+    PositionGuard& operator=(const PositionGuard&) = delete;
+    void Enter(int32_t op) {
+      if (p_ != nullptr) p_->op.store(op, std::memory_order_relaxed);
+    }
+
+   private:
+    OpPosition* const p_;
+  };
+
+  Status Failed(const Op& op, const Status& s) const {
+    return Status(s.code(), fmt::format("rank {} failed in {}: {}", rank_,
+                                        OpContext(op, phase_index_), s.message()));
   }
 
   // ---- Setup.
@@ -213,8 +249,8 @@ class PhaseRunner {
     if (op.micro_batch < 0 || op.micro_batch >= static_cast<int32_t>(mbs_.size())) {
       return InternalError("micro-batch {} out of range", op.micro_batch);
     }
-    if (rank_ == opt_.fail_rank && OpName(op) == opt_.fail_op) {
-      return InternalError("injected fault");
+    if (opt_.fault.active() && opt_.fault.Matches(rank_, phase_index_, op)) {
+      RETURN_IF_ERROR(InjectFault(opt_.fault));
     }
     for (int32_t d : op.deps) RETURN_IF_ERROR(Complete(d));
     MicroBatch& mb = mbs_[static_cast<size_t>(op.micro_batch)];
@@ -812,10 +848,9 @@ class PhaseRunner {
       a.kind = RouterScore::kSigmoidBias;
       a.n_group = moe.n_group, a.topk_group = moe.topk_group;
       a.bias = lw.router_bias.data();
-      a.normalize = true;
-    } else {
-      a.normalize = false;
     }
+    a.normalize = moe.norm_topk_prob;
+    a.scale = moe.routed_scaling_factor;
     mb.router_idx.assign(static_cast<size_t>(T * a.top_k), 0);
     mb.router_w = Tensor({T * a.top_k});
     k_.Router(mb.router_logits.data(), T, a, mb.router_idx.data(), mb.router_w.data());

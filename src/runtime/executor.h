@@ -9,6 +9,7 @@
 #ifndef SHARDSCOPE_RUNTIME_EXECUTOR_H_
 #define SHARDSCOPE_RUNTIME_EXECUTOR_H_
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -22,6 +23,7 @@
 #include "program/program.h"
 #include "program/program_builder.h"
 #include "runtime/communicator.h"
+#include "runtime/fault_injection.h"
 #include "runtime/kernels.h"
 #include "runtime/weights.h"
 
@@ -47,13 +49,23 @@ struct SampleRecord {
   std::vector<float> logits;  // [vocab_begin, vocab_begin + size) of the vocabulary
 };
 
+// Where a rank is in its Program, stored by the executor before each op (two
+// relaxed stores), so that a crash handler — or the launcher, reading it from a
+// file mapping after the rank died — can name the op. Lock-free.
+struct OpPosition {
+  std::atomic<int32_t> phase_index{-1};  // 0: prefill; k + 1: decode step k; -1: none
+  std::atomic<int32_t> op{-1};           // op id in the rank's phase Program; -1: none
+  // The running phase's ops (this process only; null outside Executor::Run).
+  std::atomic<const RankProgram*> program{nullptr};
+};
+
 struct ExecutorOptions {
   bool keep_logits = false;  // tests compare logits against the single-rank run
   bool record_ops = true;
-  // Fault injection (tests, `worker --fail-*`): rank `fail_rank` fails at the
-  // first op named `fail_op` (OpName), as a real kernel or transfer error would.
-  int64_t fail_rank = -1;
-  std::string fail_op;
+  // Fault injection (tests, SHARDSCOPE_FAULT): the spec's rank fails at its op.
+  FaultSpec fault;
+  // Where to record the current op (borrowed; null: not recorded).
+  OpPosition* position = nullptr;
 };
 
 // Nanoseconds on the steady clock (what OpRecord uses).

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "program/program_builder.h"
+#include "runtime/hf_checkpoint.h"
 
 namespace shardscope::runtime {
 namespace {
@@ -22,14 +23,16 @@ uint64_t HashName(const std::string& s) {
 
 float MatScale(int64_t fan_in) { return static_cast<float>(std::sqrt(3.0 / fan_in)); }
 
+using Init = WeightSource::Init;
+
 // Norm weights near 1, so norms neither vanish nor are trivially exact.
-Tensor NormWeight(uint64_t seed, const std::string& name, int64_t n) {
-  return InitColumns(seed, name, 1, n, {{0, n}}, 0.1f, 1.0f);
+StatusOr<Tensor> NormWeight(const WeightSource& src, const std::string& name, int64_t n) {
+  return src.Columns(name, 1, n, {{0, n}}, {0.1f, 1.0f});
 }
 
 // An FFN of global intermediate width `inter` split over tp: gate/up columns, down rows.
-ExpertWeights Ffn(uint64_t seed, const std::string& prefix, const ModelSpec& m, int64_t inter,
-                  Slice local, bool down_bias) {
+StatusOr<ExpertWeights> Ffn(const WeightSource& src, const std::string& prefix, const ModelSpec& m,
+                            int64_t inter, Slice local, bool down_bias) {
   ExpertWeights w;
   const int64_t h = m.hidden_size;
   const bool glu = m.activation == Activation::kSwiGlu;
@@ -37,14 +40,32 @@ ExpertWeights Ffn(uint64_t seed, const std::string& prefix, const ModelSpec& m, 
   std::vector<Slice> cols = {local};
   if (glu) cols.push_back({inter + local.begin, local.count});
   const int64_t width = glu ? 2 * inter : inter;
-  w.gate_up = InitColumns(seed, prefix + ".gate_up", h, width, cols, MatScale(h));
-  w.down = InitRows(seed, prefix + ".down", inter, h, local, MatScale(inter));
+  ASSIGN_OR_RETURN(w.gate_up, src.Columns(prefix + ".gate_up", h, width, cols, {MatScale(h)}));
+  ASSIGN_OR_RETURN(w.down, src.Rows(prefix + ".down", inter, h, local, {MatScale(inter)}));
   if (m.mlp_bias) {
-    w.gate_up_bias = InitColumns(seed, prefix + ".gate_up_bias", 1, width, cols, 0.1f);
-    if (down_bias) w.down_bias = InitColumns(seed, prefix + ".down_bias", 1, h, {{0, h}}, 0.1f);
+    ASSIGN_OR_RETURN(w.gate_up_bias, src.Columns(prefix + ".gate_up_bias", 1, width, cols, {0.1f}));
+    if (down_bias) {
+      ASSIGN_OR_RETURN(w.down_bias, src.Columns(prefix + ".down_bias", 1, h, {{0, h}}, {0.1f}));
+    }
   }
   return w;
 }
+
+class SeededSource : public WeightSource {
+ public:
+  explicit SeededSource(uint64_t seed) : seed_(seed) {}
+  StatusOr<Tensor> Columns(const std::string& name, int64_t rows, int64_t cols,
+                           const std::vector<Slice>& slices, Init init) const override {
+    return InitColumns(seed_, name, rows, cols, slices, init.scale, init.offset);
+  }
+  StatusOr<Tensor> Rows(const std::string& name, int64_t rows, int64_t cols, Slice slice,
+                        Init init) const override {
+    return InitRows(seed_, name, rows, cols, slice, init.scale, init.offset);
+  }
+
+ private:
+  const uint64_t seed_;
+};
 
 }  // namespace
 
@@ -95,12 +116,23 @@ int32_t PromptToken(uint64_t seed, int64_t request, int64_t pos, int64_t vocab) 
   return static_cast<int32_t>(r % static_cast<uint64_t>(vocab));
 }
 
+std::unique_ptr<WeightSource> SeededWeightSource(uint64_t seed) {
+  return std::make_unique<SeededSource>(seed);
+}
+
 StatusOr<Weights> Weights::Create(const Experiment& e, const Placement& pl, int64_t rank) {
+  if (e.workload.checkpoint.empty()) return Create(e, pl, rank, SeededSource(e.workload.seed));
+  ASSIGN_OR_RETURN(std::unique_ptr<WeightSource> source,
+                   OpenHfCheckpoint(e.workload.checkpoint, e.model));
+  return Create(e, pl, rank, *source);
+}
+
+StatusOr<Weights> Weights::Create(const Experiment& e, const Placement& pl, int64_t rank,
+                                  const WeightSource& src) {
   const ModelSpec& m = e.model;
   if (m.norm != NormKind::kRmsNorm) {
     return Unimplemented("not implemented: LayerNorm in the CPU executor (model '{}')", m.name);
   }
-  const uint64_t seed = e.workload.seed;
   const int64_t h = m.hidden_size;
   const int64_t tp = e.parallel.tp;
   const int64_t ctp = pl.Coord(rank, Dim::kTp);
@@ -109,28 +141,29 @@ StatusOr<Weights> Weights::Create(const Experiment& e, const Placement& pl, int6
   Weights w;
   w.vocab_ = SplitSlice(m.vocab_size, tp, ctp);
   if (stage == 0) {
-    w.embedding_ = InitRows(seed, "embedding", m.vocab_size, h, w.vocab_, 1.0f);
+    ASSIGN_OR_RETURN(w.embedding_, src.Rows("embedding", m.vocab_size, h, w.vocab_, {1.0f}));
   }
   if (stage == pl.num_stages() - 1) {
-    w.final_norm_ = NormWeight(seed, "final_norm", h);
+    ASSIGN_OR_RETURN(w.final_norm_, NormWeight(src, "final_norm", h));
     if (m.tie_embeddings) {  // the head is the embedding table transposed
+      ASSIGN_OR_RETURN(Tensor rows, src.Rows("embedding", m.vocab_size, h, w.vocab_, {1.0f}));
       w.lm_head_ = Tensor({h, w.vocab_.count});
       for (int64_t i = 0; i < h; ++i) {
         for (int64_t v = 0; v < w.vocab_.count; ++v) {
-          w.lm_head_[i * w.vocab_.count + v] =
-              InitValue(seed, "embedding", (w.vocab_.begin + v) * h + i, 1.0f);
+          w.lm_head_[i * w.vocab_.count + v] = rows[v * h + i];
         }
       }
     } else {
-      w.lm_head_ = InitColumns(seed, "lm_head", h, m.vocab_size, {w.vocab_}, MatScale(h));
+      ASSIGN_OR_RETURN(w.lm_head_,
+                       src.Columns("lm_head", h, m.vocab_size, {w.vocab_}, {MatScale(h)}));
     }
   }
   for (int64_t l : pl.LayersOfStage(stage)) {
     const std::string p = "L" + std::to_string(l);
     LayerWeights lw;
     lw.layer = l;
-    lw.input_norm = NormWeight(seed, p + ".input_norm", h);
-    lw.post_norm = NormWeight(seed, p + ".post_norm", h);
+    ASSIGN_OR_RETURN(lw.input_norm, NormWeight(src, p + ".input_norm", h));
+    ASSIGN_OR_RETURN(lw.post_norm, NormWeight(src, p + ".post_norm", h));
     if (m.attention == AttentionKind::kGqa) {
       const int64_t d = m.head_dim;
       const int64_t hkv_total = m.num_kv_heads;
@@ -142,58 +175,68 @@ StatusOr<Weights> Weights::Create(const Experiment& e, const Placement& pl, int6
       const std::vector<Slice> cols = {{ctp * hq * d, hq * d},
                                        {qw + kv.begin * d, kv.count * d},
                                        {qw + kw + kv.begin * d, kv.count * d}};
-      lw.qkv = InitColumns(seed, p + ".qkv", h, qw + 2 * kw, cols, MatScale(h));
-      if (m.qkv_bias) lw.qkv_bias = InitColumns(seed, p + ".qkv_bias", 1, qw + 2 * kw, cols, 0.1f);
-      lw.o = InitRows(seed, p + ".o", qw, h, {ctp * hq * d, hq * d}, MatScale(qw));
+      ASSIGN_OR_RETURN(lw.qkv, src.Columns(p + ".qkv", h, qw + 2 * kw, cols, {MatScale(h)}));
+      if (m.qkv_bias) {
+        ASSIGN_OR_RETURN(lw.qkv_bias, src.Columns(p + ".qkv_bias", 1, qw + 2 * kw, cols, {0.1f}));
+      }
+      ASSIGN_OR_RETURN(lw.o, src.Rows(p + ".o", qw, h, {ctp * hq * d, hq * d}, {MatScale(qw)}));
     } else {
       const MlaSpec& a = m.mla;
       const int64_t qk = a.qk_nope_head_dim + a.qk_rope_head_dim;
       const Slice heads_q{ctp * hq * qk, hq * qk};
       if (a.q_lora_rank > 0) {
-        lw.q_a = InitColumns(seed, p + ".q_a", h, a.q_lora_rank, {{0, a.q_lora_rank}}, MatScale(h));
+        const int64_t qr = a.q_lora_rank;
+        ASSIGN_OR_RETURN(lw.q_a, src.Columns(p + ".q_a", h, qr, {{0, qr}}, {MatScale(h)}));
         if (m.qkv_bias) {
-          lw.q_a_bias =
-              InitColumns(seed, p + ".q_a_bias", 1, a.q_lora_rank, {{0, a.q_lora_rank}}, 0.1f);
+          ASSIGN_OR_RETURN(lw.q_a_bias, src.Columns(p + ".q_a_bias", 1, qr, {{0, qr}}, {0.1f}));
         }
-        lw.q_a_norm = NormWeight(seed, p + ".q_a_norm", a.q_lora_rank);
-        lw.q_b = InitColumns(seed, p + ".q_b", a.q_lora_rank, m.num_heads * qk, {heads_q},
-                             MatScale(a.q_lora_rank));
+        ASSIGN_OR_RETURN(lw.q_a_norm, NormWeight(src, p + ".q_a_norm", qr));
+        ASSIGN_OR_RETURN(lw.q_b,
+                         src.Columns(p + ".q_b", qr, m.num_heads * qk, {heads_q}, {MatScale(qr)}));
       } else {
-        lw.q = InitColumns(seed, p + ".q", h, m.num_heads * qk, {heads_q}, MatScale(h));
+        ASSIGN_OR_RETURN(lw.q,
+                         src.Columns(p + ".q", h, m.num_heads * qk, {heads_q}, {MatScale(h)}));
       }
       const int64_t latent = a.kv_lora_rank + a.qk_rope_head_dim;
-      lw.kv_a = InitColumns(seed, p + ".kv_a", h, latent, {{0, latent}}, MatScale(h));
-      if (m.qkv_bias)
-        lw.kv_a_bias = InitColumns(seed, p + ".kv_a_bias", 1, latent, {{0, latent}}, 0.1f);
-      lw.kv_a_norm = NormWeight(seed, p + ".kv_a_norm", a.kv_lora_rank);
+      ASSIGN_OR_RETURN(lw.kv_a, src.Columns(p + ".kv_a", h, latent, {{0, latent}}, {MatScale(h)}));
+      if (m.qkv_bias) {
+        ASSIGN_OR_RETURN(lw.kv_a_bias,
+                         src.Columns(p + ".kv_a_bias", 1, latent, {{0, latent}}, {0.1f}));
+      }
+      ASSIGN_OR_RETURN(lw.kv_a_norm, NormWeight(src, p + ".kv_a_norm", a.kv_lora_rank));
       const int64_t per_head = a.qk_nope_head_dim + a.v_head_dim;
-      lw.kv_b = InitColumns(seed, p + ".kv_b", a.kv_lora_rank, m.num_heads * per_head,
-                            {{ctp * hq * per_head, hq * per_head}}, MatScale(a.kv_lora_rank));
+      ASSIGN_OR_RETURN(
+          lw.kv_b, src.Columns(p + ".kv_b", a.kv_lora_rank, m.num_heads * per_head,
+                               {{ctp * hq * per_head, hq * per_head}}, {MatScale(a.kv_lora_rank)}));
       const int64_t ow = m.num_heads * a.v_head_dim;
-      lw.o = InitRows(seed, p + ".o", ow, h, {ctp * hq * a.v_head_dim, hq * a.v_head_dim},
-                      MatScale(ow));
+      ASSIGN_OR_RETURN(lw.o, src.Rows(p + ".o", ow, h, {ctp * hq * a.v_head_dim, hq * a.v_head_dim},
+                                      {MatScale(ow)}));
     }
-    if (m.o_bias && ctp == 0) lw.o_bias = InitColumns(seed, p + ".o_bias", 1, h, {{0, h}}, 0.1f);
+    if (m.o_bias && ctp == 0) {
+      ASSIGN_OR_RETURN(lw.o_bias, src.Columns(p + ".o_bias", 1, h, {{0, h}}, {0.1f}));
+    }
     if (m.IsMoeLayer(l)) {
       const MoeSpec& moe = m.moe;
       const int64_t ne = moe.num_routed_experts;
-      lw.router = InitColumns(seed, p + ".router", h, ne, {{0, ne}}, MatScale(h));
+      ASSIGN_OR_RETURN(lw.router, src.Columns(p + ".router", h, ne, {{0, ne}}, {MatScale(h)}));
       if (moe.router == RouterKind::kSigmoidBias) {
-        lw.router_bias = InitColumns(seed, p + ".router_bias", 1, ne, {{0, ne}}, 0.1f);
+        ASSIGN_OR_RETURN(lw.router_bias, src.Columns(p + ".router_bias", 1, ne, {{0, ne}}, {0.1f}));
       }
       const int64_t inter = moe.expert_intermediate_size;
       const Slice local = SplitSlice(inter, tp, ctp);
       for (int64_t x : pl.ExpertsOfEpRank(pl.Coord(rank, Dim::kEp))) {
-        lw.experts.push_back(
-            Ffn(seed, p + ".expert" + std::to_string(x), m, inter, local, ctp == 0));
+        ASSIGN_OR_RETURN(ExpertWeights f,
+                         Ffn(src, p + ".expert" + std::to_string(x), m, inter, local, ctp == 0));
+        lw.experts.push_back(std::move(f));
       }
       if (moe.num_shared_experts > 0) {
         const int64_t s_inter = moe.num_shared_experts * inter;
-        lw.shared = Ffn(seed, p + ".shared", m, s_inter, SplitSlice(s_inter, tp, ctp), ctp == 0);
+        ASSIGN_OR_RETURN(
+            lw.shared, Ffn(src, p + ".shared", m, s_inter, SplitSlice(s_inter, tp, ctp), ctp == 0));
       }
     } else {
-      lw.ffn = Ffn(seed, p + ".ffn", m, m.intermediate_size,
-                   SplitSlice(m.intermediate_size, tp, ctp), ctp == 0);
+      ASSIGN_OR_RETURN(lw.ffn, Ffn(src, p + ".ffn", m, m.intermediate_size,
+                                   SplitSlice(m.intermediate_size, tp, ctp), ctp == 0));
     }
     w.layers_.push_back(std::move(lw));
   }

@@ -1,13 +1,16 @@
-// Weights: one rank's shard of a model's parameters, fp32, initialised
-// deterministically from a seed so that every plan sees the same global
-// weights: element (i, j) of global tensor "name" is a pure function of
-// (seed, name, i, j), and a rank computes only the rows or columns of its
-// shard (docs/runtime.md lists the tensors and how each is split). Matrices are
-// [in × out] (y = x · W). Immutable after Create; thread-compatible.
+// Weights: one rank's shard of a model's parameters, fp32, so that every plan
+// sees the same global weights and a rank builds only the rows or columns of
+// its shard (docs/runtime.md lists the tensors and how each is split). The
+// values come from a WeightSource: by default initialised deterministically
+// from a seed (element (i, j) of global tensor "name" is a pure function of
+// (seed, name, i, j)), or read from a Hugging Face safetensors checkpoint
+// (hf_checkpoint.h). Matrices are [in × out] (y = x · W). Immutable after
+// Create; thread-compatible.
 #ifndef SHARDSCOPE_RUNTIME_WEIGHTS_H_
 #define SHARDSCOPE_RUNTIME_WEIGHTS_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -36,6 +39,29 @@ Tensor InitColumns(uint64_t seed, const std::string& name, int64_t rows, int64_t
 Tensor InitRows(uint64_t seed, const std::string& name, int64_t rows, int64_t cols, Slice slice,
                 float scale, float offset = 0.0f);
 
+// Where the values of the global tensors come from. Tensors are named as the
+// seeded scheme names them ("embedding", "L3.qkv", "L1.expert5.gate_up"; a
+// vector is a matrix of one row); `init` is how the seed draws them (uniform in
+// offset ± scale) and is ignored by other sources. Errors name the source, the
+// tensor and the field.
+class WeightSource {
+ public:
+  struct Init {
+    float scale = 1.0f, offset = 0.0f;
+  };
+  virtual ~WeightSource() = default;
+  // Column slices of global [rows × cols] tensor `name`, concatenated column-wise
+  // (shape [width] when rows is 1, else [rows × width]).
+  virtual StatusOr<Tensor> Columns(const std::string& name, int64_t rows, int64_t cols,
+                                   const std::vector<Slice>& slices, Init init) const = 0;
+  // A row slice of global [rows × cols] tensor `name`: [slice.count × cols].
+  virtual StatusOr<Tensor> Rows(const std::string& name, int64_t rows, int64_t cols, Slice slice,
+                                Init init) const = 0;
+};
+
+// The seeded source (InitColumns / InitRows with `seed`).
+std::unique_ptr<WeightSource> SeededWeightSource(uint64_t seed);
+
 struct ExpertWeights {
   Tensor gate_up, gate_up_bias;  // [h × (2)·I_local]: gate columns then up columns
   Tensor down, down_bias;        // [I_local × h]; bias only on tp coordinate 0
@@ -62,9 +88,13 @@ struct LayerWeights {
 class Weights {
  public:
   // Builds the shard of global rank `rank` (its stage's layers; embedding on the
-  // first stage, final norm and LM head on the last).
+  // first stage, final norm and LM head on the last) from the experiment's
+  // checkpoint (workload.checkpoint), or from its seed when it names none.
   static StatusOr<Weights> Create(const Experiment& experiment, const Placement& placement,
                                   int64_t rank);
+  // The same from an explicit source.
+  static StatusOr<Weights> Create(const Experiment& experiment, const Placement& placement,
+                                  int64_t rank, const WeightSource& source);
 
   const LayerWeights& layer(int64_t l) const;
   bool has_layer(int64_t l) const;

@@ -350,7 +350,7 @@ StatusOr<bool> EventScanner::Next(std::string_view* event, int64_t* offset, size
           break;
         }
         RETURN_IF_ERROR(TakeValue(&start, &end, fmt::format("the value of \"{}\"", key)));
-        if ((key == "otherData" || key == "metadata") && end - start <= kMaxTopLevelValue) {
+        if (kept_keys_.count(key) > 0 && end - start <= kMaxTopLevelValue) {
           top_level_[key] = std::string(&buf_[start], end - start);
         }
         state_ = State::kAfterObjectValue;

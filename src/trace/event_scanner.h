@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,8 +39,10 @@ class EventScanner {
   // empty, DataLoss when it ends early (naming the byte offset).
   StatusOr<bool> Next(std::string_view* event, int64_t* offset, size_t* capacity);
 
-  // Raw JSON of the top-level keys "otherData" and "metadata" (object form).
+  // Raw JSON of the kept top-level keys (object form): "otherData" and
+  // "metadata" unless set_kept_keys chose others (importers keep their own).
   const std::map<std::string, std::string>& top_level() const { return top_level_; }
+  void set_kept_keys(std::set<std::string> keys) { kept_keys_ = std::move(keys); }
   bool array_form() const { return array_form_; }
   // Array form only: the file ended after a complete event without the closing
   // "]", which the Chrome format allows.
@@ -86,6 +89,7 @@ class EventScanner {
   bool unclosed_array_ = false;
   bool saw_events_ = false;
   std::map<std::string, std::string> top_level_;
+  std::set<std::string> kept_keys_ = {"otherData", "metadata"};
   bool last_event_plain_ = false;
   std::function<void()> before_refill_;
 };

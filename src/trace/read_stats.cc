@@ -34,6 +34,14 @@ std::string ReadStats::Summary() const {
       first = false;
     }
   }
+  if (!notes.empty()) {
+    s += "; kept with caveats:";
+    bool first = true;
+    for (const auto& [what, count] : notes) {
+      s += fmt::format("{} {} × {}", first ? "" : ",", count, what);
+      first = false;
+    }
+  }
   if (unclosed_array) s += "; the event array has no closing ']' (allowed by the format)";
   return s;
 }

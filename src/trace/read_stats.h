@@ -1,5 +1,6 @@
-// ReadStats: what the trace reader read, skipped (malformed events, by reason)
-// and ignored (well-formed events ShardScope does not analyse). Value type.
+// ReadStats: what the trace reader read, skipped (malformed events, by reason),
+// ignored (well-formed events ShardScope does not analyse) and kept with
+// caveats (notes). Value type.
 #ifndef SHARDSCOPE_TRACE_READ_STATS_H_
 #define SHARDSCOPE_TRACE_READ_STATS_H_
 
@@ -18,6 +19,9 @@ struct ReadStats {
   std::map<std::string, int64_t> skipped;
   // Well-formed events ShardScope does not use (instant events, flows, …): ph → count.
   std::map<std::string, int64_t> ignored;
+  // Events kept with part of their data unknown (importers: an unknown dtype
+  // leaves the bytes unknown, …): reason → count.
+  std::map<std::string, int64_t> notes;
   // The first few malformed events, with their byte offsets.
   std::vector<std::string> examples;
   bool array_form = false;

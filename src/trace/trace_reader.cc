@@ -85,6 +85,51 @@ bool OnlyComma(const char* begin, const char* end) {
 
 }  // namespace
 
+Status ParseEvents(EventScanner* scanner, EventParser* parser, const ReadOptions& options,
+                   const std::function<void()>& before_first_event) {
+  // Plain object events that follow each other in the scanner's buffer are
+  // parsed as one batch; the batch is flushed before the buffer is refilled.
+  std::vector<RawEvent> batch;
+  size_t batch_capacity = 0;  // readable bytes from the first batched event
+  const char* batch_end = nullptr;
+  auto flush = [&] {
+    if (batch.empty()) return;
+    parser->ParseBatch(batch, scanner->MutableAt(batch[0].json.data()), batch_capacity);
+    batch.clear();
+  };
+  scanner->set_before_refill(flush);
+  std::string_view event;
+  int64_t offset = 0;
+  size_t capacity = 0;
+  bool first = true;
+  while (true) {
+    StatusOr<bool> more = scanner->Next(&event, &offset, &capacity);
+    if (!more.ok()) {
+      flush();
+      scanner->set_before_refill(nullptr);
+      return more.status();
+    }
+    if (!*more) break;
+    if (first && before_first_event) before_first_event();
+    first = false;
+    if (!options.batch_events || !scanner->last_event_plain()) {
+      flush();
+      parser->Parse(event, capacity, offset);
+      continue;
+    }
+    if (!batch.empty() && (!OnlyComma(batch_end, event.data()) ||
+                           event.data() - batch[0].json.data() > kMaxBatchBytes)) {
+      flush();
+    }
+    if (batch.empty()) batch_capacity = capacity;
+    batch.push_back({event, offset});
+    batch_end = event.data() + event.size();
+  }
+  flush();
+  scanner->set_before_refill(nullptr);
+  return Status::Ok();
+}
+
 StatusOr<ReadStats> ReadTraceFrom(ByteSource* source, const std::string& name, TraceSink* sink,
                                   const ReadOptions& options) {
   ReadStats stats;
@@ -106,44 +151,8 @@ StatusOr<ReadStats> ReadTraceFrom(ByteSource* source, const std::string& name, T
       return;
     }
   };
-  // Plain object events that follow each other in the scanner's buffer are
-  // parsed as one batch; the batch is flushed before the buffer is refilled.
-  std::vector<RawEvent> batch;
-  size_t batch_capacity = 0;  // readable bytes from the first batched event
-  const char* batch_end = nullptr;
-  auto flush = [&] {
-    if (batch.empty()) return;
-    parser->ParseBatch(batch, scanner.MutableAt(batch[0].json.data()), batch_capacity);
-    batch.clear();
-  };
-  scanner.set_before_refill(flush);
-  std::string_view event;
-  int64_t offset = 0;
-  size_t capacity = 0;
-  bool first = true;
-  while (true) {
-    StatusOr<bool> more = scanner.Next(&event, &offset, &capacity);
-    if (!more.ok()) {
-      flush();
-      return more.status();
-    }
-    if (!*more) break;
-    if (first) send_metadata();  // otherData usually precedes the events
-    first = false;
-    if (!options.batch_events || !scanner.last_event_plain()) {
-      flush();
-      parser->Parse(event, capacity, offset);
-      continue;
-    }
-    if (!batch.empty() && (!OnlyComma(batch_end, event.data()) ||
-                           event.data() - batch[0].json.data() > kMaxBatchBytes)) {
-      flush();
-    }
-    if (batch.empty()) batch_capacity = capacity;
-    batch.push_back({event, offset});
-    batch_end = event.data() + event.size();
-  }
-  flush();
+  // otherData usually precedes the events.
+  RETURN_IF_ERROR(ParseEvents(&scanner, parser.get(), options, send_metadata));
   send_metadata();
   stats.bytes = scanner.bytes_scanned();
   stats.array_form = scanner.array_form();

@@ -8,6 +8,7 @@
 #define SHARDSCOPE_TRACE_TRACE_READER_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -15,6 +16,8 @@
 
 #include "core/status.h"
 #include "trace/byte_source.h"
+#include "trace/event_parser.h"
+#include "trace/event_scanner.h"
 #include "trace/read_stats.h"
 #include "trace/trace_event.h"
 
@@ -35,6 +38,13 @@ StatusOr<ReadStats> ReadTrace(const std::string& path, TraceSink* sink,
 // The same over any ByteSource; `name` is used in messages.
 StatusOr<ReadStats> ReadTraceFrom(ByteSource* source, const std::string& name, TraceSink* sink,
                                   const ReadOptions& options = {});
+// The reading loop shared by ReadTraceFrom and the importers (src/importers):
+// hands every event `scanner` finds to `parser`, runs of plain events as one
+// batch (ReadOptions::batch_events). `before_first_event` runs once, just
+// before the first event is parsed. Errors are the scanner's; events parsed
+// before an error stay parsed.
+Status ParseEvents(EventScanner* scanner, EventParser* parser, const ReadOptions& options,
+                   const std::function<void()>& before_first_event = {});
 // Reads a whole trace into memory.
 StatusOr<Trace> ReadTraceFile(const std::string& path, ReadStats* stats = nullptr);
 

@@ -64,6 +64,8 @@ class TraceWriter {
 
   const Status& status() const { return status_; }
   const std::string& path() const { return path_; }
+  // The temporary file being written (for cleanup by a signal handler).
+  const std::string& temp_path() const { return temp_path_; }
   int64_t events_written() const { return events_; }
   int64_t bytes_written() const { return uncompressed_bytes_; }
 

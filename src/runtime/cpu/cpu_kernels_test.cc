@@ -76,8 +76,9 @@ class CpuKernelsTest : public ::testing::Test {
 };
 
 TEST_F(CpuKernelsTest, GemmMatchesReferenceWithStridesTransposeAndBeta) {
-  const int64_t m = 7, n = 13, kk = 19, lda = 21, ldc = 15;
-  for (bool trans : {false, true}) {
+  const int64_t n = 13, kk = 19, lda = 21, ldc = 15;
+  // m = 1 takes the matrix-vector path (decode), m = 7 the matrix-matrix one.
+  for (auto [m, trans] : {std::pair<int64_t, bool>{7, false}, {7, true}, {1, false}, {1, true}}) {
     const int64_t ldb = trans ? 23 : 17;
     auto a = Random(m * lda, 1);
     auto b = Random((trans ? n : kk) * ldb, 2);
@@ -93,7 +94,7 @@ TEST_F(CpuKernelsTest, GemmMatchesReferenceWithStridesTransposeAndBeta) {
       }
     }
     k_->Gemm(m, n, kk, a.data(), lda, b.data(), ldb, trans, c.data(), ldc, 0.5f);
-    EXPECT_LT(RelErr(c, ref), 1e-6) << "trans_b " << trans;
+    EXPECT_LT(RelErr(c, ref), 1e-6) << "m " << m << " trans_b " << trans;
   }
 }
 

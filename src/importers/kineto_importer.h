@@ -1,0 +1,78 @@
+// The PyTorch profiler (Kineto) importer: reads a trace written by
+// torch.profiler / Kineto (.json or .json.gz) into a TraceSink. GPU activities
+// (kernels, memcpy, memset) become ops of the trace's global rank, one stream
+// per CUDA/HIP stream; communication kernels get their collective, bytes and
+// group from their own args or from the host-side record_param_comms they were
+// launched from; ProfilerStep#N, vLLM execute_* and SGLang run_batch
+// annotations become step spans. Times are absolute nanoseconds
+// (baseTimeNanoseconds added when the file has it). Host events are used for
+// these joins only. docs/trace_format.md ("Foreign traces: Kineto") lists
+// every rule. Not thread-safe.
+//
+// Everything the sink receives is delivered after the whole file is read:
+// baseTimeNanoseconds and the joins may need its last bytes. Memory: the GPU
+// ops (about 50 bytes each, kernel names interned) and the few host events the
+// joins need.
+#ifndef SHARDSCOPE_IMPORTERS_KINETO_IMPORTER_H_
+#define SHARDSCOPE_IMPORTERS_KINETO_IMPORTER_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "trace/byte_source.h"
+#include "trace/read_stats.h"
+#include "trace/trace_event.h"
+#include "trace/trace_reader.h"
+
+namespace shardscope::importers {
+
+// What the importer learned about the file besides its events.
+struct KinetoInfo {
+  std::optional<int32_t> rank;          // distributedInfo.rank
+  std::optional<int32_t> world_size;    // distributedInfo.world_size
+  std::optional<int64_t> base_time_ns;  // baseTimeNanoseconds, added to every ts
+  std::vector<std::string> devices;     // deviceProperties names
+  std::vector<int32_t> ranks;           // the ranks ops and spans were delivered on
+};
+
+// Reads `path` into `sink`. Errors are the reader's: NotFound, InvalidArgument
+// (empty, not JSON, not a trace), DataLoss (truncated JSON or gzip, naming the
+// byte offset); on an error nothing has been delivered. `info` may be null.
+StatusOr<trace::ReadStats> ImportKineto(const std::string& path, trace::TraceSink* sink,
+                                        KinetoInfo* info = nullptr,
+                                        const trace::ReadOptions& options = {});
+// The same over any ByteSource; `name` is used in messages.
+StatusOr<trace::ReadStats> ImportKinetoFrom(trace::ByteSource* source, const std::string& name,
+                                            trace::TraceSink* sink, KinetoInfo* info = nullptr,
+                                            const trace::ReadOptions& options = {});
+
+// The rules, exposed for tests.
+
+// True when a GPU kernel named `name` is a communication kernel (NCCL, RCCL,
+// MSCCL, vLLM/SGLang custom all-reduce). *collective is what the name says, or
+// kNone when it says nothing (ncclDevKernel_Generic, SendRecv, Reduce).
+bool IsCommKernelName(std::string_view name, trace::Collective* collective);
+
+// The collective of PyTorch's args."Collective name" ("allreduce",
+// "_allgather_base", "all_to_allv", …) or of an annotation ("nccl:all_reduce",
+// "c10d::alltoall_base_"). kNone for calls the trace model has no collective
+// for (reduce, gather, scatter, barrier, wait, coalesced); nullopt when unknown.
+std::optional<trace::Collective> CollectiveFromPytorchName(std::string_view name);
+
+// Bytes per element of a c10 ScalarType name as Kineto writes it ("Float" 4,
+// "BFloat16" 2, "Long" 8, …); 0 when unknown. *ours: our dtype name
+// ("fp32", "bf16", …) or the lower-cased input.
+int64_t KinetoDtypeSize(std::string_view dtype, std::string* ours = nullptr);
+
+// Parses a rank list as PyTorch writes it: "[0, 1, 2]". A list truncated as
+// "[0, 1, 2, ..., ]" gives the ranks before the ellipsis and *truncated = true.
+// False when `s` is not such a list.
+bool ParseRankList(std::string_view s, std::vector<int64_t>* out, bool* truncated);
+
+}  // namespace shardscope::importers
+
+#endif  // SHARDSCOPE_IMPORTERS_KINETO_IMPORTER_H_

@@ -1,0 +1,441 @@
+#include "importers/kineto_importer.h"
+
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "analysis/analyzer.h"
+#include "trace/test_util.h"
+
+namespace shardscope::importers {
+namespace {
+
+using trace::Category;
+using trace::Collective;
+using trace::ScratchDir;
+using trace::WriteFile;
+
+const std::string kTestData = std::string(SHARDSCOPE_SOURCE_DIR) + "/../shared/testdata/kineto";
+const std::string kExpected =
+    std::string(SHARDSCOPE_SOURCE_DIR) + "/src/importers/testdata/kineto_expected.json";
+
+std::string Gzip(const std::string& data) {
+  z_stream zs{};
+  EXPECT_EQ(deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
+  std::string out(deflateBound(&zs, data.size()) + 64, '\0');
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  zs.avail_in = static_cast<uInt>(data.size());
+  zs.next_out = reinterpret_cast<Bytef*>(out.data());
+  zs.avail_out = static_cast<uInt>(out.size());
+  EXPECT_EQ(deflate(&zs, Z_FINISH), Z_STREAM_END);
+  out.resize(zs.total_out);
+  deflateEnd(&zs);
+  return out;
+}
+
+StatusOr<trace::Trace> Import(const std::string& json, trace::ReadStats* stats,
+                              KinetoInfo* info = nullptr, bool batch = true) {
+  auto source = trace::MemoryByteSource(json, "test.json");
+  trace::Trace t;
+  trace::TraceBuilder builder(&t);
+  trace::ReadOptions options;
+  options.batch_events = batch;
+  options.chunk_bytes = 256;  // many refills: batches cut everywhere
+  ASSIGN_OR_RETURN(*stats, ImportKinetoFrom(source.get(), "test.json", &builder, info, options));
+  return t;
+}
+
+const trace::OpEvent* FindOp(const trace::Trace& t, std::string_view name) {
+  for (const trace::OpEvent& op : t.ops) {
+    if (op.name == name) return &op;
+  }
+  return nullptr;
+}
+
+TEST(KinetoRulesTest, CommKernelNames) {
+  Collective c;
+  EXPECT_TRUE(IsCommKernelName(
+      "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)", &c));
+  EXPECT_EQ(c, Collective::kAllReduce);
+  EXPECT_TRUE(
+      IsCommKernelName("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", &c));
+  EXPECT_EQ(c, Collective::kAllGather);
+  EXPECT_TRUE(IsCommKernelName("ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)", &c));
+  EXPECT_EQ(c, Collective::kNone);  // the name says nothing
+  EXPECT_TRUE(IsCommKernelName("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*)", &c));
+  EXPECT_EQ(c, Collective::kNone);  // point-to-point or all-to-all
+  EXPECT_TRUE(IsCommKernelName(
+      "void vllm::cross_device_reduce_2stage<__nv_bfloat16, 8>(vllm::RankData*, int)", &c));
+  EXPECT_EQ(c, Collective::kAllReduce);
+  EXPECT_TRUE(IsCommKernelName("void ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL()", &c));
+  EXPECT_EQ(c, Collective::kReduceScatter);
+  EXPECT_FALSE(IsCommKernelName("ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_tn", &c));
+  EXPECT_FALSE(IsCommKernelName("void at::native::vectorized_elementwise_kernel<4>()", &c));
+}
+
+TEST(KinetoRulesTest, PytorchCollectiveNames) {
+  EXPECT_EQ(CollectiveFromPytorchName("allreduce"), Collective::kAllReduce);
+  EXPECT_EQ(CollectiveFromPytorchName("_allgather_base"), Collective::kAllGather);
+  EXPECT_EQ(CollectiveFromPytorchName("all_gather_into_tensor_coalesced"), Collective::kAllGather);
+  EXPECT_EQ(CollectiveFromPytorchName("reduce_scatter_tensor_coalesced"),
+            Collective::kReduceScatter);
+  EXPECT_EQ(CollectiveFromPytorchName("all_to_allv"), Collective::kAllToAll);
+  EXPECT_EQ(CollectiveFromPytorchName("nccl:all_to_all"), Collective::kAllToAll);
+  EXPECT_EQ(CollectiveFromPytorchName("c10d::alltoall_base_"), Collective::kAllToAll);
+  EXPECT_EQ(CollectiveFromPytorchName("nccl:send 0->1"), Collective::kSend);
+  EXPECT_EQ(CollectiveFromPytorchName("broadcast"), Collective::kBroadcast);
+  EXPECT_EQ(CollectiveFromPytorchName("barrier"), Collective::kNone);
+  EXPECT_EQ(CollectiveFromPytorchName("reduce"), Collective::kNone);
+  EXPECT_EQ(CollectiveFromPytorchName("frobnicate"), std::nullopt);
+}
+
+TEST(KinetoRulesTest, DtypesAndRankLists) {
+  std::string ours;
+  EXPECT_EQ(KinetoDtypeSize("Float", &ours), 4);
+  EXPECT_EQ(ours, "fp32");
+  EXPECT_EQ(KinetoDtypeSize("BFloat16", &ours), 2);
+  EXPECT_EQ(ours, "bf16");
+  EXPECT_EQ(KinetoDtypeSize("Float8_e4m3fn"), 1);
+  EXPECT_EQ(KinetoDtypeSize("Long"), 8);
+  EXPECT_EQ(KinetoDtypeSize("Quaternion", &ours), 0);
+  std::vector<int64_t> r;
+  bool truncated = true;
+  ASSERT_TRUE(ParseRankList("[0, 1, 2]", &r, &truncated));
+  EXPECT_EQ(r, (std::vector<int64_t>{0, 1, 2}));
+  EXPECT_FALSE(truncated);
+  ASSERT_TRUE(ParseRankList("[]", &r, &truncated));
+  EXPECT_TRUE(r.empty());
+  ASSERT_TRUE(ParseRankList("[0, 8, 16, ..., ]", &r, &truncated));
+  EXPECT_TRUE(truncated);
+  EXPECT_EQ(r, (std::vector<int64_t>{0, 8, 16}));
+  EXPECT_FALSE(ParseRankList("[0, x]", &r, &truncated));
+  EXPECT_FALSE(ParseRankList("0, 1", &r, &truncated));
+}
+
+// A small Kineto trace with every rule in it. Rank 1 of 2; ts relative to
+// baseTimeNanoseconds, which comes after the events (as Kineto writes it).
+const char kSynthetic[] = R"json({
+  "schemaVersion": 1,
+  "deviceProperties": [{"id": 0, "name": "GPU-A"}, {"id": 1, "name": "GPU-B"}],
+  "distributedInfo": {"backend": "nccl", "rank": 1, "world_size": 2,
+    "pg_config": [{"pg_name": "0", "pg_desc": "default_pg", "pg_size": 2, "ranks": [0, 1]}]},
+  "traceEvents": [
+  {"name": "thread_name", "ph": "M", "ts": 1, "pid": 1, "tid": 7, "args": {"name": "stream 7 "}},
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#7", "pid": 99, "tid": 99, "ts": 100.0, "dur": 900.0, "args": {"External id": 1}},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 99, "tid": 99, "ts": 101.0, "dur": 5.0, "args": {"External id": 2}},
+  {"ph": "X", "cat": "kernel", "name": "gemm_a", "pid": 1, "tid": 7, "ts": 200.0, "dur": 10.0, "args": {"correlation": 1}},
+  {"ph": "X", "cat": "kernel", "name": "gemm_b", "pid": 1, "tid": 7, "ts": 205.0, "dur": 10.0, "args": {"correlation": 2}},
+  {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD", "pid": 1, "tid": 7, "ts": 220.0, "dur": 1.5, "args": {"bytes": 64}},
+  {"ph": "X", "cat": "kernel", "name": "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*)", "pid": 1, "tid": 20, "ts": 300.0, "dur": 20.0,
+   "args": {"correlation": 3, "Collective name": "allreduce", "In msg nelems": 256, "Out msg nelems": 256, "Group size": 2, "dtype": "Float", "Process Group Ranks": "[0, 1]", "Process Group Description": "mesh_tp"}},
+  {"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 99, "tid": 98, "ts": 390.0, "dur": 30.0,
+   "args": {"External id": 500, "Collective name": "all_to_all", "In msg nelems": 64, "Out msg nelems": 64, "Group size": 2, "dtype": "BFloat16", "In split size": "[1, 3]", "Process Group Name": "0", "Process Group Ranks": "[0, 1, ..., ]"}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 99, "tid": 98, "ts": 400.0, "dur": 2.0, "args": {"External id": 500, "correlation": 11}},
+  {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)", "pid": 1, "tid": 20, "ts": 410.0, "dur": 40.0, "args": {"correlation": 11}},
+  {"ph": "X", "cat": "user_annotation", "name": "nccl:broadcast", "pid": 99, "tid": 98, "ts": 480.0, "dur": 10.0, "args": {"External id": 600}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 99, "tid": 98, "ts": 485.0, "dur": 2.0, "args": {"External id": 12, "correlation": 12}},
+  {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)", "pid": 1, "tid": 20, "ts": 500.0, "dur": 5.0, "args": {"correlation": 12}},
+  {"ph": "X", "cat": "kernel", "name": "ncclKernel_Broadcast_RING_LL(ncclDevComm*)", "pid": 1, "tid": 20, "ts": 600.0, "dur": 5.0,
+   "args": {"Collective name": "broadcast", "In msg nelems": 10, "Group size": 2, "dtype": "Quaternion", "Process Group Ranks": "[0, 1]"}},
+  {"ph": "f", "id": 1, "pid": 1, "tid": 7, "ts": 200.0, "cat": "ac2g", "name": "ac2g", "bp": "e"},
+  {"ph": "X", "cat": "Trace", "ts": 0.0, "dur": 1000.0, "pid": "Spans", "tid": "PyTorch Profiler", "name": "PyTorch Profiler (0)", "args": {"Op count": 0}},
+  {"name": "Record Window End", "ph": "i", "s": "g", "pid": "", "tid": "", "ts": 1000.0}
+  ],
+  "traceName": "synthetic.json",
+  "displayTimeUnit": "ms",
+  "baseTimeNanoseconds": 1000000000000
+})json";
+
+TEST(KinetoImporterTest, SyntheticTraceFollowsEveryRule) {
+  trace::ReadStats stats;
+  KinetoInfo info;
+  auto t = Import(kSynthetic, &stats, &info);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(info.rank, 1);
+  EXPECT_EQ(info.world_size, 2);
+  EXPECT_EQ(info.base_time_ns, 1000000000000);
+  EXPECT_EQ(info.ranks, std::vector<int32_t>{1});
+  EXPECT_EQ(stats.events, 17);
+  EXPECT_EQ(stats.skipped_total(), 0);
+  ASSERT_EQ(t->ops.size(), 7u);  // 2 gemms, memcpy, 4 comm kernels
+  const int64_t base = 1000000000000;
+  // Compute kernels, overlapping on stream 7: both kept.
+  const trace::OpEvent* a = FindOp(*t, "gemm_a");
+  const trace::OpEvent* b = FindOp(*t, "gemm_b");
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->rank, 1);
+  EXPECT_EQ(a->stream, 7);
+  EXPECT_EQ(a->category, Category::kCompute);
+  EXPECT_EQ(a->ts_ns, base + 200000);
+  EXPECT_EQ(a->dur_ns, 10000);
+  EXPECT_EQ(b->ts_ns, base + 205000);
+  EXPECT_EQ(FindOp(*t, "Memcpy HtoD")->category, Category::kOther);
+  EXPECT_EQ(FindOp(*t, "Memcpy HtoD")->dur_ns, 1500);
+  // All-reduce with its own args: 256 floats = 1024 B over group [0, 1], dim from "mesh_tp".
+  const trace::OpEvent* ar = FindOp(*t, "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*)");
+  ASSERT_TRUE(ar);
+  EXPECT_EQ(ar->category, Category::kComm);
+  EXPECT_EQ(ar->collective, Collective::kAllReduce);
+  EXPECT_EQ(ar->bytes, 1024);
+  EXPECT_EQ(ar->group, (std::vector<int32_t>{0, 1}));
+  EXPECT_EQ(ar->dim, trace::GroupDim::kTp);
+  EXPECT_EQ(ar->dtype, "fp32");
+  // Generic kernel joined through correlation 11 → External id 500 → record_param_comms:
+  // all-to-all of 64 bf16 = 128 B; ranks truncated → pg_config "0" = [0, 1]; split [1, 3]
+  // rows of 64 / 4 = 16 elements → 32 B and 96 B.
+  std::vector<const trace::OpEvent*> generic;
+  for (const auto& op : t->ops) {
+    if (op.name.rfind("ncclDevKernel_Generic", 0) == 0) generic.push_back(&op);
+  }
+  ASSERT_EQ(generic.size(), 2u);
+  EXPECT_EQ(generic[0]->collective, Collective::kAllToAll);
+  EXPECT_EQ(generic[0]->bytes, 128);
+  EXPECT_EQ(generic[0]->group, (std::vector<int32_t>{0, 1}));
+  EXPECT_EQ(generic[0]->bytes_per_peer, (std::vector<int64_t>{32, 96}));
+  // The second: its launch lies inside "nccl:broadcast" (no External id match): the
+  // collective is known, bytes and group are not.
+  EXPECT_EQ(generic[1]->collective, Collective::kBroadcast);
+  EXPECT_EQ(generic[1]->bytes, 0);
+  EXPECT_TRUE(generic[1]->group.empty());
+  // Unknown dtype: kept, bytes unknown, counted.
+  const trace::OpEvent* bc = FindOp(*t, "ncclKernel_Broadcast_RING_LL(ncclDevComm*)");
+  ASSERT_TRUE(bc);
+  EXPECT_EQ(bc->collective, Collective::kBroadcast);
+  EXPECT_EQ(bc->bytes, 0);
+  EXPECT_EQ(stats.notes["unknown dtype 'Quaternion': bytes unknown"], 1);
+  EXPECT_EQ(stats.notes["communication kernel without collective args: bytes and group unknown"],
+            1);
+  // The step: ProfilerStep#7, no phase.
+  ASSERT_EQ(t->spans.size(), 1u);
+  EXPECT_EQ(t->spans[0].kind, trace::SpanKind::kStep);
+  EXPECT_EQ(t->spans[0].phase, trace::Phase::kNone);
+  EXPECT_EQ(t->spans[0].step, 7);
+  EXPECT_EQ(t->spans[0].rank, 1);
+  EXPECT_EQ(t->spans[0].ts_ns, base + 100000);
+  EXPECT_EQ(t->spans[0].dur_ns, 900000);
+  // Names and metadata.
+  EXPECT_EQ(t->thread_names.at({1, 7}), "stream 7");
+  EXPECT_EQ(t->thread_names.at({1, 20}), "stream 20");
+  EXPECT_EQ(t->process_names.at(1), "rank 1 · device 1 · GPU-B");
+  EXPECT_EQ(t->metadata["world_size"], 2);
+  EXPECT_EQ(t->metadata["source"]["format"], "kineto");
+  EXPECT_EQ(t->metadata["kineto"]["devices"][1], "GPU-B");
+  EXPECT_EQ(t->metadata["cluster"]["device"]["name"], "GPU-B");
+  // Host events and flows are counted as ignored; the string-pid span and the instant too.
+  EXPECT_EQ(stats.ignored["ph 'f'"], 1);
+  EXPECT_EQ(stats.ignored["ph 'i'"], 1);
+  EXPECT_EQ(stats.ignored["host/other cat 'Trace'"], 1);
+  EXPECT_EQ(stats.ignored["host/other cat 'cpu_op'"], 2);  // aten::mm, record_param_comms
+}
+
+TEST(KinetoImporterTest, TruncatedRankListsFallBackOrStayUnknown) {
+  // World 8. "[0, 2, 4, ..., ]" with: a start/stride → 0,2,4,6; Group size = world → 0…7;
+  // neither (Group size 4 ≠ 8) → unknown group, kept, counted. All-gather: Out msg nelems.
+  const std::string json = R"json({"distributedInfo": {"rank": 2, "world_size": 8},
+"traceEvents": [
+{"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllGather_RING_LL", "pid": 0, "tid": 9, "ts": 1, "dur": 1,
+ "args": {"Collective name": "_allgather_base", "In msg nelems": 8, "Out msg nelems": 32, "dtype": "Half", "Group size": 4,
+          "Process Group Ranks": "[0, 2, 4, ..., ]", "Global rank start": 0, "Global rank stride": 2}},
+{"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_RING_LL", "pid": 0, "tid": 9, "ts": 3, "dur": 1,
+ "args": {"Collective name": "allreduce", "In msg nelems": 8, "dtype": "Float", "Group size": 8,
+          "Process Group Ranks": "[0, 1, 2, ..., ]"}},
+{"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_RING_LL", "pid": 0, "tid": 9, "ts": 5, "dur": 1,
+ "args": {"Collective name": "allreduce", "In msg nelems": 8, "dtype": "Float", "Group size": 4,
+          "Process Group Ranks": "[0, 2, 4, ..., ]"}}
+]})json";
+  trace::ReadStats stats;
+  auto t = Import(json, &stats);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  ASSERT_EQ(t->ops.size(), 3u);
+  EXPECT_EQ(t->ops[0].rank, 2);
+  EXPECT_EQ(t->ops[0].collective, Collective::kAllGather);
+  EXPECT_EQ(t->ops[0].group, (std::vector<int32_t>{0, 2, 4, 6}));
+  EXPECT_EQ(t->ops[0].bytes, 64);  // 32 halves: the full output
+  EXPECT_EQ(t->ops[1].group, (std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(t->ops[1].bytes, 32);
+  EXPECT_TRUE(t->ops[2].group.empty());
+  EXPECT_EQ(t->ops[2].bytes, 32);
+  EXPECT_EQ(stats.notes["group unknown: \"Process Group Ranks\" truncated and no other source"], 1);
+}
+
+TEST(KinetoImporterTest, BatchedAndSingleEventParsingAgree) {
+  trace::ReadStats s1, s2;
+  auto t1 = Import(kSynthetic, &s1, nullptr, true);
+  auto t2 = Import(kSynthetic, &s2, nullptr, false);
+  ASSERT_TRUE(t1.ok() && t2.ok());
+  EXPECT_EQ(*t1, *t2);
+  EXPECT_EQ(s1.ignored, s2.ignored);
+  EXPECT_EQ(s1.notes, s2.notes);
+  EXPECT_EQ(s1.events, s2.events);
+}
+
+TEST(KinetoImporterTest, MalformedEventsAreCountedAndSkipped) {
+  const std::string json = R"({"schemaVersion": 1, "traceEvents": [
+  {"ph": "X", "cat": "kernel", "name": "k_ok", "pid": 0, "tid": 7, "ts": 10, "dur": 1},
+  {"ph": "X", "cat": "kernel", "name": "k_strpid", "pid": "GPU 0", "tid": 7, "ts": 10, "dur": 1},
+  {"ph": "X", "cat": "kernel", "name": "k_neg", "pid": 0, "tid": 7, "ts": 10, "dur": -1},
+  {"ph": "X", "cat": "kernel", "name": "k_nodur", "pid": 0, "tid": 7, "ts": 10},
+  {"ph": "X", "cat": "kernel", "name": "k_badts", "pid": 0, "tid": 7, "ts": "soon", "dur": 1},
+  {"ph": "X", "cat": "kernel", "name": "k_bad" "pid": 0},
+  {"ph": "X", "pid": "Spans", "tid": "x", "cat": "Trace", "ts": 0, "dur": 5}
+  ]})";
+  trace::ReadStats stats;
+  KinetoInfo info;
+  auto t = Import(json, &stats, &info);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  ASSERT_EQ(t->ops.size(), 1u);
+  EXPECT_EQ(t->ops[0].name, "k_ok");
+  EXPECT_EQ(t->ops[0].rank, 0);  // no distributedInfo: the device
+  EXPECT_FALSE(info.rank.has_value());
+  EXPECT_EQ(stats.skipped["GPU event pid is not an integer (the device)"], 1);
+  EXPECT_EQ(stats.skipped["negative dur"], 1);
+  EXPECT_EQ(stats.skipped["X event without dur"], 1);
+  EXPECT_EQ(stats.skipped["ts or dur is not a number"], 1);
+  EXPECT_EQ(stats.skipped["invalid JSON"], 1);
+  EXPECT_EQ(stats.skipped_total(), 5);
+  EXPECT_EQ(stats.ignored["host/other cat 'Trace'"], 1);
+  EXPECT_EQ(stats.events, 7);
+}
+
+TEST(KinetoImporterTest, TruncatedFilesAreDataLossAndDeliverNothing) {
+  ScratchDir dir;
+  std::string full = kSynthetic;
+  // Missing closing bracket and brace: ends after an event.
+  std::string cut = full.substr(0, full.find("{\"ph\": \"f\""));
+  WriteFile(dir.File("cut.json"), cut);
+  trace::Trace t;
+  trace::TraceBuilder builder(&t);
+  auto r = ImportKineto(dir.File("cut.json"), &builder);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(r.status().message().find("cut.json: truncated at byte"), std::string::npos)
+      << r.status().message();
+  EXPECT_TRUE(t.ops.empty());
+  // Truncated gzip.
+  std::string gz = Gzip(full);
+  WriteFile(dir.File("cut.json.gz"), gz.substr(0, gz.size() / 2));
+  r = ImportKineto(dir.File("cut.json.gz"), &builder);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(r.status().message().find("cut.json.gz"), std::string::npos);
+  EXPECT_NE(r.status().message().find("gzip"), std::string::npos) << r.status().message();
+  EXPECT_TRUE(t.ops.empty());
+  // The whole gzip file reads like the plain one.
+  WriteFile(dir.File("ok.json.gz"), gz);
+  trace::Trace whole;
+  trace::TraceBuilder whole_builder(&whole);
+  ASSERT_TRUE(ImportKineto(dir.File("ok.json.gz"), &whole_builder).ok());
+  EXPECT_EQ(whole.ops.size(), 7u);
+}
+
+TEST(KinetoImporterTest, OverlappingKernelsCountOnceInBusyTime) {
+  // Two kernels on one stream overlapping by 5 us, a third inside the first:
+  // busy = [200, 215) = 15 us; all three ops are kept.
+  ScratchDir dir;
+  WriteFile(dir.File("overlap.json"), R"({"schemaVersion": 1, "traceEvents": [
+  {"ph": "X", "cat": "kernel", "name": "a", "pid": 0, "tid": 7, "ts": 200, "dur": 10},
+  {"ph": "X", "cat": "kernel", "name": "b", "pid": 0, "tid": 7, "ts": 205, "dur": 10},
+  {"ph": "X", "cat": "kernel", "name": "c", "pid": 0, "tid": 7, "ts": 201, "dur": 2}]})");
+  auto r = analysis::AnalyzeTraceFile(dir.File("overlap.json"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->format, "kineto");
+  EXPECT_EQ(r->stats.ops, 3);
+  ASSERT_TRUE(r->metrics.Find("busy_time[rank 0]"));
+  EXPECT_NEAR(*r->metrics.Find("busy_time[rank 0]")->value, 15e-6, 1e-15);
+  EXPECT_NEAR(*r->metrics.Find("compute_time[rank 0]")->value, 15e-6, 1e-15);
+}
+
+// Golden tests on the real traces of ../shared/testdata/kineto against
+// kineto_expected.json (written by kineto_expected.py beside it).
+class KinetoGoldenTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!std::filesystem::exists(kTestData)) {
+      GTEST_SKIP() << "no Kineto test data at " << kTestData << " (../shared is absent)";
+    }
+    std::ifstream in(kExpected);
+    ASSERT_TRUE(in) << kExpected;
+    expected_ = nlohmann::json::parse(in);
+  }
+  nlohmann::json expected_;
+};
+
+TEST_F(KinetoGoldenTest, EveryFileMatchesTheIndependentScript) {
+  int files = 0;
+  for (const auto& [name, want] : expected_.items()) {
+    if (name == "sets") continue;
+    SCOPED_TRACE(name);
+    ++files;
+    std::string path = kTestData + "/" + name;
+    trace::Trace t;
+    trace::TraceBuilder builder(&t);
+    KinetoInfo info;
+    auto stats = ImportKineto(path, &builder, &info);
+    ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+    EXPECT_EQ(stats->skipped_total(), 0) << stats->Summary();
+    EXPECT_EQ(info.rank, want["rank"].get<int32_t>());
+    EXPECT_EQ(info.world_size, want["world_size"].get<int32_t>());
+    EXPECT_EQ(static_cast<int64_t>(t.ops.size()), want["gpu_ops"].get<int64_t>());
+    std::map<std::string, int64_t> by_collective;
+    int64_t comm = 0, bytes = 0, with_bytes = 0;
+    int64_t first_ts = INT64_MAX;
+    for (const trace::OpEvent& op : t.ops) {
+      first_ts = std::min(first_ts, op.ts_ns);
+      EXPECT_EQ(op.rank, want["rank"].get<int32_t>());
+      if (!op.is_comm()) continue;
+      ++comm;
+      bytes += op.bytes;
+      with_bytes += op.bytes > 0;
+      std::string key = op.collective == Collective::kNone
+                            ? (op.kind.empty() ? "unknown" : "none")
+                            : std::string(trace::CollectiveName(op.collective));
+      ++by_collective[key];
+    }
+    EXPECT_EQ(comm, want["comm_kernels"].get<int64_t>());
+    using Counts = std::map<std::string, int64_t>;
+    EXPECT_EQ(by_collective, want["comm_by_collective"].get<Counts>());
+    EXPECT_EQ(bytes, want["comm_bytes"].get<int64_t>());
+    EXPECT_EQ(with_bytes, want["comm_ops_with_bytes"].get<int64_t>());
+    EXPECT_EQ(first_ts, want["first_op_ts_ns"].get<int64_t>());
+    ASSERT_EQ(t.spans.size(), want["steps"].size());
+    for (size_t i = 0; i < t.spans.size(); ++i) {
+      EXPECT_EQ(t.spans[i].step, want["steps"][i]["step"].get<int32_t>());
+      EXPECT_EQ(t.spans[i].ts_ns, want["steps"][i]["ts_ns"].get<int64_t>());
+      EXPECT_EQ(t.spans[i].dur_ns, want["steps"][i]["dur_ns"].get<int64_t>());
+    }
+    // Busy, compute and comm time per rank, and the wall time, from the analyzer.
+    auto r = analysis::AnalyzeTraceFile(path);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    std::string rank = fmt::format("[rank {}]", want["rank"].get<int32_t>());
+    for (const char* metric : {"busy_time", "compute_time", "comm_time"}) {
+      std::string key = std::string(metric) + rank;
+      std::string field = std::string(metric).substr(0, std::string(metric).find('_')) + "_ns";
+      ASSERT_TRUE(r->metrics.Find(key)) << key;
+      EXPECT_NEAR(*r->metrics.Find(key)->value, want[field].get<int64_t>() * 1e-9, 1e-12) << key;
+    }
+    EXPECT_NEAR(*r->metrics.Find("wall_time")->value, want["wall_ns"].get<int64_t>() * 1e-9, 1e-12);
+  }
+  EXPECT_EQ(files, 13);
+}
+
+TEST_F(KinetoGoldenTest, BatchedAndSingleEventParsingAgreeOnARealTrace) {
+  std::string path = kTestData + "/resnet_act_checkpoint.json.gz";
+  trace::Trace batched, single;
+  trace::TraceBuilder b1(&batched), b2(&single);
+  trace::ReadOptions one_by_one;
+  one_by_one.batch_events = false;
+  auto s1 = ImportKineto(path, &b1);
+  auto s2 = ImportKineto(path, &b2, nullptr, one_by_one);
+  ASSERT_TRUE(s1.ok() && s2.ok());
+  EXPECT_EQ(batched, single);
+  EXPECT_EQ(s1->ignored, s2->ignored);
+  EXPECT_EQ(s1->notes, s2->notes);
+  EXPECT_EQ(s1->events, s2->events);
+}
+
+}  // namespace
+}  // namespace shardscope::importers
