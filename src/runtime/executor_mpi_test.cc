@@ -173,6 +173,11 @@ TEST_F(ExecutorMpiTest, DenseSp2Ring) {
   Check("tiny-dense", p);
 }
 TEST_F(ExecutorMpiTest, DenseSp4Zigzag) { Check("tiny-dense", Plan(1, 4)); }
+TEST_F(ExecutorMpiTest, DenseSp4Ring) {
+  ParallelSpec p = Plan(1, 4);
+  p.sp_variant = SpVariant::kRing;
+  Check("tiny-dense", p);
+}
 TEST_F(ExecutorMpiTest, DenseSp4Stripe) {
   ParallelSpec p = Plan(1, 4);
   p.sp_variant = SpVariant::kStripe;
