@@ -143,6 +143,7 @@ Status ReadCommon(const HfFields& f, ModelSpec* m) {
   RETURN_IF_ERROR(ReadRopeScaling(f, m));
   m->activation = Activation::kSwiGlu;  // all supported MLPs are gated (gate, up, down)
   m->norm = NormKind::kRmsNorm;
+  RETURN_IF_ERROR(f.Optional("rms_norm_eps", &m->norm_eps));
   return Status::Ok();
 }
 

@@ -280,6 +280,7 @@ TEST(HfConfigTest, ReadsRopeScalingAndRoutingScales) {
   EXPECT_EQ(l->rope_scaling.factor, 8.0);
   EXPECT_EQ(l->rope_scaling.original_max_positions, 8192);
   EXPECT_EQ(l->rope_scaling.high_freq_factor, 4.0);
+  EXPECT_EQ(l->norm_eps, 1e-5);  // rms_norm_eps
   StatusOr<ModelSpec> v3 = ModelFromHfConfigText(kDeepSeekV3, "v3.json");
   ASSERT_TRUE(v3.ok()) << v3.status().ToString();
   EXPECT_EQ(v3->rope_scaling.kind, RopeScalingKind::kYarn);  // older key "type"
@@ -287,6 +288,7 @@ TEST(HfConfigTest, ReadsRopeScalingAndRoutingScales) {
   EXPECT_EQ(v3->rope_scaling.mscale_all_dim, 1.0);
   EXPECT_EQ(v3->moe.routed_scaling_factor, 2.5);
   EXPECT_TRUE(v3->moe.norm_topk_prob);
+  EXPECT_EQ(v3->norm_eps, 1e-6);
   StatusOr<ModelSpec> v2 = ModelFromHfConfigText(kDeepSeekV2Lite, "v2.json");
   ASSERT_TRUE(v2.ok()) << v2.status().ToString();
   EXPECT_FALSE(v2->moe.norm_topk_prob);

@@ -63,6 +63,7 @@ Status ModelSpec::Validate() const {
     RETURN_IF_ERROR(AtLeast("mla.qk_rope_head_dim", mla.qk_rope_head_dim, 0));
     RETURN_IF_ERROR(AtLeast("mla.v_head_dim", mla.v_head_dim, 1));
   }
+  if (!(norm_eps > 0)) return FieldError("norm_eps", "must be positive, got {}", norm_eps);
   if (!(rope_theta > 0)) return FieldError("rope_theta", "must be positive, got {}", rope_theta);
   if (rope_scaling.kind != RopeScalingKind::kNone) {
     if (!(rope_scaling.factor > 0)) {

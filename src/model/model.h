@@ -100,6 +100,7 @@ struct ModelSpec {
   bool tie_embeddings = false;
   Activation activation = Activation::kSwiGlu;
   NormKind norm = NormKind::kRmsNorm;
+  double norm_eps = 1e-6;         // the norms' epsilon (HF rms_norm_eps)
   int64_t intermediate_size = 0;  // dense FFN
   bool mlp_bias = false;          // biases on the FFN and expert matrices
   MoeSpec moe;

@@ -200,6 +200,7 @@ StatusOr<ModelSpec> ModelFromYaml(const YAML::Node& node, const YamlContext& ctx
                                  "tie_embeddings",
                                  "activation",
                                  "norm",
+                                 "norm_eps",
                                  "intermediate_size",
                                  "mlp_bias",
                                  "moe",
@@ -256,6 +257,7 @@ StatusOr<ModelSpec> ModelFromYaml(const YAML::Node& node, const YamlContext& ctx
   RETURN_IF_ERROR(map.Optional("tie_embeddings", &m.tie_embeddings));
   RETURN_IF_ERROR(OptionalEnum(map, "activation", ParseActivation, &m.activation));
   RETURN_IF_ERROR(OptionalEnum(map, "norm", ParseNormKind, &m.norm));
+  RETURN_IF_ERROR(map.OptionalPositive("norm_eps", &m.norm_eps));
   RETURN_IF_ERROR(map.OptionalAtLeast("intermediate_size", 0, &m.intermediate_size));
   RETURN_IF_ERROR(map.Optional("mlp_bias", &m.mlp_bias));
   if (map.Has("moe")) {

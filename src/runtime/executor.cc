@@ -13,8 +13,6 @@
 namespace shardscope::runtime {
 namespace {
 
-constexpr float kNormEps = 1e-6f;
-
 // Per-rank copy of a (max logit, global index) pair, as the TP all-gather moves it.
 struct ArgMaxPair {
   float value = 0.0f;
@@ -465,7 +463,8 @@ class PhaseRunner {
 
   void Norm(const Tensor& x, const Tensor& w, Tensor* y) {
     *y = Tensor(x.shape());
-    k_.RmsNorm(x.data(), x.dim(1), w.data(), y->data(), y->dim(1), x.dim(0), x.dim(1), kNormEps);
+    k_.RmsNorm(x.data(), x.dim(1), w.data(), y->data(), y->dim(1), x.dim(0), x.dim(1),
+               static_cast<float>(m_.norm_eps));
   }
 
   void Activation(const Tensor& up, Tensor* act) {
@@ -496,7 +495,7 @@ class PhaseRunner {
         if (l == "q_a") return Norm(mb.qa, L(op).q_a_norm, &mb.qa), Status::Ok();
         if (l == "kv_a") {
           k_.RmsNorm(mb.kv_a.data(), latent_, L(op).kv_a_norm.data(), mb.kv_a.data(), latent_, T,
-                     r_, kNormEps);
+                     r_, static_cast<float>(m_.norm_eps));
           return Status::Ok();
         }
         if (l == "final") return HeadNorm(mb);
@@ -970,7 +969,8 @@ class PhaseRunner {
       k_.CopyRows(mb.x.data() + row * h_, h_, rows.data() + r * h_, h_, 1, h_);
     }
     mb.final_hn = Tensor({R, h_});
-    k_.RmsNorm(rows.data(), h_, w_.final_norm().data(), mb.final_hn.data(), h_, R, h_, kNormEps);
+    k_.RmsNorm(rows.data(), h_, w_.final_norm().data(), mb.final_hn.data(), h_, R, h_,
+               static_cast<float>(m_.norm_eps));
     return Status::Ok();
   }
 
