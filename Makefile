@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 CONFIG ?= configs/experiments.yaml
 SHARDSCOPE := $(BUILD)/shardscope
 
-.PHONY: all bootstrap configure build run test clean format
+.PHONY: all bootstrap configure build run test test-minimal clean format
 
 all: build
 
@@ -23,6 +23,15 @@ run: build
 
 test: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# The simulator, analyzer and importers without MPI, OpenBLAS and protobuf
+# (docs/architecture.md): builds in $(BUILD)-minimal and runs every test there.
+test-minimal: bootstrap
+	@cmake -S . -B $(BUILD)-minimal -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DSHARDSCOPE_WITH_MPI=OFF -DSHARDSCOPE_WITH_BLAS=OFF -DSHARDSCOPE_WITH_PROTOBUF=OFF \
+	  -DSHARDSCOPE_BUILD_BENCH=OFF >/dev/null
+	@cmake --build $(BUILD)-minimal -j $(JOBS)
+	@cd $(BUILD)-minimal && ctest --output-on-failure -j $(JOBS)
 
 format:
 	@clang-format -i $$(git ls-files '*.h' '*.cc')

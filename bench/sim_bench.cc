@@ -6,8 +6,8 @@
 
 #include <cstdlib>
 
-#include "config/experiment_loader.h"
 #include "plan/placement.h"
+#include "plan/plan_loader.h"
 #include "program/program_builder.h"
 #include "sim/engine.h"
 #include "sim/simulator.h"
@@ -17,7 +17,7 @@ namespace {
 
 const std::vector<Experiment>& Seeds() {
   static const std::vector<Experiment> all = [] {
-    auto e = LoadExperiments(std::string(SHARDSCOPE_SOURCE_DIR) + "/configs/experiments.yaml");
+    auto e = LoadValidExperiments(std::string(SHARDSCOPE_SOURCE_DIR) + "/configs/experiments.yaml");
     if (!e.ok()) std::abort();
     return *e;
   }();

@@ -21,6 +21,13 @@
 
 namespace {
 
+// Configured with MPI and OpenBLAS (the CPU backend's dependencies)?
+#ifdef SHARDSCOPE_TEST_CPU_BACKEND
+constexpr bool kCpuBackendBuilt = true;
+#else
+constexpr bool kCpuBackendBuilt = false;
+#endif
+
 namespace fs = std::filesystem;
 
 struct Result {
@@ -173,6 +180,7 @@ TEST(CliTest, MalformedInputsExitTwoWithOneLineAndNoOutput) {
 }
 
 TEST(CliTest, CpuBackendRunsRealRanksAndWritesAnAnalysableTrace) {
+  if (!kCpuBackendBuilt) GTEST_SKIP() << "built without MPI or OpenBLAS";
   fs::path cfg = WriteConfig("cpu.yaml", R"(
 experiments:
   - name: tiny_tp2
@@ -349,6 +357,7 @@ bool WaitFor(pid_t pid, int seconds, int* status) {
 }
 
 TEST(CliTest, CpuBackendFaultStopsTheJobNamingTheRankAndTheOp) {
+  if (!kCpuBackendBuilt) GTEST_SKIP() << "built without MPI or OpenBLAS";
   const fs::path dir = Scratch("fault");
   const fs::path cfg = dir / "cpu.yaml";
   std::ofstream(cfg) << CpuTp2Yaml(1);
@@ -399,6 +408,7 @@ TEST(CliTest, CpuBackendFaultStopsTheJobNamingTheRankAndTheOp) {
 }
 
 TEST(CliTest, CpuBackendCtrlCEndsEveryRankAndLeavesNothing) {
+  if (!kCpuBackendBuilt) GTEST_SKIP() << "built without MPI or OpenBLAS";
   for (const bool to_group : {false, true}) {
     SCOPED_TRACE(to_group ? "SIGINT to the launcher's process group" : "SIGINT to the launcher");
     const fs::path dir = Scratch(to_group ? "ctrlc_group" : "ctrlc_pid");
@@ -451,6 +461,7 @@ TEST(CliTest, CpuBackendCtrlCEndsEveryRankAndLeavesNothing) {
 }
 
 TEST(CliTest, CpuBackendRunsThroughAHostFile) {
+  if (!kCpuBackendBuilt) GTEST_SKIP() << "built without MPI or OpenBLAS";
   const fs::path dir = Scratch("hostfile");
   const fs::path cfg = dir / "cpu.yaml", hosts = dir / "hosts", store = dir / "store";
   std::ofstream(cfg) << CpuTp2Yaml(1);

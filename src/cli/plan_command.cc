@@ -1,8 +1,8 @@
 #include <iostream>
 
 #include "cli/cli.h"
-#include "config/experiment_loader.h"
-#include "plan/plan_report.h"
+#include "plan/plan_loader.h"
+#include "report/plan_report.h"
 
 namespace shardscope::cli {
 namespace {
@@ -15,7 +15,7 @@ struct PlanOptions {
 
 // Builds every report before printing, so a failure prints nothing.
 int RunPlan(const PlanOptions& o) {
-  auto all = LoadExperiments(o.config);
+  auto all = LoadValidExperiments(o.config);
   if (!all.ok()) return ReportError(all.status());
   auto selected = SelectExperiments(std::move(*all), o.experiment, o.config);
   if (!selected.ok()) return ReportError(selected.status());

@@ -3,10 +3,10 @@
 #include <iostream>
 #include <sstream>
 
+#include "backends/cpu_run.h"
 #include "cli/cli.h"
-#include "config/experiment_loader.h"
 #include "core/units.h"
-#include "runtime/cpu_run.h"
+#include "plan/plan_loader.h"
 #include "sim/run_report.h"
 
 namespace shardscope::cli {
@@ -35,7 +35,7 @@ std::vector<std::string> SplitAtSpaces(const std::string& s) {
 }
 
 int RunRun(const RunOptions& o) {
-  auto all = LoadExperiments(o.config);
+  auto all = LoadValidExperiments(o.config);
   if (!all.ok()) return ReportError(all.status());
   auto selected = SelectExperiments(std::move(*all), o.experiment, o.config);
   if (!selected.ok()) return ReportError(selected.status());

@@ -3,9 +3,9 @@
 // its YAML, checks it is the one the launcher meant, and runs this rank.
 #include <iostream>
 
+#include "backends/cpu_run.h"
 #include "cli/cli.h"
-#include "config/experiment_loader.h"
-#include "runtime/cpu_run.h"
+#include "plan/plan_loader.h"
 
 namespace shardscope::cli {
 namespace {
@@ -18,7 +18,7 @@ struct WorkerOptions {
 };
 
 StatusOr<Experiment> FindExperiment(const WorkerOptions& o) {
-  ASSIGN_OR_RETURN(std::vector<Experiment> all, LoadExperiments(o.config));
+  ASSIGN_OR_RETURN(std::vector<Experiment> all, LoadValidExperiments(o.config));
   for (Experiment& e : all) {
     if (e.name != o.experiment) continue;
     e.backend = Backend::kCpu;

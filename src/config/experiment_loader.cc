@@ -7,7 +7,6 @@
 #include "core/yaml_reader.h"
 #include "model/hf_config.h"
 #include "model/model_yaml.h"
-#include "plan/placement.h"
 
 namespace shardscope {
 namespace fs = std::filesystem;
@@ -319,7 +318,6 @@ StatusOr<Experiment> ReadExperiment(const YAML::Node& node, const YamlContext& c
   e.backend = *b;
   RETURN_IF_ERROR(exp.Optional("enable_profiling", &e.enable_profiling));
   RETURN_IF_ERROR(ReadClaims(exp, &e));
-  RETURN_IF_ERROR(ValidatePlan(e));
   return e;
 }
 

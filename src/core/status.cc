@@ -1,5 +1,8 @@
 #include "core/status.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 namespace shardscope {
 
 const char* StatusCodeName(StatusCode code) {
@@ -37,5 +40,20 @@ Status Status::WithPrefix(std::string_view prefix) const {
   if (ok()) return *this;
   return Status(code_, fmt::format("{}: {}", prefix, message_));
 }
+
+namespace internal {
+
+void DieOnBadValueAccess(const Status& status) {
+  std::fprintf(stderr, "shardscope: fatal: the value of a failed StatusOr was read (%s): %s\n",
+               StatusCodeName(status.code()), status.message().c_str());
+  std::fflush(stderr);
+  std::abort();
+}
+
+Status OkStatusWithoutValue() {
+  return Status(StatusCode::kInternal, "a StatusOr was built from an OK status without a value");
+}
+
+}  // namespace internal
 
 }  // namespace shardscope

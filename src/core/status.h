@@ -7,7 +7,6 @@
 
 #include <fmt/format.h>
 
-#include <cassert>
 #include <optional>
 #include <string>
 #include <utility>
@@ -79,32 +78,45 @@ Status DataLoss(fmt::format_string<Args...> f, Args&&... args) {
   return Status(StatusCode::kDataLoss, fmt::format(f, std::forward<Args>(args)...));
 }
 
-// Holds either a T or a non-OK Status.
+namespace internal {
+// Prints the status with the caller's context to stderr and aborts: reading the
+// value of an error is a bug in every build type, never a silent run-on.
+[[noreturn]] void DieOnBadValueAccess(const Status& status);
+// The status a StatusOr built from an OK status holds instead (a bug, reported
+// as an internal error when its value is read or its status returned).
+Status OkStatusWithoutValue();
+}  // namespace internal
+
+// Holds either a T or a non-OK Status. value() (and *, ->) on an error aborts
+// with the status message, in every build type.
 template <typename T>
 class [[nodiscard]] StatusOr {
  public:
-  StatusOr(const Status& status) : status_(status) { assert(!status.ok()); }         // NOLINT
-  StatusOr(Status&& status) : status_(std::move(status)) { assert(!status_.ok()); }  // NOLINT
-  StatusOr(const T& value) : value_(value) {}                                        // NOLINT
-  StatusOr(T&& value) : value_(std::move(value)) {}                                  // NOLINT
+  StatusOr(const Status& status)  // NOLINT
+      : status_(status.ok() ? internal::OkStatusWithoutValue() : status) {}
+  StatusOr(Status&& status)  // NOLINT
+      : status_(status.ok() ? internal::OkStatusWithoutValue() : std::move(status)) {}
+  StatusOr(const T& value) : value_(value) {}        // NOLINT
+  StatusOr(T&& value) : value_(std::move(value)) {}  // NOLINT
 
   bool ok() const { return status_.ok(); }
   const Status& status() const { return status_; }
 
   const T& value() const& {
-    assert(ok());
+    if (!ok()) internal::DieOnBadValueAccess(status_);
     return *value_;
   }
   T& value() & {
-    assert(ok());
+    if (!ok()) internal::DieOnBadValueAccess(status_);
     return *value_;
   }
   T&& value() && {
-    assert(ok());
+    if (!ok()) internal::DieOnBadValueAccess(status_);
     return std::move(*value_);
   }
   const T& operator*() const& { return value(); }
   T& operator*() & { return value(); }
+  T&& operator*() && { return std::move(*this).value(); }
   const T* operator->() const { return &value(); }
   T* operator->() { return &value(); }
 

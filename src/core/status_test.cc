@@ -38,5 +38,19 @@ TEST(StatusTest, MacrosPropagate) {
   EXPECT_FALSE(CheckEven(5).ok());
 }
 
+// Reading the value of an error aborts with the message in every build type
+// (before, an assert that release builds compiled away let them run on).
+TEST(StatusDeathTest, ValueOfAnErrorAbortsWithTheMessage) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH((void)*Half(3), "value of a failed StatusOr was read.*3 is odd");
+  EXPECT_DEATH((void)Half(5).value(), "5 is odd");
+}
+
+TEST(StatusTest, BuiltFromAnOkStatusIsAnInternalError) {
+  StatusOr<int> s = Status::Ok();
+  EXPECT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kInternal);
+}
+
 }  // namespace
 }  // namespace shardscope

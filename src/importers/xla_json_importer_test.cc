@@ -175,6 +175,7 @@ TEST(XlaJsonImporterTest, RealXplaneAsTraceViewerJsonMatchesXspace) {
   if (!std::filesystem::exists(kXplane)) {
     GTEST_SKIP() << "test data not found: " << kXplane << " (needs ../shared/testdata)";
   }
+  if (!XspaceImporterBuilt()) GTEST_SKIP() << "built without protobuf";
   trace::ReadStats decode_stats;
   std::string data = trace::ReadWholeFile(kXplane);
   auto devices = DecodeXspace(data, kXplane, &decode_stats);

@@ -16,6 +16,10 @@
 
 namespace shardscope::importers {
 
+// False when this build has no protobuf (SHARDSCOPE_WITH_PROTOBUF=OFF): both calls
+// below then fail with a message that says so.
+bool XspaceImporterBuilt();
+
 // Decodes an XSpace held in `data` into its device planes (host and other planes are
 // counted in `stats->ignored`; every XEvent read in `stats->events`). `name` is used in
 // messages. DataLoss naming the byte offset and the message being read when the protobuf

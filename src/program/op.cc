@@ -58,28 +58,6 @@ std::string_view OpKindName(OpKind kind) {
   return "?";
 }
 
-std::string_view CollectiveName(Collective c) {
-  switch (c) {
-    case Collective::kNone:
-      return "none";
-    case Collective::kAllReduce:
-      return "allreduce";
-    case Collective::kAllGather:
-      return "allgather";
-    case Collective::kReduceScatter:
-      return "reducescatter";
-    case Collective::kAllToAll:
-      return "alltoall";
-    case Collective::kSend:
-      return "send";
-    case Collective::kRecv:
-      return "recv";
-    case Collective::kBroadcast:
-      return "broadcast";
-  }
-  return "?";
-}
-
 std::string_view StreamName(Stream s) {
   switch (s) {
     case Stream::kCompute:
@@ -113,7 +91,7 @@ Stream CommStream(Dim d) { return static_cast<Stream>(1 + static_cast<int>(d)); 
 std::string OpName(const Op& op) {
   std::string name;
   if (op.is_comm()) {
-    name = fmt::format("{}.{}", CollectiveName(op.collective), DimName(op.dim));
+    name = fmt::format("{}.{}", CollectiveShortName(op.collective), DimName(op.dim));
     if (!op.label.empty()) name += fmt::format(".{}", op.label);
     if (op.layer >= 0) name += fmt::format(".L{}", op.layer);
   } else {

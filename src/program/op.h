@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "config/experiment.h"
+#include "core/collective.h"
 
 namespace shardscope {
 
@@ -42,17 +43,6 @@ enum class OpKind {
   kSampling,      // greedy sampling: argmax over the logits (under TP: local, select)
   // Communication.
   kComm,
-};
-
-enum class Collective {
-  kNone,
-  kAllReduce,
-  kAllGather,
-  kReduceScatter,
-  kAllToAll,  // all-to-all(v): bytes_per_peer holds the real split
-  kSend,
-  kRecv,
-  kBroadcast,
 };
 
 // Streams of a rank: ops on one stream run in order; different streams may overlap.
@@ -110,7 +100,6 @@ struct Op {
 };
 
 std::string_view OpKindName(OpKind kind);
-std::string_view CollectiveName(Collective c);
 std::string_view StreamName(Stream s);
 std::string_view PhaseName(Phase p);
 // The comm stream of a parallelism dimension (kCommTp for Dim::kTp, …).

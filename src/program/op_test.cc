@@ -37,7 +37,7 @@ TEST(OpTest, Names) {
   EXPECT_EQ(CommStream(Dim::kPp), Stream::kCommPp);
   EXPECT_EQ(PhaseName(Phase::kDecode), "decode");
   EXPECT_EQ(OpKindName(OpKind::kAttentionMerge), "attention_merge");
-  EXPECT_EQ(CollectiveName(Collective::kAllToAll), "alltoall");
+  EXPECT_EQ(CollectiveShortName(Collective::kAllToAll), "alltoall");
 }
 
 TEST(OpTest, Totals) {

@@ -113,8 +113,8 @@ Status CheckCollectives(const PhaseProgram& program, const Placement& pl,
           op.peer != first.peer) {
         return Broken(op, ref.rank,
                       "call {} of group {} differs from rank {}'s ({} {} B vs {} {} B)", key.second,
-                      g.id, refs[0].rank, CollectiveName(op.collective), op.bytes,
-                      CollectiveName(first.collective), first.bytes);
+                      g.id, refs[0].rank, CollectiveShortName(op.collective), op.bytes,
+                      CollectiveShortName(first.collective), first.bytes);
       }
     }
     if (first.collective != Collective::kAllToAll) continue;

@@ -5,7 +5,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "program/op_event.h"
+#include "run/op_event.h"
 
 namespace shardscope::runtime {
 namespace {

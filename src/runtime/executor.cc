@@ -123,10 +123,12 @@ class PhaseRunner {
       scale *= ms * ms;
     }
     scale_ = static_cast<float>(scale);
-    if (sp_ > 1) layout_ = *SpLayout::Create(p.sp_variant, seq_, sp_);
   }
 
   Status Run() {
+    if (sp_ > 1) {
+      ASSIGN_OR_RETURN(layout_, SpLayout::Create(e_.parallel.sp_variant, seq_, sp_));
+    }
     RETURN_IF_ERROR(SetUpMicroBatches());
     const RankProgram& rp = prog_.ranks[static_cast<size_t>(rank_)];
     PositionGuard position(opt_.position, &rp, phase_index_);
@@ -379,7 +381,7 @@ class PhaseRunner {
         break;
     }
     return Unimplemented("not implemented: comm op {} ({} over {}) in the CPU executor", OpName(op),
-                         CollectiveName(op.collective), DimName(op.dim));
+                         CollectiveShortName(op.collective), DimName(op.dim));
   }
 
   const Group& EpGroup() const { return pl_.GroupOf(rank_, Dim::kEp); }

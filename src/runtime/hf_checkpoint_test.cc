@@ -5,7 +5,8 @@
 // hand-built checkpoint against the same pass written from the HF formulas;
 // (3) the seeded weights of tiny-dense and tiny-moe-mla exported in HF layout
 // give bit-identical logits; (4) errors name the file, the tensor and the model
-// fields; (5) `weights: {checkpoint: ...}` through `shardscope run` on 2 ranks.
+// fields. `weights: {checkpoint: ...}` through `shardscope run` on 2 ranks is in
+// backends/cpu_run_checkpoint_test.cc.
 // The MPI plans (TP2, PP2, EP2, ...) are in hf_checkpoint_mpi_test.cc.
 #include "runtime/hf_checkpoint.h"
 
@@ -20,7 +21,6 @@
 #include "config/experiment_loader.h"
 #include "plan/test_experiments.h"
 #include "program/program_builder.h"
-#include "runtime/cpu_run.h"
 #include "runtime/executor.h"
 #include "runtime/hf_checkpoint_test_util.h"
 #include "runtime/local_communicator.h"
@@ -61,25 +61,6 @@ class PatternCheckpoint {
   std::map<std::string, int64_t> ids_;
   std::vector<SafetensorsTensor> tensors_;
 };
-
-// Every sampled row of a one-rank generation of `e`, with whole logits.
-std::vector<SampleRecord> RunSingle(const Experiment& e) {
-  auto pl = Placement::Create(e);
-  EXPECT_TRUE(pl.ok()) << pl.status().message();
-  if (!pl.ok()) return {};
-  auto builder = ProgramBuilder::Create(e, *pl);
-  EXPECT_TRUE(builder.ok()) << builder.status().message();
-  LocalCommunicator comm;
-  auto kernels = NewCpuKernels();
-  ExecutorOptions o;
-  o.keep_logits = true;
-  auto ex = Executor::Create(e, *pl, kernels.get(), &comm, o);
-  EXPECT_TRUE(ex.ok()) << ex.status().message();
-  if (!builder.ok() || !ex.ok()) return {};
-  Status s = RunGeneration(*builder, **ex);
-  EXPECT_TRUE(s.ok()) << s.message();
-  return (*ex)->samples();
-}
 
 class HfCheckpointTest : public ::testing::Test {
  protected:
@@ -564,7 +545,7 @@ TEST_F(HfCheckpointTest, OneTokenForwardMatchesTheHfFormulas) {
 
   Experiment e = Make(m, {}, 1, 1, 1);
   e.workload.checkpoint = dir_.string();
-  const std::vector<SampleRecord> got = RunSingle(e);
+  const std::vector<SampleRecord> got = testing::RunSingle(e);
   ASSERT_EQ(got.size(), 1u);
   ASSERT_EQ(got[0].logits.size(), 4u);
   for (size_t i = 0; i < 4; ++i) EXPECT_NEAR(got[0].logits[i], want[i], 1e-5 * std::abs(want[i]));
@@ -576,13 +557,13 @@ TEST_F(HfCheckpointTest, OneTokenForwardMatchesTheHfFormulas) {
 void ExpectRoundTrip(const std::string& model, const fs::path& dir, int shards) {
   Experiment e = shardscope::testing::ZooExperiment(model, "h100-sxm", {}, 2, 8, 3);
   e.workload.seed = 7;
-  const std::vector<SampleRecord> seeded = RunSingle(e);
+  const std::vector<SampleRecord> seeded = testing::RunSingle(e);
   ASSERT_TRUE(
       testing::WriteSeededCheckpoint(e, 7, (dir / "a").string(), SafetensorsDtype::kF32, shards)
           .ok());
   Experiment from = e;
   from.workload.checkpoint = (dir / "a").string();
-  const std::vector<SampleRecord> loaded = RunSingle(from);
+  const std::vector<SampleRecord> loaded = testing::RunSingle(from);
   ASSERT_EQ(loaded.size(), seeded.size());
   ASSERT_EQ(seeded.size(), 2u * 3u);  // 2 requests × (prefill + 2 decode steps)
   for (size_t i = 0; i < seeded.size(); ++i) {
@@ -602,7 +583,7 @@ void ExpectRoundTrip(const std::string& model, const fs::path& dir, int shards) 
   }
   ASSERT_TRUE(WriteSafetensorsCheckpoint((dir / "b").string(), ts).ok());
   from.workload.checkpoint = (dir / "b").string();
-  const std::vector<SampleRecord> doubled = RunSingle(from);
+  const std::vector<SampleRecord> doubled = testing::RunSingle(from);
   ASSERT_FALSE(doubled.empty());
   ASSERT_EQ(doubled[0].logits.size(), seeded[0].logits.size());
   for (size_t v = 0; v < seeded[0].logits.size(); ++v) {
@@ -684,50 +665,6 @@ TEST_F(HfCheckpointTest, ErrorsNameTheFileTheTensorAndTheModelFields) {
   ModelSpec gelu = HandLlama();
   gelu.activation = Activation::kGelu;
   EXPECT_EQ(OpenHfCheckpoint(dir_.string(), gelu).status().code(), StatusCode::kUnimplemented);
-}
-
-std::string Binary() {
-  char buf[4096];
-  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  if (n <= 0) return "";
-  return (fs::path(std::string(buf, static_cast<size_t>(n))).parent_path() / "shardscope").string();
-}
-
-// `weights: {checkpoint: ...}` from the YAML, through mpirun and the worker's
-// reload of the experiment, on TP2: the tokens of the one-rank run from the checkpoint.
-TEST_F(HfCheckpointTest, ExperimentCheckpointFieldRunsOnTwoRanks) {
-  const std::string binary = Binary();
-  if (!fs::exists(binary)) GTEST_SKIP() << "shardscope binary not built";
-  const std::string config = (dir_ / "experiments.yaml").string();
-  std::ofstream(config) << "experiments:\n"
-                           "  - name: ckpt_tp2\n    model: tiny-dense\n    hardware: h100-sxm\n"
-                           "    backend: cpu\n    seed: 3\n    weights: {checkpoint: ckpt}\n"
-                           "    parallelism: {tp_size: 2}\n    batch_size: 2\n"
-                           "    sequence_length: 8\n    tokens_to_generate: 3\n";
-  Experiment single = shardscope::testing::ZooExperiment("tiny-dense", "h100-sxm", {}, 2, 8, 3);
-  ASSERT_TRUE(testing::WriteSeededCheckpoint(single, 11, (dir_ / "ckpt").string(),
-                                             SafetensorsDtype::kBF16, 1)
-                  .ok());
-  auto all = LoadExperiments(config);
-  ASSERT_TRUE(all.ok()) << all.status().message();
-  const Experiment& e = all->front();
-  EXPECT_EQ(e.workload.checkpoint, (dir_ / "ckpt").string());
-  single.workload.seed = 3;
-  single.workload.checkpoint = e.workload.checkpoint;
-  std::map<int64_t, std::vector<int32_t>> want, seeded;
-  for (const SampleRecord& s : RunSingle(single)) want[s.request].push_back(s.token);
-  single.workload.checkpoint.clear();
-  for (const SampleRecord& s : RunSingle(single)) seeded[s.request].push_back(s.token);
-  ASSERT_NE(want, seeded) << "the check cannot tell checkpoint from seeded weights";
-  CpuRunOptions o;
-  o.shardscope_binary = binary;
-  o.write_trace = false;
-  o.warmup_iterations = 0;
-  o.measured_iterations = 1;
-  auto r = RunCpuExperiment(e, o);
-  ASSERT_TRUE(r.ok()) << r.status().message();
-  ASSERT_EQ(r->tokens.size(), 2u);
-  for (int64_t q = 0; q < 2; ++q) EXPECT_EQ(r->tokens[q], want[q]) << "request " << q;
 }
 
 }  // namespace

@@ -6,11 +6,15 @@
 #define SHARDSCOPE_RUNTIME_HF_CHECKPOINT_TEST_UTIL_H_
 
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
 #include "plan/placement.h"
+#include "program/program_builder.h"
+#include "runtime/executor.h"
+#include "runtime/local_communicator.h"
 #include "runtime/safetensors.h"
 #include "runtime/weights.h"
 
@@ -124,6 +128,25 @@ inline Status WriteSeededCheckpoint(Experiment e, uint64_t seed, const std::stri
   ASSIGN_OR_RETURN(Placement pl, Placement::Create(e));
   ASSIGN_OR_RETURN(Weights w, Weights::Create(e, pl, 0));
   return WriteSafetensorsCheckpoint(dir, ExportHf(e.model, w, dtype), shards);
+}
+
+// The samples (tokens and logits) of one generation of `e` on one rank, CPU kernels.
+inline std::vector<SampleRecord> RunSingle(const Experiment& e) {
+  auto pl = Placement::Create(e);
+  EXPECT_TRUE(pl.ok()) << pl.status().message();
+  if (!pl.ok()) return {};
+  auto builder = ProgramBuilder::Create(e, *pl);
+  EXPECT_TRUE(builder.ok()) << builder.status().message();
+  LocalCommunicator comm;
+  auto kernels = NewCpuKernels();
+  ExecutorOptions o;
+  o.keep_logits = true;
+  auto ex = Executor::Create(e, *pl, kernels.get(), &comm, o);
+  EXPECT_TRUE(ex.ok()) << ex.status().message();
+  if (!builder.ok() || !ex.ok()) return {};
+  Status s = RunGeneration(*builder, **ex);
+  EXPECT_TRUE(s.ok()) << s.message();
+  return (*ex)->samples();
 }
 
 }  // namespace shardscope::runtime::testing

@@ -56,7 +56,7 @@ void AppendOpContext(const Op& op, int32_t phase_index, SafeText* t) {
   t->AddInt(op.id);
   t->Add(" '");
   if (op.is_comm()) {
-    t->Add(CollectiveName(op.collective));
+    t->Add(CollectiveShortName(op.collective));
     t->Add(".");
     t->Add(DimName(op.dim));
     if (!op.label.empty()) t->Add("."), t->Add(op.label);
@@ -68,7 +68,7 @@ void AppendOpContext(const Op& op, int32_t phase_index, SafeText* t) {
   }
   if (op.sp_step >= 0) t->Add(".s"), t->AddInt(op.sp_step);
   t->Add("' (");
-  t->Add(op.is_comm() ? CollectiveName(op.collective) : OpKindName(op.kind));
+  t->Add(op.is_comm() ? CollectiveShortName(op.collective) : OpKindName(op.kind));
   if (op.layer >= 0) t->Add(", layer "), t->AddInt(op.layer);
   if (phase_index == 0) {
     t->Add(", prefill)");

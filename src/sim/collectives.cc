@@ -218,7 +218,7 @@ StatusOr<CollectivePlan> Decompose(const Topology& topo, const CollectiveCall& c
                                    Algorithm forced) {
   auto unsupported = [&](Algorithm a) {
     return Unimplemented("not implemented: the {} algorithm for {} (only ring{})", AlgorithmName(a),
-                         CollectiveName(c.collective),
+                         CollectiveShortName(c.collective),
                          c.collective == Collective::kAllReduce ? ", tree, hierarchical" : "");
   };
   switch (c.collective) {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "config/experiment.h"
-#include "plan/bounds.h"
+#include "estimate/bounds.h"
 #include "plan/memory.h"
 #include "sim/simulator.h"
 

@@ -5,7 +5,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "plan/bounds.h"
+#include "estimate/bounds.h"
 #include "plan/test_experiments.h"
 
 namespace shardscope::sim {

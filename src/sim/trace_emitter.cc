@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "core/dtype.h"
-#include "program/op_event.h"
+#include "run/op_event.h"
 
 namespace shardscope::sim {
 namespace {}  // namespace

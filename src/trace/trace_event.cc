@@ -7,27 +7,13 @@ namespace {
 
 constexpr std::array<std::string_view, kNumCategories> kCategoryNames = {"compute", "comm",
                                                                          "other"};
-constexpr std::array<std::string_view, kNumCollectives> kCollectiveNames = {
-    "", "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send", "recv", "broadcast"};
 constexpr std::array<std::string_view, kNumPhases> kPhaseNames = {"", "prefill", "decode"};
 constexpr std::array<std::string_view, kNumGroupDims> kDimNames = {"",   "tp", "pp",
                                                                    "sp", "dp", "ep"};
 
-// Lower-cases and drops '_' and '-', so "AllReduce", "all-reduce" and "allreduce" match.
-std::string Canonical(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    if (c == '_' || c == '-' || c == ' ') continue;
-    out.push_back(c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c);
-  }
-  return out;
-}
-
 }  // namespace
 
 std::string_view CategoryName(Category c) { return kCategoryNames[static_cast<int>(c)]; }
-std::string_view CollectiveName(Collective c) { return kCollectiveNames[static_cast<int>(c)]; }
 std::string_view PhaseName(Phase p) { return kPhaseNames[static_cast<int>(p)]; }
 std::string_view GroupDimName(GroupDim d) { return kDimNames[static_cast<int>(d)]; }
 
@@ -35,16 +21,6 @@ std::optional<Category> ParseCategory(std::string_view s) {
   for (int i = 0; i < kNumCategories; ++i) {
     if (kCategoryNames[i] == s) return static_cast<Category>(i);
   }
-  return std::nullopt;
-}
-
-std::optional<Collective> ParseCollective(std::string_view s) {
-  if (s == kCollectiveNames[1]) return Collective::kAllReduce;  // the common case, fast
-  std::string c = Canonical(s);
-  for (int i = 1; i < kNumCollectives; ++i) {
-    if (Canonical(kCollectiveNames[i]) == c) return static_cast<Collective>(i);
-  }
-  if (c == "alltoallv") return Collective::kAllToAll;
   return std::nullopt;
 }
 

@@ -15,23 +15,18 @@
 #include <utility>
 #include <vector>
 
+#include "core/collective.h"
+
 namespace shardscope::trace {
 
 // What an op spends its time on. kOther: host work, memcpy, anything neither.
 enum class Category : uint8_t { kCompute = 0, kComm, kOther };
 inline constexpr int kNumCategories = 3;
 
-enum class Collective : uint8_t {
-  kNone = 0,
-  kAllReduce,
-  kAllGather,
-  kReduceScatter,
-  kAllToAll,  // all-to-all(v): bytes_per_peer holds the real split
-  kSend,
-  kRecv,
-  kBroadcast,
-};
-inline constexpr int kNumCollectives = 8;
+using ::shardscope::Collective;  // core/collective.h
+using ::shardscope::CollectiveName;
+using ::shardscope::kNumCollectives;
+using ::shardscope::ParseCollective;
 
 enum class Phase : uint8_t { kNone = 0, kPrefill, kDecode };
 inline constexpr int kNumPhases = 3;
@@ -47,11 +42,9 @@ enum class SpanKind : uint8_t { kPhase = 0, kStep };
 inline constexpr int32_t kSpanStream = 1000;
 
 std::string_view CategoryName(Category c);
-std::string_view CollectiveName(Collective c);  // "all_reduce", "send", "" for kNone
-std::string_view PhaseName(Phase p);            // "prefill", "decode", "" for kNone
-std::string_view GroupDimName(GroupDim d);      // "tp", …, "" for kNone
+std::string_view PhaseName(Phase p);        // "prefill", "decode", "" for kNone
+std::string_view GroupDimName(GroupDim d);  // "tp", …, "" for kNone
 std::optional<Category> ParseCategory(std::string_view s);
-std::optional<Collective> ParseCollective(std::string_view s);  // also "allreduce" etc.
 std::optional<Phase> ParsePhase(std::string_view s);
 std::optional<GroupDim> ParseGroupDim(std::string_view s);
 

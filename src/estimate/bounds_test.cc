@@ -1,4 +1,4 @@
-#include "plan/bounds.h"
+#include "estimate/bounds.h"
 
 #include <gtest/gtest.h>
 

@@ -1,28 +1,6 @@
-#include "program/op_event.h"
+#include "run/op_event.h"
 
 namespace shardscope {
-
-trace::Collective ToTraceCollective(Collective c) {
-  switch (c) {
-    case Collective::kAllReduce:
-      return trace::Collective::kAllReduce;
-    case Collective::kAllGather:
-      return trace::Collective::kAllGather;
-    case Collective::kReduceScatter:
-      return trace::Collective::kReduceScatter;
-    case Collective::kAllToAll:
-      return trace::Collective::kAllToAll;
-    case Collective::kSend:
-      return trace::Collective::kSend;
-    case Collective::kRecv:
-      return trace::Collective::kRecv;
-    case Collective::kBroadcast:
-      return trace::Collective::kBroadcast;
-    case Collective::kNone:
-      break;
-  }
-  return trace::Collective::kNone;
-}
 
 trace::GroupDim ToTraceDim(Dim d) {
   switch (d) {
@@ -80,7 +58,7 @@ void FillOpEvent(const Op& op, const Placement& placement, trace::OpEvent* e) {
     e->bytes = 0;
     return;
   }
-  e->collective = ToTraceCollective(op.collective);
+  e->collective = op.collective;
   e->kind = std::string(trace::CollectiveName(e->collective));
   e->dim = ToTraceDim(op.dim);
   e->seq = op.seq;

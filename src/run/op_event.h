@@ -2,8 +2,8 @@
 // simulator and the real executors describe the same op identically in their
 // traces. Time, phase, step, dtype and the bytes that really moved are the
 // caller's to set.
-#ifndef SHARDSCOPE_PROGRAM_OP_EVENT_H_
-#define SHARDSCOPE_PROGRAM_OP_EVENT_H_
+#ifndef SHARDSCOPE_RUN_OP_EVENT_H_
+#define SHARDSCOPE_RUN_OP_EVENT_H_
 
 #include "plan/placement.h"
 #include "program/op.h"
@@ -11,7 +11,6 @@
 
 namespace shardscope {
 
-trace::Collective ToTraceCollective(Collective c);
 trace::GroupDim ToTraceDim(Dim d);
 trace::Phase ToTracePhase(Phase p);
 
@@ -26,4 +25,4 @@ void FillOpEvent(const Op& op, const Placement& placement, trace::OpEvent* e);
 
 }  // namespace shardscope
 
-#endif  // SHARDSCOPE_PROGRAM_OP_EVENT_H_
+#endif  // SHARDSCOPE_RUN_OP_EVENT_H_

@@ -1,4 +1,4 @@
-#include "plan/plan_report.h"
+#include "report/plan_report.h"
 
 #include <algorithm>
 #include <map>
@@ -85,9 +85,9 @@ std::vector<KindTotals> ByKind(const RankProgram& rp) {
   std::vector<KindTotals> out;
   std::map<std::string, size_t> index;
   for (const Op& op : rp.ops) {
-    std::string kind = op.is_comm()
-                           ? fmt::format("{}.{}", CollectiveName(op.collective), DimName(op.dim))
-                           : std::string(OpKindName(op.kind));
+    std::string kind =
+        op.is_comm() ? fmt::format("{}.{}", CollectiveShortName(op.collective), DimName(op.dim))
+                     : std::string(OpKindName(op.kind));
     auto [it, inserted] = index.emplace(kind, out.size());
     if (inserted) out.push_back(KindTotals{kind});
     KindTotals& t = out[it->second];

@@ -1,16 +1,16 @@
 // What `shardscope plan` and `shardscope check` report for one experiment, as
 // structured data with text and JSON renderings. The command line only loads
 // the experiments and prints these.
-#ifndef SHARDSCOPE_PLAN_PLAN_REPORT_H_
-#define SHARDSCOPE_PLAN_PLAN_REPORT_H_
+#ifndef SHARDSCOPE_REPORT_PLAN_REPORT_H_
+#define SHARDSCOPE_REPORT_PLAN_REPORT_H_
 
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "config/experiment.h"
+#include "estimate/bounds.h"
 #include "model/params.h"
-#include "plan/bounds.h"
 #include "plan/memory.h"
 #include "plan/placement.h"
 #include "program/program.h"
@@ -58,4 +58,4 @@ nlohmann::json CheckReportJson(const CheckReport& report);
 
 }  // namespace shardscope
 
-#endif  // SHARDSCOPE_PLAN_PLAN_REPORT_H_
+#endif  // SHARDSCOPE_REPORT_PLAN_REPORT_H_

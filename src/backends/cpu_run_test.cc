@@ -2,15 +2,18 @@
 // the trace lands in the store with backend cpu, and a failing rank stops the
 // job naming the rank and the op, leaving no trace. Skipped when the
 // shardscope binary is not built beside this test.
-#include "runtime/cpu_run.h"
+#include "backends/cpu_run.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
-#include "config/experiment_loader.h"
+#include "plan/plan_loader.h"
+#include "plan/test_experiments.h"
+#include "runtime/hf_checkpoint_test_util.h"
 #include "trace/trace_reader.h"
 #include "trace/trace_store.h"
 
@@ -40,7 +43,7 @@ class CpuRunTest : public ::testing::Test {
                               "    parallelism: {strategy: tp2, tp_size: 2}\n"
                               "    batch_size: 2\n    sequence_length: 16\n"
                               "    tokens_to_generate: 3\n";
-    auto all = LoadExperiments(config_);
+    auto all = LoadValidExperiments(config_);
     ASSERT_TRUE(all.ok()) << all.status().message();
     experiment_ = all->front();
     options_.shardscope_binary = binary_;
@@ -107,6 +110,49 @@ TEST_F(CpuRunTest, AFailingRankStopsTheJobAndLeavesNoTrace) {
   auto stored = trace::TraceStore(options_.trace_root).List();
   ASSERT_TRUE(stored.ok());
   EXPECT_TRUE(stored->empty());
+}
+
+// `weights: {checkpoint: ...}` from the YAML, through mpirun and the worker's
+// reload of the experiment, on TP2: the tokens of the one-rank run from the
+// same checkpoint.
+TEST(CpuRunCheckpointTest, ExperimentCheckpointFieldRunsOnTwoRanks) {
+  const std::string binary = Binary();
+  if (!fs::exists(binary)) GTEST_SKIP() << "shardscope binary not built";
+  const fs::path dir =
+      fs::path(::testing::TempDir()) / ("cpu_run_ckpt_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string config = (dir / "experiments.yaml").string();
+  std::ofstream(config) << "experiments:\n"
+                           "  - name: ckpt_tp2\n    model: tiny-dense\n    hardware: h100-sxm\n"
+                           "    backend: cpu\n    seed: 3\n    weights: {checkpoint: ckpt}\n"
+                           "    parallelism: {tp_size: 2}\n    batch_size: 2\n"
+                           "    sequence_length: 8\n    tokens_to_generate: 3\n";
+  Experiment single = shardscope::testing::ZooExperiment("tiny-dense", "h100-sxm", {}, 2, 8, 3);
+  ASSERT_TRUE(testing::WriteSeededCheckpoint(single, 11, (dir / "ckpt").string(),
+                                             SafetensorsDtype::kBF16, 1)
+                  .ok());
+  auto all = LoadValidExperiments(config);
+  ASSERT_TRUE(all.ok()) << all.status().message();
+  const Experiment& e = all->front();
+  EXPECT_EQ(e.workload.checkpoint, (dir / "ckpt").string());
+  single.workload.seed = 3;
+  single.workload.checkpoint = e.workload.checkpoint;
+  std::map<int64_t, std::vector<int32_t>> want, seeded;
+  for (const SampleRecord& s : testing::RunSingle(single)) want[s.request].push_back(s.token);
+  single.workload.checkpoint.clear();
+  for (const SampleRecord& s : testing::RunSingle(single)) seeded[s.request].push_back(s.token);
+  ASSERT_NE(want, seeded) << "the check cannot tell checkpoint from seeded weights";
+  CpuRunOptions o;
+  o.shardscope_binary = binary;
+  o.write_trace = false;
+  o.warmup_iterations = 0;
+  o.measured_iterations = 1;
+  auto r = RunCpuExperiment(e, o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->tokens.size(), 2u);
+  for (int64_t q = 0; q < 2; ++q) EXPECT_EQ(r->tokens[q], want[q]) << "request " << q;
+  fs::remove_all(dir);
 }
 
 }  // namespace

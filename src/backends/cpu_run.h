@@ -7,8 +7,8 @@
 // naming the rank and the op; the trace is written only after every rank
 // succeeded, so a failed or interrupted run leaves nothing in the store.
 // docs/runtime.md, "Faults" and "Launch".
-#ifndef SHARDSCOPE_RUNTIME_CPU_RUN_H_
-#define SHARDSCOPE_RUNTIME_CPU_RUN_H_
+#ifndef SHARDSCOPE_BACKENDS_CPU_RUN_H_
+#define SHARDSCOPE_BACKENDS_CPU_RUN_H_
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -76,4 +76,4 @@ StatusOr<CpuRunResult> CpuRunResultFromJson(const nlohmann::json& j);
 
 }  // namespace shardscope::runtime
 
-#endif  // SHARDSCOPE_RUNTIME_CPU_RUN_H_
+#endif  // SHARDSCOPE_BACKENDS_CPU_RUN_H_

@@ -8,8 +8,8 @@
 // A rank cannot finish a phase before the largest of these (perfect overlap
 // assumed), so the phase's bound is the maximum over ranks. docs/bounds.md has
 // the derivations.
-#ifndef SHARDSCOPE_PLAN_BOUNDS_H_
-#define SHARDSCOPE_PLAN_BOUNDS_H_
+#ifndef SHARDSCOPE_ESTIMATE_BOUNDS_H_
+#define SHARDSCOPE_ESTIMATE_BOUNDS_H_
 
 #include <string>
 #include <vector>
@@ -68,4 +68,4 @@ std::vector<ClaimCheck> CheckClaims(const Experiment& experiment, const Bounds& 
 
 }  // namespace shardscope
 
-#endif  // SHARDSCOPE_PLAN_BOUNDS_H_
+#endif  // SHARDSCOPE_ESTIMATE_BOUNDS_H_

@@ -1,4 +1,4 @@
-#include "plan/bounds.h"
+#include "estimate/bounds.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "runtime/cpu_run.h"
+#include "backends/cpu_run.h"
 
 #include <cblas.h>
 #include <fcntl.h>
@@ -371,40 +371,6 @@ struct TempFiles {
 };
 
 }  // namespace
-
-std::string ExperimentDigest(const Experiment& experiment) {
-  uint64_t h = 14695981039346656037ull;  // FNV-1a, 64 bits
-  for (unsigned char c : ExperimentToJson(experiment).dump()) {
-    h = (h ^ c) * 1099511628211ull;
-  }
-  return fmt::format("{:016x}", h);
-}
-
-json CpuRunResultToJson(const CpuRunResult& r) {
-  return {{"ranks", r.ranks},
-          {"trace_path", r.trace_path},
-          {"metadata_path", r.metadata_path},
-          {"generation_seconds", r.generation_seconds},
-          {"ttft_seconds", r.ttft_seconds},
-          {"tpot_seconds", r.tpot_seconds},
-          {"tokens", r.tokens}};
-}
-
-StatusOr<CpuRunResult> CpuRunResultFromJson(const json& j) {
-  CpuRunResult r;
-  try {
-    r.ranks = j.at("ranks");
-    r.trace_path = j.at("trace_path");
-    r.metadata_path = j.at("metadata_path");
-    r.generation_seconds = j.at("generation_seconds").get<std::vector<double>>();
-    r.ttft_seconds = j.at("ttft_seconds");
-    r.tpot_seconds = j.at("tpot_seconds");
-    r.tokens = j.at("tokens").get<std::vector<std::vector<int32_t>>>();
-  } catch (const std::exception& e) {
-    return DataLoss("cpu run result: {}", e.what());
-  }
-  return r;
-}
 
 StatusOr<CpuRunResult> RunCpuWorker(const Experiment& experiment, const CpuRunOptions& options) {
   ASSIGN_OR_RETURN(auto session, MpiSession::Init(nullptr, nullptr));
