@@ -229,6 +229,33 @@ TEST(CliTest, UnreadableMalformedAndUnknownExperiment) {
   EXPECT_EQ(no_flag.exit_code, 2);
 }
 
+TEST(CliTest, SelectionSkipsBrokenNeighboursAndInvalidPointsCanBeSkipped) {
+  fs::path cfg = WriteConfig("selection.yaml", R"(
+experiments:
+  - {name: broken, model: no-such-model, hardware: h100-sxm, batch_size: 1, sequence_length: 8}
+  - name: s
+    model: llama-3.1-8b
+    hardware: h100-sxm
+    parallelism: {tp_size: [3, 4, 5]}
+    batch_size: 1
+    sequence_length: 8
+)");
+  // The broken entry is not resolved when another is asked for.
+  Result one = RunCli("plan --json --config " + cfg.string() + " --experiment s_tp4");
+  EXPECT_EQ(one.exit_code, 0) << one.err;
+  // Every invalid point is named in one error, and nothing is printed.
+  Result all = RunCli("check --config " + cfg.string() + " --experiment s");
+  EXPECT_EQ(all.exit_code, 2);
+  EXPECT_EQ(all.out, "");
+  EXPECT_NE(all.err.find("2 of 3 experiments are invalid:"), std::string::npos) << all.err;
+  // --skip-invalid goes on with the valid point and warns once per skipped one.
+  Result skip = RunCli("check --json --skip-invalid --config " + cfg.string() + " --experiment s");
+  EXPECT_EQ(skip.exit_code, 0) << skip.err;
+  EXPECT_EQ(nlohmann::json::parse(skip.out).size(), 1u);
+  EXPECT_EQ(std::count(skip.err.begin(), skip.err.end(), '\n'), 2) << skip.err;
+  EXPECT_NE(skip.err.find("shardscope: skipped: "), std::string::npos) << skip.err;
+}
+
 // A two-rank trace with foreign-style step annotations (no phase), as importers write them.
 const char kStepTrace[] = R"({"traceEvents":[
 {"ph":"X","pid":0,"tid":0,"ts":0,"dur":1,"name":"gemm","cat":"compute","args":{"flops":156000000}},

@@ -1,15 +1,14 @@
 #include <iostream>
 
 #include "cli/cli.h"
-#include "plan/plan_loader.h"
+#include "cli/experiments_arg.h"
 #include "report/plan_report.h"
 
 namespace shardscope::cli {
 namespace {
 
 struct CheckOptions {
-  std::string config;
-  std::string experiment;
+  ExperimentsArg experiments;
   bool json = false;
   bool strict = false;
 };
@@ -18,9 +17,7 @@ struct CheckOptions {
 constexpr int kExitClaimsFail = 3;
 
 int RunCheck(const CheckOptions& o) {
-  auto all = LoadValidExperiments(o.config);
-  if (!all.ok()) return ReportError(all.status());
-  auto selected = SelectExperiments(std::move(*all), o.experiment, o.config);
+  auto selected = LoadSelectedExperiments(o.experiments);
   if (!selected.ok()) return ReportError(selected.status());
   std::vector<CheckReport> reports;
   for (const Experiment& e : *selected) {
@@ -48,8 +45,9 @@ void AddCheckCommand(CLI::App& app, int* exit_code) {
   auto opts = std::make_shared<CheckOptions>();
   auto* cmd = app.add_subcommand(
       "check", "Memory fit, physical bounds on TTFT/TPOT/throughput, and each claim's verdict");
-  cmd->add_option("--config", opts->config, "experiments YAML file")->required();
-  cmd->add_option("--experiment", opts->experiment, "only this experiment (or sweep)");
+  cmd->add_option("--config", opts->experiments.config, "experiments YAML file")->required();
+  cmd->add_option("--experiment", opts->experiments.experiment, "only this experiment (or sweep)");
+  AddSkipInvalidFlag(cmd, &opts->experiments);
   cmd->add_flag("--json", opts->json, "print JSON instead of text");
   cmd->add_flag("--strict", opts->strict,
                 "exit with 3 when a claim is impossible or a plan does not fit in memory");

@@ -1,23 +1,20 @@
 #include <iostream>
 
 #include "cli/cli.h"
-#include "plan/plan_loader.h"
+#include "cli/experiments_arg.h"
 #include "report/plan_report.h"
 
 namespace shardscope::cli {
 namespace {
 
 struct PlanOptions {
-  std::string config;
-  std::string experiment;
+  ExperimentsArg experiments;
   bool json = false;
 };
 
 // Builds every report before printing, so a failure prints nothing.
 int RunPlan(const PlanOptions& o) {
-  auto all = LoadValidExperiments(o.config);
-  if (!all.ok()) return ReportError(all.status());
-  auto selected = SelectExperiments(std::move(*all), o.experiment, o.config);
+  auto selected = LoadSelectedExperiments(o.experiments);
   if (!selected.ok()) return ReportError(selected.status());
   std::vector<PlanReport> reports;
   for (const Experiment& e : *selected) {
@@ -43,8 +40,9 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
   auto opts = std::make_shared<PlanOptions>();
   auto* cmd = app.add_subcommand(
       "plan", "Placement, groups, memory per rank, op counts, FLOPs, bytes and traffic per phase");
-  cmd->add_option("--config", opts->config, "experiments YAML file")->required();
-  cmd->add_option("--experiment", opts->experiment, "only this experiment (or sweep)");
+  cmd->add_option("--config", opts->experiments.config, "experiments YAML file")->required();
+  cmd->add_option("--experiment", opts->experiments.experiment, "only this experiment (or sweep)");
+  AddSkipInvalidFlag(cmd, &opts->experiments);
   cmd->add_flag("--json", opts->json, "print JSON instead of text");
   cmd->callback([opts, exit_code] { *exit_code = RunPlan(*opts); });
 }

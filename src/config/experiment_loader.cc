@@ -1,6 +1,7 @@
 #include "config/experiment_loader.h"
 
 #include <filesystem>
+#include <functional>
 #include <set>
 
 #include "cluster/cluster_yaml.h"
@@ -321,35 +322,90 @@ StatusOr<Experiment> ReadExperiment(const YAML::Node& node, const YamlContext& c
   return e;
 }
 
-// One experiment node → one node per combination of swept values, with names.
-StatusOr<std::vector<std::pair<std::string, YAML::Node>>> ExpandSweeps(const YAML::Node& node,
-                                                                       const std::string& name,
-                                                                       const YamlContext& ctx) {
-  std::vector<std::pair<std::string, YAML::Node>> out = {{name, YAML::Clone(node)}};
+// One swept field of an experiment and its values.
+struct SweepAxis {
+  const SweepField* field;
+  YAML::Node values;
+};
+
+// An experiment node's sweep: its axes in kSweepFields order and the node with
+// the swept lists removed, so that each point clones only scalars (cloning the
+// lists into every point made expansion quadratic in memory).
+struct Sweep {
+  YAML::Node base;
+  std::vector<SweepAxis> axes;
+  int64_t points = 1;
+};
+
+StatusOr<Sweep> ReadSweep(const YAML::Node& node, const YamlContext& ctx, int64_t max_points) {
+  Sweep sweep;
+  sweep.base = YAML::Clone(node);
   for (const SweepField& f : kSweepFields) {
     YAML::Node holder = *f.section ? node[f.section] : node;
     // (IsDefined first: yaml-cpp throws on type queries of missing nodes.)
     if (!holder.IsDefined() || !holder.IsMap()) continue;
     if (!holder[f.key].IsDefined() || !holder[f.key].IsSequence()) continue;
     YAML::Node values = holder[f.key];
-    if (values.size() == 0) {
-      return (*f.section ? ctx.Child(f.section) : ctx).Child(f.key).Error("sweep list is empty");
-    }
-    std::vector<std::pair<std::string, YAML::Node>> next;
-    for (auto& [n, base] : out) {
-      for (size_t i = 0; i < values.size(); ++i) {
-        YAML::Node copy = YAML::Clone(base);
-        if (*f.section) {
-          copy[f.section][f.key] = values[i];
-        } else {
-          copy[f.key] = values[i];
-        }
-        next.emplace_back(fmt::format("{}_{}{}", n, f.tag, values[i].Scalar()), copy);
+    YamlContext fctx = (*f.section ? ctx.Child(f.section) : ctx).Child(f.key);
+    if (values.size() == 0) return fctx.Error("sweep list is empty");
+    std::set<std::string> seen;
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (!values[i].IsScalar()) return fctx.Index(i).Error("expected a number in the sweep list");
+      if (!seen.insert(values[i].Scalar()).second) {
+        return fctx.Error(fmt::format("sweep lists {} more than once", values[i].Scalar()));
       }
     }
-    out = std::move(next);
+    const int64_t n = static_cast<int64_t>(values.size());
+    if (sweep.points > max_points / n) {  // also keeps the product from overflowing
+      return ctx.Error(fmt::format(
+          "the sweep expands to more than {} experiments (the limit); split it into several",
+          max_points));
+    }
+    sweep.points *= n;
+    if (*f.section) {
+      sweep.base[f.section].remove(f.key);
+    } else {
+      sweep.base.remove(f.key);
+    }
+    sweep.axes.push_back({&f, values});
   }
-  return out;
+  return sweep;
+}
+
+// The node of one point: the base with each axis set to its indexed value.
+YAML::Node SweepPointNode(const Sweep& sweep, const std::vector<size_t>& index) {
+  YAML::Node copy = YAML::Clone(sweep.base);
+  for (size_t a = 0; a < sweep.axes.size(); ++a) {
+    const SweepField& f = *sweep.axes[a].field;
+    YAML::Node value = sweep.axes[a].values[index[a]];
+    if (*f.section) {
+      copy[f.section][f.key] = value;
+    } else {
+      copy[f.key] = value;
+    }
+  }
+  return copy;
+}
+
+// Calls `fn(point name, index)` for every point of the sweep, the last axis
+// varying fastest; names are "<name>_<tag><value>…" in kSweepFields order.
+Status ForEachSweepPoint(
+    const Sweep& sweep, const std::string& name,
+    const std::function<Status(const std::string&, const std::vector<size_t>&)>& fn) {
+  std::vector<size_t> index(sweep.axes.size(), 0);
+  for (int64_t p = 0; p < sweep.points; ++p) {
+    std::string point_name = name;
+    for (size_t a = 0; a < sweep.axes.size(); ++a) {
+      point_name +=
+          fmt::format("_{}{}", sweep.axes[a].field->tag, sweep.axes[a].values[index[a]].Scalar());
+    }
+    RETURN_IF_ERROR(fn(point_name, index));
+    for (size_t a = sweep.axes.size(); a-- > 0;) {
+      if (++index[a] < sweep.axes[a].values.size()) break;
+      index[a] = 0;
+    }
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -372,6 +428,7 @@ StatusOr<std::vector<Experiment>> ExperimentsFromYaml(const YAML::Node& root,
   const std::string hardware_dir = ZooDir(options, path, "hardware");
   std::vector<Experiment> out;
   std::set<std::string> names;
+  std::vector<std::string> sweep_names;  // each entry's name, for messages
   for (size_t i = 0; i < list.size(); ++i) {
     YamlContext ictx = file_ctx.Child("experiments").Index(i);
     if (!list[i].IsMap()) return ictx.Error("expected a map describing an experiment");
@@ -384,16 +441,26 @@ StatusOr<std::vector<Experiment>> ExperimentsFromYaml(const YAML::Node& root,
     YAML::Node merged =
         MergeYaml(defaults.IsDefined() && defaults.IsMap() ? defaults : YAML::Node(), list[i]);
     YamlContext ctx{path, name, ""};
-    ASSIGN_OR_RETURN(auto expanded, ExpandSweeps(merged, name, ctx));
-    for (auto& [exp_name, node] : expanded) {
-      YamlContext ectx{path, exp_name, ""};
-      ASSIGN_OR_RETURN(Experiment e, ReadExperiment(node, ectx, path, models_dir, hardware_dir));
-      e.sweep_name = name;
-      if (!names.insert(exp_name).second) {
-        return ctx.Child("name").Error(fmt::format("duplicate experiment name '{}'", exp_name));
-      }
-      out.push_back(std::move(e));
-    }
+    ASSIGN_OR_RETURN(Sweep sweep, ReadSweep(merged, ctx, options.max_experiments));
+    sweep_names.push_back(name);
+    const bool whole = options.only.empty() || options.only == name;
+    RETURN_IF_ERROR(ForEachSweepPoint(
+        sweep, name, [&](const std::string& exp_name, const std::vector<size_t>& index) -> Status {
+          if (!names.insert(exp_name).second) {
+            return ctx.Child("name").Error(fmt::format("duplicate experiment name '{}'", exp_name));
+          }
+          if (!whole && options.only != exp_name) return Status::Ok();
+          YamlContext ectx{path, exp_name, ""};
+          ASSIGN_OR_RETURN(Experiment e, ReadExperiment(SweepPointNode(sweep, index), ectx, path,
+                                                        models_dir, hardware_dir));
+          e.sweep_name = name;
+          out.push_back(std::move(e));
+          return Status::Ok();
+        }));
+  }
+  if (out.empty() && !options.only.empty()) {
+    return NotFound("{}: no experiment named '{}' (experiments: {})", path, options.only,
+                    fmt::join(sweep_names, ", "));
   }
   return out;
 }

@@ -8,6 +8,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,11 @@ struct LoaderOptions {
   // they exist, else the source tree's configs/.
   std::string models_dir;
   std::string hardware_dir;
+  // Read only this experiment or sweep (by name); "" reads all. Other entries
+  // are still checked for names and sweep shape, not resolved.
+  std::string only;
+  // A sweep that would expand to more experiments than this is an error.
+  int64_t max_experiments = 10000;
 };
 
 // Loads every experiment of the file (after sweep expansion).

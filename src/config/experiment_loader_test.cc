@@ -73,6 +73,78 @@ experiments:
   EXPECT_NE(none.status().message().find("experiments: moe"), std::string::npos);
 }
 
+StatusOr<std::vector<Experiment>> LoadWith(const std::string& text, const LoaderOptions& o) {
+  auto node = ParseYaml(text, "exp.yaml");
+  if (!node.ok()) return node.status();
+  return ExperimentsFromYaml(*node, "exp.yaml", o);
+}
+
+// A sweep of `n` sequence lengths 1..n (and two batch sizes).
+std::string BigSweep(int n) {
+  std::string text =
+      "experiments:\n  - name: big\n    model: llama-3.1-8b\n"
+      "    hardware: h100-sxm\n    parallelism: {tp_size: 1}\n"
+      "    batch_size: [1, 2]\n    sequence_length: [";
+  for (int i = 1; i <= n; ++i) text += (i > 1 ? ", " : "") + std::to_string(i);
+  return text + "]\n";
+}
+
+TEST(ExperimentLoaderTest, OnlyReadsTheNamedPointOrSweep) {
+  LoaderOptions o;
+  o.only = "big_b2_seq700";
+  auto one = LoadWith(BigSweep(2000), o);  // 4,000 points; one is read
+  ASSERT_TRUE(one.ok()) << one.status().message();
+  ASSERT_EQ(one->size(), 1u);
+  EXPECT_EQ((*one)[0].workload.batch_size, 2);
+  EXPECT_EQ((*one)[0].workload.sequence_length, 700);
+  EXPECT_EQ((*one)[0].sweep_name, "big");
+  o.only = "big";
+  auto all = LoadWith(BigSweep(3), o);
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->size(), 6u);
+  o.only = "nope";
+  auto none = LoadWith(BigSweep(3), o);
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().message(), "exp.yaml: no experiment named 'nope' (experiments: big)");
+}
+
+TEST(ExperimentLoaderTest, SweepLimitIsCheckedBeforeExpanding) {
+  // 2 × 6,000 points: refused before expanding, naming the experiment (was std::bad_alloc).
+  std::string text =
+      "experiments:\n  - name: huge\n    model: llama-3.1-8b\n"
+      "    hardware: h100-sxm\n    parallelism: {tp_size: 1}\n"
+      "    batch_size: [1, 2]\n    sequence_length: [";
+  for (int i = 1; i <= 6000; ++i) text += (i > 1 ? "," : "") + std::to_string(i);
+  text += "]\n";
+  auto exps = Load(text);
+  ASSERT_FALSE(exps.ok());
+  EXPECT_EQ(exps.status().message(),
+            "exp.yaml: experiment 'huge': the sweep expands to more than 10000 experiments (the "
+            "limit); split it into several");
+  LoaderOptions o;
+  o.max_experiments = 5;
+  EXPECT_FALSE(LoadWith(BigSweep(3), o).ok());
+  o.max_experiments = 6;
+  EXPECT_TRUE(LoadWith(BigSweep(3), o).ok());
+}
+
+TEST(ExperimentLoaderTest, SweepRejectsRepeatedAndNonScalarValues) {
+  auto repeated = Load(R"(
+experiments:
+  - {name: r, model: llama-3.1-8b, hardware: h100-sxm, batch_size: 1, sequence_length: [8, 16, 8]}
+)");
+  ASSERT_FALSE(repeated.ok());
+  EXPECT_EQ(repeated.status().message(),
+            "exp.yaml: experiment 'r': field 'sequence_length': sweep lists 8 more than once");
+  auto nested = Load(R"(
+experiments:
+  - {name: n, model: llama-3.1-8b, hardware: h100-sxm, batch_size: [1, [2]], sequence_length: 8}
+)");
+  ASSERT_FALSE(nested.ok());
+  EXPECT_NE(nested.status().message().find("batch_size[1]"), std::string::npos)
+      << nested.status().message();
+}
+
 TEST(ExperimentLoaderTest, StrategyNamesAndLayerwise) {
   auto exps = Load(R"(
 experiments:

@@ -13,18 +13,23 @@
 
 namespace shardscope {
 
-// Validates every experiment's plan; the first problem names the file, the
-// experiment and the field.
+// Validates every experiment's plan. Each problem names the file, the
+// experiment and the field; with several, the error lists them all
+// ("3 of 12 experiments are invalid:" and one line each).
 Status ValidateExperiments(const std::vector<Experiment>& experiments);
 
-// LoadExperiments, then ValidateExperiments.
+// LoadExperiments, then validation. With `skipped`, invalid experiments are
+// left out and their problems appended there (an error only when none is
+// valid); without, any invalid experiment is an error listing all of them.
 StatusOr<std::vector<Experiment>> LoadValidExperiments(const std::string& path,
-                                                       const LoaderOptions& options = {});
+                                                       const LoaderOptions& options = {},
+                                                       std::vector<Status>* skipped = nullptr);
 
-// ExperimentsFromYaml, then ValidateExperiments.
+// ExperimentsFromYaml, then validation as above.
 StatusOr<std::vector<Experiment>> ValidExperimentsFromYaml(const YAML::Node& root,
                                                            const std::string& path,
-                                                           const LoaderOptions& options = {});
+                                                           const LoaderOptions& options = {},
+                                                           std::vector<Status>* skipped = nullptr);
 
 }  // namespace shardscope
 

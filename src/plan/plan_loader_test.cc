@@ -66,6 +66,37 @@ TEST(PlanLoaderTest, InvalidPlansNameFileExperimentAndField) {
   }
 }
 
+constexpr char kTwoBad[] = R"(
+experiments:
+  - name: s
+    model: llama-3.1-8b
+    hardware: h100-sxm
+    parallelism: {tp_size: [3, 4, 5]}
+    batch_size: 1
+    sequence_length: 8
+)";
+
+TEST(PlanLoaderTest, EveryInvalidPointIsNamedAtOnce) {
+  auto exps = Load(kTwoBad);
+  ASSERT_FALSE(exps.ok());
+  const std::string& msg = exps.status().message();
+  EXPECT_EQ(msg.rfind("2 of 3 experiments are invalid:\n  exp.yaml: experiment 's_tp3': ", 0), 0u)
+      << msg;
+  EXPECT_NE(msg.find("\n  exp.yaml: experiment 's_tp5': "), std::string::npos) << msg;
+}
+
+TEST(PlanLoaderTest, InvalidPointsCanBeSkipped) {
+  auto node = ParseYaml(kTwoBad, "exp.yaml");
+  ASSERT_TRUE(node.ok());
+  std::vector<Status> skipped;
+  auto exps = ValidExperimentsFromYaml(*node, "exp.yaml", {}, &skipped);
+  ASSERT_TRUE(exps.ok()) << exps.status().message();
+  ASSERT_EQ(exps->size(), 1u);
+  EXPECT_EQ((*exps)[0].name, "s_tp4");
+  ASSERT_EQ(skipped.size(), 2u);
+  EXPECT_NE(skipped[1].message().find("'s_tp5'"), std::string::npos);
+}
+
 TEST(PlanLoaderTest, ValidPlansLoad) {
   auto exps = Load(R"(
 experiments:
