@@ -1,6 +1,7 @@
 // Communication: op counts and summed durations, traffic volume (by collective and
 // dimension), the rank × rank traffic matrix, bandwidth (algbw, busbw, utilisation) per
 // group, per collective and for the run, traffic intervals and synchronisation wait per group.
+// AddCommMetrics emits them in that order, one helper per part.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -49,11 +50,26 @@ std::optional<double> LinkPeak(const RunInfo& info, const GroupInfo& group, std:
   return info.scale_out_bandwidth;
 }
 
-}  // namespace
+// Foreign traces may not say what a comm op moved or between whom: then no partial
+// traffic sums are reported, and this says why.
+struct Sizing {
+  bool unsized = false;
+  std::string reason;
+};
 
-void AddCommMetrics(const Context& ctx, const SyncResult& sync, MetricSet* out) {
-  const RunData& data = *ctx.data;
-  // Counts, summed op durations and traffic volume.
+Sizing SizingOf(const RunData& data) {
+  Sizing s;
+  s.unsized = data.comm_ops_without_bytes > 0 || data.comm_ops_without_group > 0;
+  s.reason = fmt::format(
+      "{} comm op(s) without a message size, {} without a group or known collective (the trace "
+      "does not say)",
+      data.comm_ops_without_bytes, data.comm_ops_without_group);
+  return s;
+}
+
+// Comm op counts and summed op durations: per rank and in total, per collective and per
+// dimension. Returns the number of comm ops over all ranks.
+int64_t AddOpCounts(const RunData& data, MetricSet* out) {
   int64_t comm_ops = 0;
   std::array<int64_t, trace::kNumCollectives> ops_by_collective{};
   std::array<double, trace::kNumCollectives> time_by_collective{};  // Σ op durations (s)
@@ -95,16 +111,15 @@ void AddCommMetrics(const Context& ctx, const SyncResult& sync, MetricSet* out) 
     out->Add("comm_op_time", fmt::format("dim {}", name.empty() ? "none" : name), time_by_dim[d],
              "s", "sum over ranks");
   }
-  // Foreign traces may not say what a comm op moved or between whom: no partial sums then.
-  const bool unsized = data.comm_ops_without_bytes > 0 || data.comm_ops_without_group > 0;
-  const std::string unsized_reason = fmt::format(
-      "{} comm op(s) without a message size, {} without a group or known collective (the trace "
-      "does not say)",
-      data.comm_ops_without_bytes, data.comm_ops_without_group);
+  return comm_ops;
+}
+
+// Wire traffic and payload bytes: in total, per collective and per dimension.
+void AddTrafficVolume(const RunData& data, int64_t comm_ops, const Sizing& sizing, MetricSet* out) {
   double total = 0;
   for (double b : data.traffic_by_collective) total += b;
-  if (unsized) {
-    out->AddUnavailable("traffic_bytes", "", "B", unsized_reason);
+  if (sizing.unsized) {
+    out->AddUnavailable("traffic_bytes", "", "B", sizing.reason);
   } else {
     out->Add("traffic_bytes", "", total, "B", "sum over ranks of bytes sent on the wire");
   }
@@ -113,13 +128,14 @@ void AddCommMetrics(const Context& ctx, const SyncResult& sync, MetricSet* out) 
   if (comm_ops > 0 && payload <= 0) {
     out->AddUnavailable("payload_bytes", "", "B", "the trace's comm ops carry no args.bytes");
   } else if (data.comm_ops_without_bytes > 0) {
-    out->AddUnavailable("payload_bytes", "", "B", unsized_reason);
+    out->AddUnavailable("payload_bytes", "", "B", sizing.reason);
   } else {
     out->Add("payload_bytes", "", payload, "B", "sum over ranks and comm ops of args.bytes");
   }
   for (int c = 1; c < trace::kNumCollectives; ++c) {
     std::string scope = fmt::format("collective {}", trace::CollectiveName(Collective(c)));
-    if (!unsized && (data.payload_by_collective[c] > 0 || data.traffic_by_collective[c] > 0)) {
+    if (!sizing.unsized &&
+        (data.payload_by_collective[c] > 0 || data.traffic_by_collective[c] > 0)) {
       out->Add("traffic_bytes", scope, data.traffic_by_collective[c], "B", "sum over ranks");
       out->Add("payload_bytes", scope, data.payload_by_collective[c], "B", "sum over ranks");
     }
@@ -127,7 +143,7 @@ void AddCommMetrics(const Context& ctx, const SyncResult& sync, MetricSet* out) 
   for (int d = 0; d < trace::kNumGroupDims; ++d) {
     std::string_view name = trace::GroupDimName(GroupDim(d));
     std::string scope = fmt::format("dim {}", name.empty() ? "none" : name);
-    if (!unsized && (data.payload_by_dim[d] > 0 || data.traffic_by_dim[d] > 0)) {
+    if (!sizing.unsized && (data.payload_by_dim[d] > 0 || data.traffic_by_dim[d] > 0)) {
       out->Add("traffic_bytes", scope, data.traffic_by_dim[d], "B", "sum over ranks");
       out->Add("payload_bytes", scope, data.payload_by_dim[d], "B", "sum over ranks");
     }
@@ -136,11 +152,14 @@ void AddCommMetrics(const Context& ctx, const SyncResult& sync, MetricSet* out) 
     out->Add("comm_ops_outside_group", "", static_cast<double>(data.comm_ops_outside_group),
              "count", "collectives whose rank is not in args.group: no traffic counted");
   }
-  // Traffic matrix and its row sums.
+}
+
+// The rank × rank traffic matrix and its row sums (bytes sent per rank).
+void AddTrafficMatrix(const RunData& data, const Sizing& sizing, MetricSet* out) {
   std::map<std::pair<uint32_t, uint32_t>, double> matrix;
   for (const auto& [key, bytes] : data.traffic) matrix[{key >> 32, key & 0xffffffffu}] = bytes;
-  if (unsized) {
-    out->AddUnavailable("traffic_matrix", "", "B", unsized_reason);
+  if (sizing.unsized) {
+    out->AddUnavailable("traffic_matrix", "", "B", sizing.reason);
     matrix.clear();
   }
   for (const auto& [ij, bytes] : matrix) {
@@ -148,59 +167,71 @@ void AddCommMetrics(const Context& ctx, const SyncResult& sync, MetricSet* out) 
   }
   for (const auto& [rank, rd] : data.ranks) {
     if (rd.comm_ops_without_bytes > 0 || rd.comm_ops_without_group > 0) {
-      out->AddUnavailable("bytes_sent", RankScope(rank), "B", unsized_reason);
+      out->AddUnavailable("bytes_sent", RankScope(rank), "B", sizing.reason);
     } else {
       out->Add("bytes_sent", RankScope(rank), rd.bytes_sent, "B");
     }
   }
-  // Bandwidth per (group, collective), and per collective over all groups. Utilisation over
-  // several groups is Σ bus bytes / Σ (duration × peak of the links each group spans).
+}
+
+// Bus bytes and link-peak-seconds summed over groups: utilisation over several groups is
+// Σ bus bytes / Σ (duration × peak of the links each group spans).
+struct UtilSums {
+  double bus_bytes = 0, peak_seconds = 0;
+  std::string missing;  // why some group has no peak
+};
+
+// What the per-group pass sums for the per-collective and run-wide figures.
+struct BandwidthRollup {
   std::map<Collective, BandwidthSums> by_collective;
-  struct UtilSums {
-    double bus_bytes = 0, peak_seconds = 0;
-    std::string missing;  // why some group has no peak
-  };
   std::map<Collective, UtilSums> util_by_collective;
   UtilSums util_all;
-  for (const auto& [key, bw] : data.bandwidth) {
-    const GroupInfo& group = data.groups[key.first];
-    std::string scope = fmt::format("{} {}", GroupScope(group), trace::CollectiveName(key.second));
-    out->Add("comm_ops", scope, static_cast<double>(bw.ops), "count");
-    BandwidthSums& c = by_collective[key.second];
-    c.ops += bw.ops;
-    c.bytes += bw.bytes;
-    c.bus_bytes += bw.bus_bytes;
-    c.seconds += bw.seconds;
-    if (bw.seconds <= 0 || bw.bytes <= 0) {
-      out->AddUnavailable("busbw", scope, "B/s", "zero bytes or zero duration");
-      continue;
-    }
-    double busbw = bw.bus_bytes / bw.seconds;
-    out->Add("algbw", scope, bw.bytes / bw.seconds, "B/s", "Σ bytes / Σ duration over its ops");
-    out->Add("busbw", scope, busbw, "B/s", "Σ bytes × bus factor / Σ duration over its ops");
-    std::vector<double> per_op(bw.busbw.begin(), bw.busbw.end());
-    Summary s = Summarize(&per_op);
-    if (s.count > 0) {
-      out->Add("busbw.min", scope, s.min, "B/s", "over its ops");
-      out->Add("busbw.p50", scope, s.p50, "B/s", "over its ops");
-      out->Add("busbw.max", scope, s.max, "B/s", "over its ops");
-    }
-    std::string reason;
-    UtilSums& u = util_by_collective[key.second];
-    if (auto peak = LinkPeak(ctx.info, group, &reason)) {
-      out->Add("busbw_util", scope, busbw / *peak, "ratio", "busbw / peak of the links spanned");
-      for (UtilSums* x : {&u, &util_all}) {
-        x->bus_bytes += bw.bus_bytes;
-        x->peak_seconds += bw.seconds * *peak;
-      }
-    } else {
-      out->AddUnavailable("busbw_util", scope, "ratio", reason);
-      u.missing = reason;
-      util_all.missing = reason;
-    }
+};
+
+// Bandwidth of one (group, collective): ops, algbw, busbw and its spread over ops,
+// utilisation of the links spanned; adds its sums to `rollup`.
+void AddGroupBandwidth(const Context& ctx, const GroupInfo& group, Collective coll,
+                       const BandwidthSums& bw, BandwidthRollup* rollup, MetricSet* out) {
+  std::string scope = fmt::format("{} {}", GroupScope(group), trace::CollectiveName(coll));
+  out->Add("comm_ops", scope, static_cast<double>(bw.ops), "count");
+  BandwidthSums& c = rollup->by_collective[coll];
+  c.ops += bw.ops;
+  c.bytes += bw.bytes;
+  c.bus_bytes += bw.bus_bytes;
+  c.seconds += bw.seconds;
+  if (bw.seconds <= 0 || bw.bytes <= 0) {
+    out->AddUnavailable("busbw", scope, "B/s", "zero bytes or zero duration");
+    return;
   }
+  double busbw = bw.bus_bytes / bw.seconds;
+  out->Add("algbw", scope, bw.bytes / bw.seconds, "B/s", "Σ bytes / Σ duration over its ops");
+  out->Add("busbw", scope, busbw, "B/s", "Σ bytes × bus factor / Σ duration over its ops");
+  std::vector<double> per_op(bw.busbw.begin(), bw.busbw.end());
+  Summary s = Summarize(&per_op);
+  if (s.count > 0) {
+    out->Add("busbw.min", scope, s.min, "B/s", "over its ops");
+    out->Add("busbw.p50", scope, s.p50, "B/s", "over its ops");
+    out->Add("busbw.max", scope, s.max, "B/s", "over its ops");
+  }
+  std::string reason;
+  UtilSums& u = rollup->util_by_collective[coll];
+  if (auto peak = LinkPeak(ctx.info, group, &reason)) {
+    out->Add("busbw_util", scope, busbw / *peak, "ratio", "busbw / peak of the links spanned");
+    for (UtilSums* x : {&u, &rollup->util_all}) {
+      x->bus_bytes += bw.bus_bytes;
+      x->peak_seconds += bw.seconds * *peak;
+    }
+  } else {
+    out->AddUnavailable("busbw_util", scope, "ratio", reason);
+    u.missing = reason;
+    rollup->util_all.missing = reason;
+  }
+}
+
+// Bandwidth per collective over all its groups; returns the sums over all collectives.
+BandwidthSums AddCollectiveBandwidth(const BandwidthRollup& rollup, MetricSet* out) {
   BandwidthSums all;
-  for (const auto& [coll, bw] : by_collective) {
+  for (const auto& [coll, bw] : rollup.by_collective) {
     std::string scope = fmt::format("collective {}", trace::CollectiveName(coll));
     if (bw.seconds > 0 && bw.bytes > 0) {
       out->Add("algbw", scope, bw.bytes / bw.seconds, "B/s", "Σ bytes / Σ duration, all groups");
@@ -210,8 +241,8 @@ void AddCommMetrics(const Context& ctx, const SyncResult& sync, MetricSet* out) 
       all.bus_bytes += bw.bus_bytes;
       all.seconds += bw.seconds;
     }
-    auto it = util_by_collective.find(coll);
-    if (it == util_by_collective.end()) continue;  // only zero-byte or zero-time groups
+    auto it = rollup.util_by_collective.find(coll);
+    if (it == rollup.util_by_collective.end()) continue;  // only zero-byte or zero-time groups
     if (!it->second.missing.empty()) {
       out->AddUnavailable("busbw_util", scope, "ratio", it->second.missing);
     } else if (it->second.peak_seconds > 0) {
@@ -219,6 +250,11 @@ void AddCommMetrics(const Context& ctx, const SyncResult& sync, MetricSet* out) 
                "Σ bytes × bus factor / Σ (duration × link peak), all groups");
     }
   }
+  return all;
+}
+
+// Bandwidth of the run: over all collectives and groups.
+void AddRunBandwidth(const BandwidthSums& all, const UtilSums& util_all, MetricSet* out) {
   const std::string no_bandwidth = "no comm op with bytes and a duration in a group";
   if (all.seconds > 0 && all.bytes > 0) {
     out->Add("algbw", "", all.bytes / all.seconds, "B/s", "Σ bytes / Σ duration, all collectives");
@@ -236,7 +272,22 @@ void AddCommMetrics(const Context& ctx, const SyncResult& sync, MetricSet* out) 
   } else {
     out->AddUnavailable("busbw_util", "", "ratio", no_bandwidth);
   }
-  // Traffic intervals: per rank over all its comm ops, per group over each member's calls.
+}
+
+// Bandwidth per (group, collective), per collective over all groups, and for the run.
+void AddBandwidth(const Context& ctx, MetricSet* out) {
+  const RunData& data = *ctx.data;
+  BandwidthRollup rollup;
+  for (const auto& [key, bw] : data.bandwidth) {
+    AddGroupBandwidth(ctx, data.groups[key.first], key.second, bw, &rollup, out);
+  }
+  BandwidthSums all = AddCollectiveBandwidth(rollup, out);
+  AddRunBandwidth(all, rollup.util_all, out);
+}
+
+// Traffic intervals (gap since the previous comm op ended, time since it started): per
+// rank over all its comm ops, pooled over ranks, and per group over each member's calls.
+void AddTrafficIntervals(const RunData& data, MetricSet* out) {
   std::vector<double> all_gaps, all_arrivals;
   std::map<int32_t, std::pair<std::vector<double>, std::vector<double>>> by_group;
   for (const auto& [rank, rd] : data.ranks) {
@@ -274,7 +325,10 @@ void AddCommMetrics(const Context& ctx, const SyncResult& sync, MetricSet* out) 
     AddSummary("comm_interarrival", scope, &v.second, out,
                "pooled over the members' calls on the group");
   }
-  // Synchronisation wait per group.
+}
+
+// Synchronisation wait per group, and how many collectives and send/recv pairs matched.
+void AddSyncMetrics(const RunData& data, const SyncResult& sync, MetricSet* out) {
   for (const auto& [g, wait] : sync.group_wait_ns) {
     out->Add("sync_wait", GroupScope(data.groups[g]), Seconds(wait), "s", "sum over members");
   }
@@ -287,6 +341,19 @@ void AddCommMetrics(const Context& ctx, const SyncResult& sync, MetricSet* out) 
            "calls that no call of every other member matches");
   out->Add("matched_p2p", "", static_cast<double>(sync.p2p_matched), "count");
   out->Add("unmatched_p2p", "", static_cast<double>(sync.p2p_unmatched), "count");
+}
+
+}  // namespace
+
+void AddCommMetrics(const Context& ctx, const SyncResult& sync, MetricSet* out) {
+  const RunData& data = *ctx.data;
+  const int64_t comm_ops = AddOpCounts(data, out);
+  const Sizing sizing = SizingOf(data);
+  AddTrafficVolume(data, comm_ops, sizing, out);
+  AddTrafficMatrix(data, sizing, out);
+  AddBandwidth(ctx, out);
+  AddTrafficIntervals(data, out);
+  AddSyncMetrics(data, sync, out);
 }
 
 }  // namespace shardscope::analysis

@@ -7,7 +7,13 @@
 // annotations become step spans. Times are absolute nanoseconds
 // (baseTimeNanoseconds added when the file has it). Host events are used for
 // these joins only. docs/trace_format.md ("Foreign traces: Kineto") lists
-// every rule. Not thread-safe.
+// every rule; kineto_names.h holds the name tables. Not thread-safe.
+//
+// The import is three steps, Perfetto-style: a tokenizer (kineto_tokenizer.h)
+// turns raw JSON events into typed ones (kineto_events.h), a correlator
+// (kineto_correlator.h) joins communication kernels to the host calls that
+// launched them, and the delivery (kineto_importer.cc) assigns ranks and
+// streams and hands everything to the sink.
 //
 // Everything the sink receives is delivered after the whole file is read:
 // baseTimeNanoseconds and the joins may need its last bytes. Memory: the GPU
@@ -49,29 +55,6 @@ StatusOr<trace::ReadStats> ImportKineto(const std::string& path, trace::TraceSin
 StatusOr<trace::ReadStats> ImportKinetoFrom(trace::ByteSource* source, const std::string& name,
                                             trace::TraceSink* sink, KinetoInfo* info = nullptr,
                                             const trace::ReadOptions& options = {});
-
-// The rules, exposed for tests.
-
-// True when a GPU kernel named `name` is a communication kernel (NCCL, RCCL,
-// MSCCL, vLLM/SGLang custom all-reduce). *collective is what the name says, or
-// kNone when it says nothing (ncclDevKernel_Generic, SendRecv, Reduce).
-bool IsCommKernelName(std::string_view name, trace::Collective* collective);
-
-// The collective of PyTorch's args."Collective name" ("allreduce",
-// "_allgather_base", "all_to_allv", …) or of an annotation ("nccl:all_reduce",
-// "c10d::alltoall_base_"). kNone for calls the trace model has no collective
-// for (reduce, gather, scatter, barrier, wait, coalesced); nullopt when unknown.
-std::optional<trace::Collective> CollectiveFromPytorchName(std::string_view name);
-
-// Bytes per element of a c10 ScalarType name as Kineto writes it ("Float" 4,
-// "BFloat16" 2, "Long" 8, …); 0 when unknown. *ours: our dtype name
-// ("fp32", "bf16", …) or the lower-cased input.
-int64_t KinetoDtypeSize(std::string_view dtype, std::string* ours = nullptr);
-
-// Parses a rank list as PyTorch writes it: "[0, 1, 2]". A list truncated as
-// "[0, 1, 2, ..., ]" gives the ranks before the ellipsis and *truncated = true.
-// False when `s` is not such a list.
-bool ParseRankList(std::string_view s, std::vector<int64_t>* out, bool* truncated);
 
 }  // namespace shardscope::importers
 

@@ -8,7 +8,6 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "analysis/analyzer.h"
 #include "trace/test_util.h"
 
 namespace shardscope::importers {
@@ -54,66 +53,6 @@ const trace::OpEvent* FindOp(const trace::Trace& t, std::string_view name) {
     if (op.name == name) return &op;
   }
   return nullptr;
-}
-
-TEST(KinetoRulesTest, CommKernelNames) {
-  Collective c;
-  EXPECT_TRUE(IsCommKernelName(
-      "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)", &c));
-  EXPECT_EQ(c, Collective::kAllReduce);
-  EXPECT_TRUE(
-      IsCommKernelName("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", &c));
-  EXPECT_EQ(c, Collective::kAllGather);
-  EXPECT_TRUE(IsCommKernelName("ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)", &c));
-  EXPECT_EQ(c, Collective::kNone);  // the name says nothing
-  EXPECT_TRUE(IsCommKernelName("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*)", &c));
-  EXPECT_EQ(c, Collective::kNone);  // point-to-point or all-to-all
-  EXPECT_TRUE(IsCommKernelName(
-      "void vllm::cross_device_reduce_2stage<__nv_bfloat16, 8>(vllm::RankData*, int)", &c));
-  EXPECT_EQ(c, Collective::kAllReduce);
-  EXPECT_TRUE(IsCommKernelName("void ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL()", &c));
-  EXPECT_EQ(c, Collective::kReduceScatter);
-  EXPECT_FALSE(IsCommKernelName("ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_tn", &c));
-  EXPECT_FALSE(IsCommKernelName("void at::native::vectorized_elementwise_kernel<4>()", &c));
-}
-
-TEST(KinetoRulesTest, PytorchCollectiveNames) {
-  EXPECT_EQ(CollectiveFromPytorchName("allreduce"), Collective::kAllReduce);
-  EXPECT_EQ(CollectiveFromPytorchName("_allgather_base"), Collective::kAllGather);
-  EXPECT_EQ(CollectiveFromPytorchName("all_gather_into_tensor_coalesced"), Collective::kAllGather);
-  EXPECT_EQ(CollectiveFromPytorchName("reduce_scatter_tensor_coalesced"),
-            Collective::kReduceScatter);
-  EXPECT_EQ(CollectiveFromPytorchName("all_to_allv"), Collective::kAllToAll);
-  EXPECT_EQ(CollectiveFromPytorchName("nccl:all_to_all"), Collective::kAllToAll);
-  EXPECT_EQ(CollectiveFromPytorchName("c10d::alltoall_base_"), Collective::kAllToAll);
-  EXPECT_EQ(CollectiveFromPytorchName("nccl:send 0->1"), Collective::kSend);
-  EXPECT_EQ(CollectiveFromPytorchName("broadcast"), Collective::kBroadcast);
-  EXPECT_EQ(CollectiveFromPytorchName("barrier"), Collective::kNone);
-  EXPECT_EQ(CollectiveFromPytorchName("reduce"), Collective::kNone);
-  EXPECT_EQ(CollectiveFromPytorchName("frobnicate"), std::nullopt);
-}
-
-TEST(KinetoRulesTest, DtypesAndRankLists) {
-  std::string ours;
-  EXPECT_EQ(KinetoDtypeSize("Float", &ours), 4);
-  EXPECT_EQ(ours, "fp32");
-  EXPECT_EQ(KinetoDtypeSize("BFloat16", &ours), 2);
-  EXPECT_EQ(ours, "bf16");
-  EXPECT_EQ(KinetoDtypeSize("Float8_e4m3fn"), 1);
-  EXPECT_EQ(KinetoDtypeSize("Long"), 8);
-  EXPECT_EQ(KinetoDtypeSize("Quaternion", &ours), 0);
-  std::vector<int64_t> r;
-  bool truncated = true;
-  ASSERT_TRUE(ParseRankList("[0, 1, 2]", &r, &truncated));
-  EXPECT_EQ(r, (std::vector<int64_t>{0, 1, 2}));
-  EXPECT_FALSE(truncated);
-  ASSERT_TRUE(ParseRankList("[]", &r, &truncated));
-  EXPECT_TRUE(r.empty());
-  ASSERT_TRUE(ParseRankList("[0, 8, 16, ..., ]", &r, &truncated));
-  EXPECT_TRUE(truncated);
-  EXPECT_EQ(r, (std::vector<int64_t>{0, 8, 16}));
-  EXPECT_FALSE(ParseRankList("[0, x]", &r, &truncated));
-  EXPECT_FALSE(ParseRankList("0, 1", &r, &truncated));
 }
 
 // A small Kineto trace with every rule in it. Rank 1 of 2; ts relative to
@@ -332,23 +271,6 @@ TEST(KinetoImporterTest, TruncatedFilesAreDataLossAndDeliverNothing) {
   EXPECT_EQ(whole.ops.size(), 7u);
 }
 
-TEST(KinetoImporterTest, OverlappingKernelsCountOnceInBusyTime) {
-  // Two kernels on one stream overlapping by 5 us, a third inside the first:
-  // busy = [200, 215) = 15 us; all three ops are kept.
-  ScratchDir dir;
-  WriteFile(dir.File("overlap.json"), R"({"schemaVersion": 1, "traceEvents": [
-  {"ph": "X", "cat": "kernel", "name": "a", "pid": 0, "tid": 7, "ts": 200, "dur": 10},
-  {"ph": "X", "cat": "kernel", "name": "b", "pid": 0, "tid": 7, "ts": 205, "dur": 10},
-  {"ph": "X", "cat": "kernel", "name": "c", "pid": 0, "tid": 7, "ts": 201, "dur": 2}]})");
-  auto r = analysis::AnalyzeTraceFile(dir.File("overlap.json"));
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->format, "kineto");
-  EXPECT_EQ(r->stats.ops, 3);
-  ASSERT_TRUE(r->metrics.Find("busy_time[rank 0]"));
-  EXPECT_NEAR(*r->metrics.Find("busy_time[rank 0]")->value, 15e-6, 1e-15);
-  EXPECT_NEAR(*r->metrics.Find("compute_time[rank 0]")->value, 15e-6, 1e-15);
-}
-
 // Golden tests on the real traces of ../shared/testdata/kineto against
 // kineto_expected.json (written by kineto_expected.py beside it).
 class KinetoGoldenTest : public ::testing::Test {
@@ -407,17 +329,6 @@ TEST_F(KinetoGoldenTest, EveryFileMatchesTheIndependentScript) {
       EXPECT_EQ(t.spans[i].ts_ns, want["steps"][i]["ts_ns"].get<int64_t>());
       EXPECT_EQ(t.spans[i].dur_ns, want["steps"][i]["dur_ns"].get<int64_t>());
     }
-    // Busy, compute and comm time per rank, and the wall time, from the analyzer.
-    auto r = analysis::AnalyzeTraceFile(path);
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
-    std::string rank = fmt::format("[rank {}]", want["rank"].get<int32_t>());
-    for (const char* metric : {"busy_time", "compute_time", "comm_time"}) {
-      std::string key = std::string(metric) + rank;
-      std::string field = std::string(metric).substr(0, std::string(metric).find('_')) + "_ns";
-      ASSERT_TRUE(r->metrics.Find(key)) << key;
-      EXPECT_NEAR(*r->metrics.Find(key)->value, want[field].get<int64_t>() * 1e-9, 1e-12) << key;
-    }
-    EXPECT_NEAR(*r->metrics.Find("wall_time")->value, want["wall_ns"].get<int64_t>() * 1e-9, 1e-12);
   }
   EXPECT_EQ(files, 13);
 }

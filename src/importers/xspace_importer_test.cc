@@ -7,7 +7,6 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "analysis/analyzer.h"
 #include "trace/test_util.h"
 
 namespace shardscope::importers {
@@ -255,42 +254,6 @@ TEST_F(RealXplaneTest, MatchesIndependentDecoder) {
     for (const trace::SpanEvent& s : t.spans) steps += s.rank == rank;
     EXPECT_EQ(steps, dev["steps"].get<int64_t>());
   }
-}
-
-TEST_F(RealXplaneTest, AnalyzerSeesCommTimeAndTraffic) {
-  analysis::RunData data;
-  analysis::RunCollector collector(&data);
-  auto stats = ImportXspace(kXplane, &collector);
-  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
-  analysis::MetricSet m = analysis::ComputeMetrics(&data);
-  for (const auto& [rank_text, dev] : expected_["devices"].items()) {
-    SCOPED_TRACE("TPU " + rank_text);
-    // The all-reduces do not overlap each other: comm time is the sum of their intervals.
-    int64_t comm_ns = 0;
-    for (const auto& iv : dev["comm_intervals_ns"]) {
-      comm_ns += iv[1].get<int64_t>() - iv[0].get<int64_t>();
-    }
-    const analysis::Metric* comm = m.Find("comm_time[rank " + rank_text + "]");
-    ASSERT_NE(comm, nullptr);
-    ASSERT_TRUE(comm->value.has_value()) << comm->unavailable;
-    EXPECT_NEAR(*comm->value, comm_ns * 1e-9, 1e-12);
-    const analysis::Metric* ops = m.Find("comm_ops[rank " + rank_text + "]");
-    ASSERT_NE(ops, nullptr);
-    EXPECT_EQ(*ops->value, 3);
-    // Ring all-reduce over a pair: each member sends 2·(2−1)/2 = 1× the buffer per op to
-    // the other (ranks 4-7 are not in the trace, but the pair is named by replica_groups).
-    const int32_t rank = std::stoi(rank_text);
-    const analysis::Metric* traffic =
-        m.Find(fmt::format("traffic_matrix[rank {} -> rank {}]", rank, rank + 4));
-    ASSERT_NE(traffic, nullptr);
-    EXPECT_DOUBLE_EQ(*traffic->value, dev["all_reduce_bytes_total"].get<double>());
-  }
-  // The plane stats give the peak, so MFU is available.
-  const analysis::Metric* mfu = m.Find("mfu[rank 0]");
-  ASSERT_NE(mfu, nullptr);
-  ASSERT_TRUE(mfu->value.has_value()) << mfu->unavailable;
-  EXPECT_GT(*mfu->value, 0);
-  EXPECT_LT(*mfu->value, 1);
 }
 
 TEST_F(RealXplaneTest, TruncatedRealFileIsDataLoss) {

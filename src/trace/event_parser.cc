@@ -9,20 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "trace/json_value.h"
 #include "trace/trace_reader.h"
 
 namespace shardscope::trace {
 namespace {
 
 constexpr size_t kMaxExamples = 5;
-
-std::string_view TrimRight(std::string_view s) {
-  while (!s.empty() &&
-         (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
 
 }  // namespace
 
