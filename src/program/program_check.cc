@@ -109,7 +109,7 @@ Status CheckCollectives(const PhaseProgram& program, const Placement& pl,
       const Op& op = program.ranks[ref.rank].ops[ref.id];
       // All-to-all(v) sizes differ by member; their pairwise match is checked below.
       const bool sizes_differ = op.collective != Collective::kAllToAll && op.bytes != first.bytes;
-      if (op.collective != first.collective || sizes_differ || op.label != first.label ||
+      if (op.collective != first.collective || sizes_differ || op.role != first.role ||
           op.peer != first.peer) {
         return Broken(op, ref.rank,
                       "call {} of group {} differs from rank {}'s ({} {} B vs {} {} B)", key.second,
