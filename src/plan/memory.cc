@@ -82,7 +82,10 @@ MemoryPlan PlanMemory(const Experiment& e, const Placement& pl) {
     const bool first = stage == 0, last = stage == p.pp - 1;
     // Weights.
     double params = 0;
-    const double vocab_shard = static_cast<double>(geo.Vocab(pl.Coord(r, Dim::kTp)).count);
+    // The mean of the ranks' vocabulary shards, not this rank's own
+    // (geo.Vocab(c).count): the same as long as tp divides the vocabulary, and it
+    // keeps the memory counters of existing traces unchanged when it does not.
+    const double vocab_shard = static_cast<double>(m.vocab_size) / tp;
     if (first) params += vocab_shard * h;
     if (last && (!m.tie_embeddings || !first)) params += vocab_shard * h;
     if (last) params += h;  // final norm

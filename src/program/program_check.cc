@@ -41,6 +41,10 @@ Status CheckRank(const RankProgram& rp, const Placement& pl) {
       return Broken(op, rp.rank, "negative or inconsistent cost");
     }
     if (op.replication < 1) return Broken(op, rp.rank, "replication {} < 1", op.replication);
+    if (op.role != OpRole::kNone && RoleKind(op.role) != op.kind) {
+      return Broken(op, rp.rank, "role '{}' does not belong to kind {}", op.label(),
+                    OpKindName(op.kind));
+    }
     if (!op.is_comm()) {
       if (op.stream != Stream::kCompute) return Broken(op, rp.rank, "compute op on a comm stream");
       continue;
