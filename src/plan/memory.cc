@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "model/params.h"
+#include "plan/shard_geometry.h"
 
 namespace shardscope {
 namespace {
@@ -11,12 +12,12 @@ namespace {
 // Parameters of one layer's attention held by one TP rank. Head-split
 // matrices divide by tp; MLA's q_a/kv_a projections (and their norms) and KV
 // heads beyond the KV-head count are replicated.
-double AttentionParamsOnRank(const ModelSpec& m, int64_t tp) {
+double AttentionParamsOnRank(const ModelSpec& m, const ShardGeometry& geo) {
   const double h = static_cast<double>(m.hidden_size);
-  const double heads = static_cast<double>(m.num_heads) / tp;
+  const double heads = static_cast<double>(geo.q_heads());
   if (m.attention == AttentionKind::kGqa) {
     const double hd = static_cast<double>(m.head_dim);
-    const double kv = tp <= m.num_kv_heads ? static_cast<double>(m.num_kv_heads) / tp : 1.0;
+    const double kv = static_cast<double>(geo.kv_heads());
     double p = h * heads * hd + 2 * h * kv * hd + heads * hd * h;
     if (m.qkv_bias) p += heads * hd + 2 * kv * hd;
     if (m.o_bias) p += h;
@@ -41,12 +42,11 @@ double AttentionParamsOnRank(const ModelSpec& m, int64_t tp) {
 }
 
 // KV-cache values one rank stores per token per layer.
-double KvValuesOnRank(const ModelSpec& m, int64_t tp) {
+double KvValuesOnRank(const ModelSpec& m, const ShardGeometry& geo) {
   if (m.attention == AttentionKind::kMla) {
     return static_cast<double>(m.mla.kv_lora_rank + m.mla.qk_rope_head_dim);  // not split by tp
   }
-  const double kv = tp <= m.num_kv_heads ? static_cast<double>(m.num_kv_heads) / tp : 1.0;
-  return 2 * kv * m.head_dim;
+  return 2.0 * static_cast<double>(geo.kv_heads()) * m.head_dim;
 }
 
 }  // namespace
@@ -60,8 +60,7 @@ const RankMemory& MemoryPlan::Peak() const {
 int64_t RequestsOfRank(const Experiment& e, const Placement& pl, int64_t rank) {
   const int64_t replicas = e.parallel.dp * e.parallel.ep;
   const int64_t replica = pl.Coord(rank, Dim::kDp) * e.parallel.ep + pl.Coord(rank, Dim::kEp);
-  const int64_t b = e.workload.batch_size;
-  return b / replicas + (replica < b % replicas ? 1 : 0);
+  return SplitCount(e.workload.batch_size, replicas, replica);
 }
 
 MemoryPlan PlanMemory(const Experiment& e, const Placement& pl) {
@@ -72,6 +71,7 @@ MemoryPlan PlanMemory(const Experiment& e, const Placement& pl) {
   const double kv_dt = static_cast<double>(DTypeSize(w.kv_dtype));
   const double h = static_cast<double>(m.hidden_size);
   const int64_t tp = p.tp;
+  const ShardGeometry geo(m, p.tp, p.ep);
   MemoryPlan plan;
   plan.capacity = e.cluster.device.memory_bytes;
   for (int64_t r = 0; r < pl.world_size(); ++r) {
@@ -82,13 +82,16 @@ MemoryPlan PlanMemory(const Experiment& e, const Placement& pl) {
     const bool first = stage == 0, last = stage == p.pp - 1;
     // Weights.
     double params = 0;
+    // The mean of the ranks' vocabulary shards, not this rank's own
+    // (geo.Vocab(c).count): the same as long as tp divides the vocabulary, and it
+    // keeps the memory counters of existing traces unchanged when it does not.
     const double vocab_shard = static_cast<double>(m.vocab_size) / tp;
     if (first) params += vocab_shard * h;
     if (last && (!m.tie_embeddings || !first)) params += vocab_shard * h;
     if (last) params += h;  // final norm
-    const int64_t local_experts = m.is_moe() ? m.moe.num_routed_experts / p.ep : 0;
+    const int64_t local_experts = geo.experts_per_rank();
     for (int64_t layer : pl.LayersOfStage(stage)) {
-      params += AttentionParamsOnRank(m, tp) + 2 * h;  // + the two block norms
+      params += AttentionParamsOnRank(m, geo) + 2 * h;  // + the two block norms
       if (m.IsMoeLayer(layer)) {
         params +=
             static_cast<double>(local_experts + m.moe.num_shared_experts) * ExpertParams(m) / tp +
@@ -105,12 +108,12 @@ MemoryPlan PlanMemory(const Experiment& e, const Placement& pl) {
         static_cast<double>(w.sequence_length + std::max<int64_t>(w.tokens_to_generate - 1, 0)) /
         p.sp;
     const double stage_layers = static_cast<double>(pl.LayersOfStage(stage).size());
-    rm.kv_cache = rm.requests * tokens * stage_layers * KvValuesOnRank(m, tp) * kv_dt;
+    rm.kv_cache = rm.requests * tokens * stage_layers * KvValuesOnRank(m, geo) * kv_dt;
     // Activation peak during prefill of one micro-batch.
     const int64_t micro = p.micro_batches > 0 ? p.micro_batches : p.pp;
     const double mb_requests = std::ceil(static_cast<double>(rm.requests) / micro);
     const double t = mb_requests * w.sequence_length / p.sp;
-    const double heads = static_cast<double>(m.num_heads) / tp;
+    const double heads = static_cast<double>(geo.q_heads());
     const double attn_width = heads * (2.0 * m.QkHeadDim() + 2.0 * m.VHeadDim());  // q,k,v,out
     double ffn_width = 0;
     for (int64_t layer : pl.LayersOfStage(stage)) {
@@ -126,8 +129,8 @@ MemoryPlan PlanMemory(const Experiment& e, const Placement& pl) {
       }
     }
     double act = t * dt * (2 * h + std::max(attn_width, ffn_width));
-    if (p.sp > 1) act += 2 * t * KvValuesOnRank(m, tp) * dt;  // ring: current + next K/V block
-    if (last) act += mb_requests * vocab_shard * 4.0;         // fp32 logits of the last token
+    if (p.sp > 1) act += 2 * t * KvValuesOnRank(m, geo) * dt;  // ring: current + next K/V block
+    if (last) act += mb_requests * vocab_shard * 4.0;          // fp32 logits of the last token
     rm.activations = act;
     // Communication buffers.
     int communicators = 0;

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "core/yaml_reader.h"
+#include "plan/shard_geometry.h"
 
 namespace shardscope {
 namespace {
@@ -222,11 +223,12 @@ StatusOr<Placement> Placement::Create(const Experiment& e) {
   for (int64_t l = 0; l < layers; ++l) pl.stage_layers_[pl.layer_to_stage_[l]].push_back(l);
   // Experts: contiguous blocks unless placed explicitly.
   const int64_t experts = e.model.moe.num_routed_experts;
+  const ShardGeometry geo(e.model, p.tp, p.ep);
   pl.expert_to_ep_.resize(experts);
   pl.ep_experts_.assign(p.ep, {});
   for (int64_t x = 0; x < experts; ++x) {
     auto it = p.expert_to_ep_rank.find(x);
-    int64_t rank = it != p.expert_to_ep_rank.end() ? it->second : x / (experts / p.ep);
+    int64_t rank = it != p.expert_to_ep_rank.end() ? it->second : x / geo.experts_per_rank();
     pl.expert_to_ep_[x] = rank;
     pl.ep_experts_[rank].push_back(x);
   }

@@ -58,6 +58,173 @@ std::string_view OpKindName(OpKind kind) {
   return "?";
 }
 
+std::string_view RoleLabel(OpRole role) {
+  switch (role) {
+    case OpRole::kNone:
+    case OpRole::kEmbedding:
+    case OpRole::kQkvProj:
+    case OpRole::kRope:
+    case OpRole::kKvAppend:
+    case OpRole::kAttention:
+    case OpRole::kAttentionDecode:
+    case OpRole::kAttentionMerge:
+    case OpRole::kOutProj:
+    case OpRole::kRouter:
+    case OpRole::kPermute:
+    case OpRole::kUnpermute:
+    case OpRole::kFfnUp:
+    case OpRole::kFfnDown:
+    case OpRole::kLmHead:
+    case OpRole::kSample:
+      return "";
+    case OpRole::kInputNorm:
+      return "input";
+    case OpRole::kPostAttentionNorm:
+      return "post_attention";
+    case OpRole::kQaNorm:
+    case OpRole::kQaProj:
+      return "q_a";
+    case OpRole::kKvANorm:
+    case OpRole::kKvAProj:
+      return "kv_a";
+    case OpRole::kFinalNorm:
+      return "final";
+    case OpRole::kQProj:
+    case OpRole::kRopeQ:
+      return "q";
+    case OpRole::kQbProj:
+      return "q_b";
+    case OpRole::kKvProj:
+    case OpRole::kRingKv:
+      return "kv";
+    case OpRole::kRopeK:
+      return "k";
+    case OpRole::kKvUpProj:
+      return "kv_b";
+    case OpRole::kAbsorbUk:
+      return "uk";
+    case OpRole::kAbsorbUv:
+      return "uv";
+    case OpRole::kResidualAttn:
+    case OpRole::kAttnReduce:
+    case OpRole::kAttnGather:
+      return "attn";
+    case OpRole::kResidualFfn:
+    case OpRole::kFfnActivation:
+    case OpRole::kFfnReduce:
+      return "ffn";
+    case OpRole::kExpertGateUp:
+    case OpRole::kSharedGateUp:
+      return "gate_up";
+    case OpRole::kExpertDown:
+    case OpRole::kSharedDown:
+      return "down";
+    case OpRole::kSharedActivation:
+      return "shared";
+    case OpRole::kExpertActivation:
+      return "expert";
+    case OpRole::kSampleLocal:
+      return "local";
+    case OpRole::kSampleSelect:
+      return "select";
+    case OpRole::kEmbeddingReduce:
+      return "embedding";
+    case OpRole::kArgMaxGather:
+      return "sampling";
+    case OpRole::kTokenIds:
+      return "token_ids";
+    case OpRole::kActivations:
+      return "activations";
+    case OpRole::kDispatch:
+      return "dispatch";
+    case OpRole::kCombine:
+      return "combine";
+  }
+  return {};
+}
+
+OpKind RoleKind(OpRole role) {
+  switch (role) {
+    case OpRole::kNone:
+    case OpRole::kEmbeddingReduce:
+    case OpRole::kAttnReduce:
+    case OpRole::kFfnReduce:
+    case OpRole::kArgMaxGather:
+    case OpRole::kAttnGather:
+    case OpRole::kTokenIds:
+    case OpRole::kActivations:
+    case OpRole::kRingKv:
+    case OpRole::kDispatch:
+    case OpRole::kCombine:
+      return OpKind::kComm;
+    case OpRole::kEmbedding:
+      return OpKind::kEmbedding;
+    case OpRole::kInputNorm:
+    case OpRole::kPostAttentionNorm:
+    case OpRole::kQaNorm:
+    case OpRole::kKvANorm:
+    case OpRole::kFinalNorm:
+      return OpKind::kNorm;
+    case OpRole::kQkvProj:
+      return OpKind::kQkvProj;
+    case OpRole::kQProj:
+    case OpRole::kQaProj:
+    case OpRole::kQbProj:
+      return OpKind::kQProj;
+    case OpRole::kKvProj:
+    case OpRole::kKvAProj:
+      return OpKind::kKvProj;
+    case OpRole::kRope:
+    case OpRole::kRopeQ:
+    case OpRole::kRopeK:
+      return OpKind::kRope;
+    case OpRole::kKvAppend:
+      return OpKind::kKvAppend;
+    case OpRole::kKvUpProj:
+    case OpRole::kAbsorbUk:
+    case OpRole::kAbsorbUv:
+      return OpKind::kKvUpProj;
+    case OpRole::kAttention:
+      return OpKind::kAttention;
+    case OpRole::kAttentionDecode:
+      return OpKind::kAttentionDecode;
+    case OpRole::kAttentionMerge:
+      return OpKind::kAttentionMerge;
+    case OpRole::kOutProj:
+      return OpKind::kOutProj;
+    case OpRole::kResidualAttn:
+    case OpRole::kResidualFfn:
+      return OpKind::kResidualAdd;
+    case OpRole::kRouter:
+      return OpKind::kRouter;
+    case OpRole::kPermute:
+      return OpKind::kPermute;
+    case OpRole::kExpertGateUp:
+    case OpRole::kExpertDown:
+      return OpKind::kExpertGemm;
+    case OpRole::kSharedGateUp:
+    case OpRole::kSharedDown:
+      return OpKind::kSharedExpert;
+    case OpRole::kUnpermute:
+      return OpKind::kUnpermute;
+    case OpRole::kFfnUp:
+      return OpKind::kFfnUp;
+    case OpRole::kFfnActivation:
+    case OpRole::kSharedActivation:
+    case OpRole::kExpertActivation:
+      return OpKind::kActivation;
+    case OpRole::kFfnDown:
+      return OpKind::kFfnDown;
+    case OpRole::kLmHead:
+      return OpKind::kLmHead;
+    case OpRole::kSample:
+    case OpRole::kSampleLocal:
+    case OpRole::kSampleSelect:
+      return OpKind::kSampling;
+  }
+  return {};
+}
+
 std::string_view StreamName(Stream s) {
   switch (s) {
     case Stream::kCompute:
@@ -92,12 +259,12 @@ std::string OpName(const Op& op) {
   std::string name;
   if (op.is_comm()) {
     name = fmt::format("{}.{}", CollectiveShortName(op.collective), DimName(op.dim));
-    if (!op.label.empty()) name += fmt::format(".{}", op.label);
+    if (!op.label().empty()) name += fmt::format(".{}", op.label());
     if (op.layer >= 0) name += fmt::format(".L{}", op.layer);
   } else {
     if (op.layer >= 0) name = fmt::format("L{}.", op.layer);
     name += OpKindName(op.kind);
-    if (!op.label.empty()) name += fmt::format(".{}", op.label);
+    if (!op.label().empty()) name += fmt::format(".{}", op.label());
   }
   if (op.sp_step >= 0) name += fmt::format(".s{}", op.sp_step);
   return name;

@@ -45,6 +45,71 @@ enum class OpKind {
   kComm,
 };
 
+// What an op does beyond its kind: the typed contract between the Program and
+// the executors, which switch over it (no default) so the compiler names a role
+// an executor forgot. RoleLabel gives the short text op names carry.
+enum class OpRole {
+  kNone,  // an op built by hand (tests); executors reject it
+  // Compute, grouped by kind.
+  kEmbedding,
+  kInputNorm,          // norm "input"
+  kPostAttentionNorm,  // norm "post_attention"
+  kQaNorm,             // norm "q_a" (MLA)
+  kKvANorm,            // norm "kv_a" (MLA)
+  kFinalNorm,          // norm "final": last token of each request, before the head
+  kQkvProj,
+  kQProj,    // q_proj "q": GQA q columns (replicated KV heads) or MLA direct q
+  kQaProj,   // q_proj "q_a" (MLA)
+  kQbProj,   // q_proj "q_b" (MLA)
+  kKvProj,   // kv_proj "kv": GQA k/v columns (replicated KV heads)
+  kKvAProj,  // kv_proj "kv_a" (MLA latent + rope key)
+  kRope,     // rope of q and k together
+  kRopeQ,    // rope "q"
+  kRopeK,    // rope "k"
+  kKvAppend,
+  kKvUpProj,  // kv_up_proj "kv_b": latent → per-head k_nope, v
+  kAbsorbUk,  // kv_up_proj "uk": W_UK absorbed into the decode query
+  kAbsorbUv,  // kv_up_proj "uv": W_UV applied to the latent output
+  kAttention,
+  kAttentionDecode,
+  kAttentionMerge,
+  kOutProj,
+  kResidualAttn,  // residual_add "attn"
+  kResidualFfn,   // residual_add "ffn"
+  kRouter,
+  kPermute,
+  kExpertGateUp,  // expert_gemm "gate_up"
+  kExpertDown,    // expert_gemm "down"
+  kSharedGateUp,  // shared_expert "gate_up"
+  kSharedDown,    // shared_expert "down"
+  kUnpermute,
+  kFfnUp,
+  kFfnActivation,     // activation "ffn"
+  kSharedActivation,  // activation "shared"
+  kExpertActivation,  // activation "expert"
+  kFfnDown,
+  kLmHead,
+  kSample,        // sampling: argmax over the whole vocabulary
+  kSampleLocal,   // sampling "local": argmax of this TP shard
+  kSampleSelect,  // sampling "select": the best of the gathered shard maxima
+  // Communication, by what moves.
+  kEmbeddingReduce,  // TP all-reduce "embedding"
+  kAttnReduce,       // TP all-reduce "attn"
+  kFfnReduce,        // TP all-reduce "ffn"
+  kArgMaxGather,     // TP all-gather "sampling" of (max, index) pairs
+  kAttnGather,       // SP all-gather "attn" of decode partials (out + lse)
+  kTokenIds,         // SP broadcast / PP send-recv "token_ids"
+  kActivations,      // PP send / recv "activations"
+  kRingKv,           // SP ring send / recv "kv"
+  kDispatch,         // EP all-to-all "dispatch"
+  kCombine,          // EP all-to-all "combine"
+};
+
+// The op-name text of a role ("input", "gate_up"); empty where the kind alone is clear.
+std::string_view RoleLabel(OpRole role);
+// The kind every op of this role has (kComm for communication roles).
+OpKind RoleKind(OpRole role);
+
 // Streams of a rank: ops on one stream run in order; different streams may overlap.
 enum class Stream : int8_t { kCompute = 0, kCommTp, kCommSp, kCommEp, kCommDp, kCommPp };
 inline constexpr int kNumStreams = 6;
@@ -56,9 +121,8 @@ struct Op {
   int32_t layer = -1;       // model layer, -1 outside layers
   int32_t micro_batch = 0;  // pipeline micro-batch (0 without pipelining)
   int32_t sp_step = -1;     // ring-attention step, -1 otherwise
-  // Tells apart ops of one kind in one layer ("input", "q_a", "gate_up", "attn"); a
-  // short literal, empty when the kind alone is clear.
-  std::string label;
+  // What the op does within its kind (see OpRole); label() is its text.
+  OpRole role = OpRole::kNone;
   // Cost. FLOPs count a multiply-add as 2.
   int64_t flops = 0;
   int64_t bytes_read = 0;
@@ -76,7 +140,7 @@ struct Op {
   // decode ops replicated over the SP group, and their products. Sum over ranks of
   // flops / replication = the single-device total.
   int32_t replication = 1;
-  // Routed-expert GEMMs (label "gate_up"): tokens each local expert received, in
+  // Routed-expert GEMMs (role kExpertGateUp): tokens each local expert received, in
   // the order of Placement::ExpertsOfEpRank (all experts when ep = 1).
   std::vector<int64_t> expert_tokens;
 
@@ -97,6 +161,9 @@ struct Op {
   std::vector<int32_t> deps;
 
   bool is_comm() const { return kind == OpKind::kComm; }
+  // Tells apart ops of one kind in one layer ("input", "q_a", "gate_up", "attn");
+  // empty when the kind alone is clear.
+  std::string_view label() const { return RoleLabel(role); }
 };
 
 std::string_view OpKindName(OpKind kind);

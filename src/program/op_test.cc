@@ -17,7 +17,7 @@ TEST(OpTest, Names) {
   op = Op{};
   op.kind = OpKind::kNorm;
   op.layer = 0;
-  op.label = "input";
+  op.role = OpRole::kInputNorm;
   EXPECT_EQ(OpName(op), "L0.norm.input");
   op = Op{};
   op.kind = OpKind::kLmHead;
@@ -25,19 +25,43 @@ TEST(OpTest, Names) {
   op = Op{};
   op.collective = Collective::kAllReduce;
   op.dim = Dim::kTp;
-  op.label = "attn";
+  op.role = OpRole::kAttnReduce;
   op.layer = 3;
   EXPECT_EQ(OpName(op), "allreduce.tp.attn.L3");
   op = Op{};
   op.collective = Collective::kSend;
   op.dim = Dim::kPp;
-  op.label = "activations";
+  op.role = OpRole::kActivations;
   EXPECT_EQ(OpName(op), "send.pp.activations");
   EXPECT_EQ(StreamName(CommStream(Dim::kEp)), "comm.ep");
   EXPECT_EQ(CommStream(Dim::kPp), Stream::kCommPp);
   EXPECT_EQ(PhaseName(Phase::kDecode), "decode");
   EXPECT_EQ(OpKindName(OpKind::kAttentionMerge), "attention_merge");
   EXPECT_EQ(CollectiveShortName(Collective::kAllToAll), "alltoall");
+}
+
+// The role's text is what op names (and so traces) carry; each role's kind is fixed.
+TEST(OpTest, RolesKeepTheirLabelsAndKinds) {
+  EXPECT_EQ(RoleLabel(OpRole::kNone), "");
+  EXPECT_EQ(RoleLabel(OpRole::kQkvProj), "");
+  EXPECT_EQ(RoleLabel(OpRole::kPostAttentionNorm), "post_attention");
+  EXPECT_EQ(RoleLabel(OpRole::kAbsorbUk), "uk");
+  EXPECT_EQ(RoleLabel(OpRole::kSharedGateUp), "gate_up");
+  EXPECT_EQ(RoleLabel(OpRole::kExpertGateUp), "gate_up");
+  EXPECT_EQ(RoleLabel(OpRole::kSampleSelect), "select");
+  EXPECT_EQ(RoleLabel(OpRole::kArgMaxGather), "sampling");
+  EXPECT_EQ(RoleLabel(OpRole::kAttnGather), "attn");
+  EXPECT_EQ(RoleLabel(OpRole::kRingKv), "kv");
+  EXPECT_EQ(RoleKind(OpRole::kSharedDown), OpKind::kSharedExpert);
+  EXPECT_EQ(RoleKind(OpRole::kRopeK), OpKind::kRope);
+  EXPECT_EQ(RoleKind(OpRole::kSampleLocal), OpKind::kSampling);
+  EXPECT_EQ(RoleKind(OpRole::kDispatch), OpKind::kComm);
+  Op op;
+  op.kind = OpKind::kExpertGemm;
+  op.role = OpRole::kExpertDown;
+  op.layer = 4;
+  EXPECT_EQ(op.label(), "down");
+  EXPECT_EQ(OpName(op), "L4.expert_gemm.down");
 }
 
 TEST(OpTest, Totals) {

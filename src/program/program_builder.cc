@@ -73,6 +73,7 @@ class RankBuilder {
         m_(e_.model),
         pl_(pb.placement()),
         pb_(pb),
+        geo_(m_, e_.parallel.tp, e_.parallel.ep),
         cache_(cache),
         rank_(rank),
         prefill_(phase == Phase::kPrefill),
@@ -87,11 +88,10 @@ class RankBuilder {
     h_ = m_.hidden_size;
     seq_ = e_.workload.sequence_length;
     rep_tok_ = (!prefill_ && sp_ > 1) ? sp_ : 1;
-    hq_ = m_.num_heads / tp_;
+    hq_ = geo_.q_heads();
     if (m_.attention == AttentionKind::kGqa) {
-      const bool replicate = tp_ > m_.num_kv_heads;
-      hkv_ = replicate ? 1 : m_.num_kv_heads / tp_;
-      kv_rep_ = replicate ? tp_ / m_.num_kv_heads : 1;
+      hkv_ = geo_.kv_heads();
+      kv_rep_ = geo_.kv_replication();
     }
   }
 
@@ -155,12 +155,12 @@ class RankBuilder {
 
   // A compute op; it also waits for every comm op whose output it consumes
   // (pending_) besides `deps`.
-  int32_t Compute(OpKind kind, std::string label, const Cost& c, int64_t replication,
+  int32_t Compute(OpRole role, const Cost& c, int64_t replication,
                   const std::vector<int32_t>& deps = {}) {
     Op op = NewOp();
-    op.kind = kind;
+    op.kind = RoleKind(role);
     op.stream = Stream::kCompute;
-    op.label = std::move(label);
+    op.role = role;
     op.flops = c.flops, op.bytes_read = c.read, op.bytes_written = c.written;
     op.weight_bytes = c.weight;
     op.m = c.m, op.n = c.n, op.k = c.k;
@@ -174,13 +174,13 @@ class RankBuilder {
   }
 
   // A collective over this rank's group of `d`.
-  int32_t Collect(Collective coll, Dim d, std::string label, int64_t bytes,
+  int32_t Collect(Collective coll, Dim d, OpRole role, int64_t bytes,
                   const std::vector<int32_t>& deps) {
     Op op = NewOp();
     op.stream = CommStream(d);
     op.collective = coll;
     op.dim = d;
-    op.label = std::move(label);
+    op.role = role;
     op.group_id = pl_.GroupOf(rank_, d).id;
     op.seq = coll_seq_[op.group_id]++;
     op.bytes = bytes;
@@ -189,13 +189,13 @@ class RankBuilder {
     return ops_.back().id;
   }
 
-  int32_t PointToPoint(Collective coll, Dim d, int64_t peer, std::string label, int64_t bytes,
+  int32_t PointToPoint(Collective coll, Dim d, int64_t peer, OpRole role, int64_t bytes,
                        const std::vector<int32_t>& deps) {
     Op op = NewOp();
     op.stream = CommStream(d);
     op.collective = coll;
     op.dim = d;
-    op.label = std::move(label);
+    op.role = role;
     op.peer = peer;
     op.seq = (coll == Collective::kSend ? send_seq_ : recv_seq_)[peer]++;
     op.bytes = bytes;
@@ -206,7 +206,7 @@ class RankBuilder {
 
   // ---- Elementwise ops.
 
-  int32_t Norm(std::string label, int64_t tokens, int64_t width, int64_t replication) {
+  int32_t Norm(OpRole role, int64_t tokens, int64_t width, int64_t replication) {
     const bool ln = m_.norm == NormKind::kLayerNorm;
     Cost c;
     c.flops = tokens * width * (ln ? kLayerNormFlops : kRmsNormFlops);
@@ -214,35 +214,35 @@ class RankBuilder {
     c.read = tokens * width * bpe_ + c.weight;
     c.written = tokens * width * bpe_;
     c.m = tokens, c.n = width;
-    return Compute(OpKind::kNorm, std::move(label), c, replication);
+    return Compute(role, c, replication);
   }
 
-  int32_t Residual(std::string label, int64_t tokens) {
+  int32_t Residual(OpRole role, int64_t tokens) {
     Cost c;
     c.flops = tokens * h_;
     c.read = 2 * tokens * h_ * bpe_;
     c.written = tokens * h_ * bpe_;
     c.m = tokens, c.n = h_;
-    return Compute(OpKind::kResidualAdd, std::move(label), c, tp_ * rep_tok_);
+    return Compute(role, c, tp_ * rep_tok_);
   }
 
-  int32_t Rope(std::string label, int64_t tokens, int64_t width, int64_t replication) {
+  int32_t Rope(OpRole role, int64_t tokens, int64_t width, int64_t replication) {
     Cost c;
     c.flops = tokens * width * kRopeFlops;
     c.read = tokens * width * bpe_;
     c.written = tokens * width * bpe_;
     c.m = tokens, c.n = width;
-    return Compute(OpKind::kRope, std::move(label), c, replication);
+    return Compute(role, c, replication);
   }
 
-  int32_t ActivationOp(std::string label, int64_t tokens, int64_t width) {
+  int32_t ActivationOp(OpRole role, int64_t tokens, int64_t width) {
     const bool glu = m_.activation == Activation::kSwiGlu;
     Cost c;
     c.flops = tokens * width * (glu ? kSwiGluFlops : kGeluFlops);
     c.read = (glu ? 2 : 1) * tokens * width * bpe_;
     c.written = tokens * width * bpe_;
     c.m = tokens, c.n = width;
-    return Compute(OpKind::kActivation, std::move(label), c, rep_tok_);
+    return Compute(role, c, rep_tok_);
   }
 
   int32_t KvAppend(int64_t tokens, int64_t values, int64_t replication) {
@@ -250,15 +250,15 @@ class RankBuilder {
     c.read = tokens * values * bpe_;
     c.written = tokens * values * kvb_;
     c.m = tokens, c.n = values;
-    return Compute(OpKind::kKvAppend, "", c, replication);
+    return Compute(OpRole::kKvAppend, c, replication);
   }
 
   // All-reduce of `tokens` hidden states over the TP group (when tp > 1); the
   // next compute op waits for it.
-  void TpAllReduce(std::string label, int64_t tokens) {
+  void TpAllReduce(OpRole role, int64_t tokens) {
     if (tp_ == 1) return;
-    pending_.push_back(Collect(Collective::kAllReduce, Dim::kTp, std::move(label),
-                               tokens * h_ * bpe_, {last_compute_}));
+    pending_.push_back(
+        Collect(Collective::kAllReduce, Dim::kTp, role, tokens * h_ * bpe_, {last_compute_}));
   }
 
   // ---- Phase structure.
@@ -270,7 +270,7 @@ class RankBuilder {
       Embedding(tokens);
     } else {
       pending_.push_back(PointToPoint(Collective::kRecv, Dim::kPp, RankWith(Dim::kPp, c_pp_ - 1),
-                                      "activations", tokens * h_ * bpe_, {}));
+                                      OpRole::kActivations, tokens * h_ * bpe_, {}));
     }
     for (int64_t layer : pl_.LayersOfStage(c_pp_)) {
       layer_ = static_cast<int32_t>(layer);
@@ -278,7 +278,7 @@ class RankBuilder {
     }
     layer_ = -1;
     if (c_pp_ < pp_ - 1) {
-      PointToPoint(Collective::kSend, Dim::kPp, RankWith(Dim::kPp, c_pp_ + 1), "activations",
+      PointToPoint(Collective::kSend, Dim::kPp, RankWith(Dim::kPp, c_pp_ + 1), OpRole::kActivations,
                    tokens * h_ * bpe_, {last_compute_});
     } else {
       Head(requests);
@@ -287,14 +287,14 @@ class RankBuilder {
 
   void Embedding(int64_t tokens) {
     const int64_t vocab = m_.vocab_size;
-    const int64_t local_vocab = SplitCount(vocab, tp_, c_tp_);
+    const int64_t local_vocab = geo_.Vocab(c_tp_).count;
     Cost c;
     // A masked gather: the rows of this rank's vocabulary shard, for uniform ids.
     c.read = tokens * kTokenIdBytes + tokens * h_ * bpe_ * local_vocab / vocab;
     c.written = tokens * h_ * bpe_;
     c.m = tokens, c.n = h_;
-    Compute(OpKind::kEmbedding, "", c, rep_tok_);
-    TpAllReduce("embedding", tokens);
+    Compute(OpRole::kEmbedding, c, rep_tok_);
+    TpAllReduce(OpRole::kEmbeddingReduce, tokens);
   }
 
   // Final norm, LM head and greedy sampling on the last position of each request.
@@ -304,27 +304,28 @@ class RankBuilder {
     const int64_t owner = (prefill_ && sp_ > 1) ? pb_.sp_layout()->OwnerOf(seq_ - 1) : c_sp_;
     int32_t ready = -1;
     if (c_sp_ == owner) {
-      Norm("final", n, h_, tp_ * rep_tok_);
-      const int64_t local_vocab = SplitCount(m_.vocab_size, tp_, c_tp_);
-      Compute(OpKind::kLmHead, "", Gemm(n, h_, local_vocab, false, bpe_), rep_tok_);
+      Norm(OpRole::kFinalNorm, n, h_, tp_ * rep_tok_);
+      const int64_t local_vocab = geo_.Vocab(c_tp_).count;
+      Compute(OpRole::kLmHead, Gemm(n, h_, local_vocab, false, bpe_), rep_tok_);
       Cost local;  // argmax over the local logits: comparisons, no FLOPs
       local.read = n * local_vocab * bpe_;
       local.written = n * (tp_ > 1 ? kArgmaxBytes : kTokenIdBytes);
       local.m = n, local.n = local_vocab;
-      Compute(OpKind::kSampling, tp_ > 1 ? "local" : "", local, rep_tok_);
+      Compute(tp_ > 1 ? OpRole::kSampleLocal : OpRole::kSample, local, rep_tok_);
       if (tp_ > 1) {
-        pending_.push_back(Collect(Collective::kAllGather, Dim::kTp, "sampling",
+        pending_.push_back(Collect(Collective::kAllGather, Dim::kTp, OpRole::kArgMaxGather,
                                    tp_ * n * kArgmaxBytes, {last_compute_}));
         Cost select;
         select.read = tp_ * n * kArgmaxBytes;
         select.written = n * kTokenIdBytes;
         select.m = n, select.n = tp_;
-        Compute(OpKind::kSampling, "select", select, tp_ * rep_tok_);
+        Compute(OpRole::kSampleSelect, select, tp_ * rep_tok_);
       }
       ready = last_compute_;
     }
     if (prefill_ && sp_ > 1) {
-      ready = Collect(Collective::kBroadcast, Dim::kSp, "token_ids", n * kTokenIdBytes, {ready});
+      ready =
+          Collect(Collective::kBroadcast, Dim::kSp, OpRole::kTokenIds, n * kTokenIdBytes, {ready});
       ops_.back().peer = RankWith(Dim::kSp, owner);
     }
     emitted_.back().ready = ready;
@@ -338,10 +339,10 @@ class RankBuilder {
     for (const PendingIds& ids : emitted_) {
       mb_ = ids.micro_batch;
       if (c_pp_ == pp_ - 1) {
-        PointToPoint(Collective::kSend, Dim::kPp, RankWith(Dim::kPp, 0), "token_ids",
+        PointToPoint(Collective::kSend, Dim::kPp, RankWith(Dim::kPp, 0), OpRole::kTokenIds,
                      ids.requests * kTokenIdBytes, {ids.ready});
       } else if (c_pp_ == 0) {
-        PointToPoint(Collective::kRecv, Dim::kPp, RankWith(Dim::kPp, pp_ - 1), "token_ids",
+        PointToPoint(Collective::kRecv, Dim::kPp, RankWith(Dim::kPp, pp_ - 1), OpRole::kTokenIds,
                      ids.requests * kTokenIdBytes, {});
       }
     }
@@ -350,22 +351,22 @@ class RankBuilder {
   // ---- One decoder layer.
 
   void Layer(int64_t requests, int64_t tokens) {
-    Norm("input", tokens, h_, tp_ * rep_tok_);
+    Norm(OpRole::kInputNorm, tokens, h_, tp_ * rep_tok_);
     if (m_.attention == AttentionKind::kMla) {
       MlaAttention(requests, tokens);
     } else {
       GqaAttention(requests, tokens);
     }
-    TpAllReduce("attn", tokens);
-    Residual("attn", tokens);
-    Norm("post_attention", tokens, h_, tp_ * rep_tok_);
+    TpAllReduce(OpRole::kAttnReduce, tokens);
+    Residual(OpRole::kResidualAttn, tokens);
+    Norm(OpRole::kPostAttentionNorm, tokens, h_, tp_ * rep_tok_);
     if (m_.IsMoeLayer(layer_)) {
       MoeFfn(tokens);
     } else {
       DenseFfn(tokens);
     }
-    TpAllReduce("ffn", tokens);
-    Residual("ffn", tokens);
+    TpAllReduce(OpRole::kFfnReduce, tokens);
+    Residual(OpRole::kResidualFfn, tokens);
   }
 
   // Attention geometry shared by GQA and MLA.
@@ -379,15 +380,14 @@ class RankBuilder {
     const int64_t d = m_.head_dim;
     const bool bias = m_.qkv_bias;
     if (kv_rep_ == 1) {
-      Compute(OpKind::kQkvProj, "", Gemm(tokens, h_, (hq_ + 2 * hkv_) * d, bias, bpe_), rep_tok_);
-      Rope("", tokens, (hq_ + hkv_) * d, rep_tok_);
+      Compute(OpRole::kQkvProj, Gemm(tokens, h_, (hq_ + 2 * hkv_) * d, bias, bpe_), rep_tok_);
+      Rope(OpRole::kRope, tokens, (hq_ + hkv_) * d, rep_tok_);
     } else {
       // KV heads replicate over tp: the k/v part is redundant work, so it gets its own ops.
-      Compute(OpKind::kQProj, "q", Gemm(tokens, h_, hq_ * d, bias, bpe_), rep_tok_);
-      Compute(OpKind::kKvProj, "kv", Gemm(tokens, h_, 2 * hkv_ * d, bias, bpe_),
-              kv_rep_ * rep_tok_);
-      Rope("q", tokens, hq_ * d, rep_tok_);
-      Rope("k", tokens, hkv_ * d, kv_rep_ * rep_tok_);
+      Compute(OpRole::kQProj, Gemm(tokens, h_, hq_ * d, bias, bpe_), rep_tok_);
+      Compute(OpRole::kKvProj, Gemm(tokens, h_, 2 * hkv_ * d, bias, bpe_), kv_rep_ * rep_tok_);
+      Rope(OpRole::kRopeQ, tokens, hq_ * d, rep_tok_);
+      Rope(OpRole::kRopeK, tokens, hkv_ * d, kv_rep_ * rep_tok_);
     }
     if (OwnsNewKv()) KvAppend(tokens, 2 * hkv_ * d, kv_rep_);
     const AttnShape shape{d, d, hkv_};
@@ -409,16 +409,16 @@ class RankBuilder {
     const int64_t latent = a.kv_lora_rank + a.qk_rope_head_dim;
     const bool bias = m_.qkv_bias;
     if (a.q_lora_rank > 0) {
-      Compute(OpKind::kQProj, "q_a", Gemm(tokens, h_, a.q_lora_rank, bias, bpe_), tp_ * rep_tok_);
-      Norm("q_a", tokens, a.q_lora_rank, tp_ * rep_tok_);
-      Compute(OpKind::kQProj, "q_b", Gemm(tokens, a.q_lora_rank, hq_ * qk, false, bpe_), rep_tok_);
+      Compute(OpRole::kQaProj, Gemm(tokens, h_, a.q_lora_rank, bias, bpe_), tp_ * rep_tok_);
+      Norm(OpRole::kQaNorm, tokens, a.q_lora_rank, tp_ * rep_tok_);
+      Compute(OpRole::kQbProj, Gemm(tokens, a.q_lora_rank, hq_ * qk, false, bpe_), rep_tok_);
     } else {
-      Compute(OpKind::kQProj, "q", Gemm(tokens, h_, hq_ * qk, false, bpe_), rep_tok_);
+      Compute(OpRole::kQProj, Gemm(tokens, h_, hq_ * qk, false, bpe_), rep_tok_);
     }
-    Compute(OpKind::kKvProj, "kv_a", Gemm(tokens, h_, latent, bias, bpe_), tp_ * rep_tok_);
-    Norm("kv_a", tokens, a.kv_lora_rank, tp_ * rep_tok_);
-    Rope("q", tokens, hq_ * a.qk_rope_head_dim, rep_tok_);
-    Rope("k", tokens, a.qk_rope_head_dim, tp_ * rep_tok_);
+    Compute(OpRole::kKvAProj, Gemm(tokens, h_, latent, bias, bpe_), tp_ * rep_tok_);
+    Norm(OpRole::kKvANorm, tokens, a.kv_lora_rank, tp_ * rep_tok_);
+    Rope(OpRole::kRopeQ, tokens, hq_ * a.qk_rope_head_dim, rep_tok_);
+    Rope(OpRole::kRopeK, tokens, a.qk_rope_head_dim, tp_ * rep_tok_);
     if (OwnsNewKv()) KvAppend(tokens, latent, tp_);
     const int64_t up_width = hq_ * (a.qk_nope_head_dim + a.v_head_dim);
     if (prefill_) {
@@ -427,7 +427,7 @@ class RankBuilder {
       if (sp_ > 1) {
         RingAttention(requests, tokens, shape, tokens * latent * bpe_);
       } else {
-        Compute(OpKind::kKvUpProj, "kv_b", Gemm(tokens, a.kv_lora_rank, up_width, false, bpe_), 1);
+        Compute(OpRole::kKvUpProj, Gemm(tokens, a.kv_lora_rank, up_width, false, bpe_), 1);
         PrefillAttention(requests, tokens, shape);
       }
     } else {
@@ -437,13 +437,13 @@ class RankBuilder {
       uk.flops = 2 * requests * hq_ * a.qk_nope_head_dim * a.kv_lora_rank;
       uk.weight = hq_ * a.qk_nope_head_dim * a.kv_lora_rank * bpe_;
       uk.read = requests * hq_ * a.qk_nope_head_dim * bpe_ + uk.weight;
-      Compute(OpKind::kKvUpProj, "uk", uk, rep_tok_);
+      Compute(OpRole::kAbsorbUk, uk, rep_tok_);
       DecodeAttention(requests, AttnShape{latent, a.kv_lora_rank, 1}, latent);
       Cost uv = Gemm(requests, a.kv_lora_rank, hq_ * a.v_head_dim, false, bpe_);
       uv.flops = 2 * requests * hq_ * a.kv_lora_rank * a.v_head_dim;
       uv.weight = hq_ * a.kv_lora_rank * a.v_head_dim * bpe_;
       uv.read = requests * hq_ * a.kv_lora_rank * bpe_ + uv.weight;
-      Compute(OpKind::kKvUpProj, "uv", uv, rep_tok_);
+      Compute(OpRole::kAbsorbUv, uv, rep_tok_);
     }
     OutProj(tokens, a.v_head_dim);
   }
@@ -454,7 +454,7 @@ class RankBuilder {
   // Row-parallel output projection; its bias is added once, by tp rank 0.
   void OutProj(int64_t tokens, int64_t v_head_dim) {
     Cost c = Gemm(tokens, hq_ * v_head_dim, h_, m_.o_bias && c_tp_ == 0, bpe_);
-    Compute(OpKind::kOutProj, "", c, rep_tok_);
+    Compute(OpRole::kOutProj, c, rep_tok_);
   }
 
   // Causal attention of each request's S tokens over themselves (flash style).
@@ -465,7 +465,7 @@ class RankBuilder {
     c.read = tokens * (hq_ * s.qk + s.kv_heads * (s.qk + s.v)) * bpe_;
     c.written = tokens * hq_ * (s.v * bpe_ + kFp32);  // output and log-sum-exp
     c.m = tokens, c.n = seq_, c.k = hq_ * s.qk;
-    Compute(OpKind::kAttention, "", c, 1);
+    Compute(OpRole::kAttention, c, 1);
   }
 
   // Ring attention: sp steps over the K/V blocks passing around the sp ring,
@@ -486,11 +486,11 @@ class RankBuilder {
       if (j < sp_ - 1) {
         const std::vector<int32_t> held = {j == 0 ? kv_ready : prev_recv};
         if (c_sp_ % 2 == 0) {
-          PointToPoint(Collective::kSend, Dim::kSp, next, "kv", block_bytes, held);
-          recv = PointToPoint(Collective::kRecv, Dim::kSp, prev, "kv", block_bytes, {});
+          PointToPoint(Collective::kSend, Dim::kSp, next, OpRole::kRingKv, block_bytes, held);
+          recv = PointToPoint(Collective::kRecv, Dim::kSp, prev, OpRole::kRingKv, block_bytes, {});
         } else {
-          recv = PointToPoint(Collective::kRecv, Dim::kSp, prev, "kv", block_bytes, {});
-          PointToPoint(Collective::kSend, Dim::kSp, next, "kv", block_bytes, held);
+          recv = PointToPoint(Collective::kRecv, Dim::kSp, prev, OpRole::kRingKv, block_bytes, {});
+          PointToPoint(Collective::kSend, Dim::kSp, next, OpRole::kRingKv, block_bytes, held);
         }
       }
       const std::vector<int32_t> block_deps = {prev_recv};
@@ -498,7 +498,7 @@ class RankBuilder {
         // Every rank up-projects every block once: replicated sp times.
         const MlaSpec& a = m_.mla;
         Compute(
-            OpKind::kKvUpProj, "kv_b",
+            OpRole::kKvUpProj,
             Gemm(tokens, a.kv_lora_rank, hq_ * (a.qk_nope_head_dim + a.v_head_dim), false, bpe_),
             sp_, block_deps);
       }
@@ -512,7 +512,7 @@ class RankBuilder {
         c.written = tokens * hq_ * (s.v + 1) * kFp32;  // fp32 partial output and LSE
       }
       c.m = tokens, c.n = layout.LocalTokens(), c.k = hq_ * s.qk;
-      Compute(OpKind::kAttention, "", c, 1, block_deps);
+      Compute(OpRole::kAttention, c, 1, block_deps);
       prev_recv = recv;
     }
     sp_step_ = -1;
@@ -526,7 +526,7 @@ class RankBuilder {
     c.read = parts * tokens * hq_ * (v + 1) * kFp32;
     c.written = tokens * hq_ * v * bpe_;
     c.m = tokens, c.n = hq_ * v;
-    Compute(OpKind::kAttentionMerge, "", c, replication);
+    Compute(OpRole::kAttentionMerge, c, replication);
   }
 
   // One query per request over its cached keys (context + the new one). With
@@ -543,9 +543,9 @@ class RankBuilder {
     c.read = requests * hq_ * s.qk * bpe_ + requests * keys * cache_values * kvb_;
     c.written = sp_ > 1 ? requests * hq_ * (s.v + 1) * kFp32 : requests * hq_ * s.v * bpe_;
     c.m = requests, c.n = keys, c.k = hq_ * s.qk;
-    Compute(OpKind::kAttentionDecode, "", c, 1);
+    Compute(OpRole::kAttentionDecode, c, 1);
     if (sp_ == 1) return;
-    pending_.push_back(Collect(Collective::kAllGather, Dim::kSp, "attn",
+    pending_.push_back(Collect(Collective::kAllGather, Dim::kSp, OpRole::kAttnGather,
                                sp_ * requests * hq_ * (s.v + 1) * kFp32, {last_compute_}));
     Merge(requests, s.v, sp_, sp_);
   }
@@ -557,19 +557,17 @@ class RankBuilder {
   // A column-split up (gate+up) projection, activation and row-split down
   // projection of `inter` intermediate width over tp; the down bias is added by
   // tp rank 0 only.
-  void SplitFfn(OpKind up_kind, OpKind down_kind, std::string up_label, std::string down_label,
-                std::string act_label, int64_t tokens, int64_t inter) {
-    const int64_t local = SplitCount(inter, tp_, c_tp_);
+  void SplitFfn(OpRole up, OpRole down, OpRole act, int64_t tokens, int64_t inter) {
+    const int64_t local = geo_.Intermediate(inter, c_tp_).count;
     const bool bias = m_.mlp_bias;
-    Compute(up_kind, std::move(up_label), Gemm(tokens, h_, UpMatrices() * local, bias, bpe_),
-            rep_tok_);
-    ActivationOp(std::move(act_label), tokens, local);
-    Compute(down_kind, std::move(down_label), Gemm(tokens, local, h_, bias && c_tp_ == 0, bpe_),
-            rep_tok_);
+    Compute(up, Gemm(tokens, h_, UpMatrices() * local, bias, bpe_), rep_tok_);
+    ActivationOp(act, tokens, local);
+    Compute(down, Gemm(tokens, local, h_, bias && c_tp_ == 0, bpe_), rep_tok_);
   }
 
   void DenseFfn(int64_t tokens) {
-    SplitFfn(OpKind::kFfnUp, OpKind::kFfnDown, "", "", "ffn", tokens, m_.intermediate_size);
+    SplitFfn(OpRole::kFfnUp, OpRole::kFfnDown, OpRole::kFfnActivation, tokens,
+             m_.intermediate_size);
   }
 
   // Routed counts (per expert) of the tokens of the rank at (dp, ep, this sp) in this layer.
@@ -597,14 +595,14 @@ class RankBuilder {
       if (sigmoid) c.weight += experts * kFp32;
       c.read = tokens * h_ * bpe_ + c.weight;
       c.written = assignments * (kTokenIdBytes + kFp32);  // expert index and weight
-      Compute(OpKind::kRouter, "", c, tp_ * rep_tok_);
+      Compute(OpRole::kRouter, c, tp_ * rep_tok_);
     }
     {
       Cost c;
       c.read = tokens * h_ * bpe_ + assignments * (kTokenIdBytes + kFp32);
       c.written = assignments * h_ * bpe_;
       c.m = assignments, c.n = h_;
-      Compute(OpKind::kPermute, "", c, tp_ * rep_tok_);
+      Compute(OpRole::kPermute, c, tp_ * rep_tok_);
     }
     // Tokens sent to each ep rank, received from each, and per local expert.
     const std::vector<int64_t>& local_experts = pl_.ExpertsOfEpRank(c_ep_);
@@ -619,15 +617,15 @@ class RankBuilder {
       }
     }
     int32_t dispatch = -1;
-    if (ep_ > 1) dispatch = AllToAll("dispatch", send, recv);
+    if (ep_ > 1) dispatch = AllToAll(OpRole::kDispatch, send, recv);
     if (moe.num_shared_experts > 0) {
       // Runs while the dispatch is in flight.
-      SplitFfn(OpKind::kSharedExpert, OpKind::kSharedExpert, "gate_up", "down", "shared", tokens,
+      SplitFfn(OpRole::kSharedGateUp, OpRole::kSharedDown, OpRole::kSharedActivation, tokens,
                moe.num_shared_experts * moe.expert_intermediate_size);
     }
     if (dispatch >= 0) pending_.push_back(dispatch);
     ExpertGemms(per_expert);
-    if (ep_ > 1) pending_.push_back(AllToAll("combine", recv, send));
+    if (ep_ > 1) pending_.push_back(AllToAll(OpRole::kCombine, recv, send));
     {  // Unpermute: weighted sum of each token's expert outputs (+ the shared output).
       const bool shared = moe.num_shared_experts > 0;
       Cost c;
@@ -635,7 +633,7 @@ class RankBuilder {
       c.read = assignments * h_ * bpe_ + assignments * kFp32 + (shared ? tokens * h_ * bpe_ : 0);
       c.written = tokens * h_ * bpe_;
       c.m = tokens, c.n = h_;
-      Compute(OpKind::kUnpermute, "", c, tp_ * rep_tok_);
+      Compute(OpRole::kUnpermute, c, tp_ * rep_tok_);
     }
   }
 
@@ -643,7 +641,7 @@ class RankBuilder {
   // expert's intermediate is split over tp (expert-TP). Experts that received no
   // token load no weights.
   void ExpertGemms(const std::vector<int64_t>& per_expert) {
-    const int64_t local = SplitCount(m_.moe.expert_intermediate_size, tp_, c_tp_);
+    const int64_t local = geo_.Intermediate(m_.moe.expert_intermediate_size, c_tp_).count;
     const int64_t up = UpMatrices() * local;
     const bool bias = m_.mlp_bias;
     int64_t tokens = 0, active = 0;
@@ -651,24 +649,23 @@ class RankBuilder {
     Cost gate_up = Gemm(tokens, h_, up, bias, bpe_);
     gate_up.weight = active * (h_ * up + (bias ? up : 0)) * bpe_;
     gate_up.read = tokens * h_ * bpe_ + gate_up.weight;
-    Compute(OpKind::kExpertGemm, "gate_up", gate_up, rep_tok_);
+    Compute(OpRole::kExpertGateUp, gate_up, rep_tok_);
     ops_.back().expert_tokens = per_expert;
-    ActivationOp("expert", tokens, local);
+    ActivationOp(OpRole::kExpertActivation, tokens, local);
     const bool down_bias = bias && c_tp_ == 0;
     Cost down = Gemm(tokens, local, h_, down_bias, bpe_);
     down.weight = active * (local * h_ + (down_bias ? h_ : 0)) * bpe_;
     down.read = tokens * local * bpe_ + down.weight;
-    Compute(OpKind::kExpertGemm, "down", down, rep_tok_);
+    Compute(OpRole::kExpertDown, down, rep_tok_);
   }
 
   // All-to-all(v) of hidden states over the ep group: token counts to and from
   // each member (by ep coordinate).
-  int32_t AllToAll(std::string label, const std::vector<int64_t>& to,
-                   const std::vector<int64_t>& from) {
+  int32_t AllToAll(OpRole role, const std::vector<int64_t>& to, const std::vector<int64_t>& from) {
     int64_t total = 0;
     for (int64_t t : to) total += t;
-    const int32_t id = Collect(Collective::kAllToAll, Dim::kEp, std::move(label), total * h_ * bpe_,
-                               {last_compute_});
+    const int32_t id =
+        Collect(Collective::kAllToAll, Dim::kEp, role, total * h_ * bpe_, {last_compute_});
     Op& op = ops_.back();
     for (int64_t t : to) op.bytes_per_peer.push_back(t * h_ * bpe_);
     for (int64_t f : from) op.bytes_from_peer.push_back(f * h_ * bpe_);
@@ -679,6 +676,7 @@ class RankBuilder {
   const ModelSpec& m_;
   const Placement& pl_;
   const ProgramBuilder& pb_;
+  const ShardGeometry geo_;
   RoutingCache& cache_;
   const int64_t rank_;
   const bool prefill_;
@@ -704,10 +702,6 @@ class RankBuilder {
 };
 
 }  // namespace
-
-int64_t SplitCount(int64_t n, int64_t parts, int64_t i) {
-  return n / parts + (i < n % parts ? 1 : 0);
-}
 
 StatusOr<ProgramBuilder> ProgramBuilder::Create(const Experiment& experiment,
                                                 const Placement& placement) {

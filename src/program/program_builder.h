@@ -13,6 +13,7 @@
 #include "config/experiment.h"
 #include "core/status.h"
 #include "plan/placement.h"
+#include "plan/shard_geometry.h"  // SplitCount, for the builder's callers
 #include "program/expert_routing.h"
 #include "program/program.h"
 #include "program/sp_layout.h"
@@ -47,10 +48,6 @@ class ProgramBuilder {
   std::optional<SpLayout> sp_layout_;
   std::optional<ExpertRouting> routing_;
 };
-
-// Splits n items over `parts` by coordinate: part i gets n / parts, the first
-// n mod parts parts one more.
-int64_t SplitCount(int64_t n, int64_t parts, int64_t i);
 
 }  // namespace shardscope
 

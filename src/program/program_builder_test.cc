@@ -34,7 +34,7 @@ OpPred Kind(OpKind kind, int32_t layer) {
 }
 
 OpPred Comm(Collective c, std::string label) {
-  return [=](const Op& op) { return op.collective == c && op.label == label; };
+  return [=](const Op& op) { return op.collective == c && op.label() == label; };
 }
 
 int64_t Flops(const Op& op) { return op.flops; }
@@ -140,8 +140,8 @@ TEST(ProgramBuilderTest, TensorParallelAllReduces) {
         return op.collective == Collective::kAllReduce && op.layer == layer;
       });
       ASSERT_EQ(ars.size(), 2u);
-      EXPECT_EQ(ars[0]->label, "attn");
-      EXPECT_EQ(ars[1]->label, "ffn");
+      EXPECT_EQ(ars[0]->label(), "attn");
+      EXPECT_EQ(ars[1]->label(), "ffn");
       for (const Op* op : ars) {
         EXPECT_EQ(op->bytes, tokens * h * 2);
         EXPECT_EQ(op->dim, Dim::kTp);
@@ -149,7 +149,7 @@ TEST(ProgramBuilderTest, TensorParallelAllReduces) {
         EXPECT_EQ(op->group_id, b.placement.GroupOf(rp.rank, Dim::kTp).id);
         // Waits for the projection before it; the next compute op waits for it.
         EXPECT_EQ(rp.ops[op->deps[0]].kind,
-                  op->label == "attn" ? OpKind::kOutProj : OpKind::kFfnDown);
+                  op->label() == "attn" ? OpKind::kOutProj : OpKind::kFfnDown);
         const Op& next = rp.ops[op->id + 1];
         EXPECT_EQ(next.kind, OpKind::kResidualAdd);
         EXPECT_NE(std::find(next.deps.begin(), next.deps.end(), op->id), next.deps.end());
@@ -406,9 +406,9 @@ TEST(ProgramBuilderTest, MlaDecodeUsesTheAbsorbedForm) {
   const RankProgram& rp = dec.program.ranks[0];
   auto up = Select(rp, Kind(OpKind::kKvUpProj, 0));
   ASSERT_EQ(up.size(), 2u);
-  EXPECT_EQ(up[0]->label, "uk");
+  EXPECT_EQ(up[0]->label(), "uk");
   EXPECT_EQ(up[0]->flops, 2 * batch * heads * nope * r);
-  EXPECT_EQ(up[1]->label, "uv");
+  EXPECT_EQ(up[1]->label(), "uv");
   EXPECT_EQ(up[1]->flops, 2 * batch * heads * r * v);
   EXPECT_EQ(up[0]->weight_bytes + up[1]->weight_bytes, kv_b[0]->weight_bytes);
   auto attn = Select(rp, Kind(OpKind::kAttentionDecode, 0));
@@ -424,7 +424,7 @@ std::vector<int64_t> ExpertLoad(const Built& b, int32_t layer, int64_t experts) 
   for (const RankProgram& rp : b.program.ranks) {
     if (b.placement.Coord(rp.rank, Dim::kTp) != 0) continue;
     for (const Op& op : rp.ops) {
-      if (op.kind != OpKind::kExpertGemm || op.layer != layer || op.label != "gate_up") continue;
+      if (op.kind != OpKind::kExpertGemm || op.layer != layer || op.label() != "gate_up") continue;
       const auto& mine = b.placement.ExpertsOfEpRank(b.placement.Coord(rp.rank, Dim::kEp));
       for (size_t i = 0; i < mine.size(); ++i) load[mine[i]] += op.expert_tokens[i];
     }
@@ -451,7 +451,7 @@ TEST(ProgramBuilderTest, ExpertParallelDispatchAndCombine) {
       ASSERT_EQ(a2a.size(), 2u);
       const Op& dispatch = *a2a[0];
       const Op& combine = *a2a[1];
-      EXPECT_EQ(dispatch.label, "dispatch");
+      EXPECT_EQ(dispatch.label(), "dispatch");
       EXPECT_EQ(dispatch.bytes, tokens * topk * h * 2);
       EXPECT_EQ(std::accumulate(dispatch.bytes_per_peer.begin(), dispatch.bytes_per_peer.end(),
                                 int64_t{0}),
@@ -515,7 +515,7 @@ TEST(ProgramBuilderTest, ExpertTensorParallelSplitsEachExpert) {
       }
     }
     auto ar = Select(rp, [](const Op& op) {
-      return op.collective == Collective::kAllReduce && op.label == "ffn" && op.layer == 2;
+      return op.collective == Collective::kAllReduce && op.label() == "ffn" && op.layer == 2;
     });
     EXPECT_EQ(ar.size(), 1u);  // after the combine, the expert-TP partial sums
   }

@@ -41,6 +41,10 @@ Status CheckRank(const RankProgram& rp, const Placement& pl) {
       return Broken(op, rp.rank, "negative or inconsistent cost");
     }
     if (op.replication < 1) return Broken(op, rp.rank, "replication {} < 1", op.replication);
+    if (op.role != OpRole::kNone && RoleKind(op.role) != op.kind) {
+      return Broken(op, rp.rank, "role '{}' does not belong to kind {}", op.label(),
+                    OpKindName(op.kind));
+    }
     if (!op.is_comm()) {
       if (op.stream != Stream::kCompute) return Broken(op, rp.rank, "compute op on a comm stream");
       continue;
@@ -109,7 +113,7 @@ Status CheckCollectives(const PhaseProgram& program, const Placement& pl,
       const Op& op = program.ranks[ref.rank].ops[ref.id];
       // All-to-all(v) sizes differ by member; their pairwise match is checked below.
       const bool sizes_differ = op.collective != Collective::kAllToAll && op.bytes != first.bytes;
-      if (op.collective != first.collective || sizes_differ || op.label != first.label ||
+      if (op.collective != first.collective || sizes_differ || op.role != first.role ||
           op.peer != first.peer) {
         return Broken(op, ref.rank,
                       "call {} of group {} differs from rank {}'s ({} {} B vs {} {} B)", key.second,

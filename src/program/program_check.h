@@ -13,10 +13,11 @@ namespace shardscope {
 // Returns the first violation found (naming the rank, op id and op name) of:
 //  - one RankProgram per rank, in rank order; op ids equal their index; deps
 //    point to earlier ops; compute ops on the compute stream, comm ops on the
-//    stream of their dimension; costs ≥ 0; replication ≥ 1;
+//    stream of their dimension; costs ≥ 0; replication ≥ 1; an op's role
+//    (when set) is one of its kind;
 //  - collectives: the group exists, has the op's dimension and holds the rank;
 //    every member posts the group's collectives in the same order (seq 0, 1, …)
-//    with the same collective, label, bytes and (broadcast) root; all-to-all:
+//    with the same collective, role, bytes and (broadcast) root; all-to-all:
 //    one entry per member in bytes_per_peer (summing to bytes) and
 //    bytes_from_peer, and what member i sends to j is what j expects from i;
 //  - point-to-point: the peer is in the rank's group of that dimension; every

@@ -31,6 +31,18 @@ TEST(ProgramCheckTest, AcceptsABuiltProgram) {
   EXPECT_TRUE(CheckProgram(b.program, b.placement).ok());
 }
 
+TEST(ProgramCheckTest, CatchesARoleOfAnotherKind) {
+  Built b =
+      BuildOrDie(MakeExperiment(testing::TinyDense(), Sizes{.tp = 2}, 2, 16), Phase::kPrefill);
+  for (Op& op : b.program.ranks[0].ops) {
+    if (op.role == OpRole::kInputNorm) {
+      op.role = OpRole::kExpertDown;
+      break;
+    }
+  }
+  ExpectBroken(b.program, b.placement, "role 'down' does not belong to kind norm");
+}
+
 TEST(ProgramCheckTest, CatchesMismatchedCollectives) {
   Built b =
       BuildOrDie(MakeExperiment(testing::TinyDense(), Sizes{.tp = 2}, 2, 16), Phase::kPrefill);
@@ -45,6 +57,7 @@ TEST(ProgramCheckTest, CatchesAMissingCollective) {
   for (auto it = b.program.ranks[1].ops.rbegin(); it != b.program.ranks[1].ops.rend(); ++it) {
     if (it->collective == Collective::kAllGather) {
       it->kind = OpKind::kSampling;
+      it->role = OpRole::kSample;
       it->collective = Collective::kNone;
       it->stream = Stream::kCompute;
       break;

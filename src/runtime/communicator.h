@@ -1,5 +1,7 @@
-// Communicator: the communication interface of the executor — collectives over
-// the plan's groups and point-to-point transfers between global ranks, posted
+// Communicator: the communication interface of the executor, in two planes: a
+// control plane (rank and world, groups, count exchange, gather to root,
+// barrier, abort) and a data plane (typed collectives over the plan's groups and
+// point-to-point transfers between global ranks, on a stream), posted
 // non-blocking and completed through a CommRequest. Implementations: mpi/ (CPU
 // ranks); a NCCL one will follow for GPUs. One communicator per rank; not
 // thread-safe. Buffers passed to a call must stay alive and untouched (sends:
@@ -12,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.h"
 #include "core/status.h"
 #include "plan/placement.h"
 
@@ -30,9 +33,19 @@ class CommRequest {
 
 using Request = std::unique_ptr<CommRequest>;
 
-class Communicator {
+// The ordered queue a data-plane call is issued on: a CUDA stream for a NCCL
+// communicator. Host communicators (MPI, local) run calls in issue order and
+// ignore it; the default is the communicator's own queue.
+struct CommStream {
+  void* native = nullptr;
+};
+
+// The control plane: who is in the job and how the ranks coordinate outside
+// the data path — MPI's bootstrap (a NCCL communicator is set up through it).
+// Calls are blocking.
+class ControlPlane {
  public:
-  virtual ~Communicator() = default;
+  virtual ~ControlPlane() = default;
 
   virtual int64_t rank() const = 0;
   virtual int64_t world_size() const = 0;
@@ -40,38 +53,82 @@ class Communicator {
   // Registers the groups of a placement (every dimension), so calls can name a
   // group by Group::id. Collective: every rank calls it with the same placement.
   virtual Status AddGroups(const Placement& placement) = 0;
-
-  // Element-wise sum of `count` floats over the group, in place.
-  virtual StatusOr<Request> AllReduce(int64_t group, float* data, int64_t count) = 0;
-  // Each member contributes `bytes` bytes; recv gets them in member order (group size × bytes).
-  virtual StatusOr<Request> AllGather(int64_t group, const void* send, int64_t bytes,
-                                      void* recv) = 0;
-  // Sums send (group size × count floats) and leaves member i's block i in recv (count floats).
-  virtual StatusOr<Request> ReduceScatter(int64_t group, const float* send, float* recv,
-                                          int64_t count) = 0;
-  // Blocking exchange of counts: send holds `per_member` counts for each member
+  // Exchange of counts: send holds `per_member` counts for each member
   // (member-major); returns the `per_member` counts each member sent here.
   virtual StatusOr<std::vector<int64_t>> ExchangeCounts(int64_t group,
                                                         const std::vector<int64_t>& send,
                                                         int64_t per_member = 1) = 0;
-  // All-to-all-v of floats: send_counts[i] floats to member i (consecutive in send),
-  // recv_counts[i] from member i (consecutive in recv).
-  virtual StatusOr<Request> AllToAllV(int64_t group, const float* send,
-                                      const std::vector<int64_t>& send_counts, float* recv,
-                                      const std::vector<int64_t>& recv_counts) = 0;
-  // `bytes` from the global rank `root` to every member.
-  virtual StatusOr<Request> Broadcast(int64_t group, void* data, int64_t bytes, int64_t root) = 0;
-  // Point-to-point with a global rank; the n-th send from a to b with a tag
-  // matches the n-th recv at b from a with that tag.
-  virtual StatusOr<Request> Send(int64_t peer, const void* data, int64_t bytes, int tag) = 0;
-  virtual StatusOr<Request> Recv(int64_t peer, void* data, int64_t bytes, int tag) = 0;
   // Blocks until every rank of the world has reached it.
   virtual Status Barrier() = 0;
-  // Gathers each rank's bytes on rank 0 (blocking): returns them by rank there, empty elsewhere.
+  // Gathers each rank's bytes on rank 0: returns them by rank there, empty elsewhere.
   virtual StatusOr<std::vector<std::string>> GatherToRoot(const std::string& bytes) = 0;
   // Ends the whole job now, every rank, after printing `message` (a failing op).
   [[noreturn]] virtual void Abort(const std::string& message) = 0;
 };
+
+// The data plane: collectives over the plan's groups and point-to-point
+// transfers, on typed buffers (counts in elements of `dtype`: fp32, bf16 or
+// fp16) or raw bytes, posted non-blocking on a stream. The fp32 overloads
+// without a dtype are shorthands for the executor's activations.
+class DataPlane {
+ public:
+  virtual ~DataPlane() = default;
+
+  // Element-wise sum of `count` elements over the group, in place.
+  virtual StatusOr<Request> AllReduce(int64_t group, void* data, int64_t count, DType dtype,
+                                      CommStream stream) = 0;
+  // Each member contributes `bytes` bytes; recv gets them in member order (group size × bytes).
+  virtual StatusOr<Request> AllGather(int64_t group, const void* send, int64_t bytes, void* recv,
+                                      CommStream stream) = 0;
+  // Sums send (group size × count elements) and leaves member i's block i in recv.
+  virtual StatusOr<Request> ReduceScatter(int64_t group, const void* send, void* recv,
+                                          int64_t count, DType dtype, CommStream stream) = 0;
+  // All-to-all-v: send_counts[i] elements to member i (consecutive in send),
+  // recv_counts[i] from member i (consecutive in recv).
+  virtual StatusOr<Request> AllToAllV(int64_t group, const void* send,
+                                      const std::vector<int64_t>& send_counts, void* recv,
+                                      const std::vector<int64_t>& recv_counts, DType dtype,
+                                      CommStream stream) = 0;
+  // `bytes` from the global rank `root` to every member.
+  virtual StatusOr<Request> Broadcast(int64_t group, void* data, int64_t bytes, int64_t root,
+                                      CommStream stream) = 0;
+  // Point-to-point with a global rank; the n-th send from a to b with a tag
+  // matches the n-th recv at b from a with that tag.
+  virtual StatusOr<Request> Send(int64_t peer, const void* data, int64_t bytes, int tag,
+                                 CommStream stream) = 0;
+  virtual StatusOr<Request> Recv(int64_t peer, void* data, int64_t bytes, int tag,
+                                 CommStream stream) = 0;
+
+  // fp32 on the default stream.
+  StatusOr<Request> AllReduce(int64_t group, float* data, int64_t count) {
+    return AllReduce(group, data, count, DType::kFp32, {});
+  }
+  StatusOr<Request> AllGather(int64_t group, const void* send, int64_t bytes, void* recv) {
+    return AllGather(group, send, bytes, recv, {});
+  }
+  StatusOr<Request> ReduceScatter(int64_t group, const float* send, float* recv, int64_t count) {
+    return ReduceScatter(group, send, recv, count, DType::kFp32, {});
+  }
+  StatusOr<Request> AllToAllV(int64_t group, const float* send,
+                              const std::vector<int64_t>& send_counts, float* recv,
+                              const std::vector<int64_t>& recv_counts) {
+    return AllToAllV(group, send, send_counts, recv, recv_counts, DType::kFp32, {});
+  }
+  StatusOr<Request> Broadcast(int64_t group, void* data, int64_t bytes, int64_t root) {
+    return Broadcast(group, data, bytes, root, {});
+  }
+  StatusOr<Request> Send(int64_t peer, const void* data, int64_t bytes, int tag) {
+    return Send(peer, data, bytes, tag, {});
+  }
+  StatusOr<Request> Recv(int64_t peer, void* data, int64_t bytes, int tag) {
+    return Recv(peer, data, bytes, tag, {});
+  }
+};
+
+// A rank's communicator: both planes. Implementations bring the DataPlane
+// shorthands into scope (`using DataPlane::AllReduce;` …) so that they stay
+// callable on the concrete type.
+class Communicator : public ControlPlane, public DataPlane {};
 
 }  // namespace shardscope::runtime
 

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <iostream>
 
+#include "runtime/dtype_convert.h"
+
 namespace shardscope::runtime {
 namespace {
 
@@ -25,17 +27,24 @@ Status LocalCommunicator::AddGroups(const Placement& placement) {
   return Status::Ok();
 }
 
-StatusOr<Request> LocalCommunicator::AllReduce(int64_t, float*, int64_t) { return Done(); }
+StatusOr<Request> LocalCommunicator::AllReduce(int64_t, void*, int64_t, DType dtype, CommStream) {
+  if (!IsStorageDType(dtype))
+    return Unimplemented("not implemented: {} all-reduce", DTypeName(dtype));
+  return Done();
+}
 
-StatusOr<Request> LocalCommunicator::AllGather(int64_t, const void* send, int64_t bytes,
-                                               void* recv) {
+StatusOr<Request> LocalCommunicator::AllGather(int64_t, const void* send, int64_t bytes, void* recv,
+                                               CommStream) {
   if (send != recv) std::memmove(recv, send, static_cast<size_t>(bytes));
   return Done();
 }
 
-StatusOr<Request> LocalCommunicator::ReduceScatter(int64_t, const float* send, float* recv,
-                                                   int64_t count) {
-  std::memmove(recv, send, static_cast<size_t>(count) * sizeof(float));
+StatusOr<Request> LocalCommunicator::ReduceScatter(int64_t, const void* send, void* recv,
+                                                   int64_t count, DType dtype, CommStream) {
+  if (!IsStorageDType(dtype)) {
+    return Unimplemented("not implemented: {} reduce-scatter", DTypeName(dtype));
+  }
+  std::memmove(recv, send, static_cast<size_t>(count * DTypeSize(dtype)));
   return Done();
 }
 
@@ -45,20 +54,23 @@ StatusOr<std::vector<int64_t>> LocalCommunicator::ExchangeCounts(int64_t,
   return send;
 }
 
-StatusOr<Request> LocalCommunicator::AllToAllV(int64_t, const float* send,
-                                               const std::vector<int64_t>& send_counts, float* recv,
-                                               const std::vector<int64_t>&) {
-  std::memmove(recv, send, static_cast<size_t>(send_counts.at(0)) * sizeof(float));
+StatusOr<Request> LocalCommunicator::AllToAllV(int64_t, const void* send,
+                                               const std::vector<int64_t>& send_counts, void* recv,
+                                               const std::vector<int64_t>&, DType dtype,
+                                               CommStream) {
+  std::memmove(recv, send, static_cast<size_t>(send_counts.at(0) * DTypeSize(dtype)));
   return Done();
 }
 
-StatusOr<Request> LocalCommunicator::Broadcast(int64_t, void*, int64_t, int64_t) { return Done(); }
+StatusOr<Request> LocalCommunicator::Broadcast(int64_t, void*, int64_t, int64_t, CommStream) {
+  return Done();
+}
 
-StatusOr<Request> LocalCommunicator::Send(int64_t peer, const void*, int64_t, int) {
+StatusOr<Request> LocalCommunicator::Send(int64_t peer, const void*, int64_t, int, CommStream) {
   return InternalError("one-rank world: no peer {} to send to", peer);
 }
 
-StatusOr<Request> LocalCommunicator::Recv(int64_t peer, void*, int64_t, int) {
+StatusOr<Request> LocalCommunicator::Recv(int64_t peer, void*, int64_t, int, CommStream) {
   return InternalError("one-rank world: no peer {} to receive from", peer);
 }
 

@@ -14,18 +14,31 @@ class LocalCommunicator final : public Communicator {
   int64_t rank() const override { return 0; }
   int64_t world_size() const override { return 1; }
   Status AddGroups(const Placement& placement) override;
-  StatusOr<Request> AllReduce(int64_t group, float* data, int64_t count) override;
-  StatusOr<Request> AllGather(int64_t group, const void* send, int64_t bytes, void* recv) override;
-  StatusOr<Request> ReduceScatter(int64_t group, const float* send, float* recv,
-                                  int64_t count) override;
+  using DataPlane::AllGather;
+  using DataPlane::AllReduce;
+  using DataPlane::AllToAllV;
+  using DataPlane::Broadcast;
+  using DataPlane::Recv;
+  using DataPlane::ReduceScatter;
+  using DataPlane::Send;
+  StatusOr<Request> AllReduce(int64_t group, void* data, int64_t count, DType dtype,
+                              CommStream stream) override;
+  StatusOr<Request> AllGather(int64_t group, const void* send, int64_t bytes, void* recv,
+                              CommStream stream) override;
+  StatusOr<Request> ReduceScatter(int64_t group, const void* send, void* recv, int64_t count,
+                                  DType dtype, CommStream stream) override;
   StatusOr<std::vector<int64_t>> ExchangeCounts(int64_t group, const std::vector<int64_t>& send,
                                                 int64_t per_member = 1) override;
-  StatusOr<Request> AllToAllV(int64_t group, const float* send,
-                              const std::vector<int64_t>& send_counts, float* recv,
-                              const std::vector<int64_t>& recv_counts) override;
-  StatusOr<Request> Broadcast(int64_t group, void* data, int64_t bytes, int64_t root) override;
-  StatusOr<Request> Send(int64_t peer, const void* data, int64_t bytes, int tag) override;
-  StatusOr<Request> Recv(int64_t peer, void* data, int64_t bytes, int tag) override;
+  StatusOr<Request> AllToAllV(int64_t group, const void* send,
+                              const std::vector<int64_t>& send_counts, void* recv,
+                              const std::vector<int64_t>& recv_counts, DType dtype,
+                              CommStream stream) override;
+  StatusOr<Request> Broadcast(int64_t group, void* data, int64_t bytes, int64_t root,
+                              CommStream stream) override;
+  StatusOr<Request> Send(int64_t peer, const void* data, int64_t bytes, int tag,
+                         CommStream stream) override;
+  StatusOr<Request> Recv(int64_t peer, void* data, int64_t bytes, int tag,
+                         CommStream stream) override;
   Status Barrier() override { return Status::Ok(); }
   StatusOr<std::vector<std::string>> GatherToRoot(const std::string& bytes) override {
     return std::vector<std::string>{bytes};

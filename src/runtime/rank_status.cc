@@ -59,12 +59,12 @@ void AppendOpContext(const Op& op, int32_t phase_index, SafeText* t) {
     t->Add(CollectiveShortName(op.collective));
     t->Add(".");
     t->Add(DimName(op.dim));
-    if (!op.label.empty()) t->Add("."), t->Add(op.label);
+    if (!op.label().empty()) t->Add("."), t->Add(op.label());
     if (op.layer >= 0) t->Add(".L"), t->AddInt(op.layer);
   } else {
     if (op.layer >= 0) t->Add("L"), t->AddInt(op.layer), t->Add(".");
     t->Add(OpKindName(op.kind));
-    if (!op.label.empty()) t->Add("."), t->Add(op.label);
+    if (!op.label().empty()) t->Add("."), t->Add(op.label());
   }
   if (op.sp_step >= 0) t->Add(".s"), t->AddInt(op.sp_step);
   t->Add("' (");

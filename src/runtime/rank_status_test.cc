@@ -15,12 +15,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-Op Compute(int32_t id, OpKind kind, int32_t layer, std::string label = "") {
+Op Compute(int32_t id, OpKind kind, int32_t layer, OpRole role = OpRole::kNone) {
   Op op;
   op.id = id;
   op.kind = kind;
   op.layer = layer;
-  op.label = std::move(label);
+  op.role = role;
   return op;
 }
 
@@ -47,7 +47,7 @@ class RankStatusTest : public ::testing::Test {
 };
 
 TEST(OpContextTest, NamesTheOpLikeOpNameWithKindLayerAndPhase) {
-  Op norm = Compute(3, OpKind::kNorm, 2, "input");
+  Op norm = Compute(3, OpKind::kNorm, 2, OpRole::kInputNorm);
   EXPECT_EQ(OpName(norm), "L2.norm.input");
   EXPECT_EQ(OpContext(norm, 0), "op 3 'L2.norm.input' (norm, layer 2, prefill)");
   Op head = Compute(40, OpKind::kLmHead, -1);
@@ -60,7 +60,7 @@ TEST(OpContextTest, NamesTheOpLikeOpNameWithKindLayerAndPhase) {
   ar.kind = OpKind::kComm;
   ar.collective = Collective::kAllReduce;
   ar.dim = Dim::kTp;
-  ar.label = "attn";
+  ar.role = OpRole::kAttnReduce;
   ar.layer = 1;
   EXPECT_EQ(OpContext(ar, 1), "op 12 '" + OpName(ar) + "' (allreduce, layer 1, decode step 0)");
   EXPECT_EQ(OpName(ar), "allreduce.tp.attn.L1");

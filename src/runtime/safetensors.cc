@@ -156,44 +156,6 @@ StatusOr<SafetensorsEntry> ParseEntry(const std::string& file, const std::string
 
 }  // namespace
 
-// ---- Conversions.
-
-float Bf16ToFloat(uint16_t bits) { return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
-
-float F16ToFloat(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
-  const uint32_t exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
-  if (exp == 0) {  // zero or subnormal: mant · 2^−24
-    const float v = std::ldexp(static_cast<float>(mant), -24);
-    return sign ? -v : v;
-  }
-  if (exp == 31) return std::bit_cast<float>(sign | 0x7f800000u | (mant << 13));
-  return std::bit_cast<float>(sign | ((exp + 112) << 23) | (mant << 13));
-}
-
-uint16_t FloatToBf16(float value) {
-  uint32_t x = std::bit_cast<uint32_t>(value);
-  if ((x & 0x7fffffff) > 0x7f800000) return static_cast<uint16_t>((x >> 16) | 0x40);  // quiet NaN
-  x += 0x7fff + ((x >> 16) & 1);
-  return static_cast<uint16_t>(x >> 16);
-}
-
-uint16_t FloatToF16(float value) {
-  const uint32_t x = std::bit_cast<uint32_t>(value);
-  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000);
-  const uint32_t abs = x & 0x7fffffff;
-  if (abs > 0x7f800000) return sign | 0x7e00;   // NaN
-  if (abs >= 0x477ff000) return sign | 0x7c00;  // ≥ 65520 rounds to infinity
-  if (abs < 0x38800000) {                       // below 2^−14: subnormal (or zero)
-    const float scaled = std::bit_cast<float>(abs) * 16777216.0f;  // exact: · 2^24
-    return sign | static_cast<uint16_t>(std::nearbyint(scaled));
-  }
-  uint32_t h = (((abs >> 23) - 112) << 10) | ((abs & 0x7fffff) >> 13);
-  const uint32_t rest = abs & 0x1fff;
-  if (rest > 0x1000 || (rest == 0x1000 && (h & 1))) ++h;  // a carry moves into the exponent
-  return sign | static_cast<uint16_t>(h);
-}
-
 // ---- MappedFile.
 
 StatusOr<std::unique_ptr<MappedFile>> MappedFile::Open(const std::string& path) {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "runtime/dtype_convert.h"  // Bf16ToFloat, F16ToFloat, FloatToBf16, FloatToF16
 
 namespace shardscope::runtime {
 
@@ -46,12 +47,6 @@ class MappedFile {
 // (BOOL, U8, I8, F8_E5M2, F8_E4M3, I16, U16, I32, U32, F64, I64, U64) is kOther:
 // accepted in a header, refused when read as fp32.
 enum class SafetensorsDtype { kF32, kBF16, kF16, kOther };
-
-// Conversions (round to nearest even on the way down; NaN stays NaN).
-float Bf16ToFloat(uint16_t bits);
-float F16ToFloat(uint16_t bits);
-uint16_t FloatToBf16(float value);
-uint16_t FloatToF16(float value);
 
 // One tensor of a header.
 struct SafetensorsEntry {

@@ -69,13 +69,6 @@ class SeededSource : public WeightSource {
 
 }  // namespace
 
-Slice SplitSlice(int64_t n, int64_t parts, int64_t i) {
-  Slice s;
-  for (int64_t j = 0; j < i; ++j) s.begin += SplitCount(n, parts, j);
-  s.count = SplitCount(n, parts, i);
-  return s;
-}
-
 float InitValue(uint64_t seed, const std::string& name, int64_t index, float scale) {
   const uint64_t r = SplitMix(SplitMix(seed ^ HashName(name)) + static_cast<uint64_t>(index));
   const double u = static_cast<double>(r >> 11) * 0x1.0p-53;  // [0, 1)
@@ -137,9 +130,10 @@ StatusOr<Weights> Weights::Create(const Experiment& e, const Placement& pl, int6
   const int64_t tp = e.parallel.tp;
   const int64_t ctp = pl.Coord(rank, Dim::kTp);
   const int64_t stage = pl.Coord(rank, Dim::kPp);
-  const int64_t hq = m.num_heads / tp;
+  const ShardGeometry geo(m, tp, e.parallel.ep);
+  const int64_t hq = geo.q_heads();
   Weights w;
-  w.vocab_ = SplitSlice(m.vocab_size, tp, ctp);
+  w.vocab_ = geo.Vocab(ctp);
   if (stage == 0) {
     ASSIGN_OR_RETURN(w.embedding_, src.Rows("embedding", m.vocab_size, h, w.vocab_, {1.0f}));
   }
@@ -168,8 +162,7 @@ StatusOr<Weights> Weights::Create(const Experiment& e, const Placement& pl, int6
       const int64_t d = m.head_dim;
       const int64_t hkv_total = m.num_kv_heads;
       // KV heads of this rank: its share, or the one its query heads use when tp exceeds them.
-      const Slice kv = tp > hkv_total ? Slice{ctp * hq / (m.num_heads / hkv_total), 1}
-                                      : Slice{ctp * hkv_total / tp, hkv_total / tp};
+      const Slice kv = geo.KvHeads(ctp);
       const int64_t qw = m.num_heads * d, kw = hkv_total * d;
       // Global fused [h × (H + 2·Hkv)·d]: all q heads, then k heads, then v heads.
       const std::vector<Slice> cols = {{ctp * hq * d, hq * d},
@@ -223,7 +216,7 @@ StatusOr<Weights> Weights::Create(const Experiment& e, const Placement& pl, int6
         ASSIGN_OR_RETURN(lw.router_bias, src.Columns(p + ".router_bias", 1, ne, {{0, ne}}, {0.1f}));
       }
       const int64_t inter = moe.expert_intermediate_size;
-      const Slice local = SplitSlice(inter, tp, ctp);
+      const Slice local = geo.Intermediate(inter, ctp);
       for (int64_t x : pl.ExpertsOfEpRank(pl.Coord(rank, Dim::kEp))) {
         ASSIGN_OR_RETURN(ExpertWeights f,
                          Ffn(src, p + ".expert" + std::to_string(x), m, inter, local, ctp == 0));
@@ -231,12 +224,12 @@ StatusOr<Weights> Weights::Create(const Experiment& e, const Placement& pl, int6
       }
       if (moe.num_shared_experts > 0) {
         const int64_t s_inter = moe.num_shared_experts * inter;
-        ASSIGN_OR_RETURN(
-            lw.shared, Ffn(src, p + ".shared", m, s_inter, SplitSlice(s_inter, tp, ctp), ctp == 0));
+        ASSIGN_OR_RETURN(lw.shared, Ffn(src, p + ".shared", m, s_inter,
+                                        geo.Intermediate(s_inter, ctp), ctp == 0));
       }
     } else {
       ASSIGN_OR_RETURN(lw.ffn, Ffn(src, p + ".ffn", m, m.intermediate_size,
-                                   SplitSlice(m.intermediate_size, tp, ctp), ctp == 0));
+                                   geo.Intermediate(m.intermediate_size, ctp), ctp == 0));
     }
     w.layers_.push_back(std::move(lw));
   }

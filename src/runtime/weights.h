@@ -17,17 +17,13 @@
 #include "config/experiment.h"
 #include "core/status.h"
 #include "plan/placement.h"
+#include "plan/shard_geometry.h"
 #include "runtime/tensor.h"
 
 namespace shardscope::runtime {
 
-// A contiguous [begin, begin + count) slice of one dimension.
-struct Slice {
-  int64_t begin = 0, count = 0;
-};
-
-// The slice of `n` items that coordinate `i` of `parts` holds (SplitCount, floor/ceil).
-Slice SplitSlice(int64_t n, int64_t parts, int64_t i);
+// A contiguous [begin, begin + count) slice of one dimension (ShardGeometry's ranges).
+using Slice = Range;
 
 // Value of element `index` of global tensor `name`: uniform in [−scale, scale).
 float InitValue(uint64_t seed, const std::string& name, int64_t index, float scale);

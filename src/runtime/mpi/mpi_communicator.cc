@@ -4,6 +4,8 @@
 #include <iostream>
 #include <limits>
 
+#include "runtime/dtype_convert.h"
+
 namespace shardscope::runtime {
 namespace {
 
@@ -48,6 +50,48 @@ StatusOr<int> ToInt(int64_t v, const char* what) {
     return InvalidArgument("MPI {} count {} is out of int range", what, v);
   }
   return static_cast<int>(v);
+}
+
+// Sums of 16-bit floats, in fp32 and rounded back (MPI has no bf16 / fp16 type).
+template <float (*ToF)(uint16_t), uint16_t (*FromF)(float)>
+void SumHalves(void* in, void* inout, int* len, MPI_Datatype*) {
+  const uint16_t* a = static_cast<const uint16_t*>(in);
+  uint16_t* b = static_cast<uint16_t*>(inout);
+  for (int i = 0; i < *len; ++i) b[i] = FromF(ToF(a[i]) + ToF(b[i]));
+}
+
+// The MPI element type and sum of a storage dtype (ops created once per process).
+struct MpiSum {
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  MPI_Op op = MPI_OP_NULL;
+};
+
+StatusOr<MpiSum> SumOf(DType dtype, const char* what) {
+  switch (dtype) {
+    case DType::kFp32:
+      return MpiSum{MPI_FLOAT, MPI_SUM};
+    case DType::kBf16: {
+      static MPI_Op op = [] {
+        MPI_Op o = MPI_OP_NULL;
+        MPI_Op_create(&SumHalves<Bf16ToFloat, FloatToBf16>, /*commute=*/1, &o);
+        return o;
+      }();
+      return MpiSum{MPI_UINT16_T, op};
+    }
+    case DType::kFp16: {
+      static MPI_Op op = [] {
+        MPI_Op o = MPI_OP_NULL;
+        MPI_Op_create(&SumHalves<F16ToFloat, FloatToF16>, /*commute=*/1, &o);
+        return o;
+      }();
+      return MpiSum{MPI_UINT16_T, op};
+    }
+    case DType::kTf32:
+    case DType::kFp8:
+    case DType::kInt8:
+      break;
+  }
+  return Unimplemented("not implemented: MPI {} of {}", what, DTypeName(dtype));
 }
 
 }  // namespace
@@ -126,17 +170,19 @@ StatusOr<const MpiCommunicator::GroupComm*> MpiCommunicator::Find(int64_t group)
   return it->second.get();
 }
 
-StatusOr<Request> MpiCommunicator::AllReduce(int64_t group, float* data, int64_t count) {
+StatusOr<Request> MpiCommunicator::AllReduce(int64_t group, void* data, int64_t count, DType dtype,
+                                             CommStream) {
   ASSIGN_OR_RETURN(const GroupComm* g, Find(group));
   ASSIGN_OR_RETURN(int n, ToInt(count, "all-reduce"));
+  ASSIGN_OR_RETURN(MpiSum sum, SumOf(dtype, "all-reduce"));
   auto r = std::make_unique<MpiRequest>();
-  MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data, n, MPI_FLOAT, MPI_SUM, g->comm.get(), r->get()),
+  MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data, n, sum.type, sum.op, g->comm.get(), r->get()),
             "all-reduce");
   return Request(std::move(r));
 }
 
 StatusOr<Request> MpiCommunicator::AllGather(int64_t group, const void* send, int64_t bytes,
-                                             void* recv) {
+                                             void* recv, CommStream) {
   ASSIGN_OR_RETURN(const GroupComm* g, Find(group));
   ASSIGN_OR_RETURN(int n, ToInt(bytes, "all-gather"));
   auto r = std::make_unique<MpiRequest>();
@@ -145,12 +191,13 @@ StatusOr<Request> MpiCommunicator::AllGather(int64_t group, const void* send, in
   return Request(std::move(r));
 }
 
-StatusOr<Request> MpiCommunicator::ReduceScatter(int64_t group, const float* send, float* recv,
-                                                 int64_t count) {
+StatusOr<Request> MpiCommunicator::ReduceScatter(int64_t group, const void* send, void* recv,
+                                                 int64_t count, DType dtype, CommStream) {
   ASSIGN_OR_RETURN(const GroupComm* g, Find(group));
   ASSIGN_OR_RETURN(int n, ToInt(count, "reduce-scatter"));
+  ASSIGN_OR_RETURN(MpiSum sum, SumOf(dtype, "reduce-scatter"));
   auto r = std::make_unique<MpiRequest>();
-  MPI_CHECK(MPI_Ireduce_scatter_block(send, recv, n, MPI_FLOAT, MPI_SUM, g->comm.get(), r->get()),
+  MPI_CHECK(MPI_Ireduce_scatter_block(send, recv, n, sum.type, sum.op, g->comm.get(), r->get()),
             "reduce-scatter");
   return Request(std::move(r));
 }
@@ -170,10 +217,12 @@ StatusOr<std::vector<int64_t>> MpiCommunicator::ExchangeCounts(int64_t group,
   return recv;
 }
 
-StatusOr<Request> MpiCommunicator::AllToAllV(int64_t group, const float* send,
-                                             const std::vector<int64_t>& send_counts, float* recv,
-                                             const std::vector<int64_t>& recv_counts) {
+StatusOr<Request> MpiCommunicator::AllToAllV(int64_t group, const void* send,
+                                             const std::vector<int64_t>& send_counts, void* recv,
+                                             const std::vector<int64_t>& recv_counts, DType dtype,
+                                             CommStream) {
   ASSIGN_OR_RETURN(const GroupComm* g, Find(group));
+  ASSIGN_OR_RETURN(MpiSum elem, SumOf(dtype, "all-to-all-v"));  // its element type
   const size_t n = g->ranks.size();
   if (send_counts.size() != n || recv_counts.size() != n) {
     return InternalError("all-to-all-v: counts for {}/{} members, group has {}", send_counts.size(),
@@ -191,14 +240,14 @@ StatusOr<Request> MpiCommunicator::AllToAllV(int64_t group, const float* send,
     sd += sc, rd += rc;
   }
   MPI_CHECK(
-      MPI_Ialltoallv(send, r->counts[0].data(), r->counts[1].data(), MPI_FLOAT, recv,
-                     r->counts[2].data(), r->counts[3].data(), MPI_FLOAT, g->comm.get(), r->get()),
+      MPI_Ialltoallv(send, r->counts[0].data(), r->counts[1].data(), elem.type, recv,
+                     r->counts[2].data(), r->counts[3].data(), elem.type, g->comm.get(), r->get()),
       "all-to-all-v");
   return Request(std::move(r));
 }
 
-StatusOr<Request> MpiCommunicator::Broadcast(int64_t group, void* data, int64_t bytes,
-                                             int64_t root) {
+StatusOr<Request> MpiCommunicator::Broadcast(int64_t group, void* data, int64_t bytes, int64_t root,
+                                             CommStream) {
   ASSIGN_OR_RETURN(const GroupComm* g, Find(group));
   ASSIGN_OR_RETURN(int n, ToInt(bytes, "broadcast"));
   int root_pos = -1;
@@ -211,7 +260,8 @@ StatusOr<Request> MpiCommunicator::Broadcast(int64_t group, void* data, int64_t 
   return Request(std::move(r));
 }
 
-StatusOr<Request> MpiCommunicator::Send(int64_t peer, const void* data, int64_t bytes, int tag) {
+StatusOr<Request> MpiCommunicator::Send(int64_t peer, const void* data, int64_t bytes, int tag,
+                                        CommStream) {
   ASSIGN_OR_RETURN(int n, ToInt(bytes, "send"));
   auto r = std::make_unique<MpiRequest>();
   MPI_CHECK(MPI_Isend(data, n, MPI_BYTE, static_cast<int>(peer), tag, world_.get(), r->get()),
@@ -219,7 +269,8 @@ StatusOr<Request> MpiCommunicator::Send(int64_t peer, const void* data, int64_t 
   return Request(std::move(r));
 }
 
-StatusOr<Request> MpiCommunicator::Recv(int64_t peer, void* data, int64_t bytes, int tag) {
+StatusOr<Request> MpiCommunicator::Recv(int64_t peer, void* data, int64_t bytes, int tag,
+                                        CommStream) {
   ASSIGN_OR_RETURN(int n, ToInt(bytes, "recv"));
   auto r = std::make_unique<MpiRequest>();
   MPI_CHECK(MPI_Irecv(data, n, MPI_BYTE, static_cast<int>(peer), tag, world_.get(), r->get()),

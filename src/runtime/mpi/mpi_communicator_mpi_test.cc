@@ -5,6 +5,7 @@
 
 #include "plan/placement.h"
 #include "plan/test_experiments.h"
+#include "runtime/dtype_convert.h"
 #include "runtime/mpi/mpi_communicator.h"
 
 namespace shardscope::runtime {
@@ -42,6 +43,34 @@ TEST_F(MpiCommunicatorTest, AllReduceSums) {
   EXPECT_EQ(v[0], n_ * (n_ - 1) / 2);
   EXPECT_EQ(v[1], n_);
   EXPECT_EQ(v[2], (n_ - 1) * n_ * (2 * n_ - 1) / 6);
+}
+
+// The typed data plane: 16-bit floats sum in fp32 and round back; all-to-all-v
+// moves elements of the dtype.
+TEST_F(MpiCommunicatorTest, TypedAllReduceAndAllToAllV) {
+  for (DType dtype : {DType::kBf16, DType::kFp16}) {
+    const std::vector<float> v = {static_cast<float>(me_) + 0.5f, -1.0f};
+    std::vector<uint16_t> h(2);
+    ASSERT_TRUE(FromFloat(v.data(), 2, dtype, h.data()).ok());
+    auto r = comm_->AllReduce(group_, h.data(), 2, dtype, CommStream{});
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    ASSERT_TRUE((*r)->Wait().ok());
+    std::vector<float> sum(2);
+    ASSERT_TRUE(ToFloat(dtype, h.data(), 2, sum.data()).ok());
+    EXPECT_EQ(sum[0], n_ * (n_ - 1) / 2 + 0.5f * n_) << DTypeName(dtype);
+    EXPECT_EQ(sum[1], -static_cast<float>(n_)) << DTypeName(dtype);
+  }
+  // One bf16 element to every member: member j receives j + (sender) from each.
+  std::vector<uint16_t> send(n_), recv(n_);
+  for (int64_t j = 0; j < n_; ++j) send[j] = FloatToBf16(static_cast<float>(10 * me_ + j));
+  const std::vector<int64_t> ones(n_, 1);
+  auto a = comm_->AllToAllV(group_, send.data(), ones, recv.data(), ones, DType::kBf16, {});
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  ASSERT_TRUE((*a)->Wait().ok());
+  for (int64_t j = 0; j < n_; ++j) EXPECT_EQ(Bf16ToFloat(recv[j]), 10 * j + me_);
+  int8_t x = 0;
+  EXPECT_EQ(comm_->AllReduce(group_, &x, 1, DType::kInt8, {}).status().code(),
+            StatusCode::kUnimplemented);
 }
 
 TEST_F(MpiCommunicatorTest, AllGatherAndReduceScatter) {

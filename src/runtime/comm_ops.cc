@@ -1,0 +1,173 @@
+// Communication ops: what each comm role moves, posted non-blocking.
+#include <algorithm>
+
+#include "runtime/phase_runner.h"
+
+namespace shardscope::runtime {
+
+StatusOr<Request> PhaseRunner::PostComm(const Op& op, MicroBatch& mb, OpRecord* rec) {
+  const bool send = op.collective == Collective::kSend;
+  const bool p2p = send || op.collective == Collective::kRecv;
+  auto floats = [&](Tensor& t) -> StatusOr<Request> {
+    rec->bytes = t.size() * 4;
+    return c_.AllReduce(op.group_id, t.data(), t.size());
+  };
+  switch (op.role) {
+    case OpRole::kEmbeddingReduce:
+      return floats(mb.x);
+    case OpRole::kAttnReduce:
+      return floats(mb.proj);
+    case OpRole::kFfnReduce:
+      return floats(mb.ffn_out);
+    case OpRole::kArgMaxGather:
+      mb.all_best.resize(mb.local_best.size() * static_cast<size_t>(tp_));
+      rec->bytes = static_cast<int64_t>(mb.all_best.size() * sizeof(ArgMaxPair));
+      return c_.AllGather(op.group_id, mb.local_best.data(),
+                          static_cast<int64_t>(mb.local_best.size() * sizeof(ArgMaxPair)),
+                          mb.all_best.data());
+    case OpRole::kAttnGather:
+      mb.gathered = Tensor({sp_, mb.packed.size()});
+      rec->bytes = mb.gathered.size() * 4;
+      return c_.AllGather(op.group_id, mb.packed.data(), mb.packed.size() * 4, mb.gathered.data());
+    case OpRole::kTokenIds:
+      rec->bytes = static_cast<int64_t>(mb.out_ids.size() * 4);
+      if (op.collective == Collective::kBroadcast) {
+        mb.ids_ready = true;
+        return c_.Broadcast(op.group_id, mb.out_ids.data(), rec->bytes, op.peer);
+      }
+      if (!p2p) break;
+      if (!send) mb.ids_ready = true;
+      return send ? c_.Send(op.peer, mb.out_ids.data(), rec->bytes, Tag(op))
+                  : c_.Recv(op.peer, mb.out_ids.data(), rec->bytes, Tag(op));
+    case OpRole::kActivations:
+      if (!p2p) break;
+      rec->bytes = mb.x.size() * 4;
+      return send ? c_.Send(op.peer, mb.x.data(), rec->bytes, Tag(op))
+                  : c_.Recv(op.peer, mb.x.data(), rec->bytes, Tag(op));
+    case OpRole::kRingKv: {
+      if (!p2p) break;
+      if (mb.blocks.empty()) return InternalError("ring send before the own K/V block exists");
+      const std::vector<int64_t> shape = mb.blocks.front().shape();
+      if (send) {
+        const Tensor& held = mb.blocks[static_cast<size_t>(op.sp_step)];
+        rec->bytes = held.size() * 4;
+        return c_.Send(op.peer, held.data(), rec->bytes, Tag(op));
+      }
+      // Blocks all have the shape of this rank's own block (S/sp tokens per request).
+      // Moving a Tensor keeps its buffer, so earlier in-flight blocks stay valid.
+      mb.blocks.resize(static_cast<size_t>(op.sp_step) + 2);
+      Tensor& next = mb.blocks[static_cast<size_t>(op.sp_step) + 1];
+      next = Tensor(shape);
+      rec->bytes = next.size() * 4;
+      return c_.Recv(op.peer, next.data(), rec->bytes, Tag(op));
+    }
+    case OpRole::kDispatch:
+      return Dispatch(op, mb, rec);
+    case OpRole::kCombine:
+      return Combine(op, mb, rec);
+    case OpRole::kNone:
+    case OpRole::kEmbedding:
+    case OpRole::kInputNorm:
+    case OpRole::kPostAttentionNorm:
+    case OpRole::kQaNorm:
+    case OpRole::kKvANorm:
+    case OpRole::kFinalNorm:
+    case OpRole::kQkvProj:
+    case OpRole::kQProj:
+    case OpRole::kQaProj:
+    case OpRole::kQbProj:
+    case OpRole::kKvProj:
+    case OpRole::kKvAProj:
+    case OpRole::kRope:
+    case OpRole::kRopeQ:
+    case OpRole::kRopeK:
+    case OpRole::kKvAppend:
+    case OpRole::kKvUpProj:
+    case OpRole::kAbsorbUk:
+    case OpRole::kAbsorbUv:
+    case OpRole::kAttention:
+    case OpRole::kAttentionDecode:
+    case OpRole::kAttentionMerge:
+    case OpRole::kOutProj:
+    case OpRole::kResidualAttn:
+    case OpRole::kResidualFfn:
+    case OpRole::kRouter:
+    case OpRole::kPermute:
+    case OpRole::kExpertGateUp:
+    case OpRole::kExpertDown:
+    case OpRole::kSharedGateUp:
+    case OpRole::kSharedDown:
+    case OpRole::kUnpermute:
+    case OpRole::kFfnUp:
+    case OpRole::kFfnActivation:
+    case OpRole::kSharedActivation:
+    case OpRole::kExpertActivation:
+    case OpRole::kFfnDown:
+    case OpRole::kLmHead:
+    case OpRole::kSample:
+    case OpRole::kSampleLocal:
+    case OpRole::kSampleSelect:
+      break;
+  }
+  return Unimplemented("not implemented: comm op {} ({} over {}) in the CPU executor", OpName(op),
+                       CollectiveShortName(op.collective), DimName(op.dim));
+}
+
+StatusOr<Request> PhaseRunner::Dispatch(const Op& op, MicroBatch& mb, OpRecord* rec) {
+  const Group& g = EpGroup();
+  const int64_t n = static_cast<int64_t>(g.ranks.size());
+  int64_t most = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    most = std::max<int64_t>(most, static_cast<int64_t>(pl_.ExpertsOfEpRank(j).size()));
+  }
+  // Per member, the counts for each of its local experts (padded to `most`).
+  std::vector<int64_t> send(static_cast<size_t>(n * most), 0);
+  int64_t slot = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    const auto& experts = pl_.ExpertsOfEpRank(j);
+    for (size_t i = 0; i < experts.size(); ++i) send[j * most + i] = mb.slot_counts[slot++];
+  }
+  ASSIGN_OR_RETURN(std::vector<int64_t> recv, c_.ExchangeCounts(op.group_id, send, most));
+  const int64_t mine = static_cast<int64_t>(pl_.ExpertsOfEpRank(c_ep_).size());
+  mb.recv_counts.assign(static_cast<size_t>(n * mine), 0);
+  std::vector<int64_t> send_f(n), recv_f(n);
+  int64_t total = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    int64_t rows = 0;
+    for (int64_t i = 0; i < mine; ++i) {
+      mb.recv_counts[j * mine + i] = recv[j * most + i];
+      rows += recv[j * most + i];
+    }
+    recv_f[j] = rows * h_;
+    send_f[j] = mb.send_rows[j] * h_;
+    total += rows;
+  }
+  mb.recv = Tensor({total, h_});
+  rec->bytes = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    rec->bytes_per_peer.push_back(send_f[j] * 4);
+    rec->bytes += send_f[j] * 4;
+  }
+  return c_.AllToAllV(op.group_id, mb.perm.data(), send_f, mb.recv.data(), recv_f);
+}
+
+StatusOr<Request> PhaseRunner::Combine(const Op& op, MicroBatch& mb, OpRecord* rec) {
+  const int64_t n = static_cast<int64_t>(EpGroup().ranks.size());
+  const int64_t mine = static_cast<int64_t>(pl_.ExpertsOfEpRank(c_ep_).size());
+  std::vector<int64_t> send_f(n), recv_f(n);
+  for (int64_t j = 0; j < n; ++j) {
+    int64_t rows = 0;
+    for (int64_t i = 0; i < mine; ++i) rows += mb.recv_counts[j * mine + i];
+    send_f[j] = rows * h_;
+    recv_f[j] = mb.send_rows[j] * h_;
+  }
+  mb.combined = Tensor({mb.perm.dim(0), h_});
+  rec->bytes = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    rec->bytes_per_peer.push_back(send_f[j] * 4);
+    rec->bytes += send_f[j] * 4;
+  }
+  return c_.AllToAllV(op.group_id, mb.combine_send.data(), send_f, mb.combined.data(), recv_f);
+}
+
+}  // namespace shardscope::runtime

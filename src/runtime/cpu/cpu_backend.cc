@@ -1,0 +1,9 @@
+#include "runtime/cpu/cpu_backend.h"
+
+namespace shardscope::runtime {
+
+std::unique_ptr<Backend> NewCpuBackend() { return NewKernelsBackend("cpu", NewCpuKernels()); }
+
+std::vector<BackendFactory> RegisteredBackends() { return {{"cpu", NewCpuBackend}}; }
+
+}  // namespace shardscope::runtime
