@@ -9,6 +9,7 @@
 
 #include "analysis/metric_families.h"
 #include "analysis/stats.h"
+#include "run/latency.h"
 
 namespace shardscope::analysis {
 namespace {
@@ -48,70 +49,68 @@ void AddStepTime(const Context& ctx, MetricSet* out) {
 }  // namespace
 
 void AddLatencyMetrics(const Context& ctx, MetricSet* out) {
-  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
-  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
-  // Prefill window and decode-step ends, from spans when the trace has them, else from ops.
+  // Prefill windows and decode-step ends, from spans when the trace has them, else from ops;
+  // the figures themselves are run/latency.h's, as every backend reports them.
   // Only decode step spans are decode steps: foreign traces' step annotations (phase none)
   // feed step_time alone.
-  int64_t pf_begin = kMax, pf_end = kMin, dec_end = kMin;
-  std::map<int32_t, int64_t> step_end;
+  run::LatencyWindows<int64_t> windows;
   bool prefill_spans = false, step_spans = false;
   for (const auto& [rank, rd] : ctx.data->ranks) {
     for (const SpanRec& s : rd.spans) {
       if (s.kind == trace::SpanKind::kPhase && s.phase == Phase::kPrefill) {
         prefill_spans = true;
-        pf_begin = std::min(pf_begin, s.ts);
-        pf_end = std::max(pf_end, s.end);
+        windows.AddPrefill(s.ts, s.end);
       } else if (s.kind == trace::SpanKind::kPhase && s.phase == Phase::kDecode) {
-        dec_end = std::max(dec_end, s.end);
+        windows.AddDecodeEnd(s.end);
       } else if (s.kind == trace::SpanKind::kStep && s.phase == Phase::kDecode) {
         step_spans = true;
-        auto [it, inserted] = step_end.emplace(s.step, s.end);
-        if (!inserted) it->second = std::max(it->second, s.end);
+        windows.AddDecodeStep(s.step, s.end);
       }
     }
   }
   for (const auto& [rank, rd] : ctx.data->ranks) {
     for (const OpRec& op : rd.ops) {
       if (op.phase == Phase::kPrefill && !prefill_spans) {
-        pf_begin = std::min(pf_begin, op.ts);
-        pf_end = std::max(pf_end, op.end);
+        windows.AddPrefill(op.ts, op.end);
       } else if (op.phase == Phase::kDecode) {
-        dec_end = std::max(dec_end, op.end);
         if (!step_spans && op.step >= 0) {
-          auto [it, inserted] = step_end.emplace(op.step, op.end);
-          if (!inserted) it->second = std::max(it->second, op.end);
+          windows.AddDecodeStep(op.step, op.end);
+        } else {
+          windows.AddDecodeEnd(op.end);
         }
       }
     }
   }
-  for (const auto& [step, end] : step_end) dec_end = std::max(dec_end, end);
   const RunInfo& info = ctx.info;
+  const int64_t unnumbered_steps =
+      info.tokens_to_generate ? std::max<int64_t>(*info.tokens_to_generate - 1, 0) : 0;
+  const run::Latency latency = windows.Compute(unnumbered_steps);
+  const run::Throughput throughput =
+      run::ComputeThroughput(latency, info.batch_size.value_or(0), info.sequence_length.value_or(0),
+                             ctx.window_end > ctx.window_begin ? ctx.window_seconds() : 0);
   const std::string no_prefill =
       "no prefill span and no op with args.phase = \"prefill\" in the trace";
-  bool has_prefill = pf_begin <= pf_end;
+  const bool has_prefill = latency.has_prefill;
   if (has_prefill) {
-    out->Add("ttft", "", Seconds(pf_end - pf_begin), "s",
+    out->Add("ttft", "", latency.ttft, "s",
              "first prefill start to last prefill end over all ranks");
   } else {
     out->AddUnavailable("ttft", "", "s", no_prefill);
   }
-  int64_t steps = static_cast<int64_t>(step_end.size());
-  bool has_decode = dec_end != kMin;
-  std::optional<double> tpot;
+  const int64_t steps = static_cast<int64_t>(windows.step_ends().size());
+  const bool has_decode = windows.has_decode();
   if (!has_prefill) {
     out->AddUnavailable("tpot", "", "s", no_prefill + " (TPOT starts where TTFT ends)");
   } else if (steps > 0) {
-    double decode_time = Seconds(dec_end - pf_end);
-    tpot = decode_time / static_cast<double>(steps);
-    out->Add("tpot", "", *tpot, "s", "(last decode step end − TTFT end) / decode steps");
+    const double decode_time = latency.decode_seconds;
+    out->Add("tpot", "", latency.tpot, "s", "(last decode step end − TTFT end) / decode steps");
     out->Add("decode_steps", "", static_cast<double>(steps), "count");
     out->Add("generated_tokens", "", static_cast<double>(steps + 1), "tokens",
              "per request: the prefill's token + one per decode step");
     out->Add("decode_time", "", decode_time, "s");
     std::vector<double> per_step;
-    int64_t prev = pf_end;
-    for (const auto& [step, end] : step_end) {
+    int64_t prev = windows.prefill_end();
+    for (const auto& [step, end] : windows.step_ends()) {
       per_step.push_back(Seconds(end - prev));
       prev = end;
     }
@@ -123,16 +122,15 @@ void AddLatencyMetrics(const Context& ctx, MetricSet* out) {
     out->Add("tpot_step.p99", "", s.p99, "s");
     out->Add("tpot_step.max", "", s.max, "s");
     if (info.batch_size) {
-      out->Add("decode_throughput", "", static_cast<double>(*info.batch_size * steps) / decode_time,
-               "tokens/s", "batch × decode steps / decode time");
+      out->Add("decode_throughput", "", throughput.decode_tokens_per_s, "tokens/s",
+               "batch / TPOT (= batch × decode steps / decode time)");
     } else {
       out->AddUnavailable("decode_throughput", "", "tokens/s",
                           "metadata lacks workload.batch_size");
     }
-  } else if (has_decode && info.tokens_to_generate && *info.tokens_to_generate > 1) {
-    double decode_time = Seconds(dec_end - pf_end);
-    tpot = decode_time / static_cast<double>(*info.tokens_to_generate - 1);
-    out->Add("tpot", "", *tpot, "s", "(decode end − TTFT end) / (workload.tokens_to_generate − 1)");
+  } else if (latency.has_decode) {
+    out->Add("tpot", "", latency.tpot, "s",
+             "(decode end − TTFT end) / (workload.tokens_to_generate − 1)");
     out->AddUnavailable("tpot_step.p50", "", "s",
                         "decode ops carry no args.step and the trace has no step spans");
   } else {
@@ -142,11 +140,9 @@ void AddLatencyMetrics(const Context& ctx, MetricSet* out) {
                                    : "no decode phase in the trace");
   }
   if (has_prefill) {
-    if (info.batch_size && info.sequence_length && pf_end > pf_begin) {
-      out->Add("prefill_throughput", "",
-               static_cast<double>(*info.batch_size * *info.sequence_length) /
-                   Seconds(pf_end - pf_begin),
-               "tokens/s", "batch × sequence length / TTFT");
+    if (info.batch_size && info.sequence_length && latency.ttft > 0) {
+      out->Add("prefill_throughput", "", throughput.prefill_tokens_per_s, "tokens/s",
+               "batch × sequence length / TTFT");
     } else {
       out->AddUnavailable("prefill_throughput", "", "tokens/s",
                           "metadata lacks workload.batch_size or workload.sequence_length");
@@ -155,9 +151,8 @@ void AddLatencyMetrics(const Context& ctx, MetricSet* out) {
     out->AddUnavailable("prefill_throughput", "", "tokens/s", no_prefill);
   }
   if (info.batch_size && info.sequence_length && ctx.window_end > ctx.window_begin) {
-    out->Add("tps", "",
-             static_cast<double>(*info.batch_size * *info.sequence_length) / ctx.window_seconds(),
-             "tokens/s", "the seeds' TPS: batch × sequence length / wall time");
+    out->Add("tps", "", throughput.tps, "tokens/s",
+             "the seeds' TPS: batch × sequence length / wall time");
   } else {
     out->AddUnavailable("tps", "", "tokens/s",
                         "metadata lacks workload.batch_size or workload.sequence_length");

@@ -18,33 +18,22 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "config/experiment_json.h"
 #include "config/experiment_loader.h"
 #include "plan/placement.h"
 #include "program/program_builder.h"
+#include "run/latency.h"
+#include "run/run_recorder.h"
 #include "runtime/cpu_trace.h"
 #include "runtime/executor.h"
 #include "runtime/kernels.h"
 #include "runtime/mpi/mpi_communicator.h"
 #include "runtime/rank_status.h"
-#include "trace/trace_store.h"
 #include "trace/trace_writer.h"
 
 namespace shardscope::runtime {
 namespace {
 
 using nlohmann::json;
-
-json PlanJson(const Placement& pl) {
-  json groups = json::array();
-  for (const Group& g : pl.groups()) {
-    if (g.ranks.size() <= 1) continue;
-    groups.push_back({{"id", g.id}, {"dim", DimName(g.dim)}, {"ranks", g.ranks}});
-  }
-  json stages = json::array();
-  for (int64_t s = 0; s < pl.num_stages(); ++s) stages.push_back(pl.LayersOfStage(s));
-  return {{"world_size", pl.world_size()}, {"groups", groups}, {"stages", stages}};
-}
 
 std::string TempDir() {
   const char* t = std::getenv("TMPDIR");
@@ -118,25 +107,23 @@ StatusOr<CpuRunResult> WorkerBody(const Experiment& e, const CpuRunOptions& o,
     ranks.push_back(std::move(ev));
   }
   if (origin == std::numeric_limits<int64_t>::max()) origin = 0;
-  int64_t prefill_end = 0, decode_end = 0;
+  run::LatencyWindows<int64_t> windows;
   for (RankEvents& ev : ranks) {
     for (auto& op : ev.ops) op.ts_ns -= origin;
     for (auto& s : ev.spans) {
       s.ts_ns -= origin;
       if (s.kind == trace::SpanKind::kPhase && s.phase == trace::Phase::kPrefill) {
-        prefill_end = std::max(prefill_end, s.end_ns());
-      }
-      if (s.kind == trace::SpanKind::kPhase && s.phase == trace::Phase::kDecode) {
-        decode_end = std::max(decode_end, s.end_ns());
+        windows.AddPrefill(s.ts_ns, s.end_ns());
+      } else if (s.kind == trace::SpanKind::kPhase && s.phase == trace::Phase::kDecode) {
+        windows.AddDecodeEnd(s.end_ns());
+      } else if (s.kind == trace::SpanKind::kStep && s.phase == trace::Phase::kDecode) {
+        windows.AddDecodeStep(s.step, s.end_ns());
       }
     }
   }
-  result.ttft_seconds = static_cast<double>(prefill_end) * 1e-9;
-  const int64_t steps = e.workload.tokens_to_generate - 1;
-  if (steps > 0 && decode_end > prefill_end) {
-    result.tpot_seconds =
-        static_cast<double>(decode_end - prefill_end) * 1e-9 / static_cast<double>(steps);
-  }
+  const run::Latency latency = windows.Compute(e.workload.tokens_to_generate - 1);
+  result.ttft_seconds = latency.ttft;
+  result.tpot_seconds = latency.tpot;
   if (o.write_trace) {
     json offsets = json::array(), round_trips = json::array();
     for (const std::string& s : all_offsets) {
@@ -146,33 +133,21 @@ StatusOr<CpuRunResult> WorkerBody(const Experiment& e, const CpuRunOptions& o,
       offsets.push_back(offset);
       round_trips.push_back(round_trip);
     }
-    json meta = {{"experiment", ExperimentToJson(e)},
-                 {"backend", "cpu"},
-                 {"plan", PlanJson(placement)},
-                 {"cluster", ClusterToJson(e.cluster)},
-                 {"cpu",
-                  {{"kernels", "cpu (OpenBLAS sgemm, fp32)"},
-                   {"communicator", "MPI"},
-                   {"warmup_iterations", warmup},
-                   {"measured_iterations", measured},
-                   {"traced_iteration", "the last measured generation"},
-                   {"generation_seconds", result.generation_seconds},
-                   {"clock_offsets_ns", offsets},
-                   {"clock_round_trips_ns", round_trips},
-                   {"activation_dtype", "fp32"}}}};
-    std::unique_ptr<trace::TraceWriter> writer;
-    if (!o.trace_file.empty()) {
-      ASSIGN_OR_RETURN(writer, trace::TraceWriter::Open(o.trace_file, meta));
-      result.trace_path = o.trace_file;
-    } else {
-      trace::TraceStore store(o.trace_root);
-      trace::StoredTrace stored;
-      const trace::RunKey key{e.model.name, e.parallel.strategy, e.workload.batch_size,
-                              e.workload.sequence_length};
-      ASSIGN_OR_RETURN(writer, store.Create(key, meta, &stored));
-      result.trace_path = stored.trace_path;
-      result.metadata_path = stored.metadata_path;
-    }
+    const json meta = run::RunMetadata(e, placement, "cpu",
+                                       {{"kernels", "cpu (OpenBLAS sgemm, fp32)"},
+                                        {"communicator", "MPI"},
+                                        {"warmup_iterations", warmup},
+                                        {"measured_iterations", measured},
+                                        {"traced_iteration", "the last measured generation"},
+                                        {"generation_seconds", result.generation_seconds},
+                                        {"clock_offsets_ns", offsets},
+                                        {"clock_round_trips_ns", round_trips},
+                                        {"activation_dtype", "fp32"}});
+    ASSIGN_OR_RETURN(std::unique_ptr<run::RunRecorder> recorder,
+                     run::RunRecorder::Open(e, meta, o.trace_root, o.trace_file));
+    result.trace_path = recorder->trace_path();
+    result.metadata_path = recorder->metadata_path();
+    trace::TraceWriter* const writer = recorder->writer();
     // Stopped or failing from here on: no half-written trace, no metadata without one.
     status.AddCleanupFile(writer->temp_path());
     if (!result.metadata_path.empty()) status.AddCleanupFile(result.metadata_path);
@@ -190,11 +165,7 @@ StatusOr<CpuRunResult> WorkerBody(const Experiment& e, const CpuRunOptions& o,
       for (const auto& op : ev.ops) writer->AddOp(op);
       for (const auto& s : ev.spans) writer->AddSpan(s);
     }
-    Status closed = writer->Close();
-    if (!closed.ok()) {
-      if (!result.metadata_path.empty()) std::remove(result.metadata_path.c_str());
-      return closed;
-    }
+    RETURN_IF_ERROR(recorder->Close());
     status.ClearCleanupFiles();
   }
   if (!o.result_file.empty()) {
@@ -371,6 +342,8 @@ struct TempFiles {
 };
 
 }  // namespace
+
+Status CpuBackendBuilt(const Experiment&) { return Status::Ok(); }
 
 StatusOr<CpuRunResult> RunCpuWorker(const Experiment& experiment, const CpuRunOptions& options) {
   ASSIGN_OR_RETURN(auto session, MpiSession::Init(nullptr, nullptr));

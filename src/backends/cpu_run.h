@@ -68,6 +68,10 @@ StatusOr<CpuRunResult> RunCpuExperiment(const Experiment& experiment, const CpuR
 // rank 0 (and writes options.result_file when set); other ranks get ranks only.
 StatusOr<CpuRunResult> RunCpuWorker(const Experiment& experiment, const CpuRunOptions& options);
 
+// Ok when this build has the CPU backend (MPI and OpenBLAS); otherwise a
+// kUnimplemented error naming `experiment` and how to get it.
+Status CpuBackendBuilt(const Experiment& experiment);
+
 // A digest of the experiment as the ranks must reload it (FNV-1a of its JSON, hex).
 std::string ExperimentDigest(const Experiment& experiment);
 

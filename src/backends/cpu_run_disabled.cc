@@ -16,6 +16,8 @@ Status NotBuilt(const Experiment& experiment) {
 
 }  // namespace
 
+Status CpuBackendBuilt(const Experiment& experiment) { return NotBuilt(experiment); }
+
 StatusOr<CpuRunResult> RunCpuExperiment(const Experiment& experiment, const CpuRunOptions&) {
   return NotBuilt(experiment);
 }

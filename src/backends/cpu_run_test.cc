@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 
+#include "analysis/analyzer.h"
 #include "plan/plan_loader.h"
 #include "plan/test_experiments.h"
 #include "runtime/hf_checkpoint_test_util.h"
@@ -88,6 +89,25 @@ TEST_F(CpuRunTest, TwoRanksWriteACpuTraceToTheStore) {
   }
   // 2 layers × 2 + embedding = 5 per phase per rank, 3 phases, 2 ranks.
   EXPECT_EQ(allreduces, 5 * 3 * 2);
+}
+
+// The TTFT/TPOT the ranks report are run/latency.h's over the traced
+// generation, so the analyzer over the trace they wrote finds the same.
+TEST_F(CpuRunTest, ReportedLatencyEqualsTheAnalyzersOverItsTrace) {
+  auto r = RunCpuExperiment(experiment_, options_);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->ranks, 2);
+  auto a = analysis::AnalyzeTraceFile(r->trace_path);
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  const analysis::Metric* ttft = a->metrics.Find("ttft");
+  const analysis::Metric* tpot = a->metrics.Find("tpot");
+  ASSERT_TRUE(ttft != nullptr && ttft->value);
+  ASSERT_TRUE(tpot != nullptr && tpot->value);
+  // The trace keeps whole nanoseconds, as the ranks measured them.
+  EXPECT_NEAR(r->ttft_seconds, *ttft->value, 1e-9);
+  EXPECT_NEAR(r->tpot_seconds, *tpot->value, 1e-9);
+  EXPECT_GT(r->ttft_seconds, 0.0);
+  EXPECT_GT(r->tpot_seconds, 0.0);
 }
 
 TEST_F(CpuRunTest, AFailingRankStopsTheJobAndLeavesNoTrace) {

@@ -6,12 +6,13 @@
 #include "plan/memory.h"
 #include "plan/placement.h"
 #include "program/program_builder.h"
+#include "run/latency.h"
+#include "run/run_recorder.h"
 #include "sim/calibration.h"
 #include "sim/compute_model.h"
 #include "sim/engine.h"
 #include "sim/topology.h"
 #include "sim/trace_emitter.h"
-#include "trace/trace_store.h"
 
 namespace shardscope::sim {
 namespace {
@@ -68,22 +69,6 @@ PhaseFigures Figures(const PhaseProgram& program, const PhaseResult& r,
   return f;
 }
 
-json PlanJson(const Placement& pl) {
-  json groups = json::array();
-  for (const Group& g : pl.groups()) {
-    if (g.ranks.size() <= 1) continue;
-    groups.push_back({{"id", g.id}, {"dim", DimName(g.dim)}, {"ranks", g.ranks}});
-  }
-  json devices = json::array();
-  for (int64_t r = 0; r < pl.world_size(); ++r) devices.push_back(pl.Location(r).device);
-  json stages = json::array();
-  for (int64_t s = 0; s < pl.num_stages(); ++s) stages.push_back(pl.LayersOfStage(s));
-  return {{"world_size", pl.world_size()},
-          {"rank_to_device", devices},
-          {"groups", groups},
-          {"stages", stages}};
-}
-
 }  // namespace
 
 json SimOptionsToJson(const SimOptions& o) {
@@ -120,36 +105,26 @@ StatusOr<SimResult> SimulateExperiment(const Experiment& experiment, const SimOp
   // fewer generated tokens (the metadata keeps the requested count).
   Experiment recorded = experiment;
   recorded.workload.tokens_to_generate = result.decode_steps_simulated + 1;
-  std::unique_ptr<trace::TraceWriter> writer;
+  std::unique_ptr<run::RunRecorder> recorder;
   std::unique_ptr<TraceEmitter> emitter;
   if (options.write_trace) {
-    json meta = {{"experiment", ExperimentToJson(recorded)},
-                 {"backend", "sim"},
-                 {"plan", PlanJson(placement)},
-                 {"cluster", ClusterToJson(experiment.cluster)},
-                 {"sim",
-                  {{"options", SimOptionsToJson(options)},
-                   {"calibration", calibration.source},
-                   {"requested_tokens_to_generate", experiment.workload.tokens_to_generate},
-                   {"simulated_decode_steps", result.decode_steps_simulated}}}};
-    if (!options.trace_file.empty()) {
-      ASSIGN_OR_RETURN(writer, trace::TraceWriter::Open(options.trace_file, meta));
-      result.trace_path = options.trace_file;
-    } else {
-      trace::TraceStore store(options.trace_root);
-      trace::StoredTrace stored;
-      const trace::RunKey key{experiment.model.name, experiment.parallel.strategy,
-                              experiment.workload.batch_size, experiment.workload.sequence_length};
-      ASSIGN_OR_RETURN(writer, store.Create(key, meta, &stored));
-      result.trace_path = stored.trace_path;
-      result.metadata_path = stored.metadata_path;
-    }
-    emitter = std::make_unique<TraceEmitter>(writer.get(), experiment, placement);
+    const json meta =
+        run::RunMetadata(recorded, placement, "sim",
+                         {{"options", SimOptionsToJson(options)},
+                          {"calibration", calibration.source},
+                          {"requested_tokens_to_generate", experiment.workload.tokens_to_generate},
+                          {"simulated_decode_steps", result.decode_steps_simulated}});
+    ASSIGN_OR_RETURN(
+        recorder, run::RunRecorder::Open(experiment, meta, options.trace_root, options.trace_file));
+    result.trace_path = recorder->trace_path();
+    result.metadata_path = recorder->metadata_path();
+    emitter = std::make_unique<TraceEmitter>(recorder->writer(), experiment, placement);
     emitter->WriteHeader(PlanMemory(experiment, placement));
   }
 
   std::vector<double> start(placement.world_size(), 0.0);
   std::vector<double> decode_start;
+  run::LatencyWindows<double> windows;  // per-rank phase windows, seconds
   auto run_phase = [&](Phase phase, int64_t step) -> Status {
     if (options.progress) {
       options.progress(phase == Phase::kPrefill ? std::string("prefill")
@@ -166,27 +141,34 @@ StatusOr<SimResult> SimulateExperiment(const Experiment& experiment, const SimOp
     result.exposed_comm_seconds += f.exposed;
     result.phases.push_back(f);
     if (emitter) emitter->WritePhase(program, r, start);
+    for (size_t rank = 0; rank < r.rank_end.size(); ++rank) {
+      if (phase == Phase::kPrefill) {
+        windows.AddPrefill(start[rank], r.rank_end[rank]);
+      } else {
+        windows.AddDecodeStep(static_cast<int32_t>(step), r.rank_end[rank]);
+      }
+    }
     start = r.rank_end;
     return Status::Ok();
   };
   RETURN_IF_ERROR(run_phase(Phase::kPrefill, 0));
-  result.ttft = result.phases.back().end;
   decode_start = start;
   for (int64_t k = 0; k < result.decode_steps_simulated; ++k) {
     RETURN_IF_ERROR(run_phase(Phase::kDecode, k));
   }
-  const double decode_end = result.phases.back().end;
-  if (result.decode_steps_simulated > 0) {
-    result.tpot = (decode_end - result.ttft) / static_cast<double>(result.decode_steps_simulated);
-    if (emitter) emitter->WriteDecodeSpans(decode_start, start);
-  }
-  result.total = result.ttft + static_cast<double>(result.decode_steps) * result.tpot;
-  const double batch = static_cast<double>(experiment.workload.batch_size);
-  const double prompt = batch * static_cast<double>(experiment.workload.sequence_length);
-  result.prefill_tokens_per_s = result.ttft > 0 ? prompt / result.ttft : 0;
-  result.decode_tokens_per_s = result.tpot > 0 ? batch / result.tpot : 0;
-  result.tps = result.total > 0 ? prompt / result.total : 0;
-  if (writer) RETURN_IF_ERROR(writer->Close());
+  if (result.decode_steps_simulated > 0 && emitter) emitter->WriteDecodeSpans(decode_start, start);
+  const run::Latency latency = windows.Compute();
+  result.latency = latency;
+  result.ttft = latency.ttft;
+  result.tpot = latency.tpot;
+  result.total = run::ExtrapolatedRunSeconds(latency, result.decode_steps);
+  const run::Throughput throughput = run::ComputeThroughput(
+      latency, experiment.workload.batch_size, experiment.workload.sequence_length, result.total);
+  result.throughput = throughput;
+  result.prefill_tokens_per_s = throughput.prefill_tokens_per_s;
+  result.decode_tokens_per_s = throughput.decode_tokens_per_s;
+  result.tps = throughput.tps;
+  if (recorder) RETURN_IF_ERROR(recorder->Close());
   return result;
 }
 

@@ -15,6 +15,7 @@
 
 #include "config/experiment.h"
 #include "core/status.h"
+#include "run/latency.h"
 #include "sim/collectives.h"
 
 namespace shardscope::sim {
@@ -48,7 +49,11 @@ struct PhaseFigures {
   double exposed = 0;  // Σ over ranks of comm time not overlapped by compute
 };
 
+// TTFT, TPOT and throughput are run/latency.h's over the per-rank phase
+// windows, as the analyzer computes them over the trace.
 struct SimResult {
+  run::Latency latency;
+  run::Throughput throughput;
   double ttft = 0;           // seconds: prefill end (last rank)
   double tpot = 0;           // mean simulated decode step; 0 without decode
   int64_t decode_steps = 0;  // steps of the run (G − 1)

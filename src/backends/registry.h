@@ -1,0 +1,28 @@
+// Creates the run backends by name: "sim" (the simulator) and "cpu" (the CPU
+// executor over MPI). "cuda" is known but not built yet (issue 14); any other
+// name is an error that lists the known ones. The one place that knows which
+// backends this build has.
+#ifndef SHARDSCOPE_BACKENDS_REGISTRY_H_
+#define SHARDSCOPE_BACKENDS_REGISTRY_H_
+
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "run/backend.h"
+
+namespace shardscope::backends {
+
+// Every backend name the registry knows, in the order of its messages.
+const std::vector<std::string_view>& KnownBackends();
+
+// The backend `name` for runs with `options` (which it validates: e.g. the
+// simulator's all-reduce algorithm). kUnimplemented for "cuda",
+// kInvalidArgument for an unknown name.
+StatusOr<std::unique_ptr<run::Backend>> CreateBackend(std::string_view name,
+                                                      const run::RunOptions& options);
+
+}  // namespace shardscope::backends
+
+#endif  // SHARDSCOPE_BACKENDS_REGISTRY_H_

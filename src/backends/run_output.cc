@@ -1,0 +1,57 @@
+#include "backends/run_output.h"
+
+#include "backends/cpu_backend.h"
+#include "backends/sim_backend.h"
+#include "core/units.h"
+
+namespace shardscope::backends {
+namespace {
+
+std::vector<sim::RunReport> SimReports(const std::vector<run::RunResult>& results) {
+  std::vector<sim::RunReport> out;
+  for (const run::RunResult& r : results) {
+    if (auto* d = dynamic_cast<const SimRunDetail*>(r.detail.get())) out.push_back(d->report);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string RunResultsText(const std::vector<run::RunResult>& results) {
+  std::string out;
+  const std::vector<sim::RunReport> reports = SimReports(results);
+  if (!reports.empty()) out += sim::RunReportText(reports);
+  for (const run::RunResult& r : results) {
+    auto* d = dynamic_cast<const CpuRunDetail*>(r.detail.get());
+    if (d == nullptr) continue;
+    const std::vector<double>& gens = d->cpu.generation_seconds;
+    double mean = 0;
+    for (double g : gens) mean += g / gens.size();
+    out += fmt::format(
+        "{} (backend cpu, {} ranks): TTFT {}, TPOT {}, {} measured generations of {} on average\n",
+        r.experiment, r.ranks, FormatSeconds(r.latency.ttft), FormatSeconds(r.latency.tpot),
+        gens.size(), FormatSeconds(mean));
+    if (!r.trace_path.empty()) out += fmt::format("  trace {}\n", r.trace_path);
+  }
+  return out;
+}
+
+nlohmann::json RunResultsJson(const std::vector<run::RunResult>& results) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const sim::RunReport& r : SimReports(results)) out.push_back(sim::RunReportJson(r));
+  for (const run::RunResult& r : results) {
+    auto* d = dynamic_cast<const CpuRunDetail*>(r.detail.get());
+    if (d == nullptr) continue;
+    out.push_back({{"experiment", r.experiment},
+                   {"backend", "cpu"},
+                   {"ranks", r.ranks},
+                   {"ttft_s", r.latency.ttft},
+                   {"tpot_s", r.latency.tpot},
+                   {"generation_s", d->cpu.generation_seconds},
+                   {"trace", r.trace_path},
+                   {"metadata", r.metadata_path}});
+  }
+  return out;
+}
+
+}  // namespace shardscope::backends

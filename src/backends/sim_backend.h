@@ -1,0 +1,36 @@
+// The simulator as a run backend: simulates the experiment, computes its
+// bounds, memory and claim rows (sim/run_report.h) and returns them as the
+// RunResult's SimRunDetail. Deterministic: the same experiment and options give
+// byte-identical traces.
+#ifndef SHARDSCOPE_BACKENDS_SIM_BACKEND_H_
+#define SHARDSCOPE_BACKENDS_SIM_BACKEND_H_
+
+#include <memory>
+#include <utility>
+
+#include "run/backend.h"
+#include "sim/run_report.h"
+
+namespace shardscope::backends {
+
+// What only the simulator reports: its figures beside bounds, memory and claims.
+class SimRunDetail : public run::RunDetail {
+ public:
+  explicit SimRunDetail(sim::RunReport report) : report(std::move(report)) {}
+  const sim::RunReport report;
+};
+
+class SimBackend : public run::Backend {
+ public:
+  // Fails on an unknown options.allreduce algorithm.
+  static StatusOr<std::unique_ptr<SimBackend>> Create(const run::RunOptions& options);
+
+  std::string_view name() const override { return "sim"; }
+  Status Supports(const Experiment&) const override { return Status::Ok(); }
+  StatusOr<run::RunResult> Run(const Experiment& experiment,
+                               const run::RunOptions& options) override;
+};
+
+}  // namespace shardscope::backends
+
+#endif  // SHARDSCOPE_BACKENDS_SIM_BACKEND_H_

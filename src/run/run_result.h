@@ -1,0 +1,60 @@
+// What a run is asked to do (RunOptions) and what every backend returns
+// (RunResult): the same latency figures (run/latency.h), the trace it wrote,
+// and the backend's own detail for its report. Plain values.
+#ifndef SHARDSCOPE_RUN_RUN_RESULT_H_
+#define SHARDSCOPE_RUN_RUN_RESULT_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "run/latency.h"
+
+namespace shardscope::run {
+
+struct RunOptions {
+  bool write_trace = true;
+  std::string trace_root = "traces";  // the TraceStore root
+  // Non-empty: write the trace to this file (no metadata file) instead of the store.
+  std::string trace_file;
+  // The experiments YAML the experiment came from (the CPU ranks reload it);
+  // empty: Experiment::source_file.
+  std::string config_path;
+  // sim: efficiency table replacing the defaults, all-reduce algorithm (auto,
+  // ring, tree, hierarchical), and the decode steps to simulate (−1: all).
+  std::string calibration_file;
+  std::string allreduce = "auto";
+  int64_t max_decode_steps = -1;
+  // cpu: mpirun's host file and more mpirun options.
+  std::string hostfile;
+  std::vector<std::string> mpirun_args;
+  // Called with a short status line as the run goes (progress display).
+  std::function<void(const std::string&)> progress;
+};
+
+// A backend's own figures beside the common ones, for its report (e.g. the
+// simulator's bounds and claims); backends/ defines the kinds.
+class RunDetail {
+ public:
+  virtual ~RunDetail() = default;
+};
+
+struct RunResult {
+  std::string experiment;
+  std::string backend;  // "sim", "cpu"
+  // False on a CPU rank other than 0 started by mpirun: it reports nothing.
+  bool report = true;
+  int64_t ranks = 0;
+  Latency latency;
+  Throughput throughput;
+  // The trace and its metadata file; empty without a trace (or metadata file).
+  std::string trace_path, metadata_path;
+  std::shared_ptr<const RunDetail> detail;
+};
+
+}  // namespace shardscope::run
+
+#endif  // SHARDSCOPE_RUN_RUN_RESULT_H_
