@@ -66,8 +66,11 @@ TEST(SearchCliTest, RanksPlansAndWritesTheBestAsAnExperimentCheckAndRunAccept) {
   EXPECT_EQ(j["enumerated"].get<size_t>(), n);
   std::string text = ReadFile(csv);
   EXPECT_EQ(static_cast<size_t>(std::count(text.begin(), text.end(), '\n')), n + 1);
+  // 141 GB of weights on 48 GB devices: only plans sharding them 4 ways or more fit.
   for (const auto& p : j["plans"]) {
-    if (p["outcome"] == "simulated") EXPECT_GE(p["parallelism"]["tp"].get<int>(), 4) << p;
+    const int shards = p["parallelism"]["tp"].get<int>() * p["parallelism"]["pp"].get<int>();
+    if (p["outcome"] == "simulated") EXPECT_GE(shards, 4) << p;
+    if (shards < 4) EXPECT_EQ(p["outcome"], "memory") << p;
   }
   // The best plan is a ready experiment.
   Result check = RunCli("check --strict --config " + best.string());

@@ -22,8 +22,9 @@ std::vector<int64_t> Within(std::vector<int64_t> values, int64_t limit) {
 
 // The mesh orders worth trying: orders that differ only in where size-1
 // dimensions sit place every rank identically, so only the dimensions above 1
-// are arranged; the others follow in default order.
-std::vector<std::vector<Dim>> Orders(const ParallelSpec& p, OrderMode mode) {
+// are arranged; the others follow in default order. Inside one switched domain
+// (NVSwitch) every device is one hop from every other: one order is enough.
+std::vector<std::vector<Dim>> Orders(const ParallelSpec& p, OrderMode mode, bool one_switch) {
   std::vector<Dim> active, idle;
   for (Dim d : kDefaultOrder) (p.Size(d) > 1 ? active : idle).push_back(d);
   auto full = [&](std::vector<Dim> head) {
@@ -31,7 +32,7 @@ std::vector<std::vector<Dim>> Orders(const ParallelSpec& p, OrderMode mode) {
     return head;
   };
   std::vector<std::vector<Dim>> out = {full(active)};
-  if (active.size() < 2 || mode == OrderMode::kDefault) return out;
+  if (active.size() < 2 || mode == OrderMode::kDefault || one_switch) return out;
   if (mode == OrderMode::kInnermost) {
     for (size_t i = 1; i < active.size(); ++i) {
       std::vector<Dim> head = {active[i]};
@@ -121,7 +122,9 @@ int64_t EnumerateCandidates(const Experiment& base, const SearchSpec& spec,
             if (sp > 1) variants = spec.sp_variants;
             for (SpVariant v : variants) {
               p.sp_variant = v;
-              for (const auto& order : Orders(p, spec.orders)) {
+              const bool one_switch = base.cluster.scale_up.kind == ScaleUpKind::kSwitched &&
+                                      world <= base.cluster.scale_up.domain_size;
+              for (const auto& order : Orders(p, spec.orders, one_switch)) {
                 p.order = order;
                 for (int64_t b : batches) {
                   // Micro-batch counts this batch allows (one per replica group at most).

@@ -36,8 +36,9 @@ Experiment CandidateExperiment(const Experiment& base, const Candidate& c);
 int64_t DeviceBudget(const Experiment& base, const SearchSpec& spec);
 
 // Calls `visit` for every candidate in enumeration order (sizes ascending: tp,
-// pp, sp, ep, dp; then ring variant, micro-batches, mesh order, batch) whose
-// world size is within the device budget. Stops early when `visit` returns
+// pp, sp, ep, dp; then ring variant, mesh order, batch, micro-batches) whose
+// world size is within the device budget. Mesh orders: see SearchSpec::orders;
+// a plan inside one NVSwitch domain gets the default order only. Stops early when `visit` returns
 // false. Returns how many were visited.
 int64_t EnumerateCandidates(const Experiment& base, const SearchSpec& spec,
                             const std::function<bool(const Candidate&)>& visit);
