@@ -32,6 +32,7 @@ int Main(int argc, char** argv) {
   AddCompareCommand(app, &exit_code);
   AddTracesCommand(app, &exit_code);
   AddRunCommand(app, &exit_code);
+  AddSearchCommand(app, &exit_code);
   AddWorkerCommand(app, &exit_code);
   try {
     app.parse(argc, argv);

@@ -1,0 +1,118 @@
+// End-to-end tests of `shardscope search`: run the binary as a user would and
+// check its exit code, stdout, stderr and the files it writes.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string ReadFile(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+fs::path TempPath(const std::string& name) {
+  static int n = 0;
+  fs::path dir = fs::path(::testing::TempDir()) /
+                 ("search_cli_" + std::to_string(getpid()) + "_" + std::to_string(n++));
+  fs::create_directories(dir);
+  return dir / name;
+}
+
+Result RunCli(const std::string& args) {
+  fs::path out = TempPath("stdout"), err = TempPath("stderr");
+  std::string cmd =
+      std::string(SHARDSCOPE_BINARY) + " " + args + " >" + out.string() + " 2>" + err.string();
+  int status = std::system(cmd.c_str());
+  Result r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = ReadFile(out);
+  r.err = ReadFile(err);
+  return r;
+}
+
+const std::string kConfig = std::string(SHARDSCOPE_SOURCE_DIR) + "/tests/data/search/search.yaml";
+
+TEST(SearchCliTest, RanksPlansAndWritesTheBestAsAnExperimentCheckAndRunAccept) {
+  fs::path best = TempPath("best.yaml"), csv = TempPath("plans.csv"), json = TempPath("plans.json");
+  Result r = RunCli("search --config " + kConfig + " --experiment fits_only_at_tp4 --csv " +
+                    csv.string() + " --json " + json.string() + " --write-best " + best.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Ranked (top"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Pareto front"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Best: tp"), std::string::npos) << r.out;
+  // Every candidate is in the CSV and the JSON, one row each.
+  auto j = nlohmann::json::parse(ReadFile(json));
+  const size_t n = j["plans"].size();
+  ASSERT_GT(n, 0u);
+  EXPECT_EQ(j["enumerated"].get<size_t>(), n);
+  std::string text = ReadFile(csv);
+  EXPECT_EQ(static_cast<size_t>(std::count(text.begin(), text.end(), '\n')), n + 1);
+  // 141 GB of weights on 48 GB devices: only plans sharding them 4 ways or more fit.
+  for (const auto& p : j["plans"]) {
+    const int shards = p["parallelism"]["tp"].get<int>() * p["parallelism"]["pp"].get<int>();
+    if (p["outcome"] == "simulated") EXPECT_GE(shards, 4) << p;
+    if (shards < 4) EXPECT_EQ(p["outcome"], "memory") << p;
+  }
+  // The best plan is a ready experiment.
+  Result check = RunCli("check --strict --config " + best.string());
+  EXPECT_EQ(check.exit_code, 0) << check.err << check.out;
+  EXPECT_NE(check.out.find("fits"), std::string::npos) << check.out;
+  Result run = RunCli("run --config " + best.string() + " --no-trace --decode-steps 1");
+  EXPECT_EQ(run.exit_code, 0) << run.err << run.out;
+}
+
+TEST(SearchCliTest, SaysWhenTheSpaceExceedsTheLimitBeforeStarting) {
+  Result r =
+      RunCli("search --config " + kConfig + " --experiment fits_only_at_tp4 --max-candidates 2");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("more than the limit of 2"), std::string::npos) << r.err;
+}
+
+TEST(SearchCliTest, NoValidPlanNamesTheConstraint) {
+  Result r = RunCli("search --config " + kConfig + " --experiment nothing_fits");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("no valid plan"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the memory rule removed the last"), std::string::npos) << r.err;
+}
+
+TEST(SearchCliTest, AnUnmetSloListsTheClosestPlans) {
+  Result r =
+      RunCli("search --config " + kConfig + " --experiment fits_only_at_tp4 --slo-ttft-ms 0.001");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("no plan meets TTFT ≤ 0.001 ms"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the closest"), std::string::npos) << r.err;
+}
+
+TEST(SearchCliTest, BadInputNamesTheField) {
+  Result obj =
+      RunCli("search --config " + kConfig + " --experiment fits_only_at_tp4 --objective speed");
+  EXPECT_EQ(obj.exit_code, 2);
+  EXPECT_NE(obj.err.find("unknown objective 'speed'"), std::string::npos) << obj.err;
+  Result name = RunCli("search --config " + kConfig + " --experiment nope");
+  EXPECT_EQ(name.exit_code, 2);
+  EXPECT_NE(name.err.find("no experiment named 'nope'"), std::string::npos) << name.err;
+}
+
+}  // namespace
