@@ -29,6 +29,7 @@ experiments:
   - name: tiny_moe_ep_sweep
     model: tiny-moe-mla
     parallelism: {{strategy: expert, ep_size: [2, 4]}}
+    batch_size: 4
     sequence_length: [16, 32]
   - name: tiny_cpu_tp2
     model: tiny-dense

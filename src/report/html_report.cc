@@ -32,7 +32,7 @@ std::string RunLabel(const json& metadata, const analysis::AnalysisResult& a) {
   if (!name.is_string()) return a.trace_path;
   std::string label = name.get<std::string>();
   const json& sweep = ExperimentField(metadata, "sweep");
-  if (sweep.is_string() && !sweep.get<std::string>().empty()) {
+  if (sweep.is_string() && !sweep.get<std::string>().empty() && sweep != name) {
     const json& p = ExperimentField(metadata, "parallelism");
     const json& w = ExperimentField(metadata, "workload");
     for (const char* k : {"tp_size", "ep_size", "pp_size", "seq_parallel_size"}) {
