@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Summaries for `make run` (scripts/run_default.sh) from `shardscope run --json`.
 
+  run_summary.py traced RUN_JSON               runs to trace: non-sweep ones, each sweep's first
   run_summary.py traces RUN_JSON CPU_JSON      the trace files the runs wrote, one a line
-  run_summary.py summary RUN_JSON CPU_JSON OUT TRACES [NOTE_FILE]
+  run_summary.py summary RUN_JSON CPU_JSON OUT TRACES TRACED_JSON [NOTE_FILE]
       writes OUT/run.txt (one line per run) and prints a short summary: one line
       per experiment (a sweep's runs folded into one), the claims' verdicts, and
       where the files went.
 """
 import json
+import re
 import os
 import sys
 
@@ -38,9 +40,20 @@ def load(path):
         return []
 
 
-def base_name(run):
-    """The experiment's name as the config gives it (a sweep's runs share it)."""
-    return run.get("sweep") or run["experiment"].split("/")[0].split("@")[0]
+def stripped(name):
+    return re.sub(r"(_(seq|ep|tp|pp|sp|dp|batch)\d+)+$", "", name)
+
+
+def group_runs(runs):
+    """Runs by experiment as the config names it: a sweep's points ("x_seq128_ep8") share one."""
+    counts = {}
+    for r in runs:
+        counts[stripped(r["experiment"])] = counts.get(stripped(r["experiment"]), 0) + 1
+    groups = {}
+    for r in runs:
+        key = stripped(r["experiment"])
+        groups.setdefault(key if counts[key] > 1 else r["experiment"], []).append(r)
+    return groups
 
 
 def du(paths):
@@ -58,16 +71,23 @@ def du(paths):
 
 def main(argv):
     mode = argv[1]
+    if mode == "traced":
+        for rs in group_runs(load(argv[2])).values():
+            print(rs[0]["experiment"])
+        return 0
     runs, cpu = load(argv[2]), load(argv[3])
     if mode == "traces":
         for r in runs + cpu:
             if r.get("trace"):
                 print(r["trace"])
         return 0
-    out, traces = argv[4], argv[5]
+    out, traces, traced = argv[4], argv[5], load(argv[6])
+    trace_of = {r["experiment"]: r.get("trace") for r in traced}
+    for r in runs:
+        r["trace"] = trace_of.get(r["experiment"])
     note = ""
-    if len(argv) > 6 and os.path.exists(argv[6]):
-        with open(argv[6]) as f:
+    if len(argv) > 7 and os.path.exists(argv[7]):
+        with open(argv[7]) as f:
             note = f.read().strip()
 
     # The full table: one line per run.
@@ -89,9 +109,7 @@ def main(argv):
         f.write("\n".join(lines) + "\n")
 
     # The short summary: one line per experiment.
-    groups = {}
-    for r in runs:
-        groups.setdefault(base_name(r), []).append(r)
+    groups = group_runs(runs)
     print(f"{len(runs)} simulated runs of {len(groups)} experiments"
           + (f", {len(cpu)} measured on CPU ranks" if cpu else "") + ":")
     print(f"  {'experiment':30} {'TTFT':>10} {'TPOT':>10} {'tokens/s':>10} {'mem/device':>10} {'TTFT/bound':>10}")
