@@ -15,8 +15,9 @@ import sys
 
 
 def fmt_s(v):
-    if v is None or v != v:
+    if v is None or v != v or v == 0:
         return "-"
+    v = float(f"{v:.3g}")  # round first, so 0.9996 s reads "1 s", not "1e+03 ms"
     for div, unit in ((1, "s"), (1e-3, "ms"), (1e-6, "us")):
         if abs(v) >= div:
             return f"{v / div:.3g} {unit}"
