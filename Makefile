@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 CONFIG ?= configs/experiments.yaml
 SHARDSCOPE := $(BUILD)/shardscope
 
-.PHONY: all bootstrap configure build run test test-minimal clean format
+.PHONY: all bootstrap configure build build-cli run test test-minimal clean format
 
 all: build
 
@@ -18,7 +18,13 @@ configure: bootstrap
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
-run: build
+# `make run` builds only the shardscope binary (no tests or benchmarks).
+build-cli: configure
+	@echo "Building $(SHARDSCOPE) (log: $(BUILD)/build-cli.log)..."
+	@cmake --build $(BUILD) -j $(JOBS) --target shardscope > $(BUILD)/build-cli.log 2>&1 \
+	  || { tail -40 $(BUILD)/build-cli.log; exit 1; }
+
+run: build-cli
 	@bash scripts/run_default.sh $(SHARDSCOPE) $(CONFIG)
 
 test: build

@@ -15,6 +15,9 @@ packages=(
   libopenmpi-dev openmpi-bin   # CPU ranks
   libopenblas-dev       # CPU GEMM
   libgtest-dev libgmock-dev libbenchmark-dev
+  libjs-chart.js        # charts inlined into `shardscope report`
+  python3               # `make run`'s summary
+  chromium              # the report's browser test (skipped without it)
 )
 
 missing=()

@@ -29,6 +29,7 @@ int Main(int argc, char** argv) {
   AddPlanCommand(app, &exit_code);
   AddCheckCommand(app, &exit_code);
   AddAnalyzeCommand(app, &exit_code);
+  AddReportCommand(app, &exit_code);
   AddCompareCommand(app, &exit_code);
   AddTracesCommand(app, &exit_code);
   AddRunCommand(app, &exit_code);

@@ -82,6 +82,9 @@ struct Experiment {
   Workload workload;
   Backend backend = Backend::kSim;
   bool enable_profiling = true;
+  // Decode steps written to the trace in full (the first N); the rest are
+  // simulated and counted in the run's summary but leave no events. -1: all.
+  int64_t trace_steps = -1;
   Claims claims;
 };
 

@@ -45,6 +45,7 @@ const std::vector<std::string> kExperimentKeys = {"name",
                                                   "hardware",
                                                   "backend",
                                                   "enable_profiling",
+                                                  "trace_steps",
                                                   "seed",
                                                   "claims",
                                                   "routing",
@@ -318,6 +319,7 @@ StatusOr<Experiment> ReadExperiment(const YAML::Node& node, const YamlContext& c
   if (!b.ok()) return ctx.Child("backend").Error(b.status().message());
   e.backend = *b;
   RETURN_IF_ERROR(exp.Optional("enable_profiling", &e.enable_profiling));
+  RETURN_IF_ERROR(exp.OptionalAtLeast("trace_steps", 0, &e.trace_steps));
   RETURN_IF_ERROR(ReadClaims(exp, &e));
   return e;
 }

@@ -49,6 +49,8 @@ void TraceEmitter::WritePhase(const PhaseProgram& program, const PhaseResult& re
                               const std::vector<double>& rank_start) {
   const trace::Phase phase = ToTracePhase(program.phase);
   const int32_t step = program.phase == Phase::kDecode ? static_cast<int32_t>(program.step) : -1;
+  if (step >= 0 && experiment_.trace_steps >= 0 && step >= experiment_.trace_steps) return;
+  if (step >= 0) written_decode_end_ = result.rank_end;
   trace::OpEvent& e = event_;
   for (const RankProgram& rp : program.ranks) {
     const int32_t rank = static_cast<int32_t>(rp.rank);
@@ -104,7 +106,9 @@ void TraceEmitter::WriteDecodeSpans(const std::vector<double>& start,
     span.phase = trace::Phase::kDecode;
     span.name = "decode";
     span.ts_ns = ToNs(start[r]);
-    span.dur_ns = ToNs(end[r]) - span.ts_ns;
+    const bool bounded = experiment_.trace_steps >= 0;
+    if (bounded && r >= written_decode_end_.size()) continue;  // no decode step written
+    span.dur_ns = ToNs(bounded ? written_decode_end_[r] : end[r]) - span.ts_ns;
     writer_->AddSpan(span);
   }
 }

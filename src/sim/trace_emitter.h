@@ -7,6 +7,7 @@
 #define SHARDSCOPE_SIM_TRACE_EMITTER_H_
 
 #include <string>
+#include <vector>
 
 #include "config/experiment.h"
 #include "plan/memory.h"
@@ -28,10 +29,12 @@ class TraceEmitter {
 
   // Process and thread names, and the memory counter of every rank at t = 0.
   void WriteHeader(const MemoryPlan& memory);
-  // The ops and the phase/step span of one simulated phase.
+  // The ops and the phase/step span of one simulated phase. Decode steps at or
+  // past the experiment's trace_steps (when set) are left out.
   void WritePhase(const PhaseProgram& program, const PhaseResult& result,
                   const std::vector<double>& rank_start);
-  // The "decode" span of each rank, from its first step's start to its last step's end.
+  // The "decode" span of each rank, from its first step's start to its last
+  // written step's end.
   void WriteDecodeSpans(const std::vector<double>& start, const std::vector<double>& end);
 
  private:
@@ -40,6 +43,8 @@ class TraceEmitter {
   const Placement& placement_;
   std::string dtype_;
   trace::OpEvent event_;  // reused: keeps its vectors' capacity
+  // Per rank: end of the last decode step written; empty until one is written.
+  std::vector<double> written_decode_end_;
 };
 
 // Seconds → trace nanoseconds (rounded).

@@ -1,0 +1,176 @@
+#include "report/html_report.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <regex>
+
+#include "report/html_charts.h"
+#include "report/html_page.h"
+#include "report/html_sections.h"
+#include "report/html_timeline.h"
+#include "report/metric_table.h"
+#include "trace/test_util.h"
+
+namespace shardscope::report {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kTrace = "tests/data/golden/tp_allreduce/trace.json";
+
+const json* FindSection(const json& data, const std::string& id) {
+  for (const json& s : data["sections"]) {
+    if (s["id"] == id) return &s;
+  }
+  return nullptr;
+}
+
+class HtmlReportTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!LoadChartJs().ok())
+      GTEST_SKIP() << "Chart.js not installed (apt-get install libjs-chart.js)";
+  }
+  trace::ScratchDir dir_;
+};
+
+TEST_F(HtmlReportTest, EmbedsTheTracesFiguresAndIsSelfContained) {
+  HtmlReportOptions options;
+  options.paths = {kTrace};
+  const std::string out = dir_.File("report.html");
+  ASSERT_TRUE(WriteHtmlReport(options, out).ok());
+  const std::string html = trace::ReadWholeFile(out);
+  // Nothing is fetched: no external script, stylesheet or image.
+  EXPECT_FALSE(std::regex_search(html, std::regex(R"((src|href)\s*=\s*["']?\s*(https?:)?//)")));
+  EXPECT_EQ(html.find("<link"), std::string::npos);
+  EXPECT_NE(html.find("Chart.js"), std::string::npos);  // the library is inlined
+
+  StatusOr<json> data = ExtractReportData(html);
+  ASSERT_TRUE(data.ok()) << data.status().message();
+  for (const char* id : {"summary", "breakdown", "timeline", "traffic", "bandwidth", "memory",
+                         "experts", "sweeps", "comparison"}) {
+    EXPECT_NE(FindSection(*data, id), nullptr) << id;
+  }
+  // Summary: the golden trace's TTFT (40 us) and TPOT (11 us).
+  const json& summary = (*FindSection(*data, "summary"))["tables"][0];
+  ASSERT_EQ(summary["rows"].size(), 1u);
+  EXPECT_EQ(summary["rows"][0][2], FormatValue(40e-6, "s"));
+  EXPECT_EQ(summary["rows"][0][3], FormatValue(11e-6, "s"));
+  // Breakdown: ranks 0 and 1 stacked in us; rank 0 computes 41 us with nothing overlapped.
+  const json& breakdown = (*FindSection(*data, "breakdown"))["charts"][0];
+  EXPECT_EQ(breakdown["config"]["data"]["labels"], json({"0", "1"}));
+  EXPECT_EQ(breakdown["config"]["options"]["scales"]["y"]["title"]["text"], "time (us)");
+  EXPECT_NEAR(breakdown["config"]["data"]["datasets"][0]["data"][0].get<double>(), 41.0, 1e-9);
+  EXPECT_EQ(breakdown["config"]["data"]["datasets"][0]["label"], "compute only");
+  // Timeline: one lane per rank under the phase lane, with the prefill marked.
+  const json& timeline = (*FindSection(*data, "timeline"))["charts"][0];
+  EXPECT_EQ(timeline["config"]["data"]["labels"], json({"phases / steps", "rank 0", "rank 1"}));
+  EXPECT_FALSE(timeline["table"]["rows"].empty());
+  // No sweep in one run, no baseline: both say why.
+  EXPECT_TRUE((*FindSection(*data, "sweeps"))["charts"].empty());
+  EXPECT_NE((*FindSection(*data, "sweeps"))["note"].get<std::string>().find("No sweep"),
+            std::string::npos);
+  EXPECT_NE((*FindSection(*data, "comparison"))["note"].get<std::string>().find("--baseline"),
+            std::string::npos);
+}
+
+TEST_F(HtmlReportTest, BadInputIsAnErrorAndLeavesTheOldFile) {
+  const std::string out = dir_.File("report.html");
+  trace::WriteFile(out, "old report");
+  HtmlReportOptions options;
+  options.paths = {dir_.File("missing.trace")};
+  Status s = WriteHtmlReport(options, out);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("missing.trace"), std::string::npos) << s.message();
+  EXPECT_EQ(trace::ReadWholeFile(out), "old report");
+  size_t files = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir_.path())) ++files;
+  EXPECT_EQ(files, 1u);  // no temporary file left behind
+}
+
+TEST_F(HtmlReportTest, BaselineGivesRatios) {
+  HtmlReportOptions options;
+  options.paths = {kTrace};
+  options.baseline = {kTrace};
+  const std::string out = dir_.File("r.html");
+  ASSERT_TRUE(WriteHtmlReport(options, out).ok());
+  StatusOr<json> data = ExtractReportData(trace::ReadWholeFile(out));
+  ASSERT_TRUE(data.ok());
+  const json& chart = (*FindSection(*data, "comparison"))["charts"][0];
+  EXPECT_DOUBLE_EQ(chart["config"]["data"]["datasets"][0]["data"][0].get<double>(), 1.0);  // TTFT
+}
+
+TEST(HtmlPageTest, MissingChartJsNamesTheDebianPackage) {
+  StatusOr<std::string> js = LoadChartJs("/nonexistent/chart.min.js");
+  ASSERT_FALSE(js.ok());
+  EXPECT_NE(js.status().message().find("libjs-chart.js"), std::string::npos);
+}
+
+TEST(HtmlPageTest, JsonCannotCloseTheScriptElement) {
+  json data = {{"title", "</script><script>alert(1)</script>"}, {"sections", json::array()}};
+  StatusOr<std::string> html = RenderHtmlPage(data, "var Chart = 1;");
+  ASSERT_TRUE(html.ok());
+  EXPECT_EQ(html->find("</script><script>alert"), std::string::npos);
+  StatusOr<json> back = ExtractReportData(*html);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ((*back)["title"], data["title"]);
+}
+
+TEST(HtmlChartsTest, DisplayUnitsFollowTheMagnitude) {
+  EXPECT_EQ(PickDisplayUnit("s", 2e-3).label, "ms");
+  EXPECT_EQ(PickDisplayUnit("s", 40e-6).label, "us");
+  EXPECT_EQ(PickDisplayUnit("s", 3).label, "s");
+  EXPECT_EQ(PickDisplayUnit("B", 5e9).label, "GB");
+  EXPECT_DOUBLE_EQ(PickDisplayUnit("B/s", 4e11).divisor, 1e9);
+  EXPECT_EQ(PickDisplayUnit("ratio", 3).label, "");
+}
+
+TEST(HtmlChartsTest, HeatmapSkipsEmptyCellsAndListsTheLargest) {
+  Chart c = Heatmap("h", "t", {{0, 2e6}, {1e6, 0}}, "to rank", "from rank", "bytes", "B");
+  const json& points = c.config["data"]["datasets"][0]["data"];
+  ASSERT_EQ(points.size(), 2u);
+  EXPECT_EQ(points[0], json({{"x", 1}, {"y", 0}, {"v", 2.0}}));  // MB
+  ASSERT_EQ(c.table.rows.size(), 2u);
+  EXPECT_EQ(c.table.rows[0][0], "0");  // the largest cell first: from 0 to 1
+}
+
+ReportRun SweepRun(int ep, int seq, double ttft) {
+  ReportRun r;
+  r.label = "ep" + std::to_string(ep);
+  r.metadata = {{"experiment",
+                 {{"name", "moe"},
+                  {"sweep", "moe"},
+                  {"parallelism", {{"ep_size", ep}, {"tp_size", 1}}},
+                  {"workload", {{"sequence_length", seq}, {"batch_size", 8}}}}}};
+  r.analysis.metrics.Add("ttft", "", ttft, "s");
+  return r;
+}
+
+TEST(HtmlSectionsTest, SweepDrawsEachMetricAgainstTheSweptValue) {
+  std::vector<ReportRun> runs = {SweepRun(8, 128, 1e-3), SweepRun(16, 128, 2e-3),
+                                 SweepRun(8, 512, 3e-3), SweepRun(16, 512, 4e-3)};
+  Section s = SweepSection(runs);
+  ASSERT_EQ(s.charts.size(), 4u);  // TTFT, TPOT, throughput, memory
+  const json& ttft = s.charts[0].config;
+  EXPECT_EQ(ttft["options"]["scales"]["x"]["title"]["text"], "EP degree");
+  ASSERT_EQ(ttft["data"]["datasets"].size(), 2u);  // one line per sequence length
+  EXPECT_EQ(ttft["data"]["datasets"][0]["label"], "sequence length (tokens) 128");
+  EXPECT_EQ(ttft["data"]["datasets"][0]["data"][1], json({{"x", 16.0}, {"y", 2.0}}));  // ms
+}
+
+TEST(HtmlTimelineTest, BinsEachRanksOpsAndMarksPhases) {
+  StatusOr<Timeline> t = ReadTimeline(kTrace, 62);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  ASSERT_EQ(t->busy.size(), 2u);
+  EXPECT_EQ(t->end_ns - t->begin_ns, 62000);
+  // Rank 0 computes during the first 10 us (attention); bins are resampled from finer
+  // ones, so edges are off by at most one fine bin (here 16 ns of 1 us).
+  EXPECT_NEAR(t->busy.at(0)[0][0], 1.0, 0.02);
+  EXPECT_NEAR(t->busy.at(0)[5][1], 0.0, 0.02);
+  ASSERT_FALSE(t->marks.empty());
+  EXPECT_EQ(t->marks.front().second, "prefill");
+}
+
+}  // namespace
+}  // namespace shardscope::report

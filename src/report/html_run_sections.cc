@@ -1,0 +1,175 @@
+// The report's sections on bandwidth, memory, experts, sweeps and comparisons
+// (html_sections.h); the others are in html_sections.cc.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "report/html_section_util.h"
+#include "report/html_sections.h"
+#include "report/metric_table.h"
+
+namespace shardscope::report {
+
+using nlohmann::json;
+
+namespace {
+
+double LargestOf(const std::vector<Series>& series) {
+  double m = 0;
+  for (const Series& s : series) {
+    for (double v : s.values) {
+      if (std::isfinite(v)) m = std::max(m, v);
+    }
+  }
+  return m;
+}
+
+}  // namespace
+
+Section BandwidthSection(const std::vector<ReportRun>& runs) {
+  Section s{"bandwidth", "Bus bandwidth per collective", "", {}, {}};
+  s.note =
+      "busbw (nccl-tests convention) per communication group and collective: the mean over its "
+      "ops (Σ bytes × bus factor / Σ time) and the median op, with the peak of the links the "
+      "group spans drawn dashed. The analyzer keeps per-group sums, not per-op message sizes, so "
+      "bandwidth is shown per group rather than against message size. Up to 40 groups with the "
+      "most ops are drawn.";
+  size_t i = 0;
+  for (const ReportRun& r : DetailRuns(runs, &s.note)) {
+    const analysis::MetricSet& m = r.analysis.metrics;
+    std::vector<std::pair<double, std::string>> groups;  // (ops, scope)
+    for (const analysis::Metric& x : m.metrics()) {
+      if (x.name == "busbw" && x.value && x.scope.starts_with("group ")) {
+        groups.emplace_back(ValueOf(m, "comm_ops[" + x.scope + "]"), x.scope);
+      }
+    }
+    if (groups.empty()) {
+      std::string why = UnavailableOf(m, "busbw");
+      s.note +=
+          fmt::format(" No bandwidth for {}: {}.", r.label, why.empty() ? "no communication" : why);
+      continue;
+    }
+    std::stable_sort(groups.begin(), groups.end(),
+                     [](const auto& a, const auto& b) { return a.first > b.first; });
+    if (groups.size() > 40) groups.resize(40);
+    std::vector<std::string> labels;
+    Series mean{"busbw (Σ over ops)", {}}, p50{"busbw (median op)", {}};
+    std::vector<double> peak;
+    for (const auto& [ops, scope] : groups) {
+      labels.push_back(scope.substr(6));
+      double bw = ValueOf(m, "busbw[" + scope + "]");
+      mean.values.push_back(bw);
+      p50.values.push_back(ValueOf(m, "busbw.p50[" + scope + "]"));
+      double util = ValueOf(m, "busbw_util[" + scope + "]");
+      peak.push_back(util > 0 ? bw / util : NAN);
+    }
+    double peak_max = LargestOf({Series{"", peak}});
+    Chart c =
+        BarChart(fmt::format("busbw-{}", i++), "Bus bandwidth: " + r.label, labels, {mean, p50},
+                 "group and collective", "bus bandwidth", "B/s", false, peak_max);
+    if (peak_max > 0) {
+      AddReferenceLine(&c, "link peak", peak, "B/s");
+    } else {
+      s.note += fmt::format(" No link peak for {}: {}.", r.label,
+                            UnavailableOf(m, "busbw_util[" + groups.front().second + "]"));
+    }
+    s.charts.push_back(std::move(c));
+  }
+  return s;
+}
+
+Section MemorySection(const std::vector<ReportRun>& runs) {
+  Section s{"memory", "Memory per rank", "", {}, {}};
+  s.note =
+      "Peak of each memory series per rank (the trace's \"memory\" counters) against the device "
+      "capacity.";
+  size_t i = 0;
+  for (const ReportRun& r : DetailRuns(runs, &s.note)) {
+    const analysis::MetricSet& m = r.analysis.metrics;
+    std::vector<int32_t> ranks;
+    std::map<std::string, std::map<int32_t, double>> by_series;
+    for (const analysis::Metric& x : m.metrics()) {
+      int32_t rank;
+      if (!x.value || std::sscanf(x.scope.c_str(), "rank %d", &rank) != 1 ||
+          x.scope != fmt::format("rank {}", rank)) {
+        continue;
+      }
+      if (x.name == "peak_memory") ranks.push_back(rank);
+      if (x.name.starts_with("peak_memory.")) by_series[x.name.substr(12)][rank] = *x.value;
+    }
+    if (ranks.empty()) {
+      s.note += fmt::format(" No memory for {}: {}.", r.label, UnavailableOf(m, "peak_memory.max"));
+      continue;
+    }
+    std::vector<std::string> labels;
+    for (int32_t rank : ranks) labels.push_back(std::to_string(rank));
+    std::vector<Series> series;
+    if (by_series.empty()) by_series["total"];
+    for (const auto& [name, values] : by_series) {
+      Series se{name, {}};
+      for (int32_t rank : ranks) {
+        auto it = values.find(rank);
+        se.values.push_back(it != values.end() ? it->second
+                            : name == "total"
+                                ? ValueOf(m, fmt::format("peak_memory[rank {}]", rank))
+                                : 0.0);
+      }
+      series.push_back(std::move(se));
+    }
+    const json& cap = ExperimentField(r.metadata, "cluster");
+    double capacity = NAN;
+    if (cap.is_object() && cap.contains("device") && cap["device"].contains("memory_bytes") &&
+        cap["device"]["memory_bytes"].is_number()) {
+      capacity = cap["device"]["memory_bytes"].get<double>();
+    }
+    Chart c =
+        BarChart(fmt::format("memory-{}", i++), "Peak memory per rank: " + r.label, labels, series,
+                 "rank", "memory", "B", true, std::isfinite(capacity) ? capacity : 0.0);
+    if (std::isfinite(capacity)) {
+      AddReferenceLine(&c, "device capacity", std::vector<double>(ranks.size(), capacity), "B");
+    } else {
+      s.note += fmt::format(" No capacity for {}: the trace has no store metadata.", r.label);
+    }
+    s.charts.push_back(std::move(c));
+  }
+  return s;
+}
+
+Section ExpertSection(const std::vector<ReportRun>& runs) {
+  Section s{"experts", "Expert load", "", {}, {}};
+  s.note =
+      "Per MoE layer: imbalance (max ÷ mean tokens) over experts and over EP ranks, mean over "
+      "steps. The analyzer reports per-layer aggregates; a layer × expert heatmap needs per-expert "
+      "counts it does not emit yet.";
+  size_t i = 0;
+  for (const ReportRun& r : DetailRuns(runs, &s.note)) {
+    const analysis::MetricSet& m = r.analysis.metrics;
+    std::vector<double> layers;
+    for (const analysis::Metric& x : m.metrics()) {
+      int layer;
+      if (x.name == "expert_load.tokens" && std::sscanf(x.scope.c_str(), "layer %d", &layer) == 1) {
+        layers.push_back(layer);
+      }
+    }
+    if (layers.empty()) {
+      std::string why = UnavailableOf(m, "expert_load.imbalance.mean");
+      if (!why.empty()) s.note += fmt::format(" {}: {}.", r.label, why);
+      continue;
+    }
+    std::vector<Series> series = {{"experts: imbalance", {}}, {"EP ranks: imbalance", {}}};
+    for (double layer : layers) {
+      std::string scope = fmt::format("[layer {}]", static_cast<int>(layer));
+      series[0].values.push_back(ValueOf(m, "expert_load.imbalance.mean" + scope));
+      series[1].values.push_back(ValueOf(m, "ep_rank_load.imbalance.mean" + scope));
+    }
+    s.charts.push_back(LineChart(fmt::format("experts-{}", i++),
+                                 "Expert load imbalance: " + r.label, layers, series, "layer",
+                                 "max ÷ mean tokens", "ratio", false));
+  }
+  if (s.charts.empty()) s.note += " No run has expert token counts (args.expert_tokens).";
+  return s;
+}
+
+}  // namespace shardscope::report

@@ -1,0 +1,188 @@
+#include "report/html_sections.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <set>
+
+#include "report/html_section_util.h"
+#include "report/metric_table.h"
+
+namespace shardscope::report {
+
+using nlohmann::json;
+
+json Section::ToJson() const {
+  json charts_json = json::array(), tables_json = json::array();
+  for (const Chart& c : charts) charts_json.push_back(c.ToJson());
+  for (const Table& t : tables) tables_json.push_back(t.ToJson());
+  json j = {{"id", id}, {"title", title}, {"charts", charts_json}, {"tables", tables_json}};
+  if (!note.empty()) j["note"] = note;
+  return j;
+}
+
+Section SummarySection(const std::vector<ReportRun>& runs) {
+  Section s{"summary", "Summary", "", {}, {}};
+  struct Column {
+    const char* key;
+    const char* title;
+  };
+  static constexpr Column kColumns[] = {
+      {"ranks", "ranks"},
+      {"ttft", "TTFT"},
+      {"tpot", "TPOT"},
+      {"tps", "throughput (prompt tokens / run time)"},
+      {"prefill_throughput", "prefill throughput"},
+      {"decode_throughput", "decode throughput"},
+      {"peak_memory.max", "peak memory per device (max)"},
+      {"comm_fraction", "comm share of busy time"},
+      {"mfu.mean", "MFU (mean over ranks)"},
+      {"load_imbalance", "load imbalance (max / mean busy)"},
+  };
+  Table t{"Figures per run (from the trace)", {"run"}, {}};
+  for (const Column& c : kColumns) t.columns.push_back(c.title);
+  for (const ReportRun& r : runs) {
+    std::vector<std::string> row = {r.label};
+    for (const Column& c : kColumns) row.push_back(CellOf(r.analysis.metrics, c.key));
+    t.rows.push_back(std::move(row));
+  }
+  s.tables.push_back(std::move(t));
+
+  // Claims as the experiment states them against what the trace shows.
+  Table claims{"Claims: claimed vs this run",
+               {"run", "claim", "claimed", "this run", "this run ÷ claimed"},
+               {}};
+  for (const ReportRun& r : runs) {
+    const json& c = ExperimentField(r.metadata, "claims");
+    if (!c.is_object()) continue;
+    for (const auto& [name, value] : c.items()) {
+      if (!value.is_number()) continue;
+      double claimed = value.get<double>();
+      double got = ClaimedQuantity(r.analysis.metrics, name);
+      claims.rows.push_back(
+          {r.label, name, fmt::format("{:.4g}", claimed),
+           std::isfinite(got) ? fmt::format("{:.4g}", got) : "not in the trace",
+           std::isfinite(got) && claimed != 0 ? fmt::format("{:.3g}", got / claimed) : "—"});
+    }
+  }
+  if (!claims.rows.empty()) s.tables.push_back(std::move(claims));
+  s.note =
+      "Figures are the analyzer's (docs/metrics.md) over what the trace holds. Bounds and the "
+      "dominant bound come from the experiment, not the trace: `shardscope check` prints claimed "
+      "vs bound for each claim.";
+  if (claims.rows.empty()) s.note += " No run states claims in its metadata.";
+  if (runs.size() > 1) {
+    std::vector<std::string> labels;
+    Series ttft{"TTFT", {}}, tpot{"TPOT", {}};
+    for (const ReportRun& r : runs) {
+      labels.push_back(r.label);
+      ttft.values.push_back(ValueOf(r.analysis.metrics, "ttft"));
+      tpot.values.push_back(ValueOf(r.analysis.metrics, "tpot"));
+    }
+    s.charts.push_back(BarChart("summary-latency", "TTFT and TPOT per run", labels, {ttft, tpot},
+                                "run", "time", "s", false));
+  }
+  return s;
+}
+
+Section BreakdownSection(const std::vector<ReportRun>& runs) {
+  Section s{"breakdown", "Per-rank time breakdown", "", {}, {}};
+  s.note =
+      "Each bar is one rank's run window: compute only, communication overlapped by compute, "
+      "exposed communication (less sync wait), sync wait (waiting for peers inside a collective), "
+      "pipeline bubble (idle before receives) and other idle time.";
+  size_t i = 0;
+  for (const ReportRun& r : DetailRuns(runs, &s.note)) {
+    const analysis::MetricSet& m = r.analysis.metrics;
+    std::vector<int32_t> ranks = RanksOf(m);
+    if (ranks.empty()) continue;
+    std::vector<Series> series = {{"compute only", {}},    {"overlapped comm", {}},
+                                  {"exposed comm", {}},    {"sync wait", {}},
+                                  {"pipeline bubble", {}}, {"idle", {}}};
+    std::vector<std::string> labels;
+    for (int32_t rank : ranks) {
+      auto v = [&](const char* name) {
+        double x = ValueOf(m, fmt::format("{}[rank {}]", name, rank));
+        return std::isfinite(x) ? x : 0.0;
+      };
+      double compute = v("compute_time"), overlap = v("overlap_time"),
+             exposed = v("exposed_comm_time");
+      double wait = std::min(v("sync_wait"), exposed), idle = v("idle_time");
+      double bubble = std::min(v("pipeline_bubble"), idle);
+      labels.push_back(std::to_string(rank));
+      double parts[] = {compute - overlap, overlap, exposed - wait, wait, bubble, idle - bubble};
+      for (size_t k = 0; k < series.size(); ++k)
+        series[k].values.push_back(std::max(parts[k], 0.0));
+    }
+    s.charts.push_back(BarChart(fmt::format("breakdown-{}", i++), "Time per rank: " + r.label,
+                                labels, series, "rank", "time", "s", true));
+  }
+  if (s.charts.empty()) s.note = "No run has per-rank times (the traces hold no ops).";
+  return s;
+}
+
+Section TimelineSection(const std::vector<ReportRun>& runs) {
+  Section s{"timeline", "Timeline overview", "", {}, {}};
+  s.note = fmt::format(
+      "Per rank, what each of {} time bins is mostly doing (downsampled; open the trace in "
+      "ui.perfetto.dev for every op). The top lane marks phases and decode steps.",
+      kTimelineBins);
+  size_t i = 0;
+  std::vector<std::string> missing;
+  for (const ReportRun& r : DetailRuns(runs, &s.note)) {
+    if (r.timeline.empty()) {
+      missing.push_back(r.label);
+      continue;
+    }
+    s.charts.push_back(TimelineChart(fmt::format("timeline-{}", i++), r));
+  }
+  if (!missing.empty()) {
+    s.note += fmt::format(
+        " No timeline for {} run(s) ({}): only ShardScope traces are binned; foreign traces "
+        "(Kineto, XLA, NCCL profiler) are analysed but not drawn over time yet.",
+        missing.size(), missing.front());
+  }
+  return s;
+}
+
+Section TrafficSection(const std::vector<ReportRun>& runs) {
+  Section s{"traffic", "Traffic", "", {}, {}};
+  s.note =
+      "Bytes on the wire from each rank to each other rank (the collectives' algorithms "
+      "decomposed into transfers), and per collective and parallel dimension. Gap and "
+      "inter-arrival distributions are not computed by the analyzer yet.";
+  size_t i = 0;
+  std::vector<std::string> why;
+  for (const ReportRun& r : DetailRuns(runs, &s.note)) {
+    const analysis::MetricSet& m = r.analysis.metrics;
+    std::vector<std::vector<double>> matrix = TrafficMatrix(m);
+    if (matrix.empty()) {
+      std::string reason = UnavailableOf(m, "traffic_matrix");
+      why.push_back(fmt::format("{}: {}", r.label, reason.empty() ? "no communication" : reason));
+      continue;
+    }
+    s.charts.push_back(Heatmap(fmt::format("traffic-matrix-{}", i), "Traffic matrix: " + r.label,
+                               matrix, "to rank", "from rank", "bytes sent", "B"));
+    for (const char* kind : {"collective", "dim"}) {
+      std::vector<std::string> labels;
+      Series traffic{"on the wire", {}}, payload{"payload (args.bytes)", {}};
+      for (const analysis::Metric& x : m.metrics()) {
+        if (x.name != "traffic_bytes" || !x.value || !x.scope.starts_with(std::string(kind) + " "))
+          continue;
+        labels.push_back(x.scope.substr(std::string(kind).size() + 1));
+        traffic.values.push_back(*x.value);
+        payload.values.push_back(ValueOf(m, "payload_bytes[" + x.scope + "]"));
+      }
+      if (labels.empty()) continue;
+      std::string what = std::string(kind) == "dim" ? "parallel dimension" : "collective";
+      s.charts.push_back(BarChart(fmt::format("traffic-{}-{}", kind, i),
+                                  fmt::format("Traffic by {}: {}", what, r.label), labels,
+                                  {traffic, payload}, what, "bytes", "B", false));
+    }
+    ++i;
+  }
+  for (const std::string& w : why) s.note += " No traffic for " + w + ".";
+  return s;
+}
+
+}  // namespace shardscope::report

@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""Opens `shardscope report` pages in headless Chromium and checks they draw.
+
+Reports of a simulated run, a sweep, a foreign Kineto trace and (when the CPU
+backend is built) a real CPU run are loaded in headless Chromium; the test fails
+on any console message (the page logs nothing when all is well) or when a chart
+drew no marks (every <canvas> carries data-marks, the elements Chart.js made).
+Exits 77 (ctest: skipped) with a message when Chromium or Chart.js is missing.
+
+  report_browser_test.py SHARDSCOPE_BINARY SOURCE_DIR [--screenshots DIR]
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+SKIP = 77
+CHART_JS = os.environ.get("SHARDSCOPE_CHART_JS", "/usr/share/javascript/chart.js/chart.min.js")
+
+TINY = """
+defaults: {{model: tiny-dense, hardware: h100-sxm, batch_size: 2, sequence_length: 32,
+           tokens_to_generate: 5, trace_steps: 2, dtype: bf16}}
+experiments:
+  - name: tiny_tp2
+    parallelism: {{strategy: tensor, tp_size: 2}}
+  - name: tiny_moe_ep_sweep
+    model: tiny-moe-mla
+    parallelism: {{strategy: expert, ep_size: [2, 4]}}
+    batch_size: 4
+    sequence_length: [16, 32]
+  - name: tiny_cpu_tp2
+    model: tiny-dense
+    hardware: local-cpu
+    parallelism: {{strategy: tensor, tp_size: 2}}
+    batch_size: 2
+    sequence_length: 16
+    tokens_to_generate: 4
+    dtype: fp32
+    backend: cpu
+    warmup_iterations: 0
+    measured_iterations: 1
+"""
+
+
+def find_browser():
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=600, **kw)
+
+
+def traces_of(run_json):
+    return [r["trace"] for r in json.loads(run_json) if r.get("trace")]
+
+
+def load_in_browser(browser, html, workdir):
+    """The live DOM after the page's scripts ran, and the console lines."""
+    profile = tempfile.mkdtemp(dir=workdir, prefix="profile")
+    p = run([browser, "--headless", "--disable-gpu", "--no-sandbox", "--no-first-run",
+             "--disable-extensions", "--user-data-dir=" + profile, "--enable-logging=stderr", "--v=0",
+             "--virtual-time-budget=5000", "--dump-dom", "file://" + os.path.abspath(html)])
+    console = [l for l in p.stderr.splitlines() if "CONSOLE" in l or "Uncaught" in l]
+    return p.returncode, p.stdout, console, p.stderr
+
+
+def check_page(browser, html, workdir):
+    errors = []
+    embedded = open(html, encoding="utf-8").read()
+    m = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', embedded, re.S)
+    data = json.loads(m.group(1))
+    expected = sum(len(s["charts"]) for s in data["sections"])
+    rc, dom, console, stderr = load_in_browser(browser, html, workdir)
+    if rc != 0:
+        return [f"chromium exited {rc}: {stderr[-2000:]}"]
+    for line in console:
+        errors.append("console: " + line)
+    drawn = re.search(r'data-charts-drawn="(\d+)"', dom)
+    failed = re.search(r'data-charts-failed="(\d+)"', dom)
+    if not drawn:
+        errors.append("the page's script did not run (no data-charts-drawn on <body>)")
+        return errors
+    if int(failed.group(1)) != 0:
+        errors.append(f"{failed.group(1)} charts failed")
+    if int(drawn.group(1)) != expected:
+        errors.append(f"{drawn.group(1)} charts drawn, {expected} in the data")
+    canvases = re.findall(r'<canvas[^>]*>', dom)
+    if len(canvases) != expected:
+        errors.append(f"{len(canvases)} <canvas> in the DOM, {expected} charts in the data")
+    for c in canvases:
+        marks = re.search(r'data-marks="(\d+)"', c)
+        if not marks or int(marks.group(1)) == 0:
+            errors.append("a chart drew no marks: " + c)
+    if expected == 0:
+        errors.append("no chart at all")
+    return errors
+
+
+def main(argv):
+    if len(argv) < 3:
+        print(__doc__)
+        return 2
+    binary, source = argv[1], argv[2]
+    shots = argv[argv.index("--screenshots") + 1] if "--screenshots" in argv else None
+    browser = find_browser()
+    if not browser:
+        print("SKIPPED: no Chromium installed (apt-get install chromium; `make test` installs it)")
+        return SKIP
+    if not os.path.exists(CHART_JS):
+        print(f"SKIPPED: Chart.js not at {CHART_JS} (apt-get install libjs-chart.js)")
+        return SKIP
+    work = tempfile.mkdtemp(prefix="shardscope_browser_")
+    try:
+        cfg = os.path.join(work, "tiny.yaml")
+        with open(cfg, "w") as f:
+            f.write(TINY.format())
+        store = os.path.join(work, "traces")
+        sim = run([binary, "run", "--config", cfg, "--backend", "sim", "--out", store, "--json"])
+        if sim.returncode != 0:
+            print("simulation failed:", sim.stderr)
+            return 1
+        runs = json.loads(sim.stdout)
+        single = [r["trace"] for r in runs if r["experiment"] == "tiny_tp2"]
+        sweep = [r["trace"] for r in runs if r["experiment"].startswith("tiny_moe_ep_sweep")]
+        pages = {"sim": single, "sweep": sweep,
+                 "kineto": [os.path.join(source, "..", "shared", "testdata", "kineto", "sglang_Qwen3-8B_decode.json.gz")]}
+        cpu = run([binary, "run", "--config", cfg, "--experiment", "tiny_cpu_tp2", "--out", store, "--json"])
+        if cpu.returncode == 0:
+            pages["cpu"] = traces_of(cpu.stdout) + [r["trace"] for r in runs if r["experiment"] == "tiny_cpu_tp2"]
+        else:
+            print("note: no CPU run (" + (cpu.stderr.strip().splitlines() or ["?"])[-1] + ")")
+        if not os.path.exists(pages["kineto"][0]):
+            print("note: no Kineto test trace at", pages["kineto"][0])
+            del pages["kineto"]
+        failures = 0
+        for name, paths in pages.items():
+            html = os.path.join(work, name + ".html")
+            extra = ["--baseline", single[0]] if name == "sweep" else []
+            r = run([binary, "report", *paths, *extra, "-o", html])
+            if r.returncode != 0:
+                print(f"FAIL {name}: report exited {r.returncode}: {r.stderr}")
+                failures += 1
+                continue
+            errors = check_page(browser, html, work)
+            status = "ok" if not errors else "FAIL"
+            print(f"{status} {name}: {html} ({os.path.getsize(html) / 1e3:.0f} kB)")
+            for e in errors:
+                print("   ", e)
+            failures += bool(errors)
+            if shots and not errors:
+                os.makedirs(shots, exist_ok=True)
+                shutil.copy(html, os.path.join(shots, name + ".html"))
+        return 1 if failures else 0
+    finally:
+        if not shots:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
