@@ -34,12 +34,12 @@ echo "Simulating the experiments of $config (a few minutes)..." >&2
 "$bin" run --config "$config" --backend sim --no-trace "${decode_args[@]}" --json > "$tmp/run.json"
 # Traces: every experiment that is not a sweep, and the first point of each sweep
 # (a sweep's 128-rank points write ~180 MB each even with trace_steps: 2).
-/usr/bin/env python3 "$here/run_summary.py" traced "$tmp/run.json" > "$tmp/traced.list"
+/usr/bin/python3 "$here/run_summary.py" traced "$tmp/run.json" > "$tmp/traced.list"
 echo '[]' > "$tmp/traced.json"
 while read -r name; do
   "$bin" run --config "$config" --backend sim --experiment "$name" --out "$traces" "${decode_args[@]}" \
     --json > "$tmp/one.json"
-  /usr/bin/env python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); a+=json.load(open(sys.argv[2])); json.dump(a,open(sys.argv[1],"w"))' \
+  /usr/bin/python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); a+=json.load(open(sys.argv[2])); json.dump(a,open(sys.argv[1],"w"))' \
     "$tmp/traced.json" "$tmp/one.json"
 done < "$tmp/traced.list"
 
@@ -60,7 +60,7 @@ if grep -q "name: $cpu_experiment" "$config"; then
 fi
 
 # One report over exactly the traces this run wrote.
-/usr/bin/env python3 "$here/run_summary.py" traces "$tmp/traced.json" "$tmp/cpu.json" > "$tmp/traces.list"
+/usr/bin/python3 "$here/run_summary.py" traces "$tmp/traced.json" "$tmp/cpu.json" > "$tmp/traces.list"
 mapfile -t written < "$tmp/traces.list"
 if [ ${#written[@]} -gt 0 ]; then
   "$bin" report "${written[@]}" -o "$tmp/report.html" --title "ShardScope: the default experiments" > /dev/null
@@ -70,6 +70,6 @@ for f in check.txt check.json plan.txt plan.json run.json traced.json cpu.json r
   [ -f "$tmp/$f" ] && mv "$tmp/$f" "$out/$f"
 done
 # Writes $out/run.txt (every run) and prints the short summary.
-/usr/bin/env python3 "$here/run_summary.py" summary "$out/run.json" "$out/cpu.json" "$out" "$traces" \
+/usr/bin/python3 "$here/run_summary.py" summary "$out/run.json" "$out/cpu.json" "$out" "$traces" \
   "$out/traced.json" \
   "$tmp/cpu.note"
