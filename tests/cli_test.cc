@@ -254,6 +254,10 @@ experiments:
   EXPECT_EQ(nlohmann::json::parse(skip.out).size(), 1u);
   EXPECT_EQ(std::count(skip.err.begin(), skip.err.end(), '\n'), 2) << skip.err;
   EXPECT_NE(skip.err.find("shardscope: skipped: "), std::string::npos) << skip.err;
+  Result run = RunCli("run --json --no-trace --decode-steps 1 --skip-invalid --config " +
+                      cfg.string() + " --experiment s");
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(nlohmann::json::parse(run.out).size(), 1u) << run.out;
 }
 
 // A two-rank trace with foreign-style step annotations (no phase), as importers write them.

@@ -10,14 +10,13 @@
 #include "backends/registry.h"
 #include "backends/run_output.h"
 #include "cli/cli.h"
-#include "plan/plan_loader.h"
+#include "cli/experiments_arg.h"
 
 namespace shardscope::cli {
 namespace {
 
 struct RunFlags {
-  std::string config;
-  std::string experiment;
+  ExperimentsArg experiments;
   std::string backend;  // empty: each experiment's own
   bool json = false;
   std::string mpirun_args;  // backend cpu: split at spaces
@@ -33,12 +32,10 @@ std::vector<std::string> SplitAtSpaces(const std::string& s) {
 }
 
 int RunRun(RunFlags f) {
-  auto all = LoadValidExperiments(f.config);
-  if (!all.ok()) return ReportError(all.status());
-  auto selected = SelectExperiments(std::move(*all), f.experiment, f.config);
+  auto selected = LoadSelectedExperiments(f.experiments);
   if (!selected.ok()) return ReportError(selected.status());
   run::RunOptions& options = f.run;
-  options.config_path = f.config;
+  options.config_path = f.experiments.config;
   options.write_trace = !f.no_trace;
   options.mpirun_args = SplitAtSpaces(f.mpirun_args);
   // Every experiment's backend must exist and support it before any runs.
@@ -91,8 +88,9 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   auto* cmd = app.add_subcommand(
       "run",
       "Run experiments (sim: simulate; cpu: real ranks over MPI), write traces, print TTFT/TPOT");
-  cmd->add_option("--config", f->config, "experiments YAML file")->required();
-  cmd->add_option("--experiment", f->experiment, "only this experiment (or sweep)");
+  cmd->add_option("--config", f->experiments.config, "experiments YAML file")->required();
+  cmd->add_option("--experiment", f->experiments.experiment, "only this experiment (or sweep)");
+  AddSkipInvalidFlag(cmd, &f->experiments);
   cmd->add_option("--backend", f->backend, "sim, cpu or cuda (default: each experiment's)");
   cmd->add_option("--out", f->run.trace_root, "trace store root (default: traces)");
   cmd->add_option("--calibration", f->run.calibration_file,

@@ -18,7 +18,9 @@ struct WorkerOptions {
 };
 
 StatusOr<Experiment> FindExperiment(const WorkerOptions& o) {
-  ASSIGN_OR_RETURN(std::vector<Experiment> all, LoadValidExperiments(o.config));
+  LoaderOptions only;
+  only.only = o.experiment;  // the launcher validated the rest; read just this one
+  ASSIGN_OR_RETURN(std::vector<Experiment> all, LoadValidExperiments(o.config, only));
   for (Experiment& e : all) {
     if (e.name != o.experiment) continue;
     e.backend = Backend::kCpu;
