@@ -84,8 +84,12 @@ TEST(TraceSetTest, ClocksAsRecordedOrAlignedOnTheFirstCollectiveEnd) {
   EXPECT_TRUE(al->warnings.empty());
   ASSERT_EQ(aligned.ops.size(), 4u);
   for (const trace::OpEvent& op : aligned.ops) {
-    if (op.rank == 1 && op.name == "gemm") EXPECT_EQ(op.ts_ns, 1'000'100'000);
-    if (op.is_comm()) EXPECT_EQ(op.end_ns(), 1'000'300'000);
+    if (op.rank == 1 && op.name == "gemm") {
+      EXPECT_EQ(op.ts_ns, 1'000'100'000);
+    }
+    if (op.is_comm()) {
+      EXPECT_EQ(op.end_ns(), 1'000'300'000);
+    }
   }
   for (const trace::SpanEvent& s : aligned.spans) EXPECT_EQ(s.ts_ns, 1'000'050'000);
   EXPECT_EQ(aligned.metadata["trace_set"]["clock_shift_ns"]["1"], -5'000'000);
