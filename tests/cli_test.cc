@@ -227,6 +227,12 @@ TEST(CliTest, UnreadableMalformedAndUnknownExperiment) {
 
   Result no_flag = RunCli("plan");
   EXPECT_EQ(no_flag.exit_code, 2);
+
+  Result negative = RunCli("run --no-trace --decode-steps -1 --config " + kDefaultConfig +
+                           " --experiment seed004_layerwise");
+  EXPECT_EQ(negative.exit_code, 2);
+  EXPECT_NE(negative.err.find("--decode-steps"), std::string::npos) << negative.err;
+  EXPECT_EQ(negative.out, "");
 }
 
 TEST(CliTest, SelectionSkipsBrokenNeighboursAndInvalidPointsCanBeSkipped) {

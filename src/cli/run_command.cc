@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <iostream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -98,7 +99,8 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--algorithm", f->run.allreduce,
                   "all-reduce algorithm: auto (NCCL-like choice), ring, tree, hierarchical");
   cmd->add_option("--decode-steps", f->run.max_decode_steps,
-                  "simulate only the first N decode steps (stated in the summary and trace)");
+                  "simulate only the first N decode steps (stated in the summary and trace)")
+      ->check(CLI::Range(int64_t{0}, std::numeric_limits<int64_t>::max()));
   cmd->add_flag("--no-trace", f->no_trace, "do not write traces (summary only)");
   cmd->add_option("--hostfile", f->run.hostfile,
                   "backend cpu: mpirun host file, to place ranks on several nodes")

@@ -1,5 +1,6 @@
 #include <fstream>
 #include <iostream>
+#include <limits>
 
 #include "cli/cli.h"
 #include "search/distributed.h"
@@ -90,7 +91,8 @@ void AddSearchCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--top", opts->top, "rows of the ranked table (default 10)");
   cmd->add_option("--devices", opts->devices, "device budget (default: the cluster's devices)");
   cmd->add_option("--decode-steps", opts->decode_steps,
-                  "decode steps simulated per plan, the rest extrapolated (default 1)");
+                  "decode steps simulated per plan, the rest extrapolated (default 1)")
+      ->check(CLI::Range(int64_t{1}, std::numeric_limits<int64_t>::max()));
   cmd->add_option("--slo-ttft-ms", opts->slo_ttft_ms, "time-to-first-token target");
   cmd->add_option("--slo-tpot-ms", opts->slo_tpot_ms, "time-per-output-token target");
   cmd->add_option("--csv", opts->csv, "write every evaluated plan as CSV");
