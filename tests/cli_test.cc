@@ -19,6 +19,8 @@
 #include <thread>
 #include <vector>
 
+#include "cli_test_util.h"
+
 namespace {
 
 // Configured with MPI and OpenBLAS (the CPU backend's dependencies)?
@@ -30,35 +32,12 @@ constexpr bool kCpuBackendBuilt = false;
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
+using Result = shardscope::testing::CliResult;
 
-std::string ReadFile(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+std::string ReadFile(const fs::path& p) { return shardscope::testing::ReadWholeFile(p); }
 
-// `prefix` goes before the binary (environment assignments, a timeout).
 Result RunCli(const std::string& args, const std::string& prefix = "") {
-  // ctest runs tests in parallel processes: every call gets its own files.
-  static int calls = 0;
-  fs::path dir = fs::path(::testing::TempDir()) /
-                 ("cli_test_" + std::to_string(getpid()) + "_" + std::to_string(calls++));
-  fs::create_directories(dir);
-  fs::path out = dir / "stdout", err = dir / "stderr";
-  std::string cmd = prefix + std::string(SHARDSCOPE_BINARY) + " " + args + " >" + out.string() +
-                    " 2>" + err.string();
-  int status = std::system(cmd.c_str());
-  Result r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = ReadFile(out);
-  r.err = ReadFile(err);
-  return r;
+  return shardscope::testing::RunShardscope(args, prefix);
 }
 
 fs::path WriteConfig(const std::string& name, const std::string& text) {

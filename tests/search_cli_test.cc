@@ -12,42 +12,20 @@
 #include <sstream>
 #include <string>
 
+#include "cli_test_util.h"
+
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string ReadFile(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using Result = shardscope::testing::CliResult;
+using shardscope::testing::ReadWholeFile;
 
 fs::path TempPath(const std::string& name) {
-  static int n = 0;
-  fs::path dir = fs::path(::testing::TempDir()) /
-                 ("search_cli_" + std::to_string(getpid()) + "_" + std::to_string(n++));
-  fs::create_directories(dir);
-  return dir / name;
+  return shardscope::testing::FreshTempDir("search_cli_") / name;
 }
 
-Result RunCli(const std::string& args) {
-  fs::path out = TempPath("stdout"), err = TempPath("stderr");
-  std::string cmd =
-      std::string(SHARDSCOPE_BINARY) + " " + args + " >" + out.string() + " 2>" + err.string();
-  int status = std::system(cmd.c_str());
-  Result r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = ReadFile(out);
-  r.err = ReadFile(err);
-  return r;
-}
+Result RunCli(const std::string& args) { return shardscope::testing::RunShardscope(args); }
 
 const std::string kConfig = std::string(SHARDSCOPE_SOURCE_DIR) + "/tests/data/search/search.yaml";
 
@@ -60,17 +38,21 @@ TEST(SearchCliTest, RanksPlansAndWritesTheBestAsAnExperimentCheckAndRunAccept) {
   EXPECT_NE(r.out.find("Pareto front"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Best: tp"), std::string::npos) << r.out;
   // Every candidate is in the CSV and the JSON, one row each.
-  auto j = nlohmann::json::parse(ReadFile(json));
+  auto j = nlohmann::json::parse(ReadWholeFile(json));
   const size_t n = j["plans"].size();
   ASSERT_GT(n, 0u);
   EXPECT_EQ(j["enumerated"].get<size_t>(), n);
-  std::string text = ReadFile(csv);
+  std::string text = ReadWholeFile(csv);
   EXPECT_EQ(static_cast<size_t>(std::count(text.begin(), text.end(), '\n')), n + 1);
   // 141 GB of weights on 48 GB devices: only plans sharding them 4 ways or more fit.
   for (const auto& p : j["plans"]) {
     const int shards = p["parallelism"]["tp"].get<int>() * p["parallelism"]["pp"].get<int>();
-    if (p["outcome"] == "simulated") EXPECT_GE(shards, 4) << p;
-    if (shards < 4) EXPECT_EQ(p["outcome"], "memory") << p;
+    if (p["outcome"] == "simulated") {
+      EXPECT_GE(shards, 4) << p;
+    }
+    if (shards < 4) {
+      EXPECT_EQ(p["outcome"], "memory") << p;
+    }
   }
   // The best plan is a ready experiment.
   Result check = RunCli("check --strict --config " + best.string());
