@@ -130,8 +130,9 @@ StatusOr<SearchInput> LoadSearchInput(const std::string& path, const std::string
     if (!list[i]["parallelism"].IsDefined())
       list[i]["parallelism"] = YAML::Node(YAML::NodeType::Map);
   }
-  ASSIGN_OR_RETURN(std::vector<Experiment> all, ExperimentsFromYaml(root, path));
-  ASSIGN_OR_RETURN(std::vector<Experiment> selected, SelectExperiments(std::move(all), name, path));
+  LoaderOptions only;
+  only.only = name;  // the other entries are not resolved
+  ASSIGN_OR_RETURN(std::vector<Experiment> selected, ExperimentsFromYaml(root, path, only));
   if (selected.size() != 1) {
     return InvalidArgument(
         "{}: experiment '{}' is a sweep of {} experiments; search takes one (name one of its "
