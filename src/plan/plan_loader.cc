@@ -7,18 +7,16 @@
 namespace shardscope {
 namespace {
 
-// Keeps the valid experiments; the others' problems go to `invalid`.
-std::vector<Experiment> SplitValid(std::vector<Experiment> all, std::vector<Status>* invalid) {
-  std::vector<Experiment> valid;
-  for (Experiment& e : all) {
+// The problems of the invalid plans, in order; `valid`, when given, marks
+// which experiments passed.
+std::vector<Status> PlanProblems(const std::vector<Experiment>& all, std::vector<bool>* valid) {
+  std::vector<Status> invalid;
+  for (const Experiment& e : all) {
     Status s = ValidatePlan(e);
-    if (s.ok()) {
-      valid.push_back(std::move(e));
-    } else {
-      invalid->push_back(std::move(s));
-    }
+    if (valid != nullptr) valid->push_back(s.ok());
+    if (!s.ok()) invalid.push_back(std::move(s));
   }
-  return valid;
+  return invalid;
 }
 
 Status AllProblems(const std::vector<Status>& invalid, size_t total) {
@@ -30,23 +28,22 @@ Status AllProblems(const std::vector<Status>& invalid, size_t total) {
 
 StatusOr<std::vector<Experiment>> KeepValid(std::vector<Experiment> all,
                                             std::vector<Status>* skipped) {
-  const size_t total = all.size();
-  std::vector<Status> invalid;
-  std::vector<Experiment> valid = SplitValid(std::move(all), &invalid);
-  if (invalid.empty()) return valid;
-  if (skipped == nullptr || valid.empty()) return AllProblems(invalid, total);
+  std::vector<bool> valid;
+  std::vector<Status> invalid = PlanProblems(all, &valid);
+  if (invalid.empty()) return all;
+  if (skipped == nullptr || invalid.size() == all.size()) return AllProblems(invalid, all.size());
+  std::vector<Experiment> kept;
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (valid[i]) kept.push_back(std::move(all[i]));
+  }
   for (Status& s : invalid) skipped->push_back(std::move(s));
-  return valid;
+  return kept;
 }
 
 }  // namespace
 
 Status ValidateExperiments(const std::vector<Experiment>& experiments) {
-  std::vector<Status> invalid;
-  for (const Experiment& e : experiments) {
-    Status s = ValidatePlan(e);
-    if (!s.ok()) invalid.push_back(std::move(s));
-  }
+  std::vector<Status> invalid = PlanProblems(experiments, nullptr);
   return invalid.empty() ? Status::Ok() : AllProblems(invalid, experiments.size());
 }
 
