@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
 #include "trace/trace_writer.h"
 
 namespace shardscope::bench {
@@ -113,6 +117,26 @@ StatusOr<int64_t> WriteSyntheticTrace(const std::string& path, int64_t target_by
   int64_t events = w->events_written();
   RETURN_IF_ERROR(w->Close());
   return events;
+}
+
+const std::string& SyntheticTracePath() {
+  static const std::string path = [] {
+    int64_t mb = 1100;
+    if (const char* env = std::getenv("SHARDSCOPE_BENCH_TRACE_MB")) mb = std::atoll(env);
+    std::string p = (std::filesystem::temp_directory_path() /
+                     ("shardscope_bench_" + std::to_string(mb) + "MB.json"))
+                        .string();
+    if (!std::filesystem::exists(p)) {
+      auto events = WriteSyntheticTrace(p, mb * 1'000'000);
+      if (!events.ok()) {
+        std::fprintf(stderr, "cannot write %s: %s\n", p.c_str(),
+                     events.status().ToString().c_str());
+        std::abort();
+      }
+    }
+    return p;
+  }();
+  return path;
 }
 
 }  // namespace shardscope::bench

@@ -15,6 +15,11 @@ namespace shardscope::bench {
 // Writes at least `target_bytes` of trace to `path`; returns the events written.
 StatusOr<int64_t> WriteSyntheticTrace(const std::string& path, int64_t target_bytes);
 
+// The benchmarks' shared synthetic trace in the temp folder, written on first
+// use: $SHARDSCOPE_BENCH_TRACE_MB megabytes (default 1100). Aborts with a
+// message when it cannot be written.
+const std::string& SyntheticTracePath();
+
 }  // namespace shardscope::bench
 
 #endif  // SHARDSCOPE_BENCH_SYNTHETIC_TRACE_H_

@@ -15,25 +15,7 @@
 namespace shardscope::bench {
 namespace {
 
-const std::string& TracePath() {
-  static const std::string path = [] {
-    int64_t mb = 1100;
-    if (const char* env = std::getenv("SHARDSCOPE_BENCH_TRACE_MB")) mb = std::atoll(env);
-    std::string p = (std::filesystem::temp_directory_path() /
-                     ("shardscope_bench_" + std::to_string(mb) + "MB.json"))
-                        .string();
-    if (!std::filesystem::exists(p)) {
-      auto events = WriteSyntheticTrace(p, mb * 1'000'000);
-      if (!events.ok()) {
-        std::fprintf(stderr, "cannot write %s: %s\n", p.c_str(),
-                     events.status().ToString().c_str());
-        std::abort();
-      }
-    }
-    return p;
-  }();
-  return path;
-}
+const std::string& TracePath() { return SyntheticTracePath(); }
 
 double PeakRssBytes() {
   rusage u;
