@@ -15,11 +15,9 @@
 namespace shardscope::bench {
 namespace {
 
-const std::string& TracePath() { return SyntheticTracePath(); }
-
 void BM_Analyze(benchmark::State& state) {
   for (auto _ : state) {
-    auto r = analysis::AnalyzePaths({TracePath()});
+    auto r = analysis::AnalyzePaths({SyntheticTracePath()});
     if (!r.ok()) state.SkipWithError(r.status().message().c_str());
     benchmark::DoNotOptimize(r);
   }
@@ -33,7 +31,7 @@ void BM_Report(benchmark::State& state) {
   }
   size_t bytes = 0;
   for (auto _ : state) {
-    auto runs = report::LoadReportRuns({TracePath()}, {});
+    auto runs = report::LoadReportRuns({SyntheticTracePath()}, {});
     if (!runs.ok()) {
       state.SkipWithError(runs.status().message().c_str());
       break;

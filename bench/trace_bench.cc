@@ -15,8 +15,6 @@
 namespace shardscope::bench {
 namespace {
 
-const std::string& TracePath() { return SyntheticTracePath(); }
-
 double PeakRssBytes() {
   rusage u;
   getrusage(RUSAGE_SELF, &u);
@@ -30,7 +28,7 @@ class NullSink : public trace::TraceSink {
 };
 
 void BM_ReadAndAnalyze(benchmark::State& state) {
-  const std::string& path = TracePath();
+  const std::string& path = SyntheticTracePath();
   double size = static_cast<double>(std::filesystem::file_size(path));
   int64_t metrics = 0;
   for (auto _ : state) {
@@ -51,7 +49,7 @@ void BM_ReadAndAnalyze(benchmark::State& state) {
 BENCHMARK(BM_ReadAndAnalyze)->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
 
 void BM_ReadOnly(benchmark::State& state) {
-  const std::string& path = TracePath();
+  const std::string& path = SyntheticTracePath();
   double size = static_cast<double>(std::filesystem::file_size(path));
   for (auto _ : state) {
     NullSink sink;
