@@ -21,6 +21,7 @@ StatusOr<run::RunResult> CpuBackend::Run(const Experiment& e, const run::RunOpti
   co.write_trace = o.write_trace;
   co.hostfile = o.hostfile;
   co.mpirun_args = o.mpirun_args;
+  co.shardscope_binary = o.worker_binary;
   co.fault = fault_;
   if (o.progress) o.progress("running on CPU ranks…");
   ASSIGN_OR_RETURN(runtime::CpuRunResult cpu, runtime::RunCpuExperiment(e, co));

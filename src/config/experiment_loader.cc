@@ -5,6 +5,7 @@
 #include <set>
 
 #include "cluster/cluster_yaml.h"
+#include "config/prompts.h"
 #include "core/yaml_reader.h"
 #include "model/hf_config.h"
 #include "model/model_yaml.h"
@@ -51,7 +52,8 @@ const std::vector<std::string> kExperimentKeys = {"name",
                                                   "routing",
                                                   "warmup_iterations",
                                                   "measured_iterations",
-                                                  "weights"};
+                                                  "weights",
+                                                  "prompts"};
 
 const std::vector<std::string> kParallelKeys = {
     "strategy",     "tp_size",       "pp_size",        "seq_parallel_size",
@@ -242,10 +244,44 @@ Status ReadWeights(const YamlMap& exp, const std::string& config_path, Workload*
   return Status::Ok();
 }
 
+// prompts: given token ids (config/prompts.h). They set batch_size and
+// sequence_length, which may then be left out but must agree when given.
+Status ReadGivenPrompts(const YamlMap& exp, const std::string& config_path, Experiment* e) {
+  Workload& w = e->workload;
+  ASSIGN_OR_RETURN(w.prompts, ReadPrompts(exp, config_path, e->model.vocab_size));
+  if (w.prompts.empty()) return Status::Ok();
+  const YamlContext ctx = exp.context().Child("prompts");
+  const int64_t len = static_cast<int64_t>(w.prompts[0].size());
+  for (size_t i = 1; i < w.prompts.size(); ++i) {
+    if (static_cast<int64_t>(w.prompts[i].size()) != len) {
+      return ctx.Error(fmt::format(
+          "prompt {} has {} tokens but prompt 0 has {}: every request of the fixed batch is "
+          "prefilled together, so prompts must have the same length",
+          i, w.prompts[i].size(), len));
+    }
+  }
+  const int64_t count = static_cast<int64_t>(w.prompts.size());
+  if (exp.Has("batch_size") && w.batch_size != count) {
+    return ctx.Error(fmt::format("{} prompts but batch_size is {}", count, w.batch_size));
+  }
+  if (exp.Has("sequence_length") && w.sequence_length != len) {
+    return ctx.Error(
+        fmt::format("prompts of {} tokens but sequence_length is {}", len, w.sequence_length));
+  }
+  w.batch_size = count;
+  w.sequence_length = len;
+  return Status::Ok();
+}
+
 Status ReadWorkload(const YamlMap& exp, Experiment* e) {
   Workload& w = e->workload;
-  RETURN_IF_ERROR(exp.RequiredAtLeast("batch_size", 1, &w.batch_size));
-  RETURN_IF_ERROR(exp.RequiredAtLeast("sequence_length", 1, &w.sequence_length));
+  if (exp.Has("prompts")) {  // they give batch_size and sequence_length
+    RETURN_IF_ERROR(exp.OptionalAtLeast("batch_size", 1, &w.batch_size));
+    RETURN_IF_ERROR(exp.OptionalAtLeast("sequence_length", 1, &w.sequence_length));
+  } else {
+    RETURN_IF_ERROR(exp.RequiredAtLeast("batch_size", 1, &w.batch_size));
+    RETURN_IF_ERROR(exp.RequiredAtLeast("sequence_length", 1, &w.sequence_length));
+  }
   RETURN_IF_ERROR(exp.OptionalAtLeast("tokens_to_generate", 1, &w.tokens_to_generate));
   ASSIGN_OR_RETURN(w.dtype, ReadDType(exp, "dtype", DType::kBf16));
   ASSIGN_OR_RETURN(w.kv_dtype, ReadDType(exp, "kv_dtype", w.dtype));
@@ -312,6 +348,7 @@ StatusOr<Experiment> ReadExperiment(const YAML::Node& node, const YamlContext& c
                    ResolveCluster(exp.Get("hardware"), ctx.Child("hardware"), hardware_dir));
   RETURN_IF_ERROR(ReadParallel(exp, &e));
   RETURN_IF_ERROR(ReadWorkload(exp, &e));
+  RETURN_IF_ERROR(ReadGivenPrompts(exp, path, &e));
   RETURN_IF_ERROR(ReadWeights(exp, path, &e.workload));
   std::string backend = "sim";
   RETURN_IF_ERROR(exp.Optional("backend", &backend));
