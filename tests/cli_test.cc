@@ -158,6 +158,37 @@ TEST(CliTest, MalformedInputsExitTwoWithOneLineAndNoOutput) {
   }
 }
 
+// issue 17: bad input found as a new user would, each exit 2 with one clear line and no output.
+TEST(CliTest, RunRefusesAFileAsStoreAndAGpuClusterOnTheCpuBackend) {
+  const std::string tiny =
+      "experiments:\n  - name: tiny\n    model: tiny-dense\n    hardware: HW\n"
+      "    parallelism: {tp_size: 1}\n    batch_size: 1\n    sequence_length: 8\n"
+      "    warmup_iterations: 0\n    measured_iterations: 1\n";
+  auto with = [&](const std::string& hw) {
+    std::string t = tiny;
+    t.replace(t.find("HW"), 2, hw);
+    return t;
+  };
+  fs::path cfg = WriteConfig("store_file.yaml", with("h100-sxm"));
+  fs::path file = WriteConfig("not_a_dir", "x");
+  Result r = RunCli("run --config " + cfg.string() + " --out " + file.string());
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "shardscope: error: --out: trace store " + file.string() +
+                       ": exists and is not a directory\n");
+  if (kCpuBackendBuilt) {
+    Result gpu = RunCli("run --backend cpu --no-trace --config " + cfg.string());
+    EXPECT_EQ(gpu.exit_code, 2) << gpu.err;
+    EXPECT_NE(gpu.err.find("experiment 'tiny': backend cpu runs on this machine's CPU cores, but "
+                           "its hardware 'h100-sxm' is a gpu cluster"),
+              std::string::npos)
+        << gpu.err;
+  }
+  Result dir = RunCli("plan --config " + fs::path(::testing::TempDir()).string());
+  EXPECT_EQ(dir.exit_code, 2);
+  EXPECT_NE(dir.err.find("is a directory, not a YAML file"), std::string::npos) << dir.err;
+}
+
 TEST(CliTest, CpuBackendRunsRealRanksAndWritesAnAnalysableTrace) {
   if (!kCpuBackendBuilt) GTEST_SKIP() << "built without MPI or OpenBLAS";
   fs::path cfg = WriteConfig("cpu.yaml", R"(

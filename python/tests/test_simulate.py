@@ -55,3 +55,10 @@ def test_cuda_backend_is_a_clear_not_built_error():
     with pytest.raises(ss.InputError) as e:
         ss.run("v2lite_tp2", backend="cuda", config=SMALL, trace=False)
     assert e.value.code == "unimplemented"
+
+
+def test_a_file_as_the_store_is_an_input_error(tmp_path):
+    f = tmp_path / "file"
+    f.write_text("x")
+    with pytest.raises(ss.InputError, match="exists and is not a directory"):
+        ss.simulate("v2lite_tp2", config=SMALL, decode_steps=1, trace=True, out=f)

@@ -44,8 +44,9 @@ std::string RunResultsText(const std::vector<run::RunResult>& results) {
     for (double g : gens) mean += g / gens.size();
     out += fmt::format(
         "{} (backend cpu, {} ranks): TTFT {}, TPOT {}, {} measured generations of {} on average\n",
-        r.experiment, r.ranks, FormatSeconds(r.latency.ttft), FormatSeconds(r.latency.tpot),
-        gens.size(), FormatSeconds(mean));
+        r.experiment, r.ranks, FormatSeconds(r.latency.ttft),
+        r.latency.has_decode ? FormatSeconds(r.latency.tpot) : "— (no decode step)", gens.size(),
+        FormatSeconds(mean));
     out += GeneratedTokensText(d->cpu.tokens);
     if (!r.trace_path.empty()) out += fmt::format("  trace {}\n", r.trace_path);
   }

@@ -12,6 +12,7 @@
 #include "backends/run_output.h"
 #include "cli/cli.h"
 #include "cli/experiments_arg.h"
+#include "trace/trace_store.h"
 
 namespace shardscope::cli {
 namespace {
@@ -39,6 +40,10 @@ int RunRun(RunFlags f) {
   options.config_path = f.experiments.config;
   options.write_trace = !f.no_trace;
   options.mpirun_args = SplitAtSpaces(f.mpirun_args);
+  if (options.write_trace && options.trace_file.empty()) {
+    Status root = trace::TraceStore(options.trace_root).CheckRoot();
+    if (!root.ok()) return ReportError(root.WithPrefix("--out"));
+  }
   // Every experiment's backend must exist and support it before any runs.
   std::map<std::string, std::unique_ptr<run::Backend>> backends;
   for (Experiment& e : *selected) {

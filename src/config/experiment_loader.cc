@@ -1,5 +1,6 @@
 #include "config/experiment_loader.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <functional>
 #include <set>
@@ -127,6 +128,15 @@ StatusOr<ModelSpec> ResolveModel(const YAML::Node& node, const YamlContext& ctx,
     RETURN_IF_ERROR(map.Required("hf_config", &hf));
     fs::path p(hf);
     if (p.is_relative()) p = fs::path(config_path).parent_path() / p;
+    std::error_code ec;
+    if (!fs::is_regular_file(p, ec)) {
+      return map.context()
+          .Child("hf_config")
+          .Error(
+              fmt::format("no such file: {} (a Hugging Face config.json; a relative path is taken "
+                          "from the experiments file's folder)",
+                          p.string()));
+    }
     return ModelFromHfConfig(p.string());
   }
   ASSIGN_OR_RETURN(ZooRef ref, ResolveZooRef(node, ctx, models_dir, "model"));
@@ -273,6 +283,39 @@ Status ReadGivenPrompts(const YamlMap& exp, const std::string& config_path, Expe
   return Status::Ok();
 }
 
+// The workload's size against the model: positions within the context the
+// model was trained for, and token counts whose products (activations, logits,
+// FLOPs) stay exact in 64-bit integers and doubles.
+Status CheckWorkloadSize(const YamlMap& exp, const Experiment& e) {
+  const Workload& w = e.workload;
+  const ModelSpec& m = e.model;
+  const int64_t positions = w.sequence_length + w.tokens_to_generate;
+  if (m.max_position_embeddings > 0 && positions > m.max_position_embeddings) {
+    return exp.context()
+        .Child("sequence_length")
+        .Error(fmt::format(
+            "sequence_length + tokens_to_generate = {} + {} = {} exceeds the {} positions model "
+            "'{}' was trained for (max_position_embeddings; override it in the experiment's "
+            "model to simulate beyond)",
+            w.sequence_length, w.tokens_to_generate, positions, m.max_position_embeddings, m.name));
+  }
+  // 2^62: room for a factor of 2 (K and V, bytes) above the largest element count.
+  constexpr int64_t kLimit = int64_t{1} << 62;
+  const int64_t width = std::max<int64_t>({m.hidden_size, m.vocab_size, 1});
+  int64_t tokens = 0, per_token = 0, elements = 0;
+  if (__builtin_mul_overflow(w.batch_size, positions, &tokens) ||
+      __builtin_mul_overflow(width, std::max<int64_t>(m.num_layers, 1), &per_token) ||
+      __builtin_mul_overflow(tokens, per_token, &elements) || elements > kLimit) {
+    return exp.context()
+        .Child("batch_size")
+        .Error(fmt::format("batch_size × (sequence_length + tokens_to_generate) = {} × {} tokens "
+                           "is too large: its "
+                           "activations ({} layers × {} wide) overflow 64-bit counts",
+                           w.batch_size, positions, m.num_layers, width));
+  }
+  return Status::Ok();
+}
+
 Status ReadWorkload(const YamlMap& exp, Experiment* e) {
   Workload& w = e->workload;
   if (exp.Has("prompts")) {  // they give batch_size and sequence_length
@@ -349,6 +392,7 @@ StatusOr<Experiment> ReadExperiment(const YAML::Node& node, const YamlContext& c
   RETURN_IF_ERROR(ReadParallel(exp, &e));
   RETURN_IF_ERROR(ReadWorkload(exp, &e));
   RETURN_IF_ERROR(ReadGivenPrompts(exp, path, &e));
+  RETURN_IF_ERROR(CheckWorkloadSize(exp, e));
   RETURN_IF_ERROR(ReadWeights(exp, path, &e.workload));
   std::string backend = "sim";
   RETURN_IF_ERROR(exp.Optional("backend", &backend));

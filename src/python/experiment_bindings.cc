@@ -14,6 +14,7 @@
 #include "python/bindings.h"
 #include "python/py_convert.h"
 #include "report/plan_report.h"
+#include "trace/trace_store.h"
 
 namespace shardscope::python {
 namespace {
@@ -121,6 +122,9 @@ py::tuple Run(const std::string& config, const std::string& name, bool skip_inva
     if (decode_steps < -1) {
       return InvalidArgument("decode_steps must be at least 0 (or None for all), got {}",
                              decode_steps);
+    }
+    if (write_trace && trace_file.empty()) {
+      RETURN_IF_ERROR(trace::TraceStore(trace_root).CheckRoot().WithPrefix("out"));
     }
     ASSIGN_OR_RETURN(s, Select(config, name, skip_invalid));
     return RunSelected(s, backend, o);
