@@ -162,13 +162,10 @@ StatusOr<AnalysisResult> AnalyzeTraceSet(const std::vector<std::string>& paths,
   result.metrics = ComputeMetrics(&data);
   if (set.world_size) {
     result.metrics.Add("world_size", "", *set.world_size, "count", "as the trace files declare");
+    // One row (and one warning naming them), not a row per missing rank: a set
+    // holding 2 of 128 ranks would otherwise print 126 of them.
     result.metrics.Add("missing_ranks", "", static_cast<double>(set.missing_ranks.size()), "count",
-                       "ranks of the world size without a trace file");
-    for (int32_t r : set.missing_ranks) {
-      result.metrics.AddUnavailable(
-          "busy_time", RankScope(r), "s",
-          fmt::format("no trace file for rank {} (world size {})", r, *set.world_size));
-    }
+                       "ranks of the world size without a trace file (the warning names them)");
   }
   if (set.ranks.size() > 1) {
     if (set.collective_end_spread_ns) {

@@ -58,6 +58,31 @@ TEST(AnalyzerTest, EmptyTraceHasNoWallTime) {
   EXPECT_FALSE(m.Find("wall_time")->value.has_value());
 }
 
+// issue 17: per-rank pipeline_bubble was printed as 0 s while the run-level rows said
+// "not available: no receive ops" — docs/metrics.md promises never a 0 for it.
+TEST(AnalyzerTest, PipelineBubbleWithoutReceivesIsNotAvailableOnEveryRank) {
+  ScratchDir dir;
+  trace::Trace t;
+  for (int32_t rank : {0, 1}) {
+    trace::OpEvent op;
+    op.rank = rank;
+    op.dur_ns = 1000;
+    op.phase = trace::Phase::kPrefill;
+    t.ops.push_back(op);
+  }
+  std::string path = dir.File("two_ranks.json");
+  ASSERT_TRUE(trace::WriteTrace(t, path).ok());
+  auto r = AnalyzeTraceFile(path);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  for (const char* key : {"pipeline_bubble[rank 0]", "pipeline_bubble[rank 1]",
+                          "pipeline_bubble.max"}) {
+    const Metric* m = r->metrics.Find(key);
+    ASSERT_NE(m, nullptr) << key;
+    EXPECT_FALSE(m->value.has_value()) << key;
+    EXPECT_EQ(m->unavailable, "no receive ops in the trace (no pipeline stage waits for input)");
+  }
+}
+
 trace::OpEvent ExpertGemm(int32_t rank, trace::Phase phase, int32_t step,
                           std::vector<int32_t> experts, std::vector<int64_t> tokens) {
   trace::OpEvent e;
