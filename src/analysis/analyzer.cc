@@ -49,6 +49,22 @@ std::string SetLabel(const std::vector<std::string>& paths) {
   return fmt::format("{} + {} more", paths[0], paths.size() - 1);
 }
 
+// A format forced with --trace-format that read nothing from files whose content is
+// another format: an error, not a silent run of 0 ops.
+Status CheckForcedFormat(const AnalysisResult& r, const AnalyzeOptions& options) {
+  if (!options.format || r.stats.ops > 0 || r.stats.spans > 0) return Status::Ok();
+  for (const std::string& path : r.trace_paths) {
+    auto detected = importers::DetectFormat(path);
+    if (detected.ok() && *detected != *options.format) {
+      return InvalidArgument(
+          "{}: read 0 ops as --trace-format {}, but its content is a {} trace; leave "
+          "--trace-format at auto or name the format it is",
+          path, importers::TraceFormatName(*options.format), importers::TraceFormatName(*detected));
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::string RankScope(int32_t rank) { return fmt::format("rank {}", rank); }
@@ -131,6 +147,7 @@ StatusOr<AnalysisResult> AnalyzeTraceFile(const std::string& path, const Analyze
     }
   }
   if (!options.extra_metadata.empty()) MergeMissingMetadata(&data.metadata, options.extra_metadata);
+  RETURN_IF_ERROR(CheckForcedFormat(result, options));
   result.metrics = ComputeMetrics(&data);
   return result;
 }
@@ -159,6 +176,7 @@ StatusOr<AnalysisResult> AnalyzeTraceSet(const std::vector<std::string>& paths,
   result.stats = set.stats;
   if (!options.extra_metadata.empty()) MergeMissingMetadata(&data.metadata, options.extra_metadata);
   data.missing_ranks = set.missing_ranks;
+  RETURN_IF_ERROR(CheckForcedFormat(result, options));
   result.metrics = ComputeMetrics(&data);
   if (set.world_size) {
     result.metrics.Add("world_size", "", *set.world_size, "count", "as the trace files declare");

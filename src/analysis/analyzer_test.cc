@@ -74,13 +74,37 @@ TEST(AnalyzerTest, PipelineBubbleWithoutReceivesIsNotAvailableOnEveryRank) {
   ASSERT_TRUE(trace::WriteTrace(t, path).ok());
   auto r = AnalyzeTraceFile(path);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  for (const char* key : {"pipeline_bubble[rank 0]", "pipeline_bubble[rank 1]",
-                          "pipeline_bubble.max"}) {
+  for (const char* key :
+       {"pipeline_bubble[rank 0]", "pipeline_bubble[rank 1]", "pipeline_bubble.max"}) {
     const Metric* m = r->metrics.Find(key);
     ASSERT_NE(m, nullptr) << key;
     EXPECT_FALSE(m->value.has_value()) << key;
     EXPECT_EQ(m->unavailable, "no receive ops in the trace (no pipeline stage waits for input)");
   }
+}
+
+// issue 17: `--trace-format kineto` on a ShardScope trace silently read 0 ops.
+TEST(AnalyzerTest, ForcedFormatThatReadsNothingOfAnotherFormatIsAnError) {
+  ScratchDir dir;
+  trace::Trace t;
+  trace::OpEvent op;
+  op.dur_ns = 1000;
+  t.ops.push_back(op);
+  std::string path = dir.File("ours.json");
+  ASSERT_TRUE(trace::WriteTrace(t, path).ok());
+  AnalyzeOptions kineto;
+  kineto.format = importers::TraceFormat::kKineto;
+  auto r = AnalyzeTraceFile(path, kineto);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), path +
+                                      ": read 0 ops as --trace-format kineto, but its content is "
+                                      "a shardscope trace; leave --trace-format at auto or name "
+                                      "the format it is");
+  auto paths = AnalyzePaths({path}, kineto);
+  EXPECT_FALSE(paths.ok());
+  AnalyzeOptions ours;
+  ours.format = importers::TraceFormat::kShardScope;
+  EXPECT_TRUE(AnalyzeTraceFile(path, ours).ok());
 }
 
 trace::OpEvent ExpertGemm(int32_t rank, trace::Phase phase, int32_t step,

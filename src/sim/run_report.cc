@@ -61,8 +61,8 @@ std::string RunReportText(const std::vector<RunReport>& reports) {
     const SimResult& s = r.sim;
     if (s.decode_steps_simulated < s.decode_steps) {
       out += fmt::format(
-          "  {}: simulated {} of {} decode steps (--decode-steps); run time and TPS extrapolate "
-          "the mean step\n",
+          "  {}: simulated the first {} of {} decode steps (--decode-steps) and the last; TPOT, "
+          "run time and TPS interpolate step time linearly in context between them\n",
           r.experiment.name, s.decode_steps_simulated, s.decode_steps);
     }
   }
