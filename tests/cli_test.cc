@@ -403,6 +403,26 @@ bool WaitFor(pid_t pid, int seconds, int* status) {
   return false;
 }
 
+// issue 17: of two experiments, a failing second one left the first's trace in the store
+// with its summary never printed.
+TEST(CliTest, AFailingExperimentStillPrintsTheOnesBeforeIt) {
+  if (!kCpuBackendBuilt) GTEST_SKIP() << "built without MPI or OpenBLAS";
+  const fs::path dir = Scratch("partial");
+  const fs::path cfg = dir / "two.yaml";
+  std::ofstream(cfg) << "experiments:\n"
+                        "  - {name: first, model: tiny-dense, hardware: local-cpu, backend: sim,\n"
+                        "     parallelism: {tp_size: 1}, batch_size: 1, sequence_length: 8}\n"
+                        "  - {name: second, model: tiny-dense, hardware: local-cpu, backend: cpu,\n"
+                        "     parallelism: {tp_size: 2}, batch_size: 1, sequence_length: 8,\n"
+                        "     warmup_iterations: 0, measured_iterations: 1}\n";
+  Result r = RunCli("run --config " + cfg.string() + " --out " + (dir / "store").string() +
+                    " --mpirun-args --no-such-mpirun-option");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("first "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("traces"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("shardscope: error: experiment 'second'"), std::string::npos) << r.err;
+}
+
 TEST(CliTest, CpuBackendFaultStopsTheJobNamingTheRankAndTheOp) {
   if (!kCpuBackendBuilt) GTEST_SKIP() << "built without MPI or OpenBLAS";
   const fs::path dir = Scratch("fault");

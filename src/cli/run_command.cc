@@ -33,6 +33,14 @@ std::vector<std::string> SplitAtSpaces(const std::string& s) {
   return out;
 }
 
+void PrintResults(const std::vector<run::RunResult>& results, bool json) {
+  if (json) {
+    std::cout << backends::RunResultsJson(results).dump(2) << "\n";
+  } else {
+    std::cout << backends::RunResultsText(results);
+  }
+}
+
 int RunRun(RunFlags f) {
   auto selected = LoadSelectedExperiments(f.experiments);
   if (!selected.ok()) return ReportError(selected.status());
@@ -75,15 +83,15 @@ int RunRun(RunFlags f) {
     }
     auto r = backends.at(std::string(BackendName(e.backend)))->Run(e, o);
     if (tty) std::cerr << "\r\033[K" << std::flush;
-    if (!r.ok()) return ReportError(r.status().WithPrefix(fmt::format("experiment '{}'", e.name)));
+    if (!r.ok()) {
+      // The experiments that ran before are in the store: say what they gave.
+      if (!results.empty()) PrintResults(results, f.json);
+      return ReportError(r.status().WithPrefix(fmt::format("experiment '{}'", e.name)));
+    }
     if (!r->report) return kExitOk;  // a CPU rank under mpirun: rank 0 reports
     results.push_back(std::move(*r));
   }
-  if (f.json) {
-    std::cout << backends::RunResultsJson(results).dump(2) << "\n";
-  } else {
-    std::cout << backends::RunResultsText(results);
-  }
+  PrintResults(results, f.json);
   return kExitOk;
 }
 
