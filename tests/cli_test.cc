@@ -527,6 +527,50 @@ TEST(CliTest, CpuBackendCtrlCEndsEveryRankAndLeavesNothing) {
   }
 }
 
+// issue 17: Ctrl-C during a traced simulation left a hidden temporary trace (1.3 GB) and an
+// orphan metadata file in the store.
+TEST(CliTest, InterruptedSimulationLeavesNothingInTheStore) {
+  const fs::path dir = Scratch("sim_interrupt");
+  const fs::path cfg = dir / "long.yaml", store = dir / "store", err = dir / "stderr";
+  std::ofstream(cfg) << "experiments:\n  - {name: long, model: deepseek-v3, hardware: h100-sxm,\n"
+                        "     parallelism: {ep_size: 64, tp_size: 2}, batch_size: 64,\n"
+                        "     sequence_length: 4096, tokens_to_generate: 400}\n";
+  for (const int sig : {SIGINT, SIGTERM}) {
+    SCOPED_TRACE(sig == SIGINT ? "SIGINT" : "SIGTERM");
+    fs::remove_all(store);
+    std::vector<std::string> args = {SHARDSCOPE_BINARY, "run", "--config", cfg, "--out", store};
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      signal(SIGINT, SIG_DFL);
+      const int fd = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      dup2(fd, STDERR_FILENO);
+      dup2(fd, STDOUT_FILENO);
+      std::vector<char*> argv;
+      for (std::string& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    // Signalled once the run is writing: its metadata file is in the store.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (FilesUnder(store).empty() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    EXPECT_FALSE(FilesUnder(store).empty()) << ReadFile(err);
+    kill(pid, sig);
+    int status = 0;
+    const bool ended = WaitFor(pid, 60, &status);
+    if (!ended) kill(pid, SIGKILL), waitpid(pid, &status, 0);
+    EXPECT_TRUE(ended);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 130)
+        << "status " << status << ": " << ReadFile(err);
+    EXPECT_NE(ReadFile(err).find("experiment 'long': interrupted"), std::string::npos)
+        << ReadFile(err);
+    EXPECT_TRUE(FilesUnder(store).empty()) << "an interrupted run left files in the store";
+  }
+}
+
 TEST(CliTest, CpuBackendRunsThroughAHostFile) {
   if (!kCpuBackendBuilt) GTEST_SKIP() << "built without MPI or OpenBLAS";
   const fs::path dir = Scratch("hostfile");

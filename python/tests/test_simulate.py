@@ -62,3 +62,27 @@ def test_a_file_as_the_store_is_an_input_error(tmp_path):
     f.write_text("x")
     with pytest.raises(ss.InputError, match="exists and is not a directory"):
         ss.simulate("v2lite_tp2", config=SMALL, decode_steps=1, trace=True, out=f)
+
+
+def test_ctrl_c_stops_a_simulation_and_leaves_nothing(tmp_path):
+    import os
+    import signal
+    import threading
+    cfg = tmp_path / "long.yaml"
+    cfg.write_text("experiments:\n  - {name: long, model: deepseek-v3, hardware: h100-sxm,\n"
+                   "     parallelism: {ep_size: 64, tp_size: 2}, batch_size: 64,\n"
+                   "     sequence_length: 4096, tokens_to_generate: 400}\n")
+    store = tmp_path / "store"
+
+    def interrupt_once_writing():
+        for _ in range(3000):
+            if store.exists() and any(store.rglob("metadata_*")):
+                break
+            threading.Event().wait(0.02)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt_once_writing, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt) as e:
+        ss.simulate("long", config=str(cfg), trace=True, out=store)
+    assert isinstance(e.value, ss.Cancelled), type(e.value)
+    assert [p for p in store.rglob("*") if p.is_file()] == []

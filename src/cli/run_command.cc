@@ -1,5 +1,6 @@
 // `shardscope run`: parse flags, create each experiment's backend from the
 // registry, run, print the results (backends/run_output.h).
+#include <signal.h>
 #include <unistd.h>
 
 #include <iostream>
@@ -16,6 +17,33 @@
 
 namespace shardscope::cli {
 namespace {
+
+// SIGINT, SIGTERM or SIGHUP while experiments run: a flag the backends poll
+// between phases (run::RunOptions::cancelled), so the run stops cleanly and
+// leaves nothing in the store. The previous handlers come back on destruction.
+volatile sig_atomic_t g_interrupted = 0;
+
+class InterruptFlag {
+ public:
+  InterruptFlag() {
+    g_interrupted = 0;
+    struct sigaction sa = {};
+    sa.sa_handler = [](int sig) { g_interrupted = sig; };
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < std::size(kSignals); ++i) sigaction(kSignals[i], &sa, &previous_[i]);
+  }
+  ~InterruptFlag() {
+    for (size_t i = 0; i < std::size(kSignals); ++i) sigaction(kSignals[i], &previous_[i], nullptr);
+  }
+  InterruptFlag(const InterruptFlag&) = delete;
+  InterruptFlag& operator=(const InterruptFlag&) = delete;
+
+  static bool raised() { return g_interrupted != 0; }
+
+ private:
+  static constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
+  struct sigaction previous_[std::size(kSignals)];
+};
 
 struct RunFlags {
   ExperimentsArg experiments;
@@ -70,6 +98,8 @@ int RunRun(RunFlags f) {
     Status supported = backends[name]->Supports(e);
     if (!supported.ok()) return ReportError(supported);
   }
+  InterruptFlag interrupt;
+  options.cancelled = &InterruptFlag::raised;
   const bool tty = isatty(STDERR_FILENO);
   std::vector<run::RunResult> results;
   for (size_t i = 0; i < selected->size(); ++i) {

@@ -117,6 +117,13 @@ py::tuple Run(const std::string& config, const std::string& name, bool skip_inva
   o.hostfile = hostfile;
   o.mpirun_args = mpirun_args;
   o.worker_binary = worker_binary;
+  // Ctrl-C in Python: its handler runs here between phases and the run stops.
+  o.cancelled = [] {
+    py::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() == 0) return false;
+    PyErr_Clear();  // raised as shardscope.Cancelled (a KeyboardInterrupt) instead
+    return true;
+  };
   Selection s;
   StatusOr<nlohmann::json> out = WithoutGil([&]() -> StatusOr<nlohmann::json> {
     if (decode_steps < -1) {

@@ -35,6 +35,9 @@ struct RunOptions {
   std::vector<std::string> mpirun_args;
   // Called with a short status line as the run goes (progress display).
   std::function<void(const std::string&)> progress;
+  // Asked between phases; true stops the run with kCancelled and nothing left in
+  // the store (Ctrl-C in the command line, KeyboardInterrupt in Python).
+  std::function<bool()> cancelled;
 };
 
 // A backend's own figures beside the common ones, for its report (e.g. the

@@ -126,6 +126,9 @@ StatusOr<SimResult> SimulateExperiment(const Experiment& experiment, const SimOp
   std::vector<double> decode_start;
   run::LatencyWindows<double> windows;  // per-rank phase windows, seconds
   auto run_phase = [&](Phase phase, int64_t step) -> Status {
+    if (options.cancelled && options.cancelled()) {
+      return Cancelled("interrupted; the simulation stopped and left no trace");
+    }
     if (options.progress) {
       options.progress(phase == Phase::kPrefill ? std::string("prefill")
                                                 : fmt::format("decode step {}/{}", step + 1,
@@ -166,6 +169,9 @@ StatusOr<SimResult> SimulateExperiment(const Experiment& experiment, const SimOp
     // the mean over all d steps lies on the line through the simulated steps'
     // mean (at step (n − 1)/2) and the last step, simulated here off the trace.
     if (options.progress) options.progress(fmt::format("decode step {}/{} (the last)", d, d));
+    if (options.cancelled && options.cancelled()) {
+      return Cancelled("interrupted; the simulation stopped and left no trace");
+    }
     ASSIGN_OR_RETURN(PhaseProgram last, builder.Build(Phase::kDecode, d - 1));
     ASSIGN_OR_RETURN(PhaseResult r, engine.Run(last, start));
     result.ops += r.ops;

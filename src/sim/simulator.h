@@ -36,6 +36,8 @@ struct SimOptions {
   std::string trace_file;
   // Called with a short status line before each phase (progress display).
   std::function<void(const std::string&)> progress;
+  // Asked before each phase: true stops the run with kCancelled, no trace left.
+  std::function<bool()> cancelled;
 };
 
 nlohmann::json SimOptionsToJson(const SimOptions& options);

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -119,6 +120,23 @@ TEST(SimulatorTest, TruncatedDecodeInterpolatesToTheLastStep) {
   EXPECT_GT(first_error, 0.01);
   EXPECT_LT(error, 0.25 * first_error);
   EXPECT_NEAR(cut->total, cut->ttft + 1499 * cut->tpot, 1e-9);
+}
+
+TEST(SimulatorTest, CancelledStopsBeforeTheNextPhaseAndLeavesNoTrace) {
+  Experiment e = ZooExperiment("tiny-dense", "h100-sxm", Par(2, 1, 1, 1), 4, 32, 6);
+  SimOptions o;
+  const std::string store = ::testing::TempDir() + "/cancel_store";
+  std::filesystem::remove_all(store);
+  o.trace_root = store;
+  int phases = 0;
+  o.cancelled = [&] { return ++phases > 3; };  // prefill and two decode steps, then stop
+  auto r = SimulateExperiment(e, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kCancelled);
+  EXPECT_EQ(phases, 4);
+  int files = 0;
+  for (auto& f : std::filesystem::recursive_directory_iterator(store)) files += f.is_regular_file();
+  EXPECT_EQ(files, 0) << "a cancelled run left files in the store";
 }
 
 }  // namespace
