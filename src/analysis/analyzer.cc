@@ -214,6 +214,16 @@ StatusOr<std::vector<AnalysisResult>> AnalyzePaths(const std::vector<std::string
   return results;
 }
 
+bool IsTraceFileName(std::string_view name) {
+  // Ours (.trace), Chrome/Kineto/XLA JSON (.json, .json.gz, .pt.trace.json), NCCL
+  // profiler event lines (.jsonl) and JAX profiler XSpace (.xplane.pb).
+  for (std::string_view ext :
+       {".trace", ".json", ".json.gz", ".jsonl", ".jsonl.gz", ".xplane.pb"}) {
+    if (EndsWith(name, ext)) return true;
+  }
+  return false;
+}
+
 StatusOr<std::vector<std::string>> FindTraceFiles(const std::vector<std::string>& paths) {
   std::vector<std::string> out;
   for (const std::string& path : paths) {
@@ -227,7 +237,7 @@ StatusOr<std::vector<std::string>> FindTraceFiles(const std::vector<std::string>
         if (name.rfind("metadata_", 0) == 0 || name.rfind("expected", 0) == 0 || name[0] == '.') {
           continue;
         }
-        if (EndsWith(name, ".trace") || EndsWith(name, ".json") || EndsWith(name, ".json.gz")) {
+        if (IsTraceFileName(name)) {
           found.push_back(it->path().string());
         }
       }

@@ -183,5 +183,24 @@ TEST(AnalyzerTest, FindTraceFilesWalksDirectoriesAndSkipsMetadata) {
   EXPECT_EQ(FindTraceFiles({dir.File("nope")}).status().code(), StatusCode::kNotFound);
 }
 
+// issue 17: `analyze DIR` found only .trace, .json and .json.gz, so a JAX profiler's
+// plugins/profile/<run>/<host>.xplane.pb and NCCL profiler .jsonl files were invisible.
+TEST(AnalyzerTest, FindTraceFilesSeesEveryFormatWeRead) {
+  ScratchDir dir;
+  std::filesystem::create_directories(dir.File("plugins/profile/run1"));
+  for (const char* f :
+       {"plugins/profile/run1/host0.xplane.pb", "nccl/rank0.jsonl", "kineto/w0.pt.trace.json",
+        "notes.txt", "plugins/profile/run1/.hidden.json"}) {
+    std::filesystem::create_directories(std::filesystem::path(dir.File(f)).parent_path());
+    WriteFile(dir.File(f), "{}");
+  }
+  auto files = FindTraceFiles({dir.path()});
+  ASSERT_TRUE(files.ok());
+  ASSERT_EQ(files->size(), 3u);
+  EXPECT_TRUE(IsTraceFileName("host0.xplane.pb"));
+  EXPECT_TRUE(IsTraceFileName("events.jsonl"));
+  EXPECT_FALSE(IsTraceFileName("notes.txt"));
+}
+
 }  // namespace
 }  // namespace shardscope::analysis
