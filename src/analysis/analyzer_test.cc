@@ -107,6 +107,54 @@ TEST(AnalyzerTest, ForcedFormatThatReadsNothingOfAnotherFormatIsAnError) {
   EXPECT_TRUE(AnalyzeTraceFile(path, ours).ok());
 }
 
+// issue 17: the seeds ask for traffic intervals "within and across parallelisms".
+// Rank 0 (µs): tp all-reduce [0, 10], pp send [15, 20], tp all-reduce [30, 40], pp send
+// [42, 45]. Within tp: gap 30 − 10 = 20, inter-arrival 30. Within pp: gap 42 − 20 = 22,
+// inter-arrival 27. tp → pp: gaps 5 and 2, inter-arrivals 15 and 12; pp → tp: gap 10,
+// inter-arrival 15.
+TEST(AnalyzerTest, TrafficIntervalsWithinAndAcrossParallelDimensions) {
+  ScratchDir dir;
+  trace::Trace t;
+  auto comm = [&](int64_t ts, int64_t dur, trace::GroupDim dim) {
+    trace::OpEvent op;
+    op.category = trace::Category::kComm;
+    op.ts_ns = ts * 1000;
+    op.dur_ns = dur * 1000;
+    op.dim = dim;
+    op.bytes = 100;
+    if (dim == trace::GroupDim::kTp) {
+      op.collective = Collective::kAllReduce;
+      op.group = {0, 1};
+    } else {
+      op.collective = Collective::kSend;
+      op.peer = 2;
+    }
+    t.ops.push_back(op);
+  };
+  comm(0, 10, trace::GroupDim::kTp);
+  comm(15, 5, trace::GroupDim::kPp);
+  comm(30, 10, trace::GroupDim::kTp);
+  comm(42, 3, trace::GroupDim::kPp);
+  std::string path = dir.File("dims.json");
+  ASSERT_TRUE(trace::WriteTrace(t, path).ok());
+  auto r = AnalyzeTraceFile(path);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  auto value = [&](const std::string& key) {
+    const Metric* m = r->metrics.Find(key);
+    EXPECT_NE(m, nullptr) << key;
+    return m != nullptr && m->value ? *m->value : -1.0;
+  };
+  EXPECT_NEAR(value("comm_gap.mean[dim tp]"), 20e-6, 1e-15);
+  EXPECT_NEAR(value("comm_interarrival.mean[dim tp]"), 30e-6, 1e-15);
+  EXPECT_NEAR(value("comm_gap.mean[dim pp]"), 22e-6, 1e-15);
+  EXPECT_NEAR(value("comm_interarrival.mean[dim pp]"), 27e-6, 1e-15);
+  EXPECT_NEAR(value("comm_gap.mean[dims tp -> pp]"), 3.5e-6, 1e-15);
+  EXPECT_NEAR(value("comm_gap.min[dims tp -> pp]"), 2e-6, 1e-15);
+  EXPECT_NEAR(value("comm_interarrival.mean[dims tp -> pp]"), 13.5e-6, 1e-15);
+  EXPECT_NEAR(value("comm_gap.mean[dims pp -> tp]"), 10e-6, 1e-15);
+  EXPECT_NEAR(value("comm_interarrival.mean[dims pp -> tp]"), 15e-6, 1e-15);
+}
+
 trace::OpEvent ExpertGemm(int32_t rank, trace::Phase phase, int32_t step,
                           std::vector<int32_t> experts, std::vector<int64_t> tokens) {
   trace::OpEvent e;
