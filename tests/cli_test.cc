@@ -620,10 +620,12 @@ TEST(CliTest, AnalyzeKinetoEightRankDirectoryAsOneRun) {
   EXPECT_EQ(by_key["comm_ops[]"]["value"], 64);  // 8 NCCL kernels per rank
   // Busy time of rank 1 as src/importers/testdata/kineto_expected.py computes it.
   EXPECT_NEAR(by_key["busy_time[rank 1]"]["value"].get<double>(), 12321000e-9, 1e-12);
-  // The trace gives no message sizes: no byte total rather than 0.
+  // Sizes from the host calls' "Input Dims" (kineto_expected.py: 2,549,700 B per rank), but
+  // no process groups: a payload, and no traffic total rather than a wrong one.
+  EXPECT_NEAR(by_key["payload_bytes[]"]["value"].get<double>(), 8 * 2549700.0, 1e-6);
   EXPECT_TRUE(by_key["traffic_bytes[]"]["value"].is_null());
   EXPECT_NE(by_key["traffic_bytes[]"]["unavailable"].get<std::string>().find(
-                "64 comm op(s) without a message size"),
+                "64 comm op(s) without a group"),
             std::string::npos);
 
   // Seven of the eight ranks: analysed, the missing one reported.

@@ -148,6 +148,7 @@ StatusOr<AnalysisResult> AnalyzeTraceFile(const std::string& path, const Analyze
   }
   if (!options.extra_metadata.empty()) MergeMissingMetadata(&data.metadata, options.extra_metadata);
   RETURN_IF_ERROR(CheckForcedFormat(result, options));
+  data.format = result.format;
   result.metrics = ComputeMetrics(&data);
   return result;
 }
@@ -177,6 +178,7 @@ StatusOr<AnalysisResult> AnalyzeTraceSet(const std::vector<std::string>& paths,
   if (!options.extra_metadata.empty()) MergeMissingMetadata(&data.metadata, options.extra_metadata);
   data.missing_ranks = set.missing_ranks;
   RETURN_IF_ERROR(CheckForcedFormat(result, options));
+  data.format = result.format;
   result.metrics = ComputeMetrics(&data);
   if (set.world_size) {
     result.metrics.Add("world_size", "", *set.world_size, "count", "as the trace files declare");

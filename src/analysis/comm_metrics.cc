@@ -3,6 +3,7 @@
 // group, per collective and for the run, traffic intervals and synchronisation wait per group.
 // AddCommMetrics emits them in that order, one helper per part.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <array>
@@ -57,13 +58,32 @@ struct Sizing {
   std::string reason;
 };
 
+// Where the format keeps a comm op's message size, for "not available" reasons.
+std::string SizeSource(const RunData& data) {
+  if (data.format.starts_with("kineto")) {
+    return "\"In msg nelems\" and \"dtype\" of the NCCL kernel or its host call, or the host "
+           "call's \"Input Dims\" (a profile recorded with shapes)";
+  }
+  if (data.format.starts_with("xla") || data.format.starts_with("xspace")) {
+    return "the collective's HLO shape";
+  }
+  if (data.format.starts_with("nccl")) return "the event's count and datatype";
+  return "args.bytes";
+}
+
 Sizing SizingOf(const RunData& data) {
   Sizing s;
   s.unsized = data.comm_ops_without_bytes > 0 || data.comm_ops_without_group > 0;
-  s.reason = fmt::format(
-      "{} comm op(s) without a message size, {} without a group or known collective (the trace "
-      "does not say)",
-      data.comm_ops_without_bytes, data.comm_ops_without_group);
+  std::vector<std::string> parts;
+  if (data.comm_ops_without_bytes > 0) {
+    parts.push_back(
+        fmt::format("{} comm op(s) without a message size", data.comm_ops_without_bytes));
+  }
+  if (data.comm_ops_without_group > 0) {
+    parts.push_back(fmt::format("{} comm op(s) without a group or known collective",
+                                data.comm_ops_without_group));
+  }
+  s.reason = fmt::format("{} (the trace does not say)", fmt::join(parts, ", "));
   return s;
 }
 
@@ -126,11 +146,15 @@ void AddTrafficVolume(const RunData& data, int64_t comm_ops, const Sizing& sizin
   double payload = 0;
   for (double b : data.payload_by_collective) payload += b;
   if (comm_ops > 0 && payload <= 0) {
-    out->AddUnavailable("payload_bytes", "", "B", "the trace's comm ops carry no args.bytes");
+    out->AddUnavailable("payload_bytes", "", "B",
+                        "no comm op of the trace has a message size (" + SizeSource(data) + ")");
   } else if (data.comm_ops_without_bytes > 0) {
-    out->AddUnavailable("payload_bytes", "", "B", sizing.reason);
+    // The payload needs sizes only (groups matter for traffic, not for it).
+    out->AddUnavailable("payload_bytes", "", "B",
+                        fmt::format("{} comm op(s) without a message size ({})",
+                                    data.comm_ops_without_bytes, SizeSource(data)));
   } else {
-    out->Add("payload_bytes", "", payload, "B", "sum over ranks and comm ops of args.bytes");
+    out->Add("payload_bytes", "", payload, "B", "sum over ranks and comm ops of the message sizes");
   }
   for (int c = 1; c < trace::kNumCollectives; ++c) {
     std::string scope = fmt::format("collective {}", trace::CollectiveName(Collective(c)));

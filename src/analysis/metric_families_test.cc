@@ -190,8 +190,17 @@ TEST(CommAggregatesTest, MissingPeakAndMissingBytesAreNamed) {
   RunCollector c(&data);
   for (int32_t r : {0, 1}) c.OnOp(Collective2(r, Collective::kAllReduce, 0, 100, 0));
   Metrics m(&data);
-  EXPECT_EQ(m.Unavailable("payload_bytes"), "the trace's comm ops carry no args.bytes");
+  EXPECT_EQ(m.Unavailable("payload_bytes"),
+            "no comm op of the trace has a message size (args.bytes)");
   EXPECT_FALSE(m.Unavailable("busbw_util").empty());
+  // issue 17: a Kineto trace's reason names Kineto's fields, not args.bytes.
+  RunData kineto;
+  kineto.format = "kineto";
+  RunCollector ck(&kineto);
+  for (int32_t r : {0, 1}) ck.OnOp(Collective2(r, Collective::kAllReduce, 0, 100, 0));
+  Metrics mk(&kineto);
+  EXPECT_EQ(mk.Unavailable("payload_bytes").find("args.bytes"), std::string::npos);
+  EXPECT_NE(mk.Unavailable("payload_bytes").find("\"In msg nelems\""), std::string::npos);
 
   RunData no_peak;
   RunCollector c2(&no_peak);

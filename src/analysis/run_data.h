@@ -102,6 +102,9 @@ struct RunData {
   int64_t comm_ops_without_group = 0;  // Σ over ranks of RankData::comm_ops_without_group
   // Ranks of the run that have no trace (a multi-file set lacking files); set by the analyzer.
   std::vector<int32_t> missing_ranks;
+  // The trace format (importers::TraceFormatName, e.g. "kineto"); set by the analyzer, so
+  // reasons name what that format calls a field. Empty: ours.
+  std::string format;
   // Keyed by (phase, step, layer); only ops with expert counts.
   std::map<std::tuple<Phase, int32_t, int32_t>, ExpertLoadCell> expert_load;
   nlohmann::json metadata = nlohmann::json::object();

@@ -24,6 +24,45 @@ bool GetStringOrArray(od::value& v, std::string* out, bool no_escapes) {
   return false;
 }
 
+// "Input Dims": [[65536, 384], [], …] — the element count of the first input
+// (-1 when it is a scalar or the list is empty).
+bool FirstInputElements(od::value& v, int64_t* out) {
+  *out = -1;
+  od::array inputs;
+  if (v.get_array().get(inputs) != simdjson::SUCCESS) return false;
+  for (auto input : inputs) {
+    od::array dims;
+    if (input.get_array().get(dims) != simdjson::SUCCESS) return false;
+    int64_t n = 1;
+    bool any = false, odd = false;
+    for (auto d : dims) {  // read to the end, so the parser stays in step
+      int64_t x = 0;
+      od::value dv;
+      if (d.get(dv) != simdjson::SUCCESS) return false;
+      // A tensor list ([[…], […]]) or an odd value: not one message, size unknown.
+      odd = odd || !trace::GetJsonInt(dv, &x) || x < 0 || __builtin_mul_overflow(n, x, &n);
+      any = true;
+    }
+    if (any && !odd) *out = n;
+    break;  // the first input only
+  }
+  return true;
+}
+
+// "Input type": ["float", "Scalar", …] — the first input's element type.
+bool FirstInputType(od::value& v, std::string* out, bool no_escapes) {
+  od::array types;
+  if (v.get_array().get(types) != simdjson::SUCCESS) return false;
+  for (auto t : types) {
+    od::value tv;
+    std::string_view s;
+    if (t.get(tv) != simdjson::SUCCESS || !trace::GetJsonString(tv, &s, no_escapes)) return false;
+    out->assign(s);
+    return true;
+  }
+  return true;
+}
+
 }  // namespace
 
 bool ParseEventArgs(od::value& value, bool is_meta, bool no_escapes, EventArgs* event,
@@ -65,6 +104,11 @@ bool ParseEventArgs(od::value& value, bool is_meta, bool no_escapes, EventArgs* 
           comm->any = true;
         } else if (KeyIs(k, "In split size")) {
           ok = GetStringOrArray(v, &comm->in_split, no_escapes);
+        } else if (KeyIs(k, "Input Dims")) {
+          ok = FirstInputElements(v, &comm->shape_nelems);
+          if (comm->shape_nelems > 0) comm->any = true;
+        } else if (KeyIs(k, "Input type")) {
+          ok = FirstInputType(v, &comm->shape_dtype, no_escapes);
         }
         break;
       case 'O':

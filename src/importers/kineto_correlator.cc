@@ -47,16 +47,20 @@ void KinetoCorrelator::FillFromArgs(const CommArgs& a, Collective c, trace::OpEv
   std::vector<int32_t> group = GroupOf(a, &why);
   if (group.empty()) Note(why);
   ev->dim = DimOfDescription(a.pg_desc);
+  // The msg nelems / dtype args, else the host op's first input tensor.
+  const bool from_shape = a.in_nelems < 0 && a.out_nelems < 0 && a.shape_nelems >= 0;
+  const std::string& dtype = a.dtype.empty() && from_shape ? a.shape_dtype : a.dtype;
   std::string ours;
-  int64_t size = a.dtype.empty() ? 0 : KinetoDtypeSize(a.dtype, &ours);
+  int64_t size = dtype.empty() ? 0 : KinetoDtypeSize(dtype, &ours);
   ev->dtype = ours;
   if (size == 0) {
-    Note(a.dtype.empty() ? "communication kernel without dtype: bytes unknown"
-                         : fmt::format("unknown dtype '{}': bytes unknown", a.dtype.substr(0, 24)));
+    Note(dtype.empty() ? "communication kernel without dtype: bytes unknown"
+                       : fmt::format("unknown dtype '{}': bytes unknown", dtype.substr(0, 24)));
   }
+  if (from_shape) Note("communication kernel sized from its host call's Input Dims");
   int64_t n = static_cast<int64_t>(group.size());
   int64_t gs = a.group_size > 0 ? a.group_size : n;
-  int64_t in = a.in_nelems, out = a.out_nelems;
+  int64_t in = from_shape ? a.shape_nelems : a.in_nelems, out = a.out_nelems;
   int64_t elems = -1;
   switch (c) {
     case Collective::kAllGather:  // the full output buffer

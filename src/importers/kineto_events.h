@@ -26,12 +26,16 @@ struct CommArgs {
   int64_t rank = -1;  // "Rank": the caller for collectives, the peer for send/recv (group-local)
   int64_t rank_start = -1, rank_stride = -1;  // "Global rank start" / "Global rank stride"
   std::string dtype, in_split, out_split, pg_ranks, pg_name, pg_desc;
+  // The host op's first input tensor ("Input Dims" / "Input type" of a trace
+  // recorded with shapes): the message when the msg nelems args are absent.
+  int64_t shape_nelems = -1;
+  std::string shape_dtype;
   bool any = false;
 
   void Clear() {  // keeps the strings' capacity: called for every event
-    in_nelems = out_nelems = group_size = rank = rank_start = rank_stride = -1;
-    for (std::string* str :
-         {&collective, &dtype, &in_split, &out_split, &pg_ranks, &pg_name, &pg_desc}) {
+    in_nelems = out_nelems = group_size = rank = rank_start = rank_stride = shape_nelems = -1;
+    for (std::string* str : {&collective, &dtype, &in_split, &out_split, &pg_ranks, &pg_name,
+                             &pg_desc, &shape_dtype}) {
       str->clear();
     }
     any = false;

@@ -201,6 +201,42 @@ TEST(KinetoImporterTest, TruncatedRankListsFallBackOrStayUnknown) {
   EXPECT_EQ(stats.notes["group unknown: \"Process Group Ranks\" truncated and no other source"], 1);
 }
 
+// issue 17: a trace recorded with shapes sizes its collectives on the host side
+// (record_param_comms / nccl:<collective>: "Input Dims", "Input type") while the
+// kernel has no "In msg nelems"; we reported "not available".
+TEST(KinetoImporterTest, MessageSizesFromTheHostCallsInputDims) {
+  const std::string json = R"json({"distributedInfo": {"rank": 0, "world_size": 2},
+"traceEvents": [
+{"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 7, "tid": 7, "ts": 100, "dur": 50,
+ "args": {"External id": 5, "Input Dims": [[1024, 384], [], []], "Input type": ["c10::BFloat16", "Scalar", "Scalar"]}},
+{"ph": "X", "cat": "user_annotation", "name": "nccl:all_reduce", "pid": 7, "tid": 7, "ts": 101, "dur": 40,
+ "args": {"External id": 6, "Input Dims": [[1024, 384]], "Input type": ["c10::BFloat16"]}},
+{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 7, "tid": 7, "ts": 110, "dur": 5,
+ "args": {"correlation": 77, "External id": 6}},
+{"ph": "X", "cat": "kernel", "name": "ncclKernel_AllReduce_RING_LL_Sum_bf16", "pid": 0, "tid": 20, "ts": 200, "dur": 30,
+ "args": {"correlation": 77, "External id": 77}},
+{"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 7, "tid": 7, "ts": 300, "dur": 50,
+ "args": {"External id": 8, "Input Dims": [[], [], []], "Input type": ["Scalar", "Scalar", "Scalar"]}},
+{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 7, "tid": 7, "ts": 310, "dur": 5,
+ "args": {"correlation": 78, "External id": 8}},
+{"ph": "X", "cat": "kernel", "name": "ncclKernel_AllReduce_RING_LL_Sum_bf16", "pid": 0, "tid": 20, "ts": 400, "dur": 30,
+ "args": {"correlation": 78, "External id": 78}}
+]})json";
+  trace::ReadStats stats;
+  auto t = Import(json, &stats);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  std::vector<const trace::OpEvent*> comm;
+  for (const auto& op : t->ops) {
+    if (op.is_comm()) comm.push_back(&op);
+  }
+  ASSERT_EQ(comm.size(), 2u);
+  EXPECT_EQ(comm[0]->collective, Collective::kAllReduce);
+  EXPECT_EQ(comm[0]->bytes, 1024 * 384 * 2);  // bf16 elements of the first input
+  EXPECT_EQ(comm[0]->dtype, "bf16");
+  EXPECT_EQ(comm[1]->bytes, 0);  // scalars only: still unknown
+  EXPECT_EQ(stats.notes["communication kernel sized from its host call's Input Dims"], 1);
+}
+
 TEST(KinetoImporterTest, BatchedAndSingleEventParsingAgree) {
   trace::ReadStats s1, s2;
   auto t1 = Import(kSynthetic, &s1, nullptr, true);

@@ -105,7 +105,7 @@ int64_t KinetoDtypeSize(std::string_view dtype, std::string* ours) {
     std::string_view c10, ours;
     int64_t size;
   };
-  static constexpr std::array<Entry, 32> kTable = {{
+  static constexpr std::array<Entry, 43> kTable = {{
       {"Float", "fp32", 4},
       {"BFloat16", "bf16", 2},
       {"Half", "fp16", 2},
@@ -138,6 +138,18 @@ int64_t KinetoDtypeSize(std::string_view dtype, std::string* ours) {
       {"uint8", "uint8", 1},
       {"int32", "int32", 4},
       {"int64", "int64", 8},
+      // "Input type" of a host op: C++ type names.
+      {"c10::BFloat16", "bf16", 2},
+      {"c10::Half", "fp16", 2},
+      {"double", "fp64", 8},
+      {"long int", "int64", 8},
+      {"long", "int64", 8},
+      {"int", "int32", 4},
+      {"signed char", "int8", 1},
+      {"unsigned char", "uint8", 1},
+      {"bool", "bool", 1},
+      {"c10::Float8_e4m3fn", "fp8", 1},
+      {"c10::Float8_e5m2", "fp8", 1},
   }};
   for (const Entry& e : kTable) {
     if (e.c10 == dtype) {

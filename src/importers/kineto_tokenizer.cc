@@ -300,6 +300,10 @@ bool KinetoTokenizer::AddHostComm(const Fields& f) {
     }
   } else {
     hc.collective = CollectiveFromPytorchName(f.name);
+    if (args_.any && hc.collective) {  // nccl:<collective> recorded with shapes
+      hc.args = static_cast<int32_t>(events_->comm_args.size());
+      events_->comm_args.push_back(args_);
+    }
   }
   if (hc.args >= 0 || hc.collective) events_->host_comms.push_back(hc);
   Ignore("cat", f.cat);

@@ -25,7 +25,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.normpath(os.path.join(HERE, '..', '..', '..', '..', 'shared', 'testdata', 'kineto'))
 
 DTYPE = {'Float': 4, 'BFloat16': 2, 'Half': 2, 'Double': 8, 'Byte': 1, 'Char': 1, 'Short': 2,
-         'Int': 4, 'Long': 8, 'Bool': 1}
+         'Int': 4, 'Long': 8, 'Bool': 1, 'long': 8,
+         # "Input type" of a host op recorded with shapes: C++ type names
+         'float': 4, 'c10::BFloat16': 2, 'c10::Half': 2, 'double': 8, 'long int': 8, 'int': 4}
 GPU_CATS = {'kernel': 'kernel', 'Kernel': 'kernel', 'gpu_memcpy': 'other', 'gpu_memset': 'other',
             'Memcpy': 'other', 'Memset': 'other'}
 RUNTIME_CATS = {'cuda_runtime', 'cuda_driver', 'Runtime', 'Driver'}
@@ -89,10 +91,28 @@ def rank_list(s):
     return [int(t) for t in inner]
 
 
+def shape_elems(args):
+    """Elements of the host op's first input ("Input Dims"), or -1 (scalar, none)."""
+    dims = args.get('Input Dims') or []
+    if not dims or not dims[0]:
+        return -1
+    if not all(isinstance(d, int) for d in dims[0]):
+        return -1  # a tensor list: not one message
+    n = 1
+    for d in dims[0]:
+        n *= d
+    return n
+
+
 def message_bytes(args, coll, group_size):
-    size = DTYPE.get(args.get('dtype'), 0)
     inn = args.get('In msg nelems', -1)
     out = args.get('Out msg nelems', -1)
+    dtype = args.get('dtype')
+    if inn < 0 and out < 0 and shape_elems(args) >= 0:  # sized by the host op's shapes
+        inn = shape_elems(args)
+        if dtype is None:
+            dtype = (args.get('Input type') or [None])[0]
+    size = DTYPE.get(dtype, 0)
     if coll == 'all_gather':
         elems = out if out >= 0 else (inn * group_size if inn >= 0 and group_size > 0 else -1)
     elif coll == 'reduce_scatter':
@@ -160,6 +180,7 @@ def analyse(path):
                 sglang_steps.append((ns(e['ts']), ns(e['dur'])))
             elif name == 'record_param_comms':
                 has = any(k in args for k in ('Collective name', 'In msg nelems', 'Out msg nelems'))
+                has = has or shape_elems(args) > 0
                 if has:
                     rpc_by_ext[args.get('External id')] = (e['tid'], ns(e['ts']),
                                                            ns(e['ts']) + ns(e['dur']), args)
@@ -169,7 +190,8 @@ def analyse(path):
             elif name.startswith('nccl:') or name.startswith('c10d::'):
                 c = collective_of_pytorch_name(name)
                 if c is not None:
-                    host_comms.append((e['tid'], ns(e['ts']), ns(e['ts']) + ns(e['dur']), c, None))
+                    host_comms.append((e['tid'], ns(e['ts']), ns(e['ts']) + ns(e['dur']), c,
+                                       args if shape_elems(args) > 0 else None))
     ops = []
     first_collective = None  # (ts, end, collective) of the earliest group collective
     by_coll = {}
