@@ -1,0 +1,321 @@
+#include "serve/serving_simulator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <limits>
+#include <queue>
+
+#include "config/experiment_json.h"
+#include "plan/placement.h"
+#include "run/run_recorder.h"
+#include "serve/iteration_cost.h"
+#include "serve/replica_scheduler.h"
+#include "serve/request_source.h"
+
+namespace shardscope::serve {
+namespace {
+
+constexpr double kNever = std::numeric_limits<double>::infinity();
+constexpr int32_t kIterationTrack = 0;
+constexpr int32_t kFirstLaneTrack = 10;
+
+// One iteration as the trace shows it.
+struct IterationRecord {
+  int32_t replica = 0;
+  double start = 0, end = 0;
+  int32_t prefill_requests = 0, decode_requests = 0;
+  int64_t prefill_tokens = 0;
+  int64_t waiting = 0, kv_blocks = 0;
+};
+
+struct Replica {
+  explicit Replica(const SchedulerSpec& spec, int64_t blocks) : scheduler(spec, blocks) {}
+  ReplicaScheduler scheduler;
+  bool busy = false;
+  Iteration iteration;
+  double end = 0;
+};
+
+int64_t ToNs(double seconds) { return std::llround(seconds * 1e9); }
+
+// Requests on non-overlapping lanes per replica (greedy interval partitioning).
+Status WriteTrace(const Experiment& e, const Placement& placement, const ServingResult& result,
+                  const std::vector<ServedRequest>& requests,
+                  const std::vector<IterationRecord>& iterations, const ServeOptions& options,
+                  std::string* trace_path, std::string* metadata_path) {
+  const nlohmann::json meta =
+      run::RunMetadata(e, placement, "sim",
+                       {{"options",
+                         {{"calibration_file", options.calibration_file},
+                          {"allreduce_algorithm", sim::AlgorithmName(options.allreduce)}}},
+                        {"calibration", result.calibration_source},
+                        {"serving",
+                         {{"replicas", result.replicas},
+                          {"kv_blocks_per_replica", result.kv.blocks},
+                          {"kv_block_size", result.kv.block_size},
+                          {"metrics", ServingMetricsJson(result.metrics)}}}});
+  ASSIGN_OR_RETURN(std::unique_ptr<run::RunRecorder> recorder,
+                   run::RunRecorder::Open(e, meta, options.trace_root, options.trace_file));
+  trace::TraceWriter* w = recorder->writer();
+  const int64_t ranks_per_replica = e.parallel.world_size() / result.replicas;
+  for (int64_t r = 0; r < result.replicas; ++r) {
+    const int32_t pid = static_cast<int32_t>(r);
+    w->NameProcess(pid, fmt::format("replica {} ({} devices)", r, ranks_per_replica));
+    w->NameThread(pid, kIterationTrack, "iterations");
+  }
+  for (const IterationRecord& it : iterations) {
+    trace::OpEvent op;
+    op.rank = it.replica;
+    op.stream = kIterationTrack;
+    op.name = fmt::format("iteration: {} prefill ({} tokens) + {} decode", it.prefill_requests,
+                          it.prefill_tokens, it.decode_requests);
+    op.kind = "iteration";
+    op.ts_ns = ToNs(it.start);
+    op.dur_ns = ToNs(it.end) - op.ts_ns;
+    w->AddOp(op);
+    w->AddCounter(trace::CounterEvent{it.replica,
+                                      "serving",
+                                      op.ts_ns,
+                                      {{"batch", it.prefill_requests + it.decode_requests},
+                                       {"prefill_tokens", static_cast<double>(it.prefill_tokens)},
+                                       {"waiting", static_cast<double>(it.waiting)},
+                                       {"kv_blocks", static_cast<double>(it.kv_blocks)}}});
+  }
+  // Lanes: the lane whose last request ended earliest takes the next one.
+  std::vector<std::vector<double>> lane_end(result.replicas);
+  for (const ServedRequest& r : requests) {
+    if (r.rejected || r.finish < 0) continue;
+    std::vector<double>& lanes = lane_end[r.replica];
+    size_t lane = 0;
+    while (lane < lanes.size() && lanes[lane] > r.arrival) ++lane;
+    if (lane == lanes.size()) {
+      lanes.push_back(0);
+      w->NameThread(static_cast<int32_t>(r.replica), kFirstLaneTrack + static_cast<int32_t>(lane),
+                    fmt::format("requests {}", lane));
+    }
+    lanes[lane] = r.finish;
+    auto add = [&](std::string name, std::string kind, double begin, double end) {
+      trace::OpEvent op;
+      op.rank = static_cast<int32_t>(r.replica);
+      op.stream = kFirstLaneTrack + static_cast<int32_t>(lane);
+      op.name = std::move(name);
+      op.category = trace::Category::kOther;
+      op.kind = std::move(kind);
+      op.ts_ns = ToNs(begin);
+      op.dur_ns = ToNs(end) - op.ts_ns;
+      w->AddOp(op);
+    };
+    add(fmt::format("request {} ({} → {} tokens{})", r.id, r.prompt, r.output,
+                    r.measured ? "" : ", warm-up"),
+        "request", r.arrival, r.finish);
+    add("queued", "request_queued", r.arrival, r.first_scheduled);
+    add("prefill", "request_prefill", r.first_scheduled, r.first_token);
+    if (r.finish > r.first_token) add("decode", "request_decode", r.first_token, r.finish);
+  }
+  *trace_path = recorder->trace_path();
+  *metadata_path = recorder->metadata_path();
+  return recorder->Close();
+}
+
+}  // namespace
+
+StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions& options) {
+  if (!e.serving) return InvalidArgument("experiment '{}' has no served workload", e.name);
+  const ServingSpec& spec = *e.serving;
+  ASSIGN_OR_RETURN(Placement placement, Placement::Create(e));
+  ServingResult result;
+  ASSIGN_OR_RETURN(result.kv, PlanKvBudget(e));
+  ASSIGN_OR_RETURN(std::unique_ptr<IterationCost> cost,
+                   IterationCost::Create(e, options.calibration_file, options.allreduce,
+                                         spec.scheduler.grid_points_per_octave));
+  result.calibration_source = cost->calibration_source();
+  result.replicas = e.parallel.dp;
+  result.devices = e.parallel.world_size();
+
+  std::vector<ServedRequest> requests;
+  {
+    const std::vector<RequestSpec> drawn = MakeRequests(spec, e.workload.seed);
+    requests.resize(drawn.size());
+    for (size_t i = 0; i < drawn.size(); ++i) {
+      ServedRequest& r = requests[i];
+      r.id = static_cast<int64_t>(i);
+      r.arrival = drawn[i].arrival;
+      r.prompt = drawn[i].prompt_tokens;
+      r.output = drawn[i].output_tokens;
+      r.measured = r.id >= spec.warmup_requests;
+    }
+  }
+  const bool closed = spec.arrivals.process == ArrivalProcess::kClosedLoop;
+  // Requests waiting to arrive, in arrival order.
+  std::deque<size_t> pending;
+  size_t issued = 0;
+  auto issue = [&](double at) {
+    if (issued >= requests.size()) return;
+    if (closed && spec.duration > 0 && at > spec.duration) return;
+    requests[issued].arrival = at;
+    pending.push_back(issued++);
+  };
+  if (closed) {
+    for (int64_t i = 0; i < spec.arrivals.concurrency; ++i) issue(0);
+  } else {
+    while (issued < requests.size()) issue(requests[issued].arrival);
+  }
+
+  std::vector<Replica> replicas;
+  replicas.reserve(static_cast<size_t>(result.replicas));
+  for (int64_t r = 0; r < result.replicas; ++r)
+    replicas.emplace_back(spec.scheduler, result.kv.blocks);
+  Occupancy occ;
+  occ.replicas = result.replicas;
+  occ.kv_blocks_per_replica = result.kv.blocks;
+  std::vector<double> itl;
+  std::vector<IterationRecord> records;
+  const bool record = options.write_trace;
+  double now = 0, first_arrival = kNever, last_finish = 0;
+  int64_t in_system = 0, kv_used = 0, finished_count = 0, next_round_robin = 0;
+  int64_t next_progress = 1;
+
+  auto advance = [&](double t) {
+    occ.in_system += static_cast<double>(in_system) * (t - now);
+    occ.kv_blocks += static_cast<double>(kv_used) * (t - now);
+    now = t;
+  };
+  auto start_iteration = [&](size_t index) -> Status {
+    Replica& rep = replicas[index];
+    Iteration it;
+    const int64_t blocks_before = rep.scheduler.used_blocks();
+    for (int attempt = 0; it.empty() && rep.scheduler.HasWork(); ++attempt) {
+      it = rep.scheduler.Schedule();
+      if (it.empty() && (it.preempted == 0 || attempt > 2)) {
+        return InternalError(
+            "experiment '{}': replica {} has {} waiting and {} running requests "
+            "but scheduled nothing",
+            e.name, index, rep.scheduler.waiting(), rep.scheduler.running());
+      }
+    }
+    kv_used += rep.scheduler.used_blocks() - blocks_before;
+    if (it.empty()) return Status::Ok();
+    double seconds = 0;
+    if (!it.prefill.empty()) {
+      const int64_t n = static_cast<int64_t>(it.prefill.size());
+      ASSIGN_OR_RETURN(const double t, cost->Prefill(n, (it.prefill_tokens() + n - 1) / n));
+      seconds += t;
+    }
+    if (!it.decode.empty()) {
+      ASSIGN_OR_RETURN(const double t, cost->Decode(static_cast<int64_t>(it.decode.size()),
+                                                    std::llround(it.decode_context_mean())));
+      seconds += t;
+    }
+    for (auto& [r, chunk] : it.prefill) {
+      if (r->first_scheduled < 0) r->first_scheduled = now;
+    }
+    const int64_t batch = static_cast<int64_t>(it.prefill.size() + it.decode.size());
+    occ.busy += seconds;
+    occ.batch += static_cast<double>(batch) * seconds;
+    occ.max_batch = std::max(occ.max_batch, batch);
+    occ.max_kv_blocks = std::max(occ.max_kv_blocks, rep.scheduler.used_blocks());
+    ++occ.iterations;
+    if (record) {
+      records.push_back({static_cast<int32_t>(index), now, now + seconds,
+                         static_cast<int32_t>(it.prefill.size()),
+                         static_cast<int32_t>(it.decode.size()), it.prefill_tokens(),
+                         rep.scheduler.waiting(), rep.scheduler.used_blocks()});
+    }
+    if (options.keep_requests) {
+      result.iteration_seconds.push_back(seconds);
+      result.iteration_prefill_tokens.push_back(it.prefill_tokens());
+    }
+    rep.iteration = std::move(it);
+    rep.busy = true;
+    rep.end = now + seconds;
+    return Status::Ok();
+  };
+
+  std::vector<ServedRequest*> finished;
+  // Everything that happens at one instant (arrivals, iteration ends) is
+  // handled before idle replicas schedule, so requests arriving together
+  // (a closed loop's refills) can share an iteration.
+  std::vector<bool> dirty(replicas.size(), false);
+  while (true) {
+    const double next_arrival = pending.empty() ? kNever : requests[pending.front()].arrival;
+    bool more_now = next_arrival <= now;
+    for (const Replica& rep : replicas) more_now = more_now || (rep.busy && rep.end <= now);
+    if (!more_now) {
+      for (size_t i = 0; i < replicas.size(); ++i) {
+        if (dirty[i] && !replicas[i].busy && replicas[i].scheduler.HasWork()) {
+          RETURN_IF_ERROR(start_iteration(i));
+        }
+        dirty[i] = false;
+      }
+    }
+    size_t next_rep = replicas.size();
+    for (size_t i = 0; i < replicas.size(); ++i) {
+      if (replicas[i].busy &&
+          (next_rep == replicas.size() || replicas[i].end < replicas[next_rep].end)) {
+        next_rep = i;
+      }
+    }
+    const double next_end = next_rep < replicas.size() ? replicas[next_rep].end : kNever;
+    if (next_arrival == kNever && next_end == kNever) break;
+    if (next_end <= next_arrival) {
+      // An iteration ends (before an arrival at the same instant).
+      advance(next_end);
+      Replica& rep = replicas[next_rep];
+      const int64_t blocks_before = rep.scheduler.used_blocks();
+      finished.clear();
+      rep.scheduler.Complete(rep.iteration, now, &itl, &finished);
+      kv_used += rep.scheduler.used_blocks() - blocks_before;
+      rep.busy = false;
+      for (size_t k = 0; k < finished.size(); ++k) {
+        --in_system;
+        ++finished_count;
+        last_finish = std::max(last_finish, now);
+        if (closed) issue(now);
+      }
+      if (options.progress &&
+          finished_count * 10 >= next_progress * static_cast<int64_t>(requests.size())) {
+        options.progress(fmt::format("served {}/{} requests", finished_count, requests.size()));
+        ++next_progress;
+      }
+      dirty[next_rep] = true;
+      continue;
+    }
+    // A request arrives and is routed.
+    advance(next_arrival);
+    first_arrival = std::min(first_arrival, now);
+    ServedRequest& r = requests[pending.front()];
+    pending.pop_front();
+    size_t target = 0;
+    if (spec.scheduler.router == RouterPolicy::kRoundRobin) {
+      target = static_cast<size_t>(next_round_robin++ % result.replicas);
+    } else {
+      for (size_t i = 1; i < replicas.size(); ++i) {
+        if (replicas[i].scheduler.outstanding() < replicas[target].scheduler.outstanding())
+          target = i;
+      }
+    }
+    r.replica = static_cast<int64_t>(target);
+    if (!replicas[target].scheduler.CanEverFit(r.prompt, r.output)) {
+      r.rejected = true;
+      if (closed) issue(now);
+      continue;
+    }
+    ++in_system;
+    replicas[target].scheduler.Add(&r);
+    dirty[target] = true;
+  }
+  occ.span = first_arrival == kNever ? 0 : last_finish - first_arrival;
+  result.end = last_finish;
+  result.programs_simulated = cost->programs_simulated();
+  result.ops_simulated = cost->ops_simulated();
+  result.metrics = ComputeServingMetrics(requests, std::move(itl), occ, spec.slo, result.devices);
+  if (options.write_trace) {
+    RETURN_IF_ERROR(WriteTrace(e, placement, result, requests, records, options, &result.trace_path,
+                               &result.metadata_path));
+  }
+  if (options.keep_requests) result.requests = std::move(requests);
+  return result;
+}
+
+}  // namespace shardscope::serve
