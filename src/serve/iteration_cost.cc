@@ -100,6 +100,14 @@ StatusOr<double> IterationCost::Prefill(int64_t requests, int64_t tokens) {
   return Interpolated(true, requests, tokens);
 }
 
+StatusOr<double> IterationCost::PriorContextExtra(int64_t prior, int64_t chunk) {
+  if (prior <= 0) return 0.0;
+  ASSIGN_OR_RETURN(const double whole, Prefill(1, prior + chunk));
+  ASSIGN_OR_RETURN(const double before, Prefill(1, prior));
+  ASSIGN_OR_RETURN(const double alone, Prefill(1, chunk));
+  return std::max(0.0, whole - before - alone);
+}
+
 StatusOr<double> IterationCost::Decode(int64_t requests, int64_t context) {
   return Interpolated(false, requests, context);
 }

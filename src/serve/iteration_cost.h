@@ -42,6 +42,12 @@ class IterationCost {
 
   // Seconds to prefill `requests` prompts of `tokens` tokens each (both ≥ 1).
   StatusOr<double> Prefill(int64_t requests, int64_t tokens);
+  // Extra seconds a prefill chunk of `chunk` tokens takes when `prior` tokens of
+  // its request are already cached, beyond the same chunk alone: a chunk costs
+  // the larger of its cost alone and the marginal cost of growing its request's
+  // prefill from `prior` to `prior + chunk` tokens (Prefill(1, prior + chunk) −
+  // Prefill(1, prior)), which carries the attention over the cached tokens.
+  StatusOr<double> PriorContextExtra(int64_t prior, int64_t chunk);
   // Seconds of one decode step of `requests` requests over `context` cached tokens.
   StatusOr<double> Decode(int64_t requests, int64_t context);
 

@@ -38,9 +38,9 @@ StatusOr<KvBudget> PlanKvBudget(const Experiment& experiment) {
     if (per_token > 0) tokens = std::min(tokens, free / per_token);
     if (sched.kv_blocks == 0 && free < per_token * sched.block_size) {
       return InvalidArgument(
-          "experiment '{}': rank {} has no room for the KV cache: {} of {} × {} hold {} of "
-          "weights, {} of activations and {} of buffers",
-          experiment.name, r.rank, FormatBytes(plan.capacity * sched.gpu_memory_utilization),
+          "rank {} has no room for the KV cache: {} of {} × {} hold {} of weights, {} of "
+          "activations and {} of buffers",
+          r.rank, FormatBytes(plan.capacity * sched.gpu_memory_utilization),
           FormatBytes(plan.capacity), sched.gpu_memory_utilization, FormatBytes(r.weights),
           FormatBytes(r.activations), FormatBytes(r.comm_buffers));
     }

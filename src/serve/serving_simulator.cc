@@ -201,6 +201,10 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
       const int64_t n = static_cast<int64_t>(it.prefill.size());
       ASSIGN_OR_RETURN(const double t, cost->Prefill(n, (it.prefill_tokens() + n - 1) / n));
       seconds += t;
+      for (const auto& [r, chunk] : it.prefill) {
+        ASSIGN_OR_RETURN(const double extra, cost->PriorContextExtra(r->computed, chunk));
+        seconds += extra;
+      }
     }
     if (!it.decode.empty()) {
       ASSIGN_OR_RETURN(const double t, cost->Decode(static_cast<int64_t>(it.decode.size()),

@@ -132,10 +132,12 @@ TEST(ServingSimulatorTest, ChunkedPrefillBoundsTheDecodeStall) {
   e.serving->scheduler.grid_points_per_octave = 8;
   auto cost = IterationCost::Create(e, "", sim::Algorithm::kAuto, 8);
   ASSERT_TRUE(cost.ok());
+  // The dearest chunk: the last 512 tokens of the longest prompt.
   auto decode = (*cost)->Decode(32, 8192 + 64);
   auto chunk = (*cost)->Prefill(1, 512);
-  ASSERT_TRUE(decode.ok() && chunk.ok());
-  const double bound = *decode + *chunk;
+  auto extra = (*cost)->PriorContextExtra(8192 - 512, 512);
+  ASSERT_TRUE(decode.ok() && chunk.ok() && extra.ok());
+  const double bound = *decode + *chunk + *extra;
 
   auto chunked = SimulateServing(e, Options());
   ASSERT_TRUE(chunked.ok()) << chunked.status().message();
@@ -146,6 +148,22 @@ TEST(ServingSimulatorTest, ChunkedPrefillBoundsTheDecodeStall) {
   auto whole = SimulateServing(e, Options());
   ASSERT_TRUE(whole.ok()) << whole.status().message();
   EXPECT_GT(whole->metrics.itl.max, bound);
+}
+
+// A long prompt prefilled in chunks costs about what it costs whole: each
+// chunk carries its attention over the tokens already cached.
+TEST(ServingSimulatorTest, ChunkedLongPromptCostsAboutItsWholePrefill) {
+  Experiment e = Served(Poisson(0.01), 32768, 2, 1);
+  e.serving->scheduler.max_num_batched_tokens = 2048;
+  e.serving->scheduler.grid_points_per_octave = 8;
+  auto chunked = SimulateServing(e, Options());
+  e.serving->scheduler.chunked_prefill = false;
+  auto whole = SimulateServing(e, Options());
+  ASSERT_TRUE(chunked.ok() && whole.ok());
+  const double ttft_chunked = chunked->metrics.ttft.mean, ttft_whole = whole->metrics.ttft.mean;
+  EXPECT_EQ(chunked->metrics.iterations, 32768 / 2048 + 1);
+  EXPECT_GE(ttft_chunked, 0.99 * ttft_whole);
+  EXPECT_LE(ttft_chunked, 1.2 * ttft_whole);
 }
 
 TEST(ServingSimulatorTest, PreemptsWhenBlocksRunOutAndStillServesEveryone) {
