@@ -26,7 +26,7 @@ Experiment Llama70bTp8(int64_t requests) {
 void BM_ServeLlama70bTp8(benchmark::State& state) {
   const Experiment e = Llama70bTp8(state.range(0));
   ServeOptions o;
-  o.write_trace = false;
+  o.sim.write_trace = false;
   int64_t shapes = 0, iterations = 0;
   for (auto _ : state) {
     auto r = SimulateServing(e, o);

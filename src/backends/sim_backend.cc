@@ -5,14 +5,9 @@ namespace {
 
 // A served workload: per-request figures; the run's latency holds the mean
 // TTFT and TPOT, its throughput the output tokens per second.
-StatusOr<run::RunResult> RunServed(const Experiment& e, const run::RunOptions& o) {
+StatusOr<run::RunResult> RunServed(const Experiment& e, const sim::SimOptions& options) {
   serve::ServeOptions so;
-  so.calibration_file = o.calibration_file;
-  ASSIGN_OR_RETURN(so.allreduce, sim::ParseAlgorithm(o.allreduce));
-  so.write_trace = o.write_trace;
-  so.trace_root = o.trace_root;
-  so.trace_file = o.trace_file;
-  so.progress = o.progress;
+  so.sim = options;
   ASSIGN_OR_RETURN(serve::ServingResult served, serve::SimulateServing(e, so));
   run::RunResult r;
   r.experiment = e.name;
@@ -38,7 +33,6 @@ StatusOr<std::unique_ptr<SimBackend>> SimBackend::Create(const run::RunOptions& 
 }
 
 StatusOr<run::RunResult> SimBackend::Run(const Experiment& e, const run::RunOptions& o) {
-  if (e.serving) return RunServed(e, o);
   sim::SimOptions so;
   so.calibration_file = o.calibration_file;
   ASSIGN_OR_RETURN(so.allreduce, sim::ParseAlgorithm(o.allreduce));
@@ -47,6 +41,7 @@ StatusOr<run::RunResult> SimBackend::Run(const Experiment& e, const run::RunOpti
   so.trace_root = o.trace_root;
   so.trace_file = o.trace_file;
   so.progress = o.progress;
+  if (e.serving) return RunServed(e, so);
   ASSIGN_OR_RETURN(sim::RunReport report, sim::BuildRunReport(e, so));
   run::RunResult r;
   r.experiment = e.name;

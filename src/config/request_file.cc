@@ -3,7 +3,10 @@
 #include <charconv>
 #include <cmath>
 #include <fstream>
+#include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 namespace shardscope {
@@ -90,112 +93,124 @@ Status CheckRequest(const RequestSpec& r, double previous, int64_t max_context,
   return Status::Ok();
 }
 
-StatusOr<std::vector<RequestSpec>> ParseJsonl(std::string_view text, const std::string& name,
-                                              int64_t max_context) {
+// Turns one line into a request, or nullopt for a header line; sets `names`
+// to the field names of the layout it recognised (for messages).
+using RowParser = std::function<StatusOr<std::optional<RequestSpec>>(
+    std::string_view line, const std::string& where, const char* const** names)>;
+
+// Runs `parse` over every line that is neither blank nor a comment and checks
+// each request against the one before it.
+StatusOr<std::vector<RequestSpec>> ParseLines(std::string_view text, const std::string& name,
+                                              int64_t max_context, const RowParser& parse) {
   std::vector<RequestSpec> out;
-  std::istringstream in{std::string(text)};
-  std::string line;
-  int64_t line_no = 0;
   double previous = -INFINITY;
-  while (std::getline(in, line)) {
+  int64_t line_no = 0;
+  for (size_t pos = 0; pos <= text.size();) {
+    const size_t eol = text.find('\n', pos);
+    const std::string_view line =
+        Trim(text.substr(pos, eol == std::string_view::npos ? std::string_view::npos : eol - pos));
+    pos = eol == std::string_view::npos ? text.size() + 1 : eol + 1;
     ++line_no;
-    const std::string_view t = Trim(line);
-    if (t.empty() || t.front() == '#') continue;
+    if (line.empty() || line.front() == '#') continue;
     const std::string where = fmt::format("{}: line {}", name, line_no);
-    nlohmann::json j = nlohmann::json::parse(t, nullptr, /*allow_exceptions=*/false);
-    if (!j.is_object()) return InvalidArgument("{}: expected a JSON object", where);
-    const bool azure = j.contains(kAzureNames[kArrival]);
-    const char* const* names = azure ? kAzureNames : kOurNames;
-    RequestSpec r;
-    for (int f = 0; f < kNumFields; ++f) {
-      if (!j.contains(names[f])) {
-        return InvalidArgument("{}: missing field '{}' (expected {}, {}, {})", where, names[f],
-                               names[0], names[1], names[2]);
-      }
-      const nlohmann::json& v = j[names[f]];
-      StatusOr<double> value = v.is_number()   ? StatusOr<double>(v.get<double>())
-                               : v.is_string() ? ParseTime(v.get<std::string>())
-                                               : InvalidArgument("expected a number");
-      if (!value.ok()) {
-        return InvalidArgument("{}: field '{}': {}", where, names[f], value.status().message());
-      }
-      if (f == kArrival) {
-        r.arrival = *value;
-      } else if (*value != std::floor(*value)) {
-        return InvalidArgument("{}: field '{}': expected a whole number of tokens, got {}", where,
-                               names[f], *value);
-      } else {
-        (f == kPrompt ? r.prompt_tokens : r.output_tokens) = static_cast<int64_t>(*value);
-      }
-    }
-    RETURN_IF_ERROR(CheckRequest(r, previous, max_context, where, names));
-    previous = r.arrival;
-    out.push_back(r);
+    const char* const* names = kOurNames;
+    ASSIGN_OR_RETURN(std::optional<RequestSpec> r, parse(line, where, &names));
+    if (!r) continue;
+    // Date-times are absolute: checked before they are made relative.
+    RETURN_IF_ERROR(CheckRequest(*r, previous, max_context, where, names));
+    previous = r->arrival;
+    out.push_back(*r);
   }
   return out;
 }
 
-StatusOr<std::vector<RequestSpec>> ParseCsv(std::string_view text, const std::string& name,
-                                            int64_t max_context) {
-  std::vector<RequestSpec> out;
-  std::istringstream in{std::string(text)};
-  std::string line;
-  int64_t line_no = 0;
-  int column[kNumFields] = {-1, -1, -1};
-  const char* const* names = kOurNames;
-  bool header = false;
-  double previous = -INFINITY;
-  while (std::getline(in, line)) {
-    ++line_no;
-    const std::string_view t = Trim(line);
-    if (t.empty() || t.front() == '#') continue;
-    const std::vector<std::string_view> cells = SplitCsv(t);
-    if (!header) {
-      header = true;
-      names = std::find(cells.begin(), cells.end(), std::string_view(kAzureNames[kArrival])) !=
-                      cells.end()
-                  ? kAzureNames
-                  : kOurNames;
-      for (int f = 0; f < kNumFields; ++f) {
-        auto it = std::find(cells.begin(), cells.end(), std::string_view(names[f]));
-        if (it == cells.end()) {
-          return InvalidArgument(
-              "{}: line {}: missing column '{}' (the header must name {}, {}, {} — or Azure's {}, "
-              "{}, {})",
-              name, line_no, names[f], kOurNames[0], kOurNames[1], kOurNames[2], kAzureNames[0],
-              kAzureNames[1], kAzureNames[2]);
-        }
-        column[f] = static_cast<int>(it - cells.begin());
-      }
-      continue;
+StatusOr<std::optional<RequestSpec>> JsonlRow(std::string_view line, const std::string& where,
+                                              const char* const** layout) {
+  nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return InvalidArgument("{}: expected a JSON object", where);
+  const char* const* names = j.contains(kAzureNames[kArrival]) ? kAzureNames : kOurNames;
+  *layout = names;
+  RequestSpec r;
+  for (int f = 0; f < kNumFields; ++f) {
+    if (!j.contains(names[f])) {
+      return InvalidArgument("{}: missing field '{}' (expected {}, {}, {})", where, names[f],
+                             names[0], names[1], names[2]);
     }
-    const std::string where = fmt::format("{}: line {}", name, line_no);
+    const nlohmann::json& v = j[names[f]];
+    StatusOr<double> value = v.is_number()   ? StatusOr<double>(v.get<double>())
+                             : v.is_string() ? ParseTime(v.get<std::string>())
+                                             : InvalidArgument("expected a number");
+    if (!value.ok()) {
+      return InvalidArgument("{}: field '{}': {}", where, names[f], value.status().message());
+    }
+    if (f == kArrival) {
+      r.arrival = *value;
+    } else if (*value != std::floor(*value)) {
+      return InvalidArgument("{}: field '{}': expected a whole number of tokens, got {}", where,
+                             names[f], *value);
+    } else {
+      (f == kPrompt ? r.prompt_tokens : r.output_tokens) = static_cast<int64_t>(*value);
+    }
+  }
+  return std::optional<RequestSpec>(r);
+}
+
+// CSV rows after a header line that names the columns (kept between calls).
+class CsvRows {
+ public:
+  StatusOr<std::optional<RequestSpec>> operator()(std::string_view line, const std::string& where,
+                                                  const char* const** layout) {
+    const std::vector<std::string_view> cells = SplitCsv(line);
+    if (!header_) return Header(cells, where);
+    *layout = names_;
     RequestSpec r;
     for (int f = 0; f < kNumFields; ++f) {
-      if (column[f] >= static_cast<int>(cells.size()) || cells[column[f]].empty()) {
-        return InvalidArgument("{}: field '{}' is missing", where, names[f]);
+      if (column_[f] >= static_cast<int>(cells.size()) || cells[column_[f]].empty()) {
+        return InvalidArgument("{}: field '{}' is missing", where, names_[f]);
       }
-      const std::string_view cell = cells[column[f]];
+      const std::string_view cell = cells[column_[f]];
       if (f == kArrival) {
         auto v = ParseTime(cell);
-        if (!v.ok())
-          return InvalidArgument("{}: field '{}': {}", where, names[f], v.status().message());
+        if (!v.ok()) {
+          return InvalidArgument("{}: field '{}': {}", where, names_[f], v.status().message());
+        }
         r.arrival = *v;
       } else {
         auto v = ParseCount(cell);
-        if (!v.ok())
-          return InvalidArgument("{}: field '{}': {}", where, names[f], v.status().message());
+        if (!v.ok()) {
+          return InvalidArgument("{}: field '{}': {}", where, names_[f], v.status().message());
+        }
         (f == kPrompt ? r.prompt_tokens : r.output_tokens) = *v;
       }
     }
-    // Date-times are absolute: compare and check them before making them relative.
-    RETURN_IF_ERROR(CheckRequest(r, previous, max_context, where, names));
-    previous = r.arrival;
-    out.push_back(r);
+    return std::optional<RequestSpec>(r);
   }
-  if (!header) return InvalidArgument("{}: empty request file (no header line)", name);
-  return out;
-}
+  bool has_header() const { return header_; }
+
+ private:
+  StatusOr<std::optional<RequestSpec>> Header(const std::vector<std::string_view>& cells,
+                                              const std::string& where) {
+    header_ = true;
+    const bool azure = std::find(cells.begin(), cells.end(),
+                                 std::string_view(kAzureNames[kArrival])) != cells.end();
+    names_ = azure ? kAzureNames : kOurNames;
+    for (int f = 0; f < kNumFields; ++f) {
+      auto it = std::find(cells.begin(), cells.end(), std::string_view(names_[f]));
+      if (it == cells.end()) {
+        return InvalidArgument(
+            "{}: missing column '{}' (the header must name {}, {}, {} — or Azure's {}, {}, {})",
+            where, names_[f], kOurNames[0], kOurNames[1], kOurNames[2], kAzureNames[0],
+            kAzureNames[1], kAzureNames[2]);
+      }
+      column_[f] = static_cast<int>(it - cells.begin());
+    }
+    return std::optional<RequestSpec>();
+  }
+
+  bool header_ = false;
+  const char* const* names_ = kOurNames;
+  int column_[kNumFields] = {-1, -1, -1};
+};
 
 }  // namespace
 
@@ -241,8 +256,17 @@ StatusOr<std::vector<RequestSpec>> ParseRequestFile(std::string_view text, const
     first = eol == std::string_view::npos ? eol : text.find_first_not_of(" \t\r\n", eol);
   }
   const bool jsonl = first != std::string_view::npos && text[first] == '{';
-  ASSIGN_OR_RETURN(std::vector<RequestSpec> out,
-                   jsonl ? ParseJsonl(text, name, max_context) : ParseCsv(text, name, max_context));
+  std::vector<RequestSpec> out;
+  if (jsonl) {
+    ASSIGN_OR_RETURN(out, ParseLines(text, name, max_context, JsonlRow));
+  } else {
+    auto csv = std::make_shared<CsvRows>();
+    ASSIGN_OR_RETURN(
+        out, ParseLines(text, name, max_context,
+                        [csv](std::string_view line, const std::string& where,
+                              const char* const** layout) { return (*csv)(line, where, layout); }));
+    if (!csv->has_header()) return InvalidArgument("{}: empty request file (no header line)", name);
+  }
   if (out.empty()) return InvalidArgument("{}: no requests", name);
   const double t0 = out.front().arrival;
   for (RequestSpec& r : out) r.arrival -= t0;

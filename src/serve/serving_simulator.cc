@@ -26,7 +26,7 @@ struct IterationRecord {
   double start = 0, end = 0;
   int32_t prefill_requests = 0, decode_requests = 0;
   int64_t prefill_tokens = 0;
-  int64_t waiting = 0, kv_blocks = 0;
+  int64_t waiting = 0, kv_blocks = 0, preempted = 0;
 };
 
 struct Replica {
@@ -46,9 +46,7 @@ Status WriteTrace(const Experiment& e, const Placement& placement, const Serving
                   std::string* trace_path, std::string* metadata_path) {
   const nlohmann::json meta =
       run::RunMetadata(e, placement, "sim",
-                       {{"options",
-                         {{"calibration_file", options.calibration_file},
-                          {"allreduce_algorithm", sim::AlgorithmName(options.allreduce)}}},
+                       {{"options", sim::SimOptionsToJson(options.sim)},
                         {"calibration", result.calibration_source},
                         {"serving",
                          {{"replicas", result.replicas},
@@ -56,7 +54,7 @@ Status WriteTrace(const Experiment& e, const Placement& placement, const Serving
                           {"kv_block_size", result.kv.block_size},
                           {"metrics", ServingMetricsJson(result.metrics)}}}});
   ASSIGN_OR_RETURN(std::unique_ptr<run::RunRecorder> recorder,
-                   run::RunRecorder::Open(e, meta, options.trace_root, options.trace_file));
+                   run::RunRecorder::Open(e, meta, options.sim.trace_root, options.sim.trace_file));
   trace::TraceWriter* w = recorder->writer();
   const int64_t ranks_per_replica = e.parallel.world_size() / result.replicas;
   for (int64_t r = 0; r < result.replicas; ++r) {
@@ -80,7 +78,8 @@ Status WriteTrace(const Experiment& e, const Placement& placement, const Serving
                                       {{"batch", it.prefill_requests + it.decode_requests},
                                        {"prefill_tokens", static_cast<double>(it.prefill_tokens)},
                                        {"waiting", static_cast<double>(it.waiting)},
-                                       {"kv_blocks", static_cast<double>(it.kv_blocks)}}});
+                                       {"kv_blocks", static_cast<double>(it.kv_blocks)},
+                                       {"preempted", static_cast<double>(it.preempted)}}});
   }
   // Lanes: the lane whose last request ended earliest takes the next one.
   std::vector<std::vector<double>> lane_end(result.replicas);
@@ -127,7 +126,7 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
   ServingResult result;
   ASSIGN_OR_RETURN(result.kv, PlanKvBudget(e));
   ASSIGN_OR_RETURN(std::unique_ptr<IterationCost> cost,
-                   IterationCost::Create(e, options.calibration_file, options.allreduce,
+                   IterationCost::Create(e, options.sim.calibration_file, options.sim.allreduce,
                                          spec.scheduler.grid_points_per_octave));
   result.calibration_source = cost->calibration_source();
   result.replicas = e.parallel.dp;
@@ -171,7 +170,7 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
   occ.kv_blocks_per_replica = result.kv.blocks;
   std::vector<double> itl;
   std::vector<IterationRecord> records;
-  const bool record = options.write_trace;
+  const bool record = options.sim.write_trace;
   double now = 0, first_arrival = kNever, last_finish = 0;
   int64_t in_system = 0, kv_used = 0, finished_count = 0, next_round_robin = 0;
   int64_t next_progress = 1;
@@ -185,8 +184,10 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
     Replica& rep = replicas[index];
     Iteration it;
     const int64_t blocks_before = rep.scheduler.used_blocks();
+    int64_t preempted = 0;
     for (int attempt = 0; it.empty() && rep.scheduler.HasWork(); ++attempt) {
       it = rep.scheduler.Schedule();
+      preempted += it.preempted;
       if (it.empty() && (it.preempted == 0 || attempt > 2)) {
         return InternalError(
             "experiment '{}': replica {} has {} waiting and {} running requests "
@@ -195,6 +196,7 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
       }
     }
     kv_used += rep.scheduler.used_blocks() - blocks_before;
+    it.preempted = preempted;
     if (it.empty()) return Status::Ok();
     double seconds = 0;
     if (!it.prefill.empty()) {
@@ -224,7 +226,7 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
       records.push_back({static_cast<int32_t>(index), now, now + seconds,
                          static_cast<int32_t>(it.prefill.size()),
                          static_cast<int32_t>(it.decode.size()), it.prefill_tokens(),
-                         rep.scheduler.waiting(), rep.scheduler.used_blocks()});
+                         rep.scheduler.waiting(), rep.scheduler.used_blocks(), it.preempted});
     }
     if (options.keep_requests) {
       result.iteration_seconds.push_back(seconds);
@@ -277,9 +279,9 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
         last_finish = std::max(last_finish, now);
         if (closed) issue(now);
       }
-      if (options.progress &&
+      if (options.sim.progress &&
           finished_count * 10 >= next_progress * static_cast<int64_t>(requests.size())) {
-        options.progress(fmt::format("served {}/{} requests", finished_count, requests.size()));
+        options.sim.progress(fmt::format("served {}/{} requests", finished_count, requests.size()));
         ++next_progress;
       }
       dirty[next_rep] = true;
@@ -314,7 +316,7 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
   result.programs_simulated = cost->programs_simulated();
   result.ops_simulated = cost->ops_simulated();
   result.metrics = ComputeServingMetrics(requests, std::move(itl), occ, spec.slo, result.devices);
-  if (options.write_trace) {
+  if (options.sim.write_trace) {
     RETURN_IF_ERROR(WriteTrace(e, placement, result, requests, records, options, &result.trace_path,
                                &result.metadata_path));
   }

@@ -21,17 +21,14 @@
 #include "serve/kv_budget.h"
 #include "serve/served_request.h"
 #include "serve/serving_metrics.h"
-#include "sim/collectives.h"
+#include "sim/simulator.h"
 
 namespace shardscope::serve {
 
 struct ServeOptions {
-  std::string calibration_file;  // empty: the device family's defaults
-  sim::Algorithm allreduce = sim::Algorithm::kAuto;
-  bool write_trace = true;
-  std::string trace_root = "traces";
-  std::string trace_file;  // non-empty: this file instead of the store
-  std::function<void(const std::string&)> progress;
+  // Calibration, all-reduce algorithm, trace destination and progress, as for
+  // a fixed batch (max_decode_steps does not apply).
+  sim::SimOptions sim;
   bool keep_requests = false;  // return every request's record (tests)
 };
 

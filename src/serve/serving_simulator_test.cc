@@ -4,10 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <map>
 
 #include "plan/test_experiments.h"
 #include "serve/iteration_cost.h"
 #include "sim/simulator.h"
+#include "trace/trace_reader.h"
 
 namespace shardscope::serve {
 namespace {
@@ -51,7 +54,7 @@ ArrivalSpec Poisson(double rate) {
 
 ServeOptions Options() {
   ServeOptions o;
-  o.write_trace = false;
+  o.sim.write_trace = false;
   o.keep_requests = true;
   return o;
 }
@@ -231,6 +234,41 @@ TEST(ServingSimulatorTest, SameExperimentSameResult) {
   for (size_t i = 0; i < a->requests.size(); ++i) {
     EXPECT_EQ(a->requests[i].finish, b->requests[i].finish);
   }
+}
+
+// The trace: one process per replica, every served request once on a lane
+// where no two requests overlap, iterations on track 0 with their counters.
+TEST(ServingSimulatorTest, TraceHasRequestsOnLanesPerReplica) {
+  Experiment e = Served(Poisson(40), 256, 16, 120, /*dp=*/2);
+  e.serving->scheduler.grid_points_per_octave = 8;
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("serving_trace_" + std::to_string(::getpid()) + ".trace"))
+                               .string();
+  ServeOptions o = Options();
+  o.sim.write_trace = true;
+  o.sim.trace_file = path;
+  auto r = SimulateServing(e, o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  auto trace = trace::ReadTraceFile(path);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  int64_t requests = 0, iterations = 0;
+  std::map<std::pair<int32_t, int32_t>, int64_t> lane_end;  // (replica, lane) → last end
+  for (const trace::OpEvent& op : trace->ops) {
+    EXPECT_TRUE(op.rank == 0 || op.rank == 1);
+    if (op.kind == "iteration") ++iterations;
+    if (op.kind != "request") continue;
+    ++requests;
+    auto [it, fresh] = lane_end.emplace(std::make_pair(op.rank, op.stream), op.end_ns());
+    if (!fresh) {
+      EXPECT_GE(op.ts_ns, it->second) << op.name;
+      it->second = op.end_ns();
+    }
+  }
+  EXPECT_EQ(requests, 120);
+  EXPECT_EQ(iterations, r->metrics.iterations);
+  EXPECT_EQ(static_cast<int64_t>(trace->counters.size()), r->metrics.iterations);
+  EXPECT_TRUE(trace->metadata["sim"].contains("serving"));
 }
 
 TEST(IterationCostTest, GridPointsBracketTheValue) {
