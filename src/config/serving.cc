@@ -110,6 +110,26 @@ Status ReadScheduler(const YamlMap& exp, SchedulerSpec* s) {
   return Status::Ok();
 }
 
+// disaggregation: {prefill: {tp_size, sp_size, ep_size, pp_size, instances}, decode: {...}}
+Status ReadDisaggregation(const YamlMap& exp, std::optional<DisaggregationSpec>* out) {
+  if (!exp.Has("disaggregation")) return Status::Ok();
+  ASSIGN_OR_RETURN(YamlMap m, exp.Map("disaggregation"));
+  RETURN_IF_ERROR(m.CheckKeys({"prefill", "decode"}));
+  DisaggregationSpec d;
+  for (auto [key, spec] : {std::pair{"prefill", &d.prefill}, std::pair{"decode", &d.decode}}) {
+    if (!m.Has(key)) return m.context().Child(key).Error("is required but missing");
+    ASSIGN_OR_RETURN(YamlMap i, m.Map(key));
+    RETURN_IF_ERROR(i.CheckKeys({"tp_size", "sp_size", "ep_size", "pp_size", "instances"}));
+    RETURN_IF_ERROR(i.OptionalAtLeast("tp_size", 1, &spec->tp));
+    RETURN_IF_ERROR(i.OptionalAtLeast("sp_size", 1, &spec->sp));
+    RETURN_IF_ERROR(i.OptionalAtLeast("ep_size", 1, &spec->ep));
+    RETURN_IF_ERROR(i.OptionalAtLeast("pp_size", 1, &spec->pp));
+    RETURN_IF_ERROR(i.OptionalAtLeast("instances", 1, &spec->instances));
+  }
+  *out = d;
+  return Status::Ok();
+}
+
 Status ReadSlo(const YamlMap& exp, SloSpec* slo) {
   if (!exp.Has("slo")) return Status::Ok();
   ASSIGN_OR_RETURN(YamlMap m, exp.Map("slo"));
@@ -139,10 +159,18 @@ nlohmann::json LengthJson(const LengthDist& d) {
   return nullptr;
 }
 
+nlohmann::json InstanceJson(const InstanceSpec& i) {
+  return {{"tp_size", i.tp},
+          {"sp_size", i.sp},
+          {"ep_size", i.ep},
+          {"pp_size", i.pp},
+          {"instances", i.instances}};
+}
+
 }  // namespace
 
 const std::vector<std::string>& ServingKeys() {
-  static const std::vector<std::string> keys = {"workload", "scheduler", "slo"};
+  static const std::vector<std::string> keys = {"workload", "scheduler", "slo", "disaggregation"};
   return keys;
 }
 
@@ -181,6 +209,7 @@ StatusOr<std::optional<ServingSpec>> ReadServing(const YamlMap& exp, const Model
   RETURN_IF_ERROR(w.OptionalAtLeast("warmup_requests", 0, &s.warmup_requests));
   RETURN_IF_ERROR(ReadScheduler(exp, &s.scheduler));
   RETURN_IF_ERROR(ReadSlo(exp, &s.slo));
+  RETURN_IF_ERROR(ReadDisaggregation(exp, &s.disaggregation));
   return std::optional<ServingSpec>(std::move(s));
 }
 
@@ -239,7 +268,11 @@ nlohmann::json ServingToJson(const ServingSpec& s) {
             {"chunked_prefill", c.chunked_prefill},
             {"router", RouterPolicyName(c.router)},
             {"grid_points_per_octave", c.grid_points_per_octave}}},
-          {"slo", {{"ttft_s", s.slo.ttft}, {"tpot_s", s.slo.tpot}}}};
+          {"slo", {{"ttft_s", s.slo.ttft}, {"tpot_s", s.slo.tpot}}},
+          {"disaggregation",
+           s.disaggregation ? nlohmann::json{{"prefill", InstanceJson(s.disaggregation->prefill)},
+                                             {"decode", InstanceJson(s.disaggregation->decode)}}
+                            : nlohmann::json(nullptr)}};
 }
 
 }  // namespace shardscope

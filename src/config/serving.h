@@ -69,6 +69,18 @@ struct SloSpec {
   double tpot = 0;  // seconds
 };
 
+// Disaggregated prefill/decode: requests are prefilled on prefill instances
+// and decoded on decode instances, each instance its own plan (dp = 1); the KV
+// cache of each request crosses the scale-out network between them.
+struct InstanceSpec {
+  int64_t tp = 1, sp = 1, ep = 1, pp = 1;
+  int64_t instances = 1;
+  int64_t world_size() const { return tp * sp * ep * pp; }
+};
+struct DisaggregationSpec {
+  InstanceSpec prefill, decode;
+};
+
 struct ServingSpec {
   ArrivalSpec arrivals;
   LengthDist prompt_tokens, output_tokens;  // ignored for a request file
@@ -77,6 +89,7 @@ struct ServingSpec {
   int64_t warmup_requests = 0;              // the first N are served but not counted
   SchedulerSpec scheduler;
   SloSpec slo;
+  std::optional<DisaggregationSpec> disaggregation;  // none: every replica does both
 };
 
 // Reads `workload`, `scheduler` and `slo` from an experiment's map; nullopt when

@@ -60,6 +60,30 @@ TEST(ServingTest, ReadsWorkloadSchedulerAndSlo) {
   EXPECT_EQ(ServingToJson(s)["workload"]["arrivals"]["process"], "gamma");
 }
 
+TEST(ServingTest, ReadsDisaggregation) {
+  auto exps = Load(R"(
+    workload: {arrivals: {process: poisson, rate_per_s: 1}, prompt_tokens: 5, output_tokens: 5,
+               requests: 2}
+    disaggregation: {prefill: {tp_size: 2, instances: 3}, decode: {tp_size: 4, pp_size: 2}}
+)");
+  ASSERT_TRUE(exps.ok()) << exps.status().message();
+  const auto& d = (*exps)[0].serving->disaggregation;
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->prefill.tp, 2);
+  EXPECT_EQ(d->prefill.instances, 3);
+  EXPECT_EQ(d->decode.world_size(), 8);
+  EXPECT_EQ(d->decode.instances, 1);
+  auto bad = Load(R"(
+    workload: {arrivals: {process: poisson, rate_per_s: 1}, prompt_tokens: 5, output_tokens: 5,
+               requests: 2}
+    disaggregation: {prefill: {tp_size: 2}}
+)");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("field 'disaggregation.decode': is required"),
+            std::string::npos)
+      << bad.status().message();
+}
+
 TEST(ServingTest, FixedBatchExperimentsHaveNone) {
   auto exps = Load("    tokens_to_generate: 2\n");
   ASSERT_TRUE(exps.ok()) << exps.status().message();

@@ -55,4 +55,13 @@ StatusOr<KvBudget> PlanKvBudget(const Experiment& experiment) {
   return b;
 }
 
+double ModelKvBytesPerToken(const Experiment& e) {
+  const ModelSpec& m = e.model;
+  const double values = m.attention == AttentionKind::kMla
+                            ? static_cast<double>(m.mla.kv_lora_rank + m.mla.qk_rope_head_dim)
+                            : 2.0 * static_cast<double>(m.num_kv_heads * m.head_dim);
+  return static_cast<double>(m.num_layers) * values *
+         static_cast<double>(DTypeSize(e.workload.kv_dtype));
+}
+
 }  // namespace shardscope::serve

@@ -26,6 +26,11 @@ struct KvBudget {
 // rank; the message names the rank and the figures. `experiment.serving` must be set.
 StatusOr<KvBudget> PlanKvBudget(const Experiment& experiment);
 
+// KV-cache bytes of one token of one request over the whole model (every
+// layer; MLA's latent cache, or K and V of every KV head), in the KV dtype:
+// what a disaggregated deployment sends from prefill to decode per token.
+double ModelKvBytesPerToken(const Experiment& experiment);
+
 }  // namespace shardscope::serve
 
 #endif  // SHARDSCOPE_SERVE_KV_BUDGET_H_

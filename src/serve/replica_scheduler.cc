@@ -17,8 +17,9 @@ double Iteration::decode_context_mean() const {
   return sum / static_cast<double>(decode.size());
 }
 
-ReplicaScheduler::ReplicaScheduler(const SchedulerSpec& spec, int64_t total_blocks)
-    : spec_(spec), total_blocks_(total_blocks) {}
+ReplicaScheduler::ReplicaScheduler(const SchedulerSpec& spec, int64_t total_blocks,
+                                   bool prefill_only)
+    : spec_(spec), total_blocks_(total_blocks), prefill_only_(prefill_only) {}
 
 int64_t ReplicaScheduler::BlocksFor(int64_t tokens) const {
   return (tokens + spec_.block_size - 1) / spec_.block_size;
@@ -32,6 +33,21 @@ bool ReplicaScheduler::CanEverFit(int64_t prompt, int64_t output) const {
 void ReplicaScheduler::Add(ServedRequest* r) {
   r->target = r->prompt;
   waiting_.push_back(r);
+}
+
+void ReplicaScheduler::AddWithCache(ServedRequest* r) {
+  r->target = r->computed;
+  waiting_.push_back(r);
+}
+
+void ReplicaScheduler::AdmitCached() {
+  while (!waiting_.empty() && !waiting_.front()->prefilling() &&
+         static_cast<int64_t>(running_.size()) < spec_.max_num_seqs) {
+    ServedRequest* r = waiting_.front();
+    if (!Allocate(r, r->computed)) break;
+    waiting_.pop_front();
+    running_.push_back(r);
+  }
 }
 
 bool ReplicaScheduler::Allocate(ServedRequest* r, int64_t tokens) {
@@ -91,6 +107,7 @@ void ReplicaScheduler::ScheduleRunning(Iteration* it, int64_t* budget) {
 }
 
 Iteration ReplicaScheduler::ScheduleChunked() {
+  AdmitCached();
   Iteration it;
   int64_t budget = spec_.max_num_batched_tokens;
   ScheduleRunning(&it, &budget);
@@ -107,6 +124,7 @@ Iteration ReplicaScheduler::ScheduleChunked() {
 }
 
 Iteration ReplicaScheduler::ScheduleWholePrompts() {
+  AdmitCached();
   Iteration it;
   int64_t budget = spec_.max_num_batched_tokens;
   // Prefill-only iterations first; a prompt longer than the budget goes alone.
@@ -138,8 +156,8 @@ void ReplicaScheduler::Complete(const Iteration& it, double end, std::vector<dou
     }
     ++r->generated;
     r->last_token = end;
-    if (r->done()) {
-      r->finish = end;
+    if (r->done() || prefill_only_) {
+      if (r->done()) r->finish = end;
       Free(r);
       finished->push_back(r);
     }
@@ -152,7 +170,9 @@ void ReplicaScheduler::Complete(const Iteration& it, double end, std::vector<dou
     r->computed += 1;
     token(r);
   }
-  std::erase_if(running_, [](const ServedRequest* r) { return r->done(); });
+  std::erase_if(running_, [this](const ServedRequest* r) {
+    return r->done() || (prefill_only_ && r->generated > 0 && !r->prefilling());
+  });
 }
 
 }  // namespace shardscope::serve

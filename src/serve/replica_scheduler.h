@@ -36,7 +36,9 @@ struct Iteration {
 
 class ReplicaScheduler {
  public:
-  ReplicaScheduler(const SchedulerSpec& spec, int64_t total_blocks);
+  // `prefill_only`: a disaggregated prefill instance — a request leaves it
+  // (blocks freed, listed as finished) once its first token exists.
+  ReplicaScheduler(const SchedulerSpec& spec, int64_t total_blocks, bool prefill_only = false);
 
   // KV blocks a request needs for `tokens` cached tokens.
   int64_t BlocksFor(int64_t tokens) const;
@@ -46,6 +48,9 @@ class ReplicaScheduler {
 
   // Queues an arrived request (its `target` set to the prompt).
   void Add(ServedRequest* request);
+  // Queues a request whose KV cache arrives with it (a disaggregated decode
+  // instance): it is admitted straight into decoding when blocks allow.
+  void AddWithCache(ServedRequest* request);
   bool HasWork() const { return !waiting_.empty() || !running_.empty(); }
 
   // The next iteration; may preempt running requests. Empty only without work.
@@ -68,6 +73,9 @@ class ReplicaScheduler {
   void Free(ServedRequest* r);
   void Preempt(ServedRequest* r);
   void Admit(Iteration* it, ServedRequest* r, int64_t tokens);
+  // Moves requests that arrived with their KV cache from the head of the queue
+  // into the running set while blocks and max_num_seqs allow.
+  void AdmitCached();
   Iteration ScheduleChunked();
   Iteration ScheduleWholePrompts();
   // Schedules the running requests (from the front) with preemption; returns
@@ -76,6 +84,7 @@ class ReplicaScheduler {
 
   SchedulerSpec spec_;
   int64_t total_blocks_;
+  bool prefill_only_;
   int64_t used_blocks_ = 0;
   std::deque<ServedRequest*> waiting_;
   std::vector<ServedRequest*> running_;  // in admission order

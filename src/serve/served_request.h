@@ -30,6 +30,7 @@ struct ServedRequest {
   double first_token = -1;
   double last_token = -1;
   double finish = -1;
+  double kv_arrival = -1;  // disaggregated: its KV cache reached the decode instance
 
   bool prefilling() const { return computed < target; }
   bool done() const { return generated >= output; }

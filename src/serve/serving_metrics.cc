@@ -72,16 +72,13 @@ ServingMetrics ComputeServingMetrics(const std::vector<ServedRequest>& requests,
     m.mean_in_system = occ.in_system / occ.span;
     m.arrival_rate = static_cast<double>(served) / occ.span;
     m.busy_fraction = occ.busy / (occ.span * static_cast<double>(occ.replicas));
-    if (occ.kv_blocks_per_replica > 0) {
-      const double total = static_cast<double>(occ.kv_blocks_per_replica * occ.replicas);
-      m.mean_kv_occupancy = occ.kv_blocks / (occ.span * total);
-      m.max_kv_occupancy =
-          static_cast<double>(occ.max_kv_blocks) / static_cast<double>(occ.kv_blocks_per_replica);
-    }
+    if (occ.kv_blocks_total > 0)
+      m.mean_kv_occupancy = occ.kv_blocks / (occ.span * occ.kv_blocks_total);
   }
   if (served > 0) m.mean_time_in_system = time_in_system / static_cast<double>(served);
   if (occ.busy > 0) m.mean_batch = occ.batch / occ.busy;
   m.max_batch = occ.max_batch;
+  m.max_kv_occupancy = occ.max_kv_occupancy;
   m.iterations = occ.iterations;
   return m;
 }

@@ -24,8 +24,8 @@ struct Occupancy {
   double busy = 0;       // Σ replicas' busy seconds
   double kv_blocks = 0;  // ∫ KV blocks held, summed over replicas
   int64_t max_batch = 0;
-  int64_t max_kv_blocks = 0;  // on one replica
-  int64_t kv_blocks_per_replica = 0;
+  double max_kv_occupancy = 0;  // the highest share of one replica's blocks in use
+  double kv_blocks_total = 0;   // over all replicas
   int64_t replicas = 0;
   int64_t iterations = 0;
 };

@@ -20,11 +20,24 @@ std::string ServingReportText(const std::vector<ServingReport>& reports) {
     const ServingResult& r = rep.result;
     const ServingMetrics& m = r.metrics;
     const ServingSpec& s = *rep.experiment.serving;
-    out += fmt::format(
-        "{} (served, {} replica{} × {} devices, {} KV blocks of {} tokens each, {} iteration "
-        "shapes simulated)\n",
-        rep.experiment.name, r.replicas, r.replicas == 1 ? "" : "s", r.devices / r.replicas,
-        r.kv.blocks, r.kv.block_size, r.programs_simulated);
+    if (s.disaggregation) {
+      const DisaggregationSpec& d = *s.disaggregation;
+      out += fmt::format(
+          "{} (served, disaggregated: {} prefill instance{} × {} devices ({} KV blocks each) + {} "
+          "decode instance{} × {} devices ({} KV blocks each), {} iteration shapes simulated)\n",
+          rep.experiment.name, d.prefill.instances, d.prefill.instances == 1 ? "" : "s",
+          d.prefill.world_size(), r.prefill_kv.blocks, d.decode.instances,
+          d.decode.instances == 1 ? "" : "s", d.decode.world_size(), r.kv.blocks,
+          r.programs_simulated);
+      out += fmt::format("  KV caches sent prefill → decode: {} ({})\n", r.kv_transfers,
+                         FormatBytes(r.kv_transfer_bytes));
+    } else {
+      out += fmt::format(
+          "{} (served, {} replica{} × {} devices, {} KV blocks of {} tokens each, {} iteration "
+          "shapes simulated)\n",
+          rep.experiment.name, r.replicas, r.replicas == 1 ? "" : "s", r.devices / r.replicas,
+          r.kv.blocks, r.kv.block_size, r.programs_simulated);
+    }
     out += fmt::format(
         "  requests {} measured, {} warm-up, {} rejected (never fit the KV cache), "
         "{} preemptions, {} iterations\n",
@@ -68,6 +81,9 @@ nlohmann::json ServingReportJson(const ServingReport& rep) {
           {"kv_blocks_per_replica", r.kv.blocks},
           {"kv_block_size", r.kv.block_size},
           {"kv_bytes_per_token", r.kv.bytes_per_token},
+          {"prefill_kv_blocks_per_instance", r.prefill_kv.blocks},
+          {"kv_transfers", r.kv_transfers},
+          {"kv_transfer_bytes", r.kv_transfer_bytes},
           {"iteration_shapes_simulated", r.programs_simulated},
           {"ops_simulated", r.ops_simulated},
           {"calibration", r.calibration_source},

@@ -30,14 +30,29 @@ struct IterationRecord {
 };
 
 struct Replica {
-  explicit Replica(const SchedulerSpec& spec, int64_t blocks) : scheduler(spec, blocks) {}
+  Replica(const SchedulerSpec& spec, int64_t blocks, IterationCost* cost, bool prefill_only)
+      : scheduler(spec, blocks, prefill_only), cost(cost) {}
   ReplicaScheduler scheduler;
+  IterationCost* cost;  // this replica's plan
   bool busy = false;
   Iteration iteration;
   double end = 0;
 };
 
 int64_t ToNs(double seconds) { return std::llround(seconds * 1e9); }
+
+// One disaggregated instance's experiment: the instance's plan with dp = 1.
+Experiment InstanceExperiment(const Experiment& e, const InstanceSpec& i, const char* role) {
+  Experiment x = e;
+  ParallelSpec& p = x.parallel;
+  p = ParallelSpec{};
+  p.strategy = role;
+  p.tp = i.tp, p.sp = i.sp, p.ep = i.ep, p.pp = i.pp;
+  x.workload.batch_size = std::max<int64_t>(i.ep, 1);
+  x.workload.sequence_length = (p.sp > 1 ? 2 * p.sp : 1);
+  x.name = fmt::format("{} ({} instance)", e.name, role);
+  return x;
+}
 
 // Requests on non-overlapping lanes per replica (greedy interval partitioning).
 Status WriteTrace(const Experiment& e, const Placement& placement, const ServingResult& result,
@@ -110,6 +125,7 @@ Status WriteTrace(const Experiment& e, const Placement& placement, const Serving
         "request", r.arrival, r.finish);
     add("queued", "request_queued", r.arrival, r.first_scheduled);
     add("prefill", "request_prefill", r.first_scheduled, r.first_token);
+    if (r.kv_arrival > 0) add("kv transfer", "request_kv_transfer", r.first_token, r.kv_arrival);
     if (r.finish > r.first_token) add("decode", "request_decode", r.first_token, r.finish);
   }
   *trace_path = recorder->trace_path();
@@ -124,13 +140,67 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
   const ServingSpec& spec = *e.serving;
   ASSIGN_OR_RETURN(Placement placement, Placement::Create(e));
   ServingResult result;
-  ASSIGN_OR_RETURN(result.kv, PlanKvBudget(e));
-  ASSIGN_OR_RETURN(std::unique_ptr<IterationCost> cost,
-                   IterationCost::Create(e, options.sim.calibration_file, options.sim.allreduce,
-                                         spec.scheduler.grid_points_per_octave));
-  result.calibration_source = cost->calibration_source();
-  result.replicas = e.parallel.dp;
-  result.devices = e.parallel.world_size();
+  // Iteration costs and KV budgets: one plan for every replica, or the prefill
+  // and the decode instances' plans.
+  std::vector<std::unique_ptr<IterationCost>> costs;
+  auto make_cost = [&](const Experiment& x) -> Status {
+    ASSIGN_OR_RETURN(std::unique_ptr<IterationCost> c,
+                     IterationCost::Create(x, options.sim.calibration_file, options.sim.allreduce,
+                                           spec.scheduler.grid_points_per_octave));
+    costs.push_back(std::move(c));
+    return Status::Ok();
+  };
+  std::vector<Replica> replicas;
+  size_t entry_replicas = 0;  // arrivals go to replicas [0, entry_replicas)
+  double kv_bytes_per_token = 0, kv_link_bandwidth = 0;
+  if (!spec.disaggregation) {
+    ASSIGN_OR_RETURN(result.kv, PlanKvBudget(e));
+    RETURN_IF_ERROR(make_cost(e));
+    result.replicas = e.parallel.dp;
+    result.devices = e.parallel.world_size();
+    replicas.reserve(static_cast<size_t>(result.replicas));
+    for (int64_t r = 0; r < result.replicas; ++r) {
+      replicas.emplace_back(spec.scheduler, result.kv.blocks, costs[0].get(), false);
+    }
+    entry_replicas = replicas.size();
+  } else {
+    const DisaggregationSpec& d = *spec.disaggregation;
+    const Experiment pe = InstanceExperiment(e, d.prefill, "prefill");
+    const Experiment de = InstanceExperiment(e, d.decode, "decode");
+    result.devices =
+        d.prefill.instances * d.prefill.world_size() + d.decode.instances * d.decode.world_size();
+    if (result.devices > e.cluster.num_devices()) {
+      return InvalidArgument(
+          "experiment '{}': field 'disaggregation': {} prefill × {} + {} decode × {} devices "
+          "exceed the {} devices of cluster '{}'",
+          e.name, d.prefill.instances, d.prefill.world_size(), d.decode.instances,
+          d.decode.world_size(), e.cluster.num_devices(), e.cluster.name);
+    }
+    auto prefill_kv = PlanKvBudget(pe);
+    if (!prefill_kv.ok()) return prefill_kv.status().WithPrefix("prefill instance");
+    auto decode_kv = PlanKvBudget(de);
+    if (!decode_kv.ok()) return decode_kv.status().WithPrefix("decode instance");
+    result.prefill_kv = *prefill_kv;
+    result.kv = *decode_kv;
+    RETURN_IF_ERROR(make_cost(pe));
+    RETURN_IF_ERROR(make_cost(de));
+    result.replicas = d.prefill.instances + d.decode.instances;
+    replicas.reserve(static_cast<size_t>(result.replicas));
+    for (int64_t r = 0; r < d.prefill.instances; ++r) {
+      replicas.emplace_back(spec.scheduler, result.prefill_kv.blocks, costs[0].get(), true);
+    }
+    entry_replicas = replicas.size();
+    for (int64_t r = 0; r < d.decode.instances; ++r) {
+      replicas.emplace_back(spec.scheduler, result.kv.blocks, costs[1].get(), false);
+    }
+    // The whole KV cache of a request crosses the scale-out network, at the
+    // NICs of the smaller instance.
+    kv_bytes_per_token = ModelKvBytesPerToken(e);
+    kv_link_bandwidth =
+        static_cast<double>(std::min(d.prefill.world_size(), d.decode.world_size())) *
+        e.cluster.scale_out.nic_bandwidth_per_device;
+  }
+  result.calibration_source = costs[0]->calibration_source();
 
   std::vector<ServedRequest> requests;
   {
@@ -161,13 +231,9 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
     while (issued < requests.size()) issue(requests[issued].arrival);
   }
 
-  std::vector<Replica> replicas;
-  replicas.reserve(static_cast<size_t>(result.replicas));
-  for (int64_t r = 0; r < result.replicas; ++r)
-    replicas.emplace_back(spec.scheduler, result.kv.blocks);
   Occupancy occ;
   occ.replicas = result.replicas;
-  occ.kv_blocks_per_replica = result.kv.blocks;
+  for (const Replica& rep : replicas) occ.kv_blocks_total += rep.scheduler.total_blocks();
   std::vector<double> itl;
   std::vector<IterationRecord> records;
   const bool record = options.sim.write_trace;
@@ -201,16 +267,16 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
     double seconds = 0;
     if (!it.prefill.empty()) {
       const int64_t n = static_cast<int64_t>(it.prefill.size());
-      ASSIGN_OR_RETURN(const double t, cost->Prefill(n, (it.prefill_tokens() + n - 1) / n));
+      ASSIGN_OR_RETURN(const double t, rep.cost->Prefill(n, (it.prefill_tokens() + n - 1) / n));
       seconds += t;
       for (const auto& [r, chunk] : it.prefill) {
-        ASSIGN_OR_RETURN(const double extra, cost->PriorContextExtra(r->computed, chunk));
+        ASSIGN_OR_RETURN(const double extra, rep.cost->PriorContextExtra(r->computed, chunk));
         seconds += extra;
       }
     }
     if (!it.decode.empty()) {
-      ASSIGN_OR_RETURN(const double t, cost->Decode(static_cast<int64_t>(it.decode.size()),
-                                                    std::llround(it.decode_context_mean())));
+      ASSIGN_OR_RETURN(const double t, rep.cost->Decode(static_cast<int64_t>(it.decode.size()),
+                                                        std::llround(it.decode_context_mean())));
       seconds += t;
     }
     for (auto& [r, chunk] : it.prefill) {
@@ -220,7 +286,9 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
     occ.busy += seconds;
     occ.batch += static_cast<double>(batch) * seconds;
     occ.max_batch = std::max(occ.max_batch, batch);
-    occ.max_kv_blocks = std::max(occ.max_kv_blocks, rep.scheduler.used_blocks());
+    occ.max_kv_occupancy =
+        std::max(occ.max_kv_occupancy, static_cast<double>(rep.scheduler.used_blocks()) /
+                                           static_cast<double>(rep.scheduler.total_blocks()));
     ++occ.iterations;
     if (record) {
       records.push_back({static_cast<int32_t>(index), now, now + seconds,
@@ -238,6 +306,25 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
     return Status::Ok();
   };
 
+  // The replica of [begin, end) a request goes to.
+  auto route = [&](size_t begin, size_t end) {
+    size_t target = begin;
+    if (spec.scheduler.router == RouterPolicy::kRoundRobin) {
+      target = begin + static_cast<size_t>(next_round_robin++ % static_cast<int64_t>(end - begin));
+    } else {
+      for (size_t i = begin + 1; i < end; ++i) {
+        if (replicas[i].scheduler.outstanding() < replicas[target].scheduler.outstanding()) {
+          target = i;
+        }
+      }
+    }
+    return target;
+  };
+  // KV-cache transfers in flight (disaggregated): (arrival at the decode instance, request).
+  std::priority_queue<std::pair<double, size_t>, std::vector<std::pair<double, size_t>>,
+                      std::greater<>>
+      transfers;
+  std::vector<double> link_free(replicas.size(), 0.0);  // FIFO per instance's NICs
   std::vector<ServedRequest*> finished;
   // Everything that happens at one instant (arrivals, iteration ends) is
   // handled before idle replicas schedule, so requests arriving together
@@ -245,7 +332,8 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
   std::vector<bool> dirty(replicas.size(), false);
   while (true) {
     const double next_arrival = pending.empty() ? kNever : requests[pending.front()].arrival;
-    bool more_now = next_arrival <= now;
+    const double next_transfer = transfers.empty() ? kNever : transfers.top().first;
+    bool more_now = next_arrival <= now || next_transfer <= now;
     for (const Replica& rep : replicas) more_now = more_now || (rep.busy && rep.end <= now);
     if (!more_now) {
       for (size_t i = 0; i < replicas.size(); ++i) {
@@ -263,8 +351,8 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
       }
     }
     const double next_end = next_rep < replicas.size() ? replicas[next_rep].end : kNever;
-    if (next_arrival == kNever && next_end == kNever) break;
-    if (next_end <= next_arrival) {
+    if (next_arrival == kNever && next_end == kNever && next_transfer == kNever) break;
+    if (next_end <= next_arrival && next_end <= next_transfer) {
       // An iteration ends (before an arrival at the same instant).
       advance(next_end);
       Replica& rep = replicas[next_rep];
@@ -273,7 +361,22 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
       rep.scheduler.Complete(rep.iteration, now, &itl, &finished);
       kv_used += rep.scheduler.used_blocks() - blocks_before;
       rep.busy = false;
-      for (size_t k = 0; k < finished.size(); ++k) {
+      for (ServedRequest* r : finished) {
+        if (!r->done()) {
+          // Prefilled on a prefill instance: its KV cache goes to a decode instance.
+          const size_t to = route(entry_replicas, replicas.size());
+          const double start = std::max({now, link_free[next_rep], link_free[to]});
+          const double end =
+              start + e.cluster.scale_out.latency +
+              static_cast<double>(r->computed) * kv_bytes_per_token / kv_link_bandwidth;
+          link_free[next_rep] = link_free[to] = end;
+          r->replica = static_cast<int64_t>(to);
+          r->kv_arrival = end;
+          ++result.kv_transfers;
+          result.kv_transfer_bytes += static_cast<double>(r->computed) * kv_bytes_per_token;
+          transfers.emplace(end, static_cast<size_t>(r->id));
+          continue;
+        }
         --in_system;
         ++finished_count;
         last_finish = std::max(last_finish, now);
@@ -287,22 +390,27 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
       dirty[next_rep] = true;
       continue;
     }
+    if (next_transfer <= next_arrival) {
+      // A KV cache arrives at its decode instance.
+      advance(next_transfer);
+      ServedRequest& r = requests[transfers.top().second];
+      transfers.pop();
+      replicas[r.replica].scheduler.AddWithCache(&r);
+      dirty[r.replica] = true;
+      continue;
+    }
     // A request arrives and is routed.
     advance(next_arrival);
     first_arrival = std::min(first_arrival, now);
     ServedRequest& r = requests[pending.front()];
     pending.pop_front();
-    size_t target = 0;
-    if (spec.scheduler.router == RouterPolicy::kRoundRobin) {
-      target = static_cast<size_t>(next_round_robin++ % result.replicas);
-    } else {
-      for (size_t i = 1; i < replicas.size(); ++i) {
-        if (replicas[i].scheduler.outstanding() < replicas[target].scheduler.outstanding())
-          target = i;
-      }
-    }
+    const size_t target = route(0, entry_replicas);
     r.replica = static_cast<int64_t>(target);
-    if (!replicas[target].scheduler.CanEverFit(r.prompt, r.output)) {
+    const bool fits = entry_replicas == replicas.size()
+                          ? replicas[target].scheduler.CanEverFit(r.prompt, r.output)
+                          : replicas[target].scheduler.CanEverFit(r.prompt, 1) &&
+                                replicas[entry_replicas].scheduler.CanEverFit(r.prompt, r.output);
+    if (!fits) {
       r.rejected = true;
       if (closed) issue(now);
       continue;
@@ -313,8 +421,10 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
   }
   occ.span = first_arrival == kNever ? 0 : last_finish - first_arrival;
   result.end = last_finish;
-  result.programs_simulated = cost->programs_simulated();
-  result.ops_simulated = cost->ops_simulated();
+  for (const auto& c : costs) {
+    result.programs_simulated += c->programs_simulated();
+    result.ops_simulated += c->ops_simulated();
+  }
   result.metrics = ComputeServingMetrics(requests, std::move(itl), occ, spec.slo, result.devices);
   if (options.sim.write_trace) {
     RETURN_IF_ERROR(WriteTrace(e, placement, result, requests, records, options, &result.trace_path,

@@ -34,7 +34,10 @@ struct ServeOptions {
 
 struct ServingResult {
   ServingMetrics metrics;
-  KvBudget kv;
+  KvBudget kv;               // per replica (disaggregated: per decode instance)
+  KvBudget prefill_kv;       // disaggregated: per prefill instance
+  int64_t kv_transfers = 0;  // disaggregated: KV caches sent prefill → decode
+  double kv_transfer_bytes = 0;
   int64_t replicas = 0;
   int64_t devices = 0;
   int64_t programs_simulated = 0;  // distinct iteration shapes run on the engine

@@ -271,6 +271,74 @@ TEST(ServingSimulatorTest, TraceHasRequestsOnLanesPerReplica) {
   EXPECT_TRUE(trace->metadata["sim"].contains("serving"));
 }
 
+// Disaggregated prefill/decode at a vanishing rate: each request's TTFT is the
+// prefill plan's batch-1 TTFT, its first decode step waits for its KV cache to
+// cross the network, every later one takes the decode plan's batch-1 step. With
+// an infinitely fast network the two instances run as if apart.
+TEST(ServingSimulatorTest, DisaggregatedAtZeroRateIsTheTwoPlansApart) {
+  for (bool infinite : {true, false}) {
+    Experiment e = Served(Poisson(0.01), 1024, 8, 6);
+    DisaggregationSpec d;
+    d.prefill.tp = 4;
+    d.decode.tp = 2;
+    e.serving->disaggregation = d;
+    if (infinite) {
+      e.cluster.scale_out.nic_bandwidth_per_device = 1e30;
+      e.cluster.scale_out.latency = 0;
+    }
+    auto r = SimulateServing(e, Options());
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ(r->devices, 6);
+    EXPECT_EQ(r->kv_transfers, 6);
+    Experiment prefill_plan = e, decode_plan = e;
+    prefill_plan.parallel.tp = 4;
+    const sim::SimResult p = FixedBatch(prefill_plan, 1, 1024, 8);
+    const sim::SimResult q = FixedBatch(decode_plan, 1, 1024, 8);
+    // Llama-3.1-8B: 32 layers × 8 KV heads × 128 × 2 (K, V) × 2 bytes per token.
+    const double bytes = 1024.0 * 32 * 8 * 128 * 2 * 2;
+    EXPECT_DOUBLE_EQ(r->kv_transfer_bytes, 6 * bytes);
+    const double transfer = infinite
+                                ? 0
+                                : e.cluster.scale_out.latency +
+                                      bytes / (2 * e.cluster.scale_out.nic_bandwidth_per_device);
+    for (const ServedRequest& x : r->requests) {
+      EXPECT_NEAR(x.first_token - x.arrival, p.ttft, 1e-9 * p.ttft) << x.id;
+      EXPECT_NEAR(x.kv_arrival - x.first_token, transfer, 1e-9 * q.tpot) << x.id;
+      // The first decode step starts when the cache has arrived.
+      EXPECT_NEAR(x.finish - x.kv_arrival, 7 * q.tpot, 1e-9 * q.tpot) << x.id;
+    }
+  }
+}
+
+TEST(ServingSimulatorTest, DisaggregatedUnderLoadServesEveryone) {
+  Experiment e = Served(Poisson(20), 512, 64, 400);
+  e.serving->prompt_tokens = {LengthDist::Kind::kUniform, 0, 0, 0, 64, 2048};
+  e.serving->output_tokens = {LengthDist::Kind::kUniform, 0, 0, 0, 1, 128};
+  e.serving->scheduler.grid_points_per_octave = 8;
+  e.serving->scheduler.router = RouterPolicy::kLeastOutstanding;
+  DisaggregationSpec d;
+  d.prefill.tp = 2;
+  d.prefill.instances = 2;
+  d.decode.tp = 4;
+  d.decode.instances = 2;
+  e.serving->disaggregation = d;
+  auto r = SimulateServing(e, Options());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  int64_t decoded = 0;
+  for (const ServedRequest& q : r->requests) {
+    EXPECT_EQ(q.generated, q.output);
+    if (q.output > 1) {
+      ++decoded;
+      EXPECT_GE(q.replica, 2);  // finished on a decode instance
+      EXPECT_GT(q.kv_arrival, q.first_token);
+    }
+  }
+  EXPECT_EQ(r->kv_transfers, decoded);
+  EXPECT_EQ(r->devices, 12);
+  const ServingMetrics& m = r->metrics;
+  EXPECT_NEAR(m.mean_in_system, m.arrival_rate * m.mean_time_in_system, 1e-9 * m.mean_in_system);
+}
+
 TEST(IterationCostTest, GridPointsBracketTheValue) {
   for (int64_t x : {1, 7, 16, 17, 100, 1000, 4097, 100000}) {
     for (int64_t align : {1, 8}) {
