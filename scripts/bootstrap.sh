@@ -17,6 +17,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libjs-chart.js        # charts inlined into `shardscope report`
   python3               # `make run`'s summary
+  python3-dev pybind11-dev   # the Python package's extension (docs/python.md)
+  python3-pandas python3-pytest python3-matplotlib   # its DataFrames, tests, plots
   chromium              # the report's browser test (skipped without it)
 )
 

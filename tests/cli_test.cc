@@ -192,6 +192,35 @@ TEST(CliTest, ServedWorkloadFromARequestFile) {
             std::string::npos)
       << b.err;
   EXPECT_EQ(std::count(b.err.begin(), b.err.end(), '\n'), 1) << b.err;
+// issue 17: bad input found as a new user would, each exit 2 with one clear line and no output.
+TEST(CliTest, RunRefusesAFileAsStoreAndAGpuClusterOnTheCpuBackend) {
+  const std::string tiny =
+      "experiments:\n  - name: tiny\n    model: tiny-dense\n    hardware: HW\n"
+      "    parallelism: {tp_size: 1}\n    batch_size: 1\n    sequence_length: 8\n"
+      "    warmup_iterations: 0\n    measured_iterations: 1\n";
+  auto with = [&](const std::string& hw) {
+    std::string t = tiny;
+    t.replace(t.find("HW"), 2, hw);
+    return t;
+  };
+  fs::path cfg = WriteConfig("store_file.yaml", with("h100-sxm"));
+  fs::path file = WriteConfig("not_a_dir", "x");
+  Result r = RunCli("run --config " + cfg.string() + " --out " + file.string());
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "shardscope: error: --out: trace store " + file.string() +
+                       ": exists and is not a directory\n");
+  if (kCpuBackendBuilt) {
+    Result gpu = RunCli("run --backend cpu --no-trace --config " + cfg.string());
+    EXPECT_EQ(gpu.exit_code, 2) << gpu.err;
+    EXPECT_NE(gpu.err.find("experiment 'tiny': backend cpu runs on this machine's CPU cores, but "
+                           "its hardware 'h100-sxm' is a gpu cluster"),
+              std::string::npos)
+        << gpu.err;
+  }
+  Result dir = RunCli("plan --config " + fs::path(::testing::TempDir()).string());
+  EXPECT_EQ(dir.exit_code, 2);
+  EXPECT_NE(dir.err.find("is a directory, not a YAML file"), std::string::npos) << dir.err;
 }
 
 TEST(CliTest, CpuBackendRunsRealRanksAndWritesAnAnalysableTrace) {
@@ -408,6 +437,26 @@ bool WaitFor(pid_t pid, int seconds, int* status) {
   return false;
 }
 
+// issue 17: of two experiments, a failing second one left the first's trace in the store
+// with its summary never printed.
+TEST(CliTest, AFailingExperimentStillPrintsTheOnesBeforeIt) {
+  if (!kCpuBackendBuilt) GTEST_SKIP() << "built without MPI or OpenBLAS";
+  const fs::path dir = Scratch("partial");
+  const fs::path cfg = dir / "two.yaml";
+  std::ofstream(cfg) << "experiments:\n"
+                        "  - {name: first, model: tiny-dense, hardware: local-cpu, backend: sim,\n"
+                        "     parallelism: {tp_size: 1}, batch_size: 1, sequence_length: 8}\n"
+                        "  - {name: second, model: tiny-dense, hardware: local-cpu, backend: cpu,\n"
+                        "     parallelism: {tp_size: 2}, batch_size: 1, sequence_length: 8,\n"
+                        "     warmup_iterations: 0, measured_iterations: 1}\n";
+  Result r = RunCli("run --config " + cfg.string() + " --out " + (dir / "store").string() +
+                    " --mpirun-args --no-such-mpirun-option");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("first "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("traces"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("shardscope: error: experiment 'second'"), std::string::npos) << r.err;
+}
+
 TEST(CliTest, CpuBackendFaultStopsTheJobNamingTheRankAndTheOp) {
   if (!kCpuBackendBuilt) GTEST_SKIP() << "built without MPI or OpenBLAS";
   const fs::path dir = Scratch("fault");
@@ -509,6 +558,50 @@ TEST(CliTest, CpuBackendCtrlCEndsEveryRankAndLeavesNothing) {
     for (pid_t p : left) kill(p, SIGKILL);
     EXPECT_TRUE(FilesUnder(store).empty()) << "an interrupted run left files in the store";
     EXPECT_TRUE(LauncherTempFiles(tmp).empty());
+  }
+}
+
+// issue 17: Ctrl-C during a traced simulation left a hidden temporary trace (1.3 GB) and an
+// orphan metadata file in the store.
+TEST(CliTest, InterruptedSimulationLeavesNothingInTheStore) {
+  const fs::path dir = Scratch("sim_interrupt");
+  const fs::path cfg = dir / "long.yaml", store = dir / "store", err = dir / "stderr";
+  std::ofstream(cfg) << "experiments:\n  - {name: long, model: deepseek-v3, hardware: h100-sxm,\n"
+                        "     parallelism: {ep_size: 64, tp_size: 2}, batch_size: 64,\n"
+                        "     sequence_length: 4096, tokens_to_generate: 400}\n";
+  for (const int sig : {SIGINT, SIGTERM}) {
+    SCOPED_TRACE(sig == SIGINT ? "SIGINT" : "SIGTERM");
+    fs::remove_all(store);
+    std::vector<std::string> args = {SHARDSCOPE_BINARY, "run", "--config", cfg, "--out", store};
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      signal(SIGINT, SIG_DFL);
+      const int fd = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      dup2(fd, STDERR_FILENO);
+      dup2(fd, STDOUT_FILENO);
+      std::vector<char*> argv;
+      for (std::string& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    // Signalled once the run is writing: its metadata file is in the store.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (FilesUnder(store).empty() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    EXPECT_FALSE(FilesUnder(store).empty()) << ReadFile(err);
+    kill(pid, sig);
+    int status = 0;
+    const bool ended = WaitFor(pid, 60, &status);
+    if (!ended) kill(pid, SIGKILL), waitpid(pid, &status, 0);
+    EXPECT_TRUE(ended);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 130)
+        << "status " << status << ": " << ReadFile(err);
+    EXPECT_NE(ReadFile(err).find("experiment 'long': interrupted"), std::string::npos)
+        << ReadFile(err);
+    EXPECT_TRUE(FilesUnder(store).empty()) << "an interrupted run left files in the store";
   }
 }
 

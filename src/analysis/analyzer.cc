@@ -49,6 +49,22 @@ std::string SetLabel(const std::vector<std::string>& paths) {
   return fmt::format("{} + {} more", paths[0], paths.size() - 1);
 }
 
+// A format forced with --trace-format that read nothing from files whose content is
+// another format: an error, not a silent run of 0 ops.
+Status CheckForcedFormat(const AnalysisResult& r, const AnalyzeOptions& options) {
+  if (!options.format || r.stats.ops > 0 || r.stats.spans > 0) return Status::Ok();
+  for (const std::string& path : r.trace_paths) {
+    auto detected = importers::DetectFormat(path);
+    if (detected.ok() && *detected != *options.format) {
+      return InvalidArgument(
+          "{}: read 0 ops as --trace-format {}, but its content is a {} trace; leave "
+          "--trace-format at auto or name the format it is",
+          path, importers::TraceFormatName(*options.format), importers::TraceFormatName(*detected));
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::string RankScope(int32_t rank) { return fmt::format("rank {}", rank); }
@@ -131,6 +147,7 @@ StatusOr<AnalysisResult> AnalyzeTraceFile(const std::string& path, const Analyze
     }
   }
   if (!options.extra_metadata.empty()) MergeMissingMetadata(&data.metadata, options.extra_metadata);
+  RETURN_IF_ERROR(CheckForcedFormat(result, options));
   result.metrics = ComputeMetrics(&data);
   return result;
 }
@@ -159,16 +176,14 @@ StatusOr<AnalysisResult> AnalyzeTraceSet(const std::vector<std::string>& paths,
   result.stats = set.stats;
   if (!options.extra_metadata.empty()) MergeMissingMetadata(&data.metadata, options.extra_metadata);
   data.missing_ranks = set.missing_ranks;
+  RETURN_IF_ERROR(CheckForcedFormat(result, options));
   result.metrics = ComputeMetrics(&data);
   if (set.world_size) {
     result.metrics.Add("world_size", "", *set.world_size, "count", "as the trace files declare");
+    // One row (and one warning naming them), not a row per missing rank: a set
+    // holding 2 of 128 ranks would otherwise print 126 of them.
     result.metrics.Add("missing_ranks", "", static_cast<double>(set.missing_ranks.size()), "count",
-                       "ranks of the world size without a trace file");
-    for (int32_t r : set.missing_ranks) {
-      result.metrics.AddUnavailable(
-          "busy_time", RankScope(r), "s",
-          fmt::format("no trace file for rank {} (world size {})", r, *set.world_size));
-    }
+                       "ranks of the world size without a trace file (the warning names them)");
   }
   if (set.ranks.size() > 1) {
     if (set.collective_end_spread_ns) {
@@ -199,6 +214,16 @@ StatusOr<std::vector<AnalysisResult>> AnalyzePaths(const std::vector<std::string
   return results;
 }
 
+bool IsTraceFileName(std::string_view name) {
+  // Ours (.trace), Chrome/Kineto/XLA JSON (.json, .json.gz, .pt.trace.json), NCCL
+  // profiler event lines (.jsonl) and JAX profiler XSpace (.xplane.pb).
+  for (std::string_view ext :
+       {".trace", ".json", ".json.gz", ".jsonl", ".jsonl.gz", ".xplane.pb"}) {
+    if (EndsWith(name, ext)) return true;
+  }
+  return false;
+}
+
 StatusOr<std::vector<std::string>> FindTraceFiles(const std::vector<std::string>& paths) {
   std::vector<std::string> out;
   for (const std::string& path : paths) {
@@ -212,7 +237,7 @@ StatusOr<std::vector<std::string>> FindTraceFiles(const std::vector<std::string>
         if (name.rfind("metadata_", 0) == 0 || name.rfind("expected", 0) == 0 || name[0] == '.') {
           continue;
         }
-        if (EndsWith(name, ".trace") || EndsWith(name, ".json") || EndsWith(name, ".json.gz")) {
+        if (IsTraceFileName(name)) {
           found.push_back(it->path().string());
         }
       }

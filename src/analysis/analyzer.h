@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "analysis/metric_set.h"
@@ -63,8 +64,12 @@ StatusOr<AnalysisResult> AnalyzeTraceSet(const std::vector<std::string>& paths,
 StatusOr<std::vector<AnalysisResult>> AnalyzePaths(const std::vector<std::string>& paths,
                                                    const AnalyzeOptions& options = {});
 
+// Whether a directory listing picks up the file `name`: every format the
+// importers read — *.trace, *.json, *.json.gz, *.jsonl(.gz), *.xplane.pb.
+bool IsTraceFileName(std::string_view name);
+
 // Expands PATH arguments: a file stays itself; a directory yields every trace
-// under it (*.trace, *.json, *.json.gz except metadata_*.json), sorted.
+// under it (IsTraceFileName, except metadata_*.json and hidden files), sorted.
 StatusOr<std::vector<std::string>> FindTraceFiles(const std::vector<std::string>& paths);
 
 }  // namespace shardscope::analysis

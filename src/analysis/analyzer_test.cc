@@ -58,6 +58,103 @@ TEST(AnalyzerTest, EmptyTraceHasNoWallTime) {
   EXPECT_FALSE(m.Find("wall_time")->value.has_value());
 }
 
+// issue 17: per-rank pipeline_bubble was printed as 0 s while the run-level rows said
+// "not available: no receive ops" — docs/metrics.md promises never a 0 for it.
+TEST(AnalyzerTest, PipelineBubbleWithoutReceivesIsNotAvailableOnEveryRank) {
+  ScratchDir dir;
+  trace::Trace t;
+  for (int32_t rank : {0, 1}) {
+    trace::OpEvent op;
+    op.rank = rank;
+    op.dur_ns = 1000;
+    op.phase = trace::Phase::kPrefill;
+    t.ops.push_back(op);
+  }
+  std::string path = dir.File("two_ranks.json");
+  ASSERT_TRUE(trace::WriteTrace(t, path).ok());
+  auto r = AnalyzeTraceFile(path);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  for (const char* key :
+       {"pipeline_bubble[rank 0]", "pipeline_bubble[rank 1]", "pipeline_bubble.max"}) {
+    const Metric* m = r->metrics.Find(key);
+    ASSERT_NE(m, nullptr) << key;
+    EXPECT_FALSE(m->value.has_value()) << key;
+    EXPECT_EQ(m->unavailable, "no receive ops in the trace (no pipeline stage waits for input)");
+  }
+}
+
+// issue 17: `--trace-format kineto` on a ShardScope trace silently read 0 ops.
+TEST(AnalyzerTest, ForcedFormatThatReadsNothingOfAnotherFormatIsAnError) {
+  ScratchDir dir;
+  trace::Trace t;
+  trace::OpEvent op;
+  op.dur_ns = 1000;
+  t.ops.push_back(op);
+  std::string path = dir.File("ours.json");
+  ASSERT_TRUE(trace::WriteTrace(t, path).ok());
+  AnalyzeOptions kineto;
+  kineto.format = importers::TraceFormat::kKineto;
+  auto r = AnalyzeTraceFile(path, kineto);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), path +
+                                      ": read 0 ops as --trace-format kineto, but its content is "
+                                      "a shardscope trace; leave --trace-format at auto or name "
+                                      "the format it is");
+  auto paths = AnalyzePaths({path}, kineto);
+  EXPECT_FALSE(paths.ok());
+  AnalyzeOptions ours;
+  ours.format = importers::TraceFormat::kShardScope;
+  EXPECT_TRUE(AnalyzeTraceFile(path, ours).ok());
+}
+
+// issue 17: the seeds ask for traffic intervals "within and across parallelisms".
+// Rank 0 (µs): tp all-reduce [0, 10], pp send [15, 20], tp all-reduce [30, 40], pp send
+// [42, 45]. Within tp: gap 30 − 10 = 20, inter-arrival 30. Within pp: gap 42 − 20 = 22,
+// inter-arrival 27. tp → pp: gaps 5 and 2, inter-arrivals 15 and 12; pp → tp: gap 10,
+// inter-arrival 15.
+TEST(AnalyzerTest, TrafficIntervalsWithinAndAcrossParallelDimensions) {
+  ScratchDir dir;
+  trace::Trace t;
+  auto comm = [&](int64_t ts, int64_t dur, trace::GroupDim dim) {
+    trace::OpEvent op;
+    op.category = trace::Category::kComm;
+    op.ts_ns = ts * 1000;
+    op.dur_ns = dur * 1000;
+    op.dim = dim;
+    op.bytes = 100;
+    if (dim == trace::GroupDim::kTp) {
+      op.collective = Collective::kAllReduce;
+      op.group = {0, 1};
+    } else {
+      op.collective = Collective::kSend;
+      op.peer = 2;
+    }
+    t.ops.push_back(op);
+  };
+  comm(0, 10, trace::GroupDim::kTp);
+  comm(15, 5, trace::GroupDim::kPp);
+  comm(30, 10, trace::GroupDim::kTp);
+  comm(42, 3, trace::GroupDim::kPp);
+  std::string path = dir.File("dims.json");
+  ASSERT_TRUE(trace::WriteTrace(t, path).ok());
+  auto r = AnalyzeTraceFile(path);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  auto value = [&](const std::string& key) {
+    const Metric* m = r->metrics.Find(key);
+    EXPECT_NE(m, nullptr) << key;
+    return m != nullptr && m->value ? *m->value : -1.0;
+  };
+  EXPECT_NEAR(value("comm_gap.mean[dim tp]"), 20e-6, 1e-15);
+  EXPECT_NEAR(value("comm_interarrival.mean[dim tp]"), 30e-6, 1e-15);
+  EXPECT_NEAR(value("comm_gap.mean[dim pp]"), 22e-6, 1e-15);
+  EXPECT_NEAR(value("comm_interarrival.mean[dim pp]"), 27e-6, 1e-15);
+  EXPECT_NEAR(value("comm_gap.mean[dims tp -> pp]"), 3.5e-6, 1e-15);
+  EXPECT_NEAR(value("comm_gap.min[dims tp -> pp]"), 2e-6, 1e-15);
+  EXPECT_NEAR(value("comm_interarrival.mean[dims tp -> pp]"), 13.5e-6, 1e-15);
+  EXPECT_NEAR(value("comm_gap.mean[dims pp -> tp]"), 10e-6, 1e-15);
+  EXPECT_NEAR(value("comm_interarrival.mean[dims pp -> tp]"), 15e-6, 1e-15);
+}
+
 trace::OpEvent ExpertGemm(int32_t rank, trace::Phase phase, int32_t step,
                           std::vector<int32_t> experts, std::vector<int64_t> tokens) {
   trace::OpEvent e;
@@ -132,6 +229,25 @@ TEST(AnalyzerTest, FindTraceFilesWalksDirectoriesAndSkipsMetadata) {
   ASSERT_EQ(files->size(), 1u);
   EXPECT_NE((*files)[0].find("trace_1.trace"), std::string::npos);
   EXPECT_EQ(FindTraceFiles({dir.File("nope")}).status().code(), StatusCode::kNotFound);
+}
+
+// issue 17: `analyze DIR` found only .trace, .json and .json.gz, so a JAX profiler's
+// plugins/profile/<run>/<host>.xplane.pb and NCCL profiler .jsonl files were invisible.
+TEST(AnalyzerTest, FindTraceFilesSeesEveryFormatWeRead) {
+  ScratchDir dir;
+  std::filesystem::create_directories(dir.File("plugins/profile/run1"));
+  for (const char* f :
+       {"plugins/profile/run1/host0.xplane.pb", "nccl/rank0.jsonl", "kineto/w0.pt.trace.json",
+        "notes.txt", "plugins/profile/run1/.hidden.json"}) {
+    std::filesystem::create_directories(std::filesystem::path(dir.File(f)).parent_path());
+    WriteFile(dir.File(f), "{}");
+  }
+  auto files = FindTraceFiles({dir.path()});
+  ASSERT_TRUE(files.ok());
+  ASSERT_EQ(files->size(), 3u);
+  EXPECT_TRUE(IsTraceFileName("host0.xplane.pb"));
+  EXPECT_TRUE(IsTraceFileName("events.jsonl"));
+  EXPECT_FALSE(IsTraceFileName("notes.txt"));
 }
 
 }  // namespace

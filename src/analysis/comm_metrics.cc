@@ -286,27 +286,51 @@ void AddBandwidth(const Context& ctx, MetricSet* out) {
 }
 
 // Traffic intervals (gap since the previous comm op ended, time since it started): per
-// rank over all its comm ops, pooled over ranks, and per group over each member's calls.
+// rank over all its comm ops, pooled over ranks; per group over each member's calls; per
+// parallel dimension over each rank's consecutive calls of that dimension ("within"); and
+// per ordered pair of dimensions over a rank's consecutive calls that switch from one to
+// the other ("across", e.g. a tp all-reduce followed by a pp send). Pooled over ranks.
 void AddTrafficIntervals(const RunData& data, MetricSet* out) {
+  using Samples = std::pair<std::vector<double>, std::vector<double>>;  // gaps, arrivals
   std::vector<double> all_gaps, all_arrivals;
-  std::map<int32_t, std::pair<std::vector<double>, std::vector<double>>> by_group;
+  std::map<int32_t, Samples> by_group;
+  std::map<GroupDim, Samples> within;
+  std::map<std::pair<GroupDim, GroupDim>, Samples> across;
+  auto add = [](Samples* s, const OpRec& a, const OpRec& b) {
+    s->first.push_back(Seconds(b.ts - a.end));
+    s->second.push_back(Seconds(b.ts - a.ts));
+  };
+  auto dim_of = [&](const OpRec& op) {
+    return op.group >= 0 ? data.groups[op.group].dim : GroupDim::kNone;
+  };
   for (const auto& [rank, rd] : data.ranks) {
     std::vector<double> gaps, arrivals;
     std::map<int32_t, const OpRec*> prev_in_group;
+    std::map<GroupDim, const OpRec*> prev_in_dim;
     const OpRec* prev = nullptr;
     for (const OpRec& op : rd.ops) {
       if (op.cat != Category::kComm) continue;
+      const GroupDim dim = dim_of(op);
       if (prev) {
         gaps.push_back(Seconds(op.ts - prev->end));
         arrivals.push_back(Seconds(op.ts - prev->ts));
+        const GroupDim prev_dim = dim_of(*prev);
+        if (dim != GroupDim::kNone && prev_dim != GroupDim::kNone && dim != prev_dim) {
+          add(&across[{prev_dim, dim}], *prev, op);
+        }
       }
       prev = &op;
       if (op.group >= 0) {
         auto [it, first] = prev_in_group.emplace(op.group, &op);
         if (!first) {
-          auto& g = by_group[op.group];
-          g.first.push_back(Seconds(op.ts - it->second->end));
-          g.second.push_back(Seconds(op.ts - it->second->ts));
+          add(&by_group[op.group], *it->second, op);
+          it->second = &op;
+        }
+      }
+      if (dim != GroupDim::kNone) {
+        auto [it, first] = prev_in_dim.emplace(dim, &op);
+        if (!first) {
+          add(&within[dim], *it->second, op);
           it->second = &op;
         }
       }
@@ -324,6 +348,19 @@ void AddTrafficIntervals(const RunData& data, MetricSet* out) {
     AddSummary("comm_gap", scope, &v.first, out, "pooled over the members' calls on the group");
     AddSummary("comm_interarrival", scope, &v.second, out,
                "pooled over the members' calls on the group");
+  }
+  for (auto& [dim, v] : within) {
+    const std::string scope = fmt::format("dim {}", GroupDimName(dim));
+    const char* how = "each rank's consecutive calls of the dimension, pooled over ranks";
+    AddSummary("comm_gap", scope, &v.first, out, how);
+    AddSummary("comm_interarrival", scope, &v.second, out, how);
+  }
+  for (auto& [dims, v] : across) {
+    const std::string scope =
+        fmt::format("dims {} -> {}", GroupDimName(dims.first), GroupDimName(dims.second));
+    const char* how = "a rank's call of the first dimension followed by one of the second";
+    AddSummary("comm_gap", scope, &v.first, out, how);
+    AddSummary("comm_interarrival", scope, &v.second, out, how);
   }
 }
 

@@ -16,6 +16,9 @@
 namespace shardscope::analysis {
 namespace {
 
+constexpr const char* kNoReceives =
+    "no receive ops in the trace (no pipeline stage waits for input)";
+
 struct Breakdown {
   int64_t busy = 0, compute = 0, comm = 0, overlap = 0;
 };
@@ -149,8 +152,13 @@ void AddTimeMetrics(const Context& ctx, const SyncResult& sync, MetricSet* out) 
   // Phase scopes only for phases the trace has (foreign traces have none): never a 0 for
   // a phase that is not there.
   std::array<bool, 3> present = {true, false, false};
+  // And whether any rank receives: without receives no stage waits for input, and
+  // pipeline_bubble is not available for any rank (never a 0 for it).
   for (const auto& [rank, rd] : ctx.data->ranks) {
-    for (const OpRec& op : rd.ops) present[static_cast<size_t>(op.phase)] = true;
+    for (const OpRec& op : rd.ops) {
+      present[static_cast<size_t>(op.phase)] = true;
+      any_recv = any_recv || op.coll == Collective::kRecv;
+    }
   }
   for (const auto& [rank, rd] : ctx.data->ranks) {
     std::string scope = RankScope(rank);
@@ -185,11 +193,14 @@ void AddTimeMetrics(const Context& ctx, const SyncResult& sync, MetricSet* out) 
         idle_max = std::max(idle_max, idle);
         busy_per_rank.push_back(Seconds(b.busy));
         compute_per_rank.emplace_back(Seconds(b.compute), rank);
-        for (const OpRec& op : rd.ops) any_recv = any_recv || op.coll == Collective::kRecv;
         auto rw = sync.recv_wait_ns.find(rank);
         int64_t bubble = IdleBeforeReceives(rd.ops, busy, ctx.window_begin) +
                          (rw == sync.recv_wait_ns.end() ? 0 : rw->second);
-        out->Add("pipeline_bubble", scope, Seconds(bubble), "s");
+        if (any_recv) {
+          out->Add("pipeline_bubble", scope, Seconds(bubble), "s");
+        } else {
+          out->AddUnavailable("pipeline_bubble", scope, "s", kNoReceives);
+        }
         bubble_sum += bubble;
         bubble_max = std::max(bubble_max, bubble);
         auto w = sync.wait_ns.find(rank);
@@ -253,8 +264,7 @@ void AddTimeMetrics(const Context& ctx, const SyncResult& sync, MetricSet* out) 
              "Σ bubble / (ranks × wall time)");
   } else {
     for (const char* name : {"pipeline_bubble.max", "pipeline_bubble.mean", "bubble_fraction"}) {
-      out->AddUnavailable(name, "", name[0] == 'b' ? "ratio" : "s",
-                          "no receive ops in the trace (no pipeline stage waits for input)");
+      out->AddUnavailable(name, "", name[0] == 'b' ? "ratio" : "s", kNoReceives);
     }
   }
   if (!no_wait.empty()) {

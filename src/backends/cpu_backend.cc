@@ -10,7 +10,17 @@ StatusOr<std::unique_ptr<CpuBackend>> CpuBackend::Create(const run::RunOptions&)
 }
 
 Status CpuBackend::Supports(const Experiment& experiment) const {
-  return runtime::CpuBackendBuilt(experiment);
+  RETURN_IF_ERROR(runtime::CpuBackendBuilt(experiment));
+  // The ranks run on this machine's cores: a GPU or TPU cluster would label the
+  // trace and the simulated comparison with hardware that did not run.
+  const DeviceSpec& device = experiment.cluster.device;
+  if (device.kind != DeviceKind::kCpu) {
+    return InvalidArgument(
+        "experiment '{}': backend cpu runs on this machine's CPU cores, but its hardware '{}' "
+        "is a {} cluster ({}); use a cpu cluster such as hardware: local-cpu",
+        experiment.name, experiment.cluster.name, DeviceKindName(device.kind), device.name);
+  }
+  return Status::Ok();
 }
 
 StatusOr<run::RunResult> CpuBackend::Run(const Experiment& e, const run::RunOptions& o) {
@@ -21,6 +31,7 @@ StatusOr<run::RunResult> CpuBackend::Run(const Experiment& e, const run::RunOpti
   co.write_trace = o.write_trace;
   co.hostfile = o.hostfile;
   co.mpirun_args = o.mpirun_args;
+  co.shardscope_binary = o.worker_binary;
   co.fault = fault_;
   if (o.progress) o.progress("running on CPU ranks…");
   ASSIGN_OR_RETURN(runtime::CpuRunResult cpu, runtime::RunCpuExperiment(e, co));

@@ -142,6 +142,7 @@ StatusOr<CpuRunResult> WorkerBody(const Experiment& e, const CpuRunOptions& o,
                                         {"generation_seconds", result.generation_seconds},
                                         {"clock_offsets_ns", offsets},
                                         {"clock_round_trips_ns", round_trips},
+                                        {"generated_tokens", result.tokens},
                                         {"activation_dtype", "fp32"}});
     ASSIGN_OR_RETURN(std::unique_ptr<run::RunRecorder> recorder,
                      run::RunRecorder::Open(e, meta, o.trace_root, o.trace_file));
@@ -176,12 +177,6 @@ StatusOr<CpuRunResult> WorkerBody(const Experiment& e, const CpuRunOptions& o,
   return result;
 }
 
-std::string SelfExe() {
-  char buf[4096];
-  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "shardscope";
-}
-
 // The executable `name` resolves to on $PATH (the child execs without searching).
 std::string FindInPath(const std::string& name) {
   if (name.find('/') != std::string::npos) return name;
@@ -195,6 +190,26 @@ std::string FindInPath(const std::string& name) {
     if (access(candidate.c_str(), X_OK) == 0) return candidate;
   }
   return name;
+}
+
+// The executable the ranks run `worker` on: the option, else $SHARDSCOPE_BINARY,
+// else this process when it is shardscope itself, else `shardscope` on $PATH. A
+// host process (Python) is never started as a worker.
+StatusOr<std::string> WorkerBinary(const CpuRunOptions& o) {
+  if (!o.shardscope_binary.empty()) return o.shardscope_binary;
+  if (const char* env = std::getenv("SHARDSCOPE_BINARY"); env != nullptr && *env != '\0') {
+    return std::string(env);
+  }
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  const std::string self = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
+  if (std::filesystem::path(self).filename() == "shardscope") return self;
+  const std::string found = FindInPath("shardscope");
+  if (found.find('/') != std::string::npos) return found;
+  return NotFound(
+      "backend cpu: no shardscope executable to start the ranks with (this process is {}); set "
+      "SHARDSCOPE_BINARY or put shardscope on PATH",
+      self.empty() ? "unknown" : self);
 }
 
 // The launcher's signals: the first SIGINT, SIGTERM or SIGHUP is forwarded to
@@ -393,6 +408,7 @@ StatusOr<CpuRunResult> RunCpuExperiment(const Experiment& experiment,
     temp.dir.clear();
     return IoError("cannot create a temporary directory in {}: {}", TempDir(), std::strerror(err));
   }
+  ASSIGN_OR_RETURN(const std::string worker, WorkerBinary(options));
   Experiment expected = experiment;
   expected.backend = Backend::kCpu;
   std::vector<std::string> args = {FindInPath(options.mpirun), "--oversubscribe", "-np",
@@ -400,10 +416,9 @@ StatusOr<CpuRunResult> RunCpuExperiment(const Experiment& experiment,
   if (geteuid() == 0) args.push_back("--allow-run-as-root");
   if (!options.hostfile.empty()) args.insert(args.end(), {"--hostfile", options.hostfile});
   args.insert(args.end(), options.mpirun_args.begin(), options.mpirun_args.end());
-  args.insert(args.end(),
-              {options.shardscope_binary.empty() ? SelfExe() : options.shardscope_binary, "worker",
-               "--config", config, "--experiment", experiment.name, "--expect-digest",
-               ExperimentDigest(expected), "--result", result_file, "--status-dir", temp.dir});
+  args.insert(args.end(), {worker, "worker", "--config", config, "--experiment", experiment.name,
+                           "--expect-digest", ExperimentDigest(expected), "--result", result_file,
+                           "--status-dir", temp.dir});
   if (!options.write_trace) args.push_back("--no-trace");
   if (!options.trace_file.empty()) args.insert(args.end(), {"--trace-file", options.trace_file});
   args.insert(args.end(), {"--trace-root", options.trace_root});

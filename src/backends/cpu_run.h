@@ -32,7 +32,9 @@ struct CpuRunOptions {
   // Override the workload's warm-up / measured generations (the seeds use 10 + 100).
   std::optional<int64_t> warmup_iterations, measured_iterations;
   // Launch (ignored under mpirun).
-  std::string shardscope_binary;  // empty: this executable (/proc/self/exe)
+  // The shardscope executable the ranks run; empty: $SHARDSCOPE_BINARY, else this
+  // executable when it is shardscope, else shardscope on $PATH.
+  std::string shardscope_binary;
   std::string mpirun = "mpirun";
   std::string hostfile;                  // several nodes: mpirun's --hostfile
   std::vector<std::string> mpirun_args;  // more mpirun options, before the program

@@ -41,6 +41,7 @@ StatusOr<run::RunResult> SimBackend::Run(const Experiment& e, const run::RunOpti
   so.trace_root = o.trace_root;
   so.trace_file = o.trace_file;
   so.progress = o.progress;
+  so.cancelled = o.cancelled;
   if (e.serving) return RunServed(e, so);
   ASSIGN_OR_RETURN(sim::RunReport report, sim::BuildRunReport(e, so));
   run::RunResult r;

@@ -1,5 +1,6 @@
 // `shardscope run`: parse flags, create each experiment's backend from the
 // registry, run, print the results (backends/run_output.h).
+#include <signal.h>
 #include <unistd.h>
 
 #include <iostream>
@@ -12,9 +13,37 @@
 #include "backends/run_output.h"
 #include "cli/cli.h"
 #include "cli/experiments_arg.h"
+#include "trace/trace_store.h"
 
 namespace shardscope::cli {
 namespace {
+
+// SIGINT, SIGTERM or SIGHUP while experiments run: a flag the backends poll
+// between phases (run::RunOptions::cancelled), so the run stops cleanly and
+// leaves nothing in the store. The previous handlers come back on destruction.
+volatile sig_atomic_t g_interrupted = 0;
+
+class InterruptFlag {
+ public:
+  InterruptFlag() {
+    g_interrupted = 0;
+    struct sigaction sa = {};
+    sa.sa_handler = [](int sig) { g_interrupted = sig; };
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < std::size(kSignals); ++i) sigaction(kSignals[i], &sa, &previous_[i]);
+  }
+  ~InterruptFlag() {
+    for (size_t i = 0; i < std::size(kSignals); ++i) sigaction(kSignals[i], &previous_[i], nullptr);
+  }
+  InterruptFlag(const InterruptFlag&) = delete;
+  InterruptFlag& operator=(const InterruptFlag&) = delete;
+
+  static bool raised() { return g_interrupted != 0; }
+
+ private:
+  static constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
+  struct sigaction previous_[std::size(kSignals)];
+};
 
 struct RunFlags {
   ExperimentsArg experiments;
@@ -32,6 +61,14 @@ std::vector<std::string> SplitAtSpaces(const std::string& s) {
   return out;
 }
 
+void PrintResults(const std::vector<run::RunResult>& results, bool json) {
+  if (json) {
+    std::cout << backends::RunResultsJson(results).dump(2) << "\n";
+  } else {
+    std::cout << backends::RunResultsText(results);
+  }
+}
+
 int RunRun(RunFlags f) {
   auto selected = LoadSelectedExperiments(f.experiments);
   if (!selected.ok()) return ReportError(selected.status());
@@ -39,6 +76,10 @@ int RunRun(RunFlags f) {
   options.config_path = f.experiments.config;
   options.write_trace = !f.no_trace;
   options.mpirun_args = SplitAtSpaces(f.mpirun_args);
+  if (options.write_trace && options.trace_file.empty()) {
+    Status root = trace::TraceStore(options.trace_root).CheckRoot();
+    if (!root.ok()) return ReportError(root.WithPrefix("--out"));
+  }
   // Every experiment's backend must exist and support it before any runs.
   std::map<std::string, std::unique_ptr<run::Backend>> backends;
   for (Experiment& e : *selected) {
@@ -57,6 +98,8 @@ int RunRun(RunFlags f) {
     Status supported = backends[name]->Supports(e);
     if (!supported.ok()) return ReportError(supported);
   }
+  InterruptFlag interrupt;
+  options.cancelled = &InterruptFlag::raised;
   const bool tty = isatty(STDERR_FILENO);
   std::vector<run::RunResult> results;
   for (size_t i = 0; i < selected->size(); ++i) {
@@ -70,15 +113,15 @@ int RunRun(RunFlags f) {
     }
     auto r = backends.at(std::string(BackendName(e.backend)))->Run(e, o);
     if (tty) std::cerr << "\r\033[K" << std::flush;
-    if (!r.ok()) return ReportError(r.status().WithPrefix(fmt::format("experiment '{}'", e.name)));
+    if (!r.ok()) {
+      // The experiments that ran before are in the store: say what they gave.
+      if (!results.empty()) PrintResults(results, f.json);
+      return ReportError(r.status().WithPrefix(fmt::format("experiment '{}'", e.name)));
+    }
     if (!r->report) return kExitOk;  // a CPU rank under mpirun: rank 0 reports
     results.push_back(std::move(*r));
   }
-  if (f.json) {
-    std::cout << backends::RunResultsJson(results).dump(2) << "\n";
-  } else {
-    std::cout << backends::RunResultsText(results);
-  }
+  PrintResults(results, f.json);
   return kExitOk;
 }
 

@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -37,7 +38,11 @@ Status RunList(const ListOptions& o) {
     return Status::Ok();
   }
   if (traces.empty()) {
-    std::cout << fmt::format("no traces under {}\n", o.root);
+    std::error_code ec;
+    const bool missing = !std::filesystem::exists(o.root, ec);
+    std::cout << fmt::format(
+        "no traces under {}{}\n", o.root,
+        missing ? " (no such directory; `shardscope run --out` makes one)" : "");
     return Status::Ok();
   }
   std::cout << "| model | strategy | batch | seq | timestamp | size | trace |\n"

@@ -66,6 +66,9 @@ struct Workload {
   // Real backends: a Hugging Face safetensors checkpoint (a .safetensors file or a
   // directory) to take the weights from; empty: weights drawn from `seed`.
   std::string checkpoint;
+  // Real backends: the prompt token ids of each request (config/prompts.h);
+  // empty: drawn from `seed`. When given, batch_size × sequence_length.
+  std::vector<std::vector<int32_t>> prompts;
 };
 
 // Claims from a paper or a seed, checked against physical bounds. Units are in

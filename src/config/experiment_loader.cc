@@ -1,10 +1,12 @@
 #include "config/experiment_loader.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <functional>
 #include <set>
 
 #include "cluster/cluster_yaml.h"
+#include "config/prompts.h"
 #include "config/serving.h"
 #include "core/yaml_reader.h"
 #include "model/hf_config.h"
@@ -52,7 +54,8 @@ const std::vector<std::string> kExperimentKeys = {"name",
                                                   "routing",
                                                   "warmup_iterations",
                                                   "measured_iterations",
-                                                  "weights"};
+                                                  "weights",
+                                                  "prompts"};
 
 const std::vector<std::string> kParallelKeys = {
     "strategy",     "tp_size",       "pp_size",        "seq_parallel_size",
@@ -126,6 +129,15 @@ StatusOr<ModelSpec> ResolveModel(const YAML::Node& node, const YamlContext& ctx,
     RETURN_IF_ERROR(map.Required("hf_config", &hf));
     fs::path p(hf);
     if (p.is_relative()) p = fs::path(config_path).parent_path() / p;
+    std::error_code ec;
+    if (!fs::is_regular_file(p, ec)) {
+      return map.context()
+          .Child("hf_config")
+          .Error(
+              fmt::format("no such file: {} (a Hugging Face config.json; a relative path is taken "
+                          "from the experiments file's folder)",
+                          p.string()));
+    }
     return ModelFromHfConfig(p.string());
   }
   ASSIGN_OR_RETURN(ZooRef ref, ResolveZooRef(node, ctx, models_dir, "model"));
@@ -243,10 +255,77 @@ Status ReadWeights(const YamlMap& exp, const std::string& config_path, Workload*
   return Status::Ok();
 }
 
+// prompts: given token ids (config/prompts.h). They set batch_size and
+// sequence_length, which may then be left out but must agree when given.
+Status ReadGivenPrompts(const YamlMap& exp, const std::string& config_path, Experiment* e) {
+  Workload& w = e->workload;
+  ASSIGN_OR_RETURN(w.prompts, ReadPrompts(exp, config_path, e->model.vocab_size));
+  if (w.prompts.empty()) return Status::Ok();
+  const YamlContext ctx = exp.context().Child("prompts");
+  const int64_t len = static_cast<int64_t>(w.prompts[0].size());
+  for (size_t i = 1; i < w.prompts.size(); ++i) {
+    if (static_cast<int64_t>(w.prompts[i].size()) != len) {
+      return ctx.Error(fmt::format(
+          "prompt {} has {} tokens but prompt 0 has {}: every request of the fixed batch is "
+          "prefilled together, so prompts must have the same length",
+          i, w.prompts[i].size(), len));
+    }
+  }
+  const int64_t count = static_cast<int64_t>(w.prompts.size());
+  if (exp.Has("batch_size") && w.batch_size != count) {
+    return ctx.Error(fmt::format("{} prompts but batch_size is {}", count, w.batch_size));
+  }
+  if (exp.Has("sequence_length") && w.sequence_length != len) {
+    return ctx.Error(
+        fmt::format("prompts of {} tokens but sequence_length is {}", len, w.sequence_length));
+  }
+  w.batch_size = count;
+  w.sequence_length = len;
+  return Status::Ok();
+}
+
+// The workload's size against the model: positions within the context the
+// model was trained for, and token counts whose products (activations, logits,
+// FLOPs) stay exact in 64-bit integers and doubles.
+Status CheckWorkloadSize(const YamlMap& exp, const Experiment& e) {
+  const Workload& w = e.workload;
+  const ModelSpec& m = e.model;
+  const int64_t positions = w.sequence_length + w.tokens_to_generate;
+  if (m.max_position_embeddings > 0 && positions > m.max_position_embeddings) {
+    return exp.context()
+        .Child("sequence_length")
+        .Error(fmt::format(
+            "sequence_length + tokens_to_generate = {} + {} = {} exceeds the {} positions model "
+            "'{}' was trained for (max_position_embeddings; override it in the experiment's "
+            "model to simulate beyond)",
+            w.sequence_length, w.tokens_to_generate, positions, m.max_position_embeddings, m.name));
+  }
+  // 2^62: room for a factor of 2 (K and V, bytes) above the largest element count.
+  constexpr int64_t kLimit = int64_t{1} << 62;
+  const int64_t width = std::max<int64_t>({m.hidden_size, m.vocab_size, 1});
+  int64_t tokens = 0, per_token = 0, elements = 0;
+  if (__builtin_mul_overflow(w.batch_size, positions, &tokens) ||
+      __builtin_mul_overflow(width, std::max<int64_t>(m.num_layers, 1), &per_token) ||
+      __builtin_mul_overflow(tokens, per_token, &elements) || elements > kLimit) {
+    return exp.context()
+        .Child("batch_size")
+        .Error(fmt::format("batch_size × (sequence_length + tokens_to_generate) = {} × {} tokens "
+                           "is too large: its "
+                           "activations ({} layers × {} wide) overflow 64-bit counts",
+                           w.batch_size, positions, m.num_layers, width));
+  }
+  return Status::Ok();
+}
+
 Status ReadWorkload(const YamlMap& exp, Experiment* e) {
   Workload& w = e->workload;
-  RETURN_IF_ERROR(exp.RequiredAtLeast("batch_size", 1, &w.batch_size));
-  RETURN_IF_ERROR(exp.RequiredAtLeast("sequence_length", 1, &w.sequence_length));
+  if (exp.Has("prompts")) {  // they give batch_size and sequence_length
+    RETURN_IF_ERROR(exp.OptionalAtLeast("batch_size", 1, &w.batch_size));
+    RETURN_IF_ERROR(exp.OptionalAtLeast("sequence_length", 1, &w.sequence_length));
+  } else {
+    RETURN_IF_ERROR(exp.RequiredAtLeast("batch_size", 1, &w.batch_size));
+    RETURN_IF_ERROR(exp.RequiredAtLeast("sequence_length", 1, &w.sequence_length));
+  }
   RETURN_IF_ERROR(exp.OptionalAtLeast("tokens_to_generate", 1, &w.tokens_to_generate));
   ASSIGN_OR_RETURN(w.dtype, ReadDType(exp, "dtype", DType::kBf16));
   ASSIGN_OR_RETURN(w.kv_dtype, ReadDType(exp, "kv_dtype", w.dtype));
@@ -315,6 +394,8 @@ StatusOr<Experiment> ReadExperiment(const YAML::Node& node, const YamlContext& c
                    ResolveCluster(exp.Get("hardware"), ctx.Child("hardware"), hardware_dir));
   RETURN_IF_ERROR(ReadParallel(exp, &e));
   RETURN_IF_ERROR(ReadWorkload(exp, &e));
+  RETURN_IF_ERROR(ReadGivenPrompts(exp, path, &e));
+  RETURN_IF_ERROR(CheckWorkloadSize(exp, e));
   RETURN_IF_ERROR(ReadWeights(exp, path, &e.workload));
   std::string backend = "sim";
   RETURN_IF_ERROR(exp.Optional("backend", &backend));

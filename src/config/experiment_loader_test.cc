@@ -327,5 +327,65 @@ TEST(ExperimentLoaderTest, DefaultConfigLoads) {
   EXPECT_GT(exps->size(), 10u);
 }
 
+// issue 17: batch 1e12 × prompt 1e8 overflowed 64-bit token counts and simulated
+// nonsense (negative compute time) with exit 0.
+TEST(ExperimentLoaderTest, TokenCountsThatOverflowAreRejected) {
+  auto e = Load(R"(
+experiments:
+  - {name: big, model: seed-dense-16l, hardware: h100-sxm, parallelism: {tp_size: 1},
+     batch_size: 1000000000000, sequence_length: 100000000}
+)");
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("experiment 'big': field 'batch_size': batch_size × "
+                                      "(sequence_length + tokens_to_generate) = 1000000000000 × "
+                                      "100000001 tokens is too large"),
+            std::string::npos)
+      << e.status().message();
+  // A large but representable workload still loads.
+  EXPECT_TRUE(Load(R"(
+experiments:
+  - {name: ok, model: seed-dense-16l, hardware: h100-sxm, parallelism: {tp_size: 1},
+     batch_size: 1000000, sequence_length: 1000000}
+)")
+                  .ok());
+}
+
+// issue 17: a sequence beyond the model's trained context was accepted.
+TEST(ExperimentLoaderTest, PositionsBeyondTheModelsContextAreRejected) {
+  auto e = Load(R"(
+experiments:
+  - {name: long, model: llama-3.1-8b, hardware: h100-sxm, parallelism: {tp_size: 1},
+     batch_size: 1, sequence_length: 131072, tokens_to_generate: 2}
+)");
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.status().message(),
+            "exp.yaml: experiment 'long': field 'sequence_length': sequence_length + "
+            "tokens_to_generate = 131072 + 2 = 131074 exceeds the 131072 positions model "
+            "'llama-3.1-8b' was trained for (max_position_embeddings; override it in the "
+            "experiment's model to simulate beyond)");
+  EXPECT_TRUE(Load(R"(
+experiments:
+  - {name: long, model: {base: llama-3.1-8b, max_position_embeddings: 200000},
+     hardware: h100-sxm, parallelism: {tp_size: 1}, batch_size: 1, sequence_length: 131072,
+     tokens_to_generate: 2}
+)")
+                  .ok());
+}
+
+// issue 17: a missing HF config named neither the experiment nor the field.
+TEST(ExperimentLoaderTest, MissingHfConfigNamesTheField) {
+  auto e = Load(R"(
+experiments:
+  - {name: hf, model: {hf_config: nothere/config.json}, hardware: h100-sxm,
+     parallelism: {tp_size: 1}, batch_size: 1, sequence_length: 8}
+)");
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.status().message().rfind("exp.yaml: experiment 'hf': field 'model.hf_config': no "
+                                       "such file: nothere/config.json",
+                                       0),
+            0u)
+      << e.status().message();
+}
+
 }  // namespace
 }  // namespace shardscope

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -64,6 +65,10 @@ Status YamlContext::Error(std::string_view problem) const {
 }
 
 StatusOr<YAML::Node> LoadYamlFile(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return InvalidArgument("{}: is a directory, not a YAML file", path);
+  }
   std::ifstream in(path);
   if (!in) return NotFound("{}: cannot read file ({})", path, std::strerror(errno));
   std::stringstream buffer;

@@ -66,6 +66,10 @@ TEST(YamlReaderTest, MalformedAndMissingFiles) {
   auto missing = LoadYamlFile("/nonexistent/x.yaml");
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find("/nonexistent/x.yaml"), std::string::npos);
+  // issue 17: `--config DIR` read the directory as an empty file.
+  auto dir = LoadYamlFile(::testing::TempDir());
+  ASSERT_FALSE(dir.ok());
+  EXPECT_EQ(dir.status().message(), ::testing::TempDir() + ": is a directory, not a YAML file");
 }
 
 TEST(YamlReaderTest, MergeOverridesRecursively) {

@@ -22,6 +22,8 @@ struct CommMark {
   int64_t ts = 0, end = 0;
   Collective collective = Collective::kNone;
   std::vector<int32_t> group;
+  int64_t bytes = 0;  // 0: unknown
+  int64_t seq = -1;   // the call's sequence number in its group, when the trace says
 };
 
 // Keeps a file's metadata apart, notes each rank's collectives and forwards
@@ -39,7 +41,8 @@ class SetSink : public trace::TraceSink {
   }
   void OnOp(const trace::OpEvent& op) override {
     if (op.is_comm() && IsGroupCollective(op.collective)) {
-      (*marks_)[op.rank].push_back({op.ts_ns, op.end_ns(), op.collective, op.group});
+      (*marks_)[op.rank].push_back(
+          {op.ts_ns, op.end_ns(), op.collective, op.group, op.bytes, op.seq});
     }
     out_->OnOp(op);
   }
@@ -67,41 +70,85 @@ std::string RankList(const std::vector<int32_t>& ranks) {
   return out;
 }
 
-// The end of the first collective every rank ran, per rank; empty with *why set
-// when there is none (ranks whose first collectives differ in kind or group).
+// What identifies one collective call across ranks: kind, group and size. An
+// all-to-all(v)'s size is each rank's own (uneven routing), so it is left out
+// there and checked loosely instead (SizesAgree).
+struct CallKey {
+  Collective collective;
+  std::vector<int32_t> group;
+  int64_t bytes;
+  int64_t seq;
+  auto operator<=>(const CallKey&) const = default;
+};
+
+bool IsAllToAll(Collective c) { return c == Collective::kAllToAll; }
+
+CallKey KeyOf(const CommMark& m, bool by_seq) {
+  return {m.collective, m.group, IsAllToAll(m.collective) ? 0 : m.bytes, by_seq ? m.seq : -1};
+}
+
+// Two ranks' parts of one all-to-all may differ, but not by orders of magnitude.
+bool SizesAgree(const CommMark& a, const CommMark& b) {
+  if (a.bytes <= 0 || b.bytes <= 0) return true;
+  const double ratio = static_cast<double>(std::max(a.bytes, b.bytes)) /
+                       static_cast<double>(std::min(a.bytes, b.bytes));
+  return ratio <= 100;
+}
+
+// The end, on every rank, of the earliest collective call that can be paired across
+// all ranks with confidence; empty with *why set when none can. With sequence numbers
+// on every call, a call is paired by (kind, group, size, sequence). Without, by (kind,
+// group, size) and its first occurrence, and only for a key that occurs equally often
+// on every rank — ranks profiled over different windows (a few hundred bytes on one
+// rank's first all-to-all, 340 MB on another's) give no pair rather than a false skew.
 std::map<int32_t, int64_t> FirstCommonCollectiveEnds(
     std::map<int32_t, std::vector<CommMark>>* marks, const std::vector<int32_t>& ranks,
     std::string* why) {
-  std::map<int32_t, int64_t> ends;
   if (ranks.size() < 2) {
     *why = "fewer than two ranks";
-    return ends;
+    return {};
   }
-  const CommMark* reference = nullptr;
-  int32_t reference_rank = -1;
+  bool by_seq = true;
   for (int32_t rank : ranks) {
     auto it = marks->find(rank);
     if (it == marks->end() || it->second.empty()) {
       *why = fmt::format("rank {} has no collective with a known kind", rank);
       return {};
     }
-    std::vector<CommMark>& list = it->second;
-    auto first = std::min_element(list.begin(), list.end(),
-                                  [](const CommMark& a, const CommMark& b) { return a.ts < b.ts; });
-    if (reference == nullptr) {
-      reference = &*first;
-      reference_rank = rank;
-    } else if (first->collective != reference->collective ||
-               (!first->group.empty() && !reference->group.empty() &&
-                first->group != reference->group)) {
-      *why = fmt::format("the first collectives differ: {} on rank {}, {} on rank {}",
-                         trace::CollectiveName(reference->collective), reference_rank,
-                         trace::CollectiveName(first->collective), rank);
-      return {};
-    }
-    ends[rank] = first->end;
+    std::stable_sort(it->second.begin(), it->second.end(),
+                     [](const CommMark& a, const CommMark& b) { return a.ts < b.ts; });
+    for (const CommMark& m : it->second) by_seq = by_seq && m.seq >= 0;
   }
-  return ends;
+  // Per rank: each key's first call and how many calls have it.
+  std::vector<std::map<CallKey, std::pair<const CommMark*, int64_t>>> index(ranks.size());
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    for (const CommMark& m : marks->at(ranks[i])) {
+      auto [it, fresh] = index[i].try_emplace(KeyOf(m, by_seq), &m, 0);
+      ++it->second.second;
+    }
+  }
+  for (const CommMark& m : marks->at(ranks[0])) {  // the lowest rank's calls, earliest first
+    const CallKey key = KeyOf(m, by_seq);
+    const auto& [first0, count0] = index[0].at(key);
+    if (first0 != &m) continue;  // only a key's first call is a candidate
+    std::map<int32_t, int64_t> ends = {{ranks[0], m.end}};
+    for (size_t i = 1; i < ranks.size() && !ends.empty(); ++i) {
+      auto it = index[i].find(key);
+      if (it == index[i].end() || (!by_seq && it->second.second != count0) ||
+          (IsAllToAll(key.collective) && !SizesAgree(m, *it->second.first))) {
+        ends.clear();
+      } else {
+        ends[ranks[i]] = it->second.first->end;
+      }
+    }
+    if (!ends.empty()) return ends;
+  }
+  *why = by_seq ? "no collective call has the same kind, group, size and sequence number on "
+                  "every rank"
+                : "no collective call can be paired across ranks with confidence: no kind, "
+                  "group and size occurs equally often on every rank (ranks profiled over "
+                  "different windows?)";
+  return {};
 }
 
 // Replays a buffered trace into `sink` with each rank's times shifted.

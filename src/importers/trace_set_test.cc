@@ -95,6 +95,60 @@ TEST(TraceSetTest, ClocksAsRecordedOrAlignedOnTheFirstCollectiveEnd) {
   EXPECT_EQ(aligned.metadata["trace_set"]["clock_shift_ns"]["1"], -5'000'000);
 }
 
+// One rank's Kineto trace whose NCCL kernels are all-to-alls of `elems` floats at `ts_us`.
+std::string AllToAllRank(int rank, const std::vector<std::pair<int64_t, int64_t>>& calls) {
+  std::string events;
+  for (const auto& [ts, elems] : calls) {
+    events += fmt::format(
+        R"(,{{"ph": "X", "cat": "kernel", "name": "ncclDevKernel_SendRecv", "pid": {0}, "tid": 20, )"
+        R"("ts": {1}, "dur": 10, "args": {{"Collective name": "all_to_all", "In msg nelems": {2}, )"
+        R"("Group size": 2, "dtype": "Float", "Process Group Ranks": "[0, 1]"}}}})",
+        rank, ts, elems);
+  }
+  return fmt::format(
+      R"({{"schemaVersion": 1, "distributedInfo": {{"rank": {0}, "world_size": 2}},
+"traceEvents": [{{"ph": "X", "cat": "kernel", "name": "gemm", "pid": {0}, "tid": 7, "ts": 1, "dur": 5}}{1}]}})",
+      rank, events);
+}
+
+// issue 17: ranks' first collectives were paired by position, so a rank profiled from a
+// later point (its first all-to-all moves 340 MB, rank 0's a few hundred bytes) showed
+// tens of ms of false clock skew, and collective-end alignment shifted it by that much.
+TEST(TraceSetTest, FalseClockSkewFromUnpairableFirstCollectives) {
+  ScratchDir dir;
+  WriteFile(dir.File("r0.json"), AllToAllRank(0, {{1000, 75}, {50000, 85'000'000}}));
+  WriteFile(dir.File("r1.json"), AllToAllRank(1, {{50000, 85'000'000}}));
+  std::vector<std::string> paths = {dir.File("r0.json"), dir.File("r1.json")};
+  trace::Trace t;
+  trace::TraceBuilder builder(&t);
+  auto recorded = ImportTraceSet(paths, {}, &builder);
+  ASSERT_TRUE(recorded.ok()) << recorded.status().ToString();
+  EXPECT_FALSE(recorded->collective_end_spread_ns.has_value());
+  EXPECT_TRUE(recorded->warnings.empty()) << recorded->warnings[0];
+  EXPECT_NE(recorded->alignment_note.find("no collective call can be paired across ranks with "
+                                          "confidence"),
+            std::string::npos)
+      << recorded->alignment_note;
+  TraceSetOptions align;
+  align.alignment = ClockAlignment::kFirstCollectiveEnd;
+  trace::Trace t2;
+  trace::TraceBuilder builder2(&t2);
+  auto aligned = ImportTraceSet(paths, align, &builder2);
+  ASSERT_TRUE(aligned.ok());
+  EXPECT_TRUE(aligned->clock_shift_ns.empty());
+  ASSERT_EQ(aligned->warnings.size(), 1u);
+  EXPECT_NE(aligned->warnings[0].find("clocks not aligned (kept as recorded)"), std::string::npos);
+
+  // The same calls seen by both ranks pair by kind, group and size, not by position.
+  WriteFile(dir.File("r1.json"), AllToAllRank(1, {{1200, 75}, {50300, 85'000'000}}));
+  trace::Trace t3;
+  trace::TraceBuilder builder3(&t3);
+  auto paired = ImportTraceSet(paths, {}, &builder3);
+  ASSERT_TRUE(paired.ok());
+  ASSERT_TRUE(paired->collective_end_spread_ns.has_value());
+  EXPECT_EQ(*paired->collective_end_spread_ns, 200'000);
+}
+
 TEST(TraceSetTest, GroupingKeepsStoreTracesApartAndJoinsOneWorld) {
   ScratchDir dir;
   WriteFile(dir.File("a.json"), KinetoRankTrace(0, 2));

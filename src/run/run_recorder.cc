@@ -57,9 +57,16 @@ StatusOr<std::unique_ptr<RunRecorder>> RunRecorder::Open(const Experiment& e, co
       new RunRecorder(std::move(writer), stored.trace_path, stored.metadata_path));
 }
 
+RunRecorder::~RunRecorder() {
+  // Not published (an error or an interruption): the writer removes its
+  // temporary file, and the metadata file goes with it.
+  if (!closed_ && !metadata_path_.empty()) std::remove(metadata_path_.c_str());
+}
+
 Status RunRecorder::Close() {
   Status closed = writer_->Close();
   if (!closed.ok() && !metadata_path_.empty()) std::remove(metadata_path_.c_str());
+  closed_ = closed.ok();
   return closed;
 }
 

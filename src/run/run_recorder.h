@@ -2,8 +2,8 @@
 // single trace file): the run's metadata — the experiment as recorded, the
 // backend, the plan, the cluster and the backend's own section — then the
 // events the backend adds through writer(), published by Close(). A recorder
-// destroyed without a successful Close() leaves no trace behind (the writer
-// removes its temporary file). Not thread-safe.
+// destroyed without a successful Close() leaves nothing behind: the writer
+// removes its temporary file, the recorder the metadata file. Not thread-safe.
 #ifndef SHARDSCOPE_RUN_RUN_RECORDER_H_
 #define SHARDSCOPE_RUN_RUN_RECORDER_H_
 
@@ -36,6 +36,8 @@ class RunRecorder {
                                                      const nlohmann::json& metadata,
                                                      const std::string& trace_root,
                                                      const std::string& trace_file);
+  // Without a successful Close(): removes the metadata file (the writer its temporary).
+  ~RunRecorder();
   RunRecorder(const RunRecorder&) = delete;
   RunRecorder& operator=(const RunRecorder&) = delete;
 
@@ -54,6 +56,7 @@ class RunRecorder {
 
   std::unique_ptr<trace::TraceWriter> writer_;
   const std::string trace_path_, metadata_path_;
+  bool closed_ = false;
 };
 
 }  // namespace shardscope::run

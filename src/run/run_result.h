@@ -28,11 +28,16 @@ struct RunOptions {
   std::string calibration_file;
   std::string allreduce = "auto";
   int64_t max_decode_steps = -1;
-  // cpu: mpirun's host file and more mpirun options.
+  // cpu: mpirun's host file and more mpirun options, and the shardscope
+  // executable the ranks run (empty: see runtime::CpuRunOptions).
   std::string hostfile;
+  std::string worker_binary;
   std::vector<std::string> mpirun_args;
   // Called with a short status line as the run goes (progress display).
   std::function<void(const std::string&)> progress;
+  // Asked between phases; true stops the run with kCancelled and nothing left in
+  // the store (Ctrl-C in the command line, KeyboardInterrupt in Python).
+  std::function<bool()> cancelled;
 };
 
 // A backend's own figures beside the common ones, for its report (e.g. the

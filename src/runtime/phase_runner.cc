@@ -124,7 +124,9 @@ Status PhaseRunner::SetUpMicroBatches() {
       if (prefill_) {
         for (int64_t p : local_pos) {
           b.pos.push_back(p);
-          b.ids.push_back(PromptToken(e_.workload.seed, req, p, m_.vocab_size));
+          const auto& given = e_.workload.prompts;
+          b.ids.push_back(given.empty() ? PromptToken(e_.workload.seed, req, p, m_.vocab_size)
+                                        : given[static_cast<size_t>(req)][static_cast<size_t>(p)]);
         }
       } else {
         b.pos.push_back(prog_.context_len);

@@ -245,6 +245,10 @@ StatusOr<std::string> BestPlanYaml(const SearchResult& r, const YAML::Node& expe
     fs::path ck(e["weights"]["checkpoint"].Scalar());
     if (ck.is_relative()) e["weights"]["checkpoint"] = (dir / ck).lexically_normal().string();
   }
+  if (e["prompts"].IsDefined() && e["prompts"].IsScalar()) {  // a prompts file
+    fs::path pr(e["prompts"].Scalar());
+    if (pr.is_relative()) e["prompts"] = (dir / pr).lexically_normal().string();
+  }
   YAML::Node root(YAML::NodeType::Map);
   YAML::Node list(YAML::NodeType::Sequence);
   list.push_back(e);

@@ -50,19 +50,27 @@ std::string RunReportText(const std::vector<RunReport>& reports) {
         "{:<36} {:>10} {:>10} {:>10} {:>11} {:>10} {:>5.1f}% {:<17} {:>7.2f}×\n", r.experiment.name,
         FormatSeconds(s.ttft), decode ? FormatSeconds(s.tpot) : "-",
         decode ? FormatSi(s.decode_tokens_per_s) : "-", FormatSi(s.tps),
-        FormatBytes(r.memory.Peak().total()), 100 * s.comm_fraction(),
+        FormatBytes(r.memory.Peak().total()) + (r.memory.Fits() ? "" : "!"),
+        100 * s.comm_fraction(),
         std::string(BoundKindName(dominant.dominant())) + (decode ? " (tpot)" : " (ttft)"), ratio);
   }
   out +=
       "  TTFT/TPOT simulated; tok/s = batch / TPOT; TPS = batch·prompt / run time (the seeds' "
-      "figure); mem/dev = planned peak per device; comm% = comm / (comm + compute) over all "
+      "figure); mem/dev = planned peak per device (! = does not fit); comm% = comm / (comm + "
+      "compute) over all "
       "ranks; sim/bnd = simulated / physical lower bound (≥ 1).\n";
   for (const RunReport& r : reports) {
     const SimResult& s = r.sim;
+    if (!r.memory.Fits()) {
+      out += fmt::format(
+          "  {}: DOES NOT FIT: planned peak {} per device > {} capacity (mem/dev marked !); the "
+          "times above assume it did\n",
+          r.experiment.name, FormatBytes(r.memory.Peak().total()), FormatBytes(r.memory.capacity));
+    }
     if (s.decode_steps_simulated < s.decode_steps) {
       out += fmt::format(
-          "  {}: simulated {} of {} decode steps (--decode-steps); run time and TPS extrapolate "
-          "the mean step\n",
+          "  {}: simulated the first {} of {} decode steps (--decode-steps) and the last; TPOT, "
+          "run time and TPS interpolate step time linearly in context between them\n",
           r.experiment.name, s.decode_steps_simulated, s.decode_steps);
     }
   }
@@ -110,6 +118,8 @@ nlohmann::json RunReportJson(const RunReport& r) {
           {"comm_fraction", s.comm_fraction()},
           {"exposed_comm_s", s.exposed_comm_seconds},
           {"memory_peak_bytes", r.memory.Peak().total()},
+          {"memory_capacity_bytes", r.memory.capacity},
+          {"fits_in_memory", r.memory.Fits()},
           {"bound_ttft_s", r.bounds.ttft.seconds()},
           {"bound_tpot_s", r.bounds.tpot.seconds()},
           {"ops", s.ops},

@@ -118,6 +118,9 @@ StatusOr<SimResult> SimulateExperiment(const Experiment& experiment, const SimOp
   std::vector<double> decode_start;
   run::LatencyWindows<double> windows;  // per-rank phase windows, seconds
   auto run_phase = [&](Phase phase, int64_t step) -> Status {
+    if (options.cancelled && options.cancelled()) {
+      return Cancelled("interrupted; the simulation stopped and left no trace");
+    }
     if (options.progress) {
       options.progress(phase == Phase::kPrefill ? std::string("prefill")
                                                 : fmt::format("decode step {}/{}", step + 1,
@@ -150,12 +153,34 @@ StatusOr<SimResult> SimulateExperiment(const Experiment& experiment, const SimOp
   }
   if (result.decode_steps_simulated > 0 && emitter) emitter->WriteDecodeSpans(decode_start, start);
   const run::Latency latency = windows.Compute();
-  result.latency = latency;
-  result.ttft = latency.ttft;
-  result.tpot = latency.tpot;
-  result.total = run::ExtrapolatedRunSeconds(latency, result.decode_steps);
+  result.latency = latency;  // the simulated (and traced) steps, as the analyzer sees them
+  run::Latency whole = latency;
+  const int64_t n = result.decode_steps_simulated, d = result.decode_steps;
+  if (n > 0 && n < d) {
+    // A decode step's time is affine in its context length (docs/bounds.md), so
+    // the mean over all d steps lies on the line through the simulated steps'
+    // mean (at step (n − 1)/2) and the last step, simulated here off the trace.
+    if (options.progress) options.progress(fmt::format("decode step {}/{} (the last)", d, d));
+    if (options.cancelled && options.cancelled()) {
+      return Cancelled("interrupted; the simulation stopped and left no trace");
+    }
+    ASSIGN_OR_RETURN(PhaseProgram last, builder.Build(Phase::kDecode, d - 1));
+    ASSIGN_OR_RETURN(PhaseResult r, engine.Run(last, start));
+    result.ops += r.ops;
+    result.transfers += r.transfers;
+    result.last_step_seconds = *std::max_element(r.rank_end.begin(), r.rank_end.end()) -
+                               *std::max_element(start.begin(), start.end());
+    const double x0 = 0.5 * static_cast<double>(n - 1), x1 = static_cast<double>(d - 1);
+    const double mid = 0.5 * static_cast<double>(d - 1);
+    whole.tpot = latency.tpot + (result.last_step_seconds - latency.tpot) * (mid - x0) / (x1 - x0);
+    whole.decode_seconds = whole.tpot * static_cast<double>(d);
+    whole.decode_steps = d;
+  }
+  result.ttft = whole.ttft;
+  result.tpot = whole.tpot;
+  result.total = run::ExtrapolatedRunSeconds(whole, d);
   const run::Throughput throughput = run::ComputeThroughput(
-      latency, experiment.workload.batch_size, experiment.workload.sequence_length, result.total);
+      whole, experiment.workload.batch_size, experiment.workload.sequence_length, result.total);
   result.throughput = throughput;
   result.prefill_tokens_per_s = throughput.prefill_tokens_per_s;
   result.decode_tokens_per_s = throughput.decode_tokens_per_s;

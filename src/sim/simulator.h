@@ -24,8 +24,9 @@ struct SimOptions {
   std::string calibration_file;  // empty: the device family's defaults (calibration.h)
   Algorithm allreduce = Algorithm::kAuto;
   // Simulate only the first N decode steps (−1: all G−1). The trace then
-  // records a run of N+1 generated tokens and says so in its metadata; the
-  // summary extrapolates the run time from the mean simulated step.
+  // records a run of N+1 generated tokens and says so in its metadata; the last
+  // step is simulated too (off the trace) and TPOT, run time and throughput
+  // interpolate step time linearly in context between them.
   int64_t max_decode_steps = -1;
   bool write_trace = true;
   std::string trace_root = "traces";
@@ -35,6 +36,8 @@ struct SimOptions {
   std::string trace_file;
   // Called with a short status line before each phase (progress display).
   std::function<void(const std::string&)> progress;
+  // Asked before each phase: true stops the run with kCancelled, no trace left.
+  std::function<bool()> cancelled;
 };
 
 nlohmann::json SimOptionsToJson(const SimOptions& options);
@@ -54,11 +57,12 @@ struct PhaseFigures {
 struct SimResult {
   run::Latency latency;
   run::Throughput throughput;
-  double ttft = 0;           // seconds: prefill end (last rank)
-  double tpot = 0;           // mean simulated decode step; 0 without decode
+  double ttft = 0;  // seconds: prefill end (last rank)
+  double tpot = 0;  // mean decode step of the run (interpolated when truncated); 0 without decode
   int64_t decode_steps = 0;  // steps of the run (G − 1)
   int64_t decode_steps_simulated = 0;
   double total = 0;                 // ttft + decode_steps · tpot (extrapolated when truncated)
+  double last_step_seconds = 0;     // truncated runs: the last decode step, simulated apart
   double prefill_tokens_per_s = 0;  // batch · prompt / ttft
   double decode_tokens_per_s = 0;   // batch / tpot
   double tps = 0;                   // the seeds' TPS: batch · prompt / total

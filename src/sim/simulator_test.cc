@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -98,6 +99,44 @@ TEST(SimulatorTest, WritesIntoTheStoreAndTruncatesDecodeOnlyWhenAsked) {
   EXPECT_NE(meta.find("\"backend\": \"sim\""), std::string::npos) << meta.substr(0, 400);
   EXPECT_NE(meta.find("\"simulated_decode_steps\": 2"), std::string::npos);
   EXPECT_NEAR(r->total, r->ttft + 5 * r->tpot, 1e-12);
+}
+
+// issue 17: extrapolating the first steps' mean understated TPOT of long generations
+// (sim ÷ bound 0.00× for 1e9 steps). With the last step simulated too, a truncated run's
+// TPOT is the full run's to well within the first steps' error.
+TEST(SimulatorTest, TruncatedDecodeInterpolatesToTheLastStep) {
+  Experiment e = ZooExperiment("llama-3.1-8b", "h100-sxm", Par(2, 1, 1, 1), 64, 512, 1500);
+  SimOptions o;
+  o.write_trace = false;
+  auto full = SimulateExperiment(e, o);
+  ASSERT_TRUE(full.ok()) << full.status().message();
+  o.max_decode_steps = 2;
+  auto cut = SimulateExperiment(e, o);
+  ASSERT_TRUE(cut.ok()) << cut.status().message();
+  EXPECT_EQ(cut->decode_steps_simulated, 2);
+  EXPECT_GT(cut->last_step_seconds, cut->latency.tpot);  // the KV cache grew 512 → 2011
+  const double first_error = std::abs(cut->latency.tpot - full->tpot) / full->tpot;
+  const double error = std::abs(cut->tpot - full->tpot) / full->tpot;
+  EXPECT_GT(first_error, 0.01);
+  EXPECT_LT(error, 0.25 * first_error);
+  EXPECT_NEAR(cut->total, cut->ttft + 1499 * cut->tpot, 1e-9);
+}
+
+TEST(SimulatorTest, CancelledStopsBeforeTheNextPhaseAndLeavesNoTrace) {
+  Experiment e = ZooExperiment("tiny-dense", "h100-sxm", Par(2, 1, 1, 1), 4, 32, 6);
+  SimOptions o;
+  const std::string store = ::testing::TempDir() + "/cancel_store";
+  std::filesystem::remove_all(store);
+  o.trace_root = store;
+  int phases = 0;
+  o.cancelled = [&] { return ++phases > 3; };  // prefill and two decode steps, then stop
+  auto r = SimulateExperiment(e, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kCancelled);
+  EXPECT_EQ(phases, 4);
+  int files = 0;
+  for (auto& f : std::filesystem::recursive_directory_iterator(store)) files += f.is_regular_file();
+  EXPECT_EQ(files, 0) << "a cancelled run left files in the store";
 }
 
 }  // namespace

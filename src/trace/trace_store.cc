@@ -91,6 +91,14 @@ nlohmann::json StoreMetadata(const nlohmann::json& metadata, const RunKey& key,
   return m;
 }
 
+Status TraceStore::CheckRoot() const {
+  std::error_code ec;
+  if (fs::exists(root_, ec) && !fs::is_directory(root_, ec)) {
+    return InvalidArgument("trace store {}: exists and is not a directory", root_);
+  }
+  return Status::Ok();
+}
+
 StatusOr<std::unique_ptr<TraceWriter>> TraceStore::Create(const RunKey& key,
                                                           const nlohmann::json& metadata,
                                                           StoredTrace* stored) const {
@@ -98,6 +106,7 @@ StatusOr<std::unique_ptr<TraceWriter>> TraceStore::Create(const RunKey& key,
     return InvalidArgument("trace store: batch size and sequence length must be >= 1 (got {}, {})",
                            key.batch_size, key.sequence_length);
   }
+  RETURN_IF_ERROR(CheckRoot());
   std::string dir = RunDir(key);
   std::error_code ec;
   fs::create_directories(dir, ec);

@@ -53,6 +53,10 @@ class TraceStore {
   StatusOr<std::unique_ptr<TraceWriter>> Create(const RunKey& key, const nlohmann::json& metadata,
                                                 StoredTrace* stored = nullptr) const;
 
+  // InvalidArgument when the root exists and is not a directory (a missing root
+  // is created by Create). Callers check before long runs; Create checks too.
+  Status CheckRoot() const;
+
   // Every trace under the root matching `filter`, sorted by model, strategy,
   // batch, sequence and timestamp. A missing root is an empty store.
   StatusOr<std::vector<StoredTrace>> List(const ListFilter& filter = {}) const;

@@ -1,0 +1,22 @@
+"""ShardScope from Python: plan, simulate, run and analyse parallel LLM inference.
+
+    import shardscope as ss
+    exps = ss.load_experiments("configs/experiments.yaml")   # DataFrame
+    ss.simulate(exps.iloc[0], decode_steps=2)                 # dict
+    df = ss.analyze("traces")                                 # tidy DataFrame of metrics
+
+and the seeds' classes, ``TraceCollector`` and ``MetricsCalculator``. docs/python.md.
+"""
+
+from shardscope._shardscope import __version__
+from shardscope.api import (analyze, analyze_runs, check, compare, load_experiments, plan, run,
+                            simulate)
+from shardscope.collector import TraceCollector, TraceMetadata
+from shardscope.errors import Cancelled, Error, InputError, RunError
+from shardscope.metrics import MetricsCalculator
+
+__all__ = [
+    "Cancelled", "Error", "InputError", "MetricsCalculator", "RunError", "TraceCollector",
+    "TraceMetadata", "__version__", "analyze", "analyze_runs", "check", "compare",
+    "load_experiments", "plan", "run", "simulate",
+]

@@ -1,0 +1,204 @@
+"""ShardScope's functions for notebooks and scripts: experiments, plans, runs and metrics
+as pandas DataFrames and plain dicts. Every function calls the C++ library (no per-event
+work in Python) and raises ``shardscope.InputError`` on bad input. docs/python.md.
+"""
+
+import math
+import os
+import warnings
+from collections.abc import Mapping
+
+import pandas as pd
+
+from shardscope import _shardscope
+from shardscope._binary import shardscope_binary
+from shardscope.errors import InputError
+
+# The columns of analyze(): one row per metric and scope.
+METRIC_COLUMNS = ["trace", "name", "scope_kind", "scope", "value", "unit", "aggregation",
+                  "unavailable"]
+
+
+def _warn_skipped(skipped):
+    for message in skipped:
+        warnings.warn(f"skipped: {message}", stacklevel=3)
+
+
+def _reference(experiment, config):
+    """(config path, experiment name) of ``experiment``: a name with ``config=``, a row or
+    dict from load_experiments() (its ``config``), or None for every experiment of config."""
+    if experiment is None or isinstance(experiment, str):
+        if config is None:
+            what = f"experiment '{experiment}'" if experiment else "no experiment"
+            raise InputError(f"{what}: pass config= (the experiments YAML file)")
+        return os.fspath(config), experiment or ""
+    if isinstance(experiment, Mapping) or hasattr(experiment, "get"):
+        name = experiment.get("name")
+        path = config or experiment.get("config") or experiment.get("source_file")
+        if not name or not path:
+            raise InputError("experiment: a mapping needs 'name' and 'config' (as the rows of "
+                             "load_experiments() have)")
+        return os.fspath(path), str(name)
+    raise InputError(f"experiment: expected a name, a row of load_experiments() or None, got "
+                     f"{type(experiment).__name__}")
+
+
+def _one_or_list(results):
+    """One experiment's result as itself; a sweep's or a whole file's as a list."""
+    return results[0] if len(results) == 1 else results
+
+
+def load_experiments(config, experiment=None, skip_invalid=False):
+    """The experiments of ``config`` (sweeps expanded, plans validated) as a DataFrame: one
+    row per experiment with its main figures, ``config`` (the file) and ``spec`` (the whole
+    resolved experiment as a dict, as trace metadata records it)."""
+    specs, skipped = _shardscope.load_experiments(os.fspath(config), experiment or "",
+                                                  skip_invalid)
+    _warn_skipped(skipped)
+    rows = []
+    for s in specs:
+        p, w = s["parallelism"], s["workload"]
+        rows.append({
+            "name": s["name"], "sweep": s["sweep"], "config": s["source_file"],
+            "model": s["model"]["name"], "hardware": s["cluster"]["name"],
+            "backend": s["backend"], "strategy": p["strategy"],
+            "tp": p["tp_size"], "sp": p["seq_parallel_size"], "ep": p["ep_size"],
+            "dp": p["dp_size"], "pp": p["pp_size"], "world_size": p["world_size"],
+            "batch_size": w["batch_size"], "sequence_length": w["sequence_length"],
+            "tokens_to_generate": w["tokens_to_generate"], "dtype": w["dtype"],
+            "description": s["description"], "spec": s,
+        })
+    columns = ["name", "sweep", "config", "model", "hardware", "backend", "strategy", "tp", "sp",
+               "ep", "dp", "pp", "world_size", "batch_size", "sequence_length",
+               "tokens_to_generate", "dtype", "description", "spec"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def plan(experiment=None, config=None, skip_invalid=False):
+    """What ``shardscope plan --json`` gives: placement, groups, memory per rank, op counts,
+    FLOPs, bytes and traffic per phase. A dict (a list for a sweep or a whole file)."""
+    path, name = _reference(experiment, config)
+    reports, skipped = _shardscope.plan(path, name, skip_invalid)
+    _warn_skipped(skipped)
+    return _one_or_list(reports)
+
+
+def check(experiment=None, config=None, skip_invalid=False):
+    """What ``shardscope check --json`` gives: memory fit, physical bounds on TTFT, TPOT and
+    throughput, and each claim's verdict. A dict (a list for several experiments)."""
+    path, name = _reference(experiment, config)
+    reports, skipped = _shardscope.check(path, name, skip_invalid)
+    _warn_skipped(skipped)
+    return _one_or_list(reports)
+
+
+def run(experiment=None, backend=None, config=None, trace=True, out="traces", trace_file=None,
+        decode_steps=None, calibration=None, algorithm="auto", hostfile=None, mpirun_args=(),
+        skip_invalid=False):
+    """Runs experiments as ``shardscope run --json`` does and returns its results: a dict
+    (a list for several). ``backend``: "sim", "cpu" (real ranks over MPI; the result holds
+    the generated ``tokens`` of every request), or None for each experiment's own. Traces go
+    to the store under ``out`` (or to ``trace_file``) unless ``trace=False``."""
+    path, name = _reference(experiment, config)
+    if decode_steps is not None and (not isinstance(decode_steps, int) or decode_steps < 0):
+        raise InputError(f"decode_steps: expected an integer ≥ 0 or None, got {decode_steps!r}")
+    results, skipped = _shardscope.run(
+        path, name, skip_invalid, backend or "", os.fspath(out),
+        os.fspath(trace_file) if trace_file else "", bool(trace),
+        -1 if decode_steps is None else decode_steps, os.fspath(calibration or ""), algorithm,
+        os.fspath(hostfile or ""), list(mpirun_args), shardscope_binary())
+    _warn_skipped(skipped)
+    return _one_or_list(results)
+
+
+def simulate(experiment=None, decode_steps=None, trace=False, config=None, out="traces",
+             trace_file=None, calibration=None, algorithm="auto", skip_invalid=False):
+    """Simulates experiments (``run`` with backend "sim"); no trace unless ``trace=True``.
+    ``decode_steps``: simulate only the first N decode steps (None: all)."""
+    return run(experiment, backend="sim", config=config, trace=trace, out=out,
+               trace_file=trace_file, decode_steps=decode_steps, calibration=calibration,
+               algorithm=algorithm, skip_invalid=skip_invalid)
+
+
+def _paths(paths):
+    if isinstance(paths, (str, os.PathLike)):
+        return [os.fspath(paths)]
+    return [os.fspath(p) for p in paths]
+
+
+def _scope_kind(scope):
+    """"" is the run; otherwise the scope's first word: rank, group, phase, collective, ..."""
+    return "run" if not scope else scope.split(" ", 1)[0]
+
+
+def _frame(run):
+    c = run["columns"]
+    n = len(c["name"])
+    return pd.DataFrame({
+        "trace": [run["trace"]] * n,
+        "name": c["name"],
+        "scope_kind": [_scope_kind(s) for s in c["scope"]],
+        "scope": c["scope"],
+        "value": pd.array([math.nan if v is None else v for v in c["value"]], dtype="float64"),
+        "unit": c["unit"],
+        "aggregation": c["aggregation"],
+        "unavailable": c["unavailable"],
+    }, columns=METRIC_COLUMNS)
+
+
+def analyze_runs(paths, metrics=None, trace_format="auto", align_clocks="as-recorded",
+                 workload_card=None):
+    """The raw analyses behind analyze(): one dict per run (trace, trace_paths, format,
+    metadata_path, warnings, read_summary, columns)."""
+    return _shardscope.analyze(_paths(paths), list(metrics or []), trace_format, align_clocks,
+                               os.fspath(workload_card or ""))
+
+
+def analyze(paths, metrics=None, trace_format="auto", align_clocks="as-recorded",
+            workload_card=None):
+    """Every metric of docs/metrics.md for the traces under ``paths`` (a trace file, a run
+    directory, a whole store; ours or foreign: Kineto, XLA, NCCL profiler) as one tidy
+    DataFrame: one row per run, metric and scope, with ``value`` NaN and ``unavailable``
+    saying why where the trace cannot support a metric. ``metrics`` selects as ``analyze
+    --metric`` does (our names, a name's .suffixes and scopes, CCL-Bench names).
+    ``df.attrs["runs"]`` holds each run's files, format and warnings."""
+    runs = analyze_runs(paths, metrics, trace_format, align_clocks, workload_card)
+    for r in runs:
+        for w in r["warnings"]:
+            warnings.warn(f"{r['trace']}: {w}", stacklevel=2)
+    frames = [_frame(r) for r in runs]
+    df = (pd.concat(frames, ignore_index=True) if frames
+          else pd.DataFrame(columns=METRIC_COLUMNS))
+    df.attrs["runs"] = [{k: v for k, v in r.items() if k != "columns"} for r in runs]
+    return df
+
+
+def _one_run(x, metrics, side):
+    if isinstance(x, pd.DataFrame):
+        df = x if not metrics else x[x["name"].isin(metrics)]
+    else:
+        df = analyze(x, metrics)
+    if df["trace"].nunique() > 1:
+        raise InputError(f"compare: the {side} holds {df['trace'].nunique()} runs; pass one "
+                         "trace file (or one run's DataFrame)")
+    return df
+
+
+def compare(baseline, proposed, metrics=None):
+    """Two runs' metrics side by side, as ``shardscope compare``: baseline, proposed,
+    ratio = proposed / baseline and change_percent = (proposed − baseline) / baseline · 100
+    (NaN where the baseline is 0 or either value is missing). Each side is a trace path or
+    an analyze() DataFrame of one run."""
+    b = _one_run(baseline, metrics, "baseline")
+    p = _one_run(proposed, metrics, "proposed")
+    keys = ["name", "scope_kind", "scope"]
+    merged = pd.merge(b[keys + ["unit", "value"]], p[keys + ["unit", "value"]], on=keys,
+                      how="outer", suffixes=("_baseline", "_proposed"), sort=False)
+    out = merged[keys].copy()
+    out["unit"] = merged["unit_baseline"].fillna(merged["unit_proposed"])
+    out["baseline"] = merged["value_baseline"].astype("float64")
+    out["proposed"] = merged["value_proposed"].astype("float64")
+    base = out["baseline"].where(out["baseline"] != 0)
+    out["ratio"] = out["proposed"] / base
+    out["change_percent"] = (out["proposed"] - base) / base * 100.0
+    return out

@@ -1,0 +1,75 @@
+"""TraceCollector: the trace store as the seeds describe it,
+``{root}/{model}/{strategy}/batch_{B}_seq_{S}/{trace,metadata}_{timestamp}.*``."""
+
+import json
+import os
+
+from shardscope import _shardscope
+from shardscope import api
+from shardscope.errors import InputError
+
+
+class TraceMetadata(dict):
+    """A stored trace's parsed metadata (exactly the file's content), which also knows its
+    files: ``trace_path`` and ``metadata_path``, so MetricsCalculator can find the trace."""
+
+    def __init__(self, content, trace_path, metadata_path):
+        super().__init__(content)
+        self.trace_path = trace_path
+        self.metadata_path = metadata_path
+
+
+def _read_metadata(t):
+    try:
+        with open(t["metadata_path"], encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        raise InputError(f"{t['metadata_path']}: cannot read the trace metadata: {e}") from e
+
+
+class TraceCollector:
+    """The traces under ``root`` (default "traces", where ``shardscope run`` and ``make run``
+    write), and the way to add one (collect)."""
+
+    def __init__(self, root="traces"):
+        self.root = os.fspath(root)
+
+    def list_traces(self, model_name=None, strategy=None, batch_size=None,
+                    sequence_length=None, backend=None, include_incomplete=False):
+        """Stored traces matching every given filter, sorted by model, strategy, batch,
+        sequence and timestamp; each a dict: trace, metadata (parsed, a TraceMetadata),
+        metadata_path, model, strategy, batch_size, sequence_length, timestamp, backend,
+        trace_bytes. A run still writing (no trace file yet) is left out unless
+        ``include_incomplete``."""
+        out = []
+        for t in _shardscope.list_traces(self.root, model_name or "", strategy or ""):
+            if not t["complete"] and not include_incomplete:
+                continue
+            if batch_size is not None and t["batch_size"] != batch_size:
+                continue
+            if sequence_length is not None and t["sequence_length"] != sequence_length:
+                continue
+            meta = _read_metadata(t) if t["metadata_path"] else {}
+            if backend is not None and meta.get("backend") != backend:
+                continue
+            out.append({
+                "trace": t["trace"],
+                "metadata": TraceMetadata(meta, t["trace"], t["metadata_path"]),
+                "metadata_path": t["metadata_path"],
+                "model": t["model"],
+                "strategy": t["strategy"],
+                "batch_size": t["batch_size"],
+                "sequence_length": t["sequence_length"],
+                "timestamp": t["timestamp"],
+                "backend": meta.get("backend"),
+                "trace_bytes": t["trace_bytes"],
+            })
+        return out
+
+    def collect(self, experiment, config=None, backend=None, decode_steps=None, **options):
+        """Runs ``experiment`` (see shardscope.run) and records its trace in this store;
+        returns the list_traces() entry of each trace written (one per experiment)."""
+        results = api.run(experiment, backend=backend, config=config, trace=True, out=self.root,
+                          decode_steps=decode_steps, **options)
+        written = {r["trace"] for r in (results if isinstance(results, list) else [results])}
+        return [t for t in self.list_traces() if t["trace"] in written]
