@@ -192,6 +192,8 @@ TEST(CliTest, ServedWorkloadFromARequestFile) {
             std::string::npos)
       << b.err;
   EXPECT_EQ(std::count(b.err.begin(), b.err.end(), '\n'), 1) << b.err;
+}
+
 // issue 17: bad input found as a new user would, each exit 2 with one clear line and no output.
 TEST(CliTest, RunRefusesAFileAsStoreAndAGpuClusterOnTheCpuBackend) {
   const std::string tiny =

@@ -355,6 +355,10 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
     if (next_end <= next_arrival && next_end <= next_transfer) {
       // An iteration ends (before an arrival at the same instant).
       advance(next_end);
+      // Asked once per iteration: a long served run stops promptly on Ctrl-C.
+      if (options.sim.cancelled && options.sim.cancelled()) {
+        return Cancelled("interrupted; the serving simulation stopped and left no trace");
+      }
       Replica& rep = replicas[next_rep];
       const int64_t blocks_before = rep.scheduler.used_blocks();
       finished.clear();
