@@ -43,6 +43,14 @@ while read -r name; do
     "$tmp/traced.json" "$tmp/one.json"
 done < "$tmp/traced.list"
 
+# Served workloads (configs/serving.yaml beside the config, ~20 s): per-request
+# TTFT/TPOT/ITL distributions, throughput and goodput of requests arriving over time.
+serving_config="$(dirname "$config")/serving.yaml"
+if [ -f "$serving_config" ]; then
+  echo "Serving the requests of $serving_config..." >&2
+  "$bin" run --config "$serving_config" --backend sim --no-trace > "$tmp/serving.txt"
+fi
+
 # The real CPU run of the same plan, when the CPU backend (MPI + OpenBLAS) is built.
 cpu_experiment=cpu_tiny_tp2
 echo '[]' > "$tmp/cpu.json"
@@ -66,10 +74,15 @@ if [ ${#written[@]} -gt 0 ]; then
   "$bin" report "${written[@]}" -o "$tmp/report.html" --title "ShardScope: the default experiments" > /dev/null
 fi
 
-for f in check.txt check.json plan.txt plan.json run.json traced.json cpu.json report.html; do
+for f in check.txt check.json plan.txt plan.json run.json traced.json cpu.json report.html serving.txt; do
   [ -f "$tmp/$f" ] && mv "$tmp/$f" "$out/$f"
 done
 # Writes $out/run.txt (every run) and prints the short summary.
 /usr/bin/python3 "$here/run_summary.py" summary "$out/run.json" "$out/cpu.json" "$out" "$traces" \
   "$out/traced.json" \
   "$tmp/cpu.note"
+if [ -f "$out/serving.txt" ]; then
+  echo
+  echo "Served workloads (mean / p50 / p90 / p99; all figures in $out/serving.txt):"
+  grep -E '^[A-Za-z0-9_.-]+ \(served|^  (TTFT|TPOT) |^  throughput' "$out/serving.txt"
+fi

@@ -158,6 +158,42 @@ TEST(CliTest, MalformedInputsExitTwoWithOneLineAndNoOutput) {
   }
 }
 
+// A served workload from a request file: per-request figures in --json; a
+// broken request file is one error line naming the file, line and field, exit 2.
+TEST(CliTest, ServedWorkloadFromARequestFile) {
+  const std::string pid = std::to_string(getpid());
+  WriteConfig("requests.csv",
+              "arrival_time_s,prompt_tokens,output_tokens\n0,128,8\n0.01,256,4\n0.02,64,16\n");
+  WriteConfig("unsorted.csv", "arrival_time_s,prompt_tokens,output_tokens\n1,128,8\n0.5,256,4\n");
+  const std::string experiment =
+      "experiments:\n  - name: served\n    model: llama-3.1-8b\n    hardware: h100-sxm\n"
+      "    parallelism: {tp_size: 2}\n    batch_size: 1\n    sequence_length: 128\n"
+      "    slo: {ttft_ms: 1000}\n";
+  fs::path good = WriteConfig(
+      "served.yaml",
+      experiment + "    workload: {arrivals: {process: file, path: " + pid + "_requests.csv}}\n");
+  Result r = RunCli("run --config " + good.string() + " --no-trace --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 1u);
+  EXPECT_EQ(j[0]["metrics"]["measured_requests"], 3);
+  EXPECT_GT(j[0]["metrics"]["ttft_s"]["p99"].get<double>(), 0);
+  EXPECT_EQ(j[0]["metrics"]["itl_s"]["count"], 7 + 3 + 15);
+  EXPECT_DOUBLE_EQ(j[0]["metrics"]["slo_attainment"].get<double>(), 1.0);
+
+  fs::path bad = WriteConfig(
+      "unsorted.yaml",
+      experiment + "    workload: {arrivals: {process: file, path: " + pid + "_unsorted.csv}}\n");
+  Result b = RunCli("run --config " + bad.string() + " --no-trace");
+  EXPECT_EQ(b.exit_code, 2);
+  EXPECT_EQ(b.out, "");
+  EXPECT_NE(b.err.find("unsorted.csv: line 3: field 'arrival_time_s': time 0.5 is before the "
+                       "previous line's 1"),
+            std::string::npos)
+      << b.err;
+  EXPECT_EQ(std::count(b.err.begin(), b.err.end(), '\n'), 1) << b.err;
+}
+
 // issue 17: bad input found as a new user would, each exit 2 with one clear line and no output.
 TEST(CliTest, RunRefusesAFileAsStoreAndAGpuClusterOnTheCpuBackend) {
   const std::string tiny =

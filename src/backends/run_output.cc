@@ -36,6 +36,11 @@ std::string RunResultsText(const std::vector<run::RunResult>& results) {
   std::string out;
   const std::vector<sim::RunReport> reports = SimReports(results);
   if (!reports.empty()) out += sim::RunReportText(reports);
+  std::vector<serve::ServingReport> served;
+  for (const run::RunResult& r : results) {
+    if (auto* d = dynamic_cast<const ServeRunDetail*>(r.detail.get())) served.push_back(d->report);
+  }
+  if (!served.empty()) out += (reports.empty() ? "" : "\n") + serve::ServingReportText(served);
   for (const run::RunResult& r : results) {
     auto* d = dynamic_cast<const CpuRunDetail*>(r.detail.get());
     if (d == nullptr) continue;
@@ -58,6 +63,11 @@ nlohmann::json RunResultsJson(const std::vector<run::RunResult>& results) {
   for (const sim::RunReport& r : SimReports(results)) {
     out.push_back(sim::RunReportJson(r));
     out.back()["backend"] = "sim";
+  }
+  for (const run::RunResult& r : results) {
+    if (auto* d = dynamic_cast<const ServeRunDetail*>(r.detail.get())) {
+      out.push_back(serve::ServingReportJson(d->report));
+    }
   }
   for (const run::RunResult& r : results) {
     auto* d = dynamic_cast<const CpuRunDetail*>(r.detail.get());

@@ -1,6 +1,31 @@
 #include "backends/sim_backend.h"
 
 namespace shardscope::backends {
+namespace {
+
+// A served workload: per-request figures; the run's latency holds the mean
+// TTFT and TPOT, its throughput the output tokens per second.
+StatusOr<run::RunResult> RunServed(const Experiment& e, const sim::SimOptions& options) {
+  serve::ServeOptions so;
+  so.sim = options;
+  ASSIGN_OR_RETURN(serve::ServingResult served, serve::SimulateServing(e, so));
+  run::RunResult r;
+  r.experiment = e.name;
+  r.backend = "sim";
+  r.ranks = e.parallel.world_size();
+  r.latency.ttft = served.metrics.ttft.mean;
+  r.latency.tpot = served.metrics.tpot.mean;
+  r.latency.has_prefill = served.metrics.ttft.count > 0;
+  r.latency.has_decode = served.metrics.tpot.count > 0;
+  r.throughput.decode_tokens_per_s = served.metrics.output_tokens_per_s;
+  r.throughput.prefill_tokens_per_s = served.metrics.prompt_tokens_per_s;
+  r.trace_path = served.trace_path;
+  r.metadata_path = served.metadata_path;
+  r.detail = std::make_shared<const ServeRunDetail>(serve::ServingReport{e, std::move(served)});
+  return r;
+}
+
+}  // namespace
 
 StatusOr<std::unique_ptr<SimBackend>> SimBackend::Create(const run::RunOptions& options) {
   RETURN_IF_ERROR(sim::ParseAlgorithm(options.allreduce).status());
@@ -17,6 +42,7 @@ StatusOr<run::RunResult> SimBackend::Run(const Experiment& e, const run::RunOpti
   so.trace_file = o.trace_file;
   so.progress = o.progress;
   so.cancelled = o.cancelled;
+  if (e.serving) return RunServed(e, so);
   ASSIGN_OR_RETURN(sim::RunReport report, sim::BuildRunReport(e, so));
   run::RunResult r;
   r.experiment = e.name;

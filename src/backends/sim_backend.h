@@ -1,7 +1,8 @@
 // The simulator as a run backend: simulates the experiment, computes its
 // bounds, memory and claim rows (sim/run_report.h) and returns them as the
-// RunResult's SimRunDetail. Deterministic: the same experiment and options give
-// byte-identical traces.
+// RunResult's SimRunDetail; a served experiment (Experiment::serving) is
+// simulated request by request (serve/) and returned as a ServeRunDetail. Deterministic: the same
+// experiment and options give byte-identical traces.
 #ifndef SHARDSCOPE_BACKENDS_SIM_BACKEND_H_
 #define SHARDSCOPE_BACKENDS_SIM_BACKEND_H_
 
@@ -9,6 +10,7 @@
 #include <utility>
 
 #include "run/backend.h"
+#include "serve/serving_report.h"
 #include "sim/run_report.h"
 
 namespace shardscope::backends {
@@ -18,6 +20,13 @@ class SimRunDetail : public run::RunDetail {
  public:
   explicit SimRunDetail(sim::RunReport report) : report(std::move(report)) {}
   const sim::RunReport report;
+};
+
+// A served experiment's figures (serve/serving_report.h).
+class ServeRunDetail : public run::RunDetail {
+ public:
+  explicit ServeRunDetail(serve::ServingReport report) : report(std::move(report)) {}
+  const serve::ServingReport report;
 };
 
 class SimBackend : public run::Backend {

@@ -6,10 +6,12 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cluster/cluster.h"
+#include "config/serving.h"
 #include "core/dtype.h"
 #include "model/model.h"
 
@@ -89,6 +91,9 @@ struct Experiment {
   // simulated and counted in the run's summary but leave no events. -1: all.
   int64_t trace_steps = -1;
   Claims claims;
+  // A served workload (requests over time, a scheduler per replica); none: the
+  // fixed batch above. The simulator serves it (serve/serving_simulator.h).
+  std::optional<ServingSpec> serving;
 };
 
 std::string_view DimName(Dim d);  // "tp", "sp", "ep", "dp", "pp"

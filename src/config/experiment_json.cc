@@ -131,6 +131,7 @@ json ExperimentToJson(const Experiment& e) {
               {"compute", "FLOP/s"}}}};
   // Only when set, so traces of experiments without it keep their bytes.
   if (e.trace_steps >= 0) j["trace_steps"] = e.trace_steps;
+  if (e.serving) j["serving"] = ServingToJson(*e.serving);
   return j;
 }
 

@@ -7,6 +7,7 @@
 
 #include "cluster/cluster_yaml.h"
 #include "config/prompts.h"
+#include "config/serving.h"
 #include "core/yaml_reader.h"
 #include "model/hf_config.h"
 #include "model/model_yaml.h"
@@ -381,7 +382,9 @@ StatusOr<Experiment> ReadExperiment(const YAML::Node& node, const YamlContext& c
                                     const std::string& path, const std::string& models_dir,
                                     const std::string& hardware_dir) {
   ASSIGN_OR_RETURN(YamlMap exp, YamlMap::From(node, ctx));
-  RETURN_IF_ERROR(exp.CheckKeys(kExperimentKeys));
+  std::vector<std::string> known = kExperimentKeys;
+  known.insert(known.end(), ServingKeys().begin(), ServingKeys().end());  // served workloads
+  RETURN_IF_ERROR(exp.CheckKeys(known));
   Experiment e;
   e.source_file = path;
   e.name = ctx.experiment;
@@ -402,6 +405,7 @@ StatusOr<Experiment> ReadExperiment(const YAML::Node& node, const YamlContext& c
   RETURN_IF_ERROR(exp.Optional("enable_profiling", &e.enable_profiling));
   RETURN_IF_ERROR(exp.OptionalAtLeast("trace_steps", 0, &e.trace_steps));
   RETURN_IF_ERROR(ReadClaims(exp, &e));
+  ASSIGN_OR_RETURN(e.serving, ReadServing(exp, e.model, path));
   return e;
 }
 

@@ -11,6 +11,7 @@
 #include "sim/calibration.h"
 #include "sim/compute_model.h"
 #include "sim/engine.h"
+#include "sim/sim_setup.h"
 #include "sim/topology.h"
 #include "sim/trace_emitter.h"
 
@@ -80,19 +81,10 @@ json SimOptionsToJson(const SimOptions& o) {
 StatusOr<SimResult> SimulateExperiment(const Experiment& experiment, const SimOptions& options) {
   ASSIGN_OR_RETURN(Placement placement, Placement::Create(experiment));
   ASSIGN_OR_RETURN(ProgramBuilder builder, ProgramBuilder::Create(experiment, placement));
-  Calibration calibration = DefaultCalibration(experiment.cluster.device);
-  if (!options.calibration_file.empty()) {
-    ASSIGN_OR_RETURN(calibration, LoadCalibration(options.calibration_file, calibration));
-  }
-  ASSIGN_OR_RETURN(
-      ComputeModel compute,
-      ComputeModel::Create(experiment.cluster.device, experiment.workload.dtype, calibration));
-  ClusterSpec network_cluster = experiment.cluster;
-  network_cluster.scale_up.bandwidth_per_device *= calibration.network_efficiency;
-  network_cluster.scale_up.link_bandwidth *= calibration.network_efficiency;
-  network_cluster.scale_out.nic_bandwidth_per_device *= calibration.network_efficiency;
-  const Topology topology(network_cluster);
-  Engine engine(placement, compute, topology, EngineOptions{options.allreduce});
+  ASSIGN_OR_RETURN(std::unique_ptr<const SimSetup> setup,
+                   MakeSimSetup(experiment, options.calibration_file));
+  const Calibration& calibration = setup->calibration;
+  Engine engine(placement, setup->compute, setup->topology, EngineOptions{options.allreduce});
 
   SimResult result;
   result.calibration_source = calibration.source;

@@ -1,0 +1,278 @@
+#include "config/serving.h"
+
+#include <filesystem>
+
+#include "config/request_file.h"
+
+namespace shardscope {
+namespace {
+
+namespace fs = std::filesystem;
+
+// `key: 512` (fixed) or `key: {distribution: uniform|normal|lognormal, ...}`.
+Status ReadLength(const YamlMap& m, std::string_view key, LengthDist* out) {
+  if (!m.Has(key)) return m.context().Child(key).Error("is required but missing");
+  const YAML::Node node = m.Get(key);
+  if (node.IsScalar()) {
+    int64_t v = 0;
+    RETURN_IF_ERROR(m.RequiredAtLeast(key, 1, &v));
+    *out = LengthDist{};
+    out->value = v;
+    out->min = out->max = v;
+    return Status::Ok();
+  }
+  ASSIGN_OR_RETURN(YamlMap d, m.Map(key));
+  RETURN_IF_ERROR(d.CheckKeys({"distribution", "min", "max", "mean", "stddev"}));
+  std::string kind;
+  RETURN_IF_ERROR(d.Required("distribution", &kind));
+  RETURN_IF_ERROR(d.OptionalAtLeast("min", 1, &out->min));
+  RETURN_IF_ERROR(d.OptionalAtLeast("max", 1, &out->max));
+  if (kind == "uniform") {
+    out->kind = LengthDist::Kind::kUniform;
+    RETURN_IF_ERROR(d.RequiredAtLeast("min", 1, &out->min));
+    RETURN_IF_ERROR(d.RequiredAtLeast("max", 1, &out->max));
+  } else if (kind == "normal" || kind == "lognormal") {
+    out->kind = kind == "normal" ? LengthDist::Kind::kNormal : LengthDist::Kind::kLognormal;
+    RETURN_IF_ERROR(d.Required("mean", &out->mean));
+    if (out->mean <= 0) return d.context().Child("mean").Error("must be > 0");
+    RETURN_IF_ERROR(d.Required("stddev", &out->stddev));
+    if (out->stddev < 0) return d.context().Child("stddev").Error("must be ≥ 0");
+  } else {
+    return d.context()
+        .Child("distribution")
+        .Error(fmt::format(
+            "unknown length distribution '{}' (expected uniform, normal or lognormal, or a number)",
+            kind));
+  }
+  if (out->max < out->min) {
+    return d.context().Child("max").Error(
+        fmt::format("max {} is below min {}", out->max, out->min));
+  }
+  return Status::Ok();
+}
+
+Status ReadArrivals(const YamlMap& w, const ModelSpec& model, const std::string& config_path,
+                    ArrivalSpec* a) {
+  if (!w.Has("arrivals")) return w.context().Child("arrivals").Error("is required but missing");
+  ASSIGN_OR_RETURN(YamlMap m, w.Map("arrivals"));
+  RETURN_IF_ERROR(m.CheckKeys({"process", "rate_per_s", "cv", "concurrency", "path"}));
+  std::string process;
+  RETURN_IF_ERROR(m.Required("process", &process));
+  if (process == "poisson" || process == "gamma") {
+    a->process = process == "poisson" ? ArrivalProcess::kPoisson : ArrivalProcess::kGamma;
+    RETURN_IF_ERROR(m.Required("rate_per_s", &a->rate));
+    if (a->rate <= 0) return m.context().Child("rate_per_s").Error("must be > 0");
+    if (a->process == ArrivalProcess::kGamma) RETURN_IF_ERROR(m.OptionalPositive("cv", &a->cv));
+  } else if (process == "closed_loop") {
+    a->process = ArrivalProcess::kClosedLoop;
+    RETURN_IF_ERROR(m.RequiredAtLeast("concurrency", 1, &a->concurrency));
+  } else if (process == "file") {
+    a->process = ArrivalProcess::kFile;
+    RETURN_IF_ERROR(m.Required("path", &a->path));
+    fs::path p(a->path);
+    if (p.is_relative()) p = fs::path(config_path).parent_path() / p;
+    auto requests = ReadRequestFile(p.string(), model.max_position_embeddings);
+    if (!requests.ok()) return m.context().Child("path").Error(requests.status().message());
+    a->file_requests = std::move(*requests);
+  } else {
+    return m.context().Child("process").Error(fmt::format(
+        "unknown arrival process '{}' (expected poisson, gamma, closed_loop or file)", process));
+  }
+  return Status::Ok();
+}
+
+Status ReadScheduler(const YamlMap& exp, SchedulerSpec* s) {
+  if (!exp.Has("scheduler")) return Status::Ok();
+  ASSIGN_OR_RETURN(YamlMap m, exp.Map("scheduler"));
+  RETURN_IF_ERROR(
+      m.CheckKeys({"max_num_batched_tokens", "max_num_seqs", "block_size", "gpu_memory_utilization",
+                   "kv_blocks", "chunked_prefill", "router", "grid_points_per_octave"}));
+  RETURN_IF_ERROR(m.OptionalAtLeast("max_num_batched_tokens", 1, &s->max_num_batched_tokens));
+  RETURN_IF_ERROR(m.OptionalAtLeast("max_num_seqs", 1, &s->max_num_seqs));
+  RETURN_IF_ERROR(m.OptionalAtLeast("block_size", 1, &s->block_size));
+  RETURN_IF_ERROR(m.OptionalPositive("gpu_memory_utilization", &s->gpu_memory_utilization));
+  if (s->gpu_memory_utilization > 1) {
+    return m.context().Child("gpu_memory_utilization").Error("must be in (0, 1]");
+  }
+  RETURN_IF_ERROR(m.OptionalAtLeast("kv_blocks", 1, &s->kv_blocks));
+  RETURN_IF_ERROR(m.Optional("chunked_prefill", &s->chunked_prefill));
+  RETURN_IF_ERROR(m.OptionalAtLeast("grid_points_per_octave", 0, &s->grid_points_per_octave));
+  std::string router = "round_robin";
+  RETURN_IF_ERROR(m.Optional("router", &router));
+  if (router == "round_robin") {
+    s->router = RouterPolicy::kRoundRobin;
+  } else if (router == "least_outstanding") {
+    s->router = RouterPolicy::kLeastOutstanding;
+  } else {
+    return m.context().Child("router").Error(
+        fmt::format("unknown router '{}' (expected round_robin or least_outstanding)", router));
+  }
+  return Status::Ok();
+}
+
+// disaggregation: {prefill: {tp_size, sp_size, ep_size, pp_size, instances}, decode: {...}}
+Status ReadDisaggregation(const YamlMap& exp, std::optional<DisaggregationSpec>* out) {
+  if (!exp.Has("disaggregation")) return Status::Ok();
+  ASSIGN_OR_RETURN(YamlMap m, exp.Map("disaggregation"));
+  RETURN_IF_ERROR(m.CheckKeys({"prefill", "decode"}));
+  DisaggregationSpec d;
+  for (auto [key, spec] : {std::pair{"prefill", &d.prefill}, std::pair{"decode", &d.decode}}) {
+    if (!m.Has(key)) return m.context().Child(key).Error("is required but missing");
+    ASSIGN_OR_RETURN(YamlMap i, m.Map(key));
+    RETURN_IF_ERROR(i.CheckKeys({"tp_size", "sp_size", "ep_size", "pp_size", "instances"}));
+    RETURN_IF_ERROR(i.OptionalAtLeast("tp_size", 1, &spec->tp));
+    RETURN_IF_ERROR(i.OptionalAtLeast("sp_size", 1, &spec->sp));
+    RETURN_IF_ERROR(i.OptionalAtLeast("ep_size", 1, &spec->ep));
+    RETURN_IF_ERROR(i.OptionalAtLeast("pp_size", 1, &spec->pp));
+    RETURN_IF_ERROR(i.OptionalAtLeast("instances", 1, &spec->instances));
+  }
+  *out = d;
+  return Status::Ok();
+}
+
+Status ReadSlo(const YamlMap& exp, SloSpec* slo) {
+  if (!exp.Has("slo")) return Status::Ok();
+  ASSIGN_OR_RETURN(YamlMap m, exp.Map("slo"));
+  RETURN_IF_ERROR(m.CheckKeys({"ttft_ms", "tpot_ms"}));
+  double ttft_ms = 0, tpot_ms = 0;
+  RETURN_IF_ERROR(m.OptionalPositive("ttft_ms", &ttft_ms));
+  RETURN_IF_ERROR(m.OptionalPositive("tpot_ms", &tpot_ms));
+  slo->ttft = ttft_ms * 1e-3;
+  slo->tpot = tpot_ms * 1e-3;
+  return Status::Ok();
+}
+
+nlohmann::json LengthJson(const LengthDist& d) {
+  switch (d.kind) {
+    case LengthDist::Kind::kFixed:
+      return d.value;
+    case LengthDist::Kind::kUniform:
+      return {{"distribution", "uniform"}, {"min", d.min}, {"max", d.max}};
+    case LengthDist::Kind::kNormal:
+    case LengthDist::Kind::kLognormal:
+      return {{"distribution", d.kind == LengthDist::Kind::kNormal ? "normal" : "lognormal"},
+              {"mean", d.mean},
+              {"stddev", d.stddev},
+              {"min", d.min},
+              {"max", d.max}};
+  }
+  return nullptr;
+}
+
+nlohmann::json InstanceJson(const InstanceSpec& i) {
+  return {{"tp_size", i.tp},
+          {"sp_size", i.sp},
+          {"ep_size", i.ep},
+          {"pp_size", i.pp},
+          {"instances", i.instances}};
+}
+
+}  // namespace
+
+const std::vector<std::string>& ServingKeys() {
+  static const std::vector<std::string> keys = {"workload", "scheduler", "slo", "disaggregation"};
+  return keys;
+}
+
+StatusOr<std::optional<ServingSpec>> ReadServing(const YamlMap& exp, const ModelSpec& model,
+                                                 const std::string& config_path) {
+  if (!exp.Has("workload")) {
+    if (exp.Has("scheduler") || exp.Has("slo")) {
+      return exp.context()
+          .Child(exp.Has("scheduler") ? "scheduler" : "slo")
+          .Error("needs a served workload (`workload: {arrivals: ...}`)");
+    }
+    return std::optional<ServingSpec>();
+  }
+  ServingSpec s;
+  ASSIGN_OR_RETURN(YamlMap w, exp.Map("workload"));
+  RETURN_IF_ERROR(w.CheckKeys(
+      {"arrivals", "prompt_tokens", "output_tokens", "requests", "duration_s", "warmup_requests"}));
+  RETURN_IF_ERROR(ReadArrivals(w, model, config_path, &s.arrivals));
+  const bool file = s.arrivals.process == ArrivalProcess::kFile;
+  if (file) {
+    for (const char* key : {"prompt_tokens", "output_tokens"}) {
+      if (w.Has(key)) return w.context().Child(key).Error("the request file gives the lengths");
+    }
+  } else {
+    RETURN_IF_ERROR(ReadLength(w, "prompt_tokens", &s.prompt_tokens));
+    RETURN_IF_ERROR(ReadLength(w, "output_tokens", &s.output_tokens));
+  }
+  RETURN_IF_ERROR(w.OptionalAtLeast("requests", 1, &s.requests));
+  RETURN_IF_ERROR(w.OptionalPositive("duration_s", &s.duration));
+  if (!file && s.requests == 0 && s.duration == 0) {
+    return w.context().Error("needs `requests` or `duration_s` (how long requests arrive)");
+  }
+  if (s.arrivals.process == ArrivalProcess::kClosedLoop && s.requests == 0) {
+    return w.context().Child("requests").Error("a closed loop needs a request count");
+  }
+  RETURN_IF_ERROR(w.OptionalAtLeast("warmup_requests", 0, &s.warmup_requests));
+  RETURN_IF_ERROR(ReadScheduler(exp, &s.scheduler));
+  RETURN_IF_ERROR(ReadSlo(exp, &s.slo));
+  RETURN_IF_ERROR(ReadDisaggregation(exp, &s.disaggregation));
+  return std::optional<ServingSpec>(std::move(s));
+}
+
+std::string_view ArrivalProcessName(ArrivalProcess p) {
+  switch (p) {
+    case ArrivalProcess::kPoisson:
+      return "poisson";
+    case ArrivalProcess::kGamma:
+      return "gamma";
+    case ArrivalProcess::kClosedLoop:
+      return "closed_loop";
+    case ArrivalProcess::kFile:
+      return "file";
+  }
+  return "?";
+}
+
+std::string_view RouterPolicyName(RouterPolicy p) {
+  return p == RouterPolicy::kRoundRobin ? "round_robin" : "least_outstanding";
+}
+
+nlohmann::json ServingToJson(const ServingSpec& s) {
+  nlohmann::json arrivals = {{"process", ArrivalProcessName(s.arrivals.process)}};
+  switch (s.arrivals.process) {
+    case ArrivalProcess::kPoisson:
+      arrivals["rate_per_s"] = s.arrivals.rate;
+      break;
+    case ArrivalProcess::kGamma:
+      arrivals["rate_per_s"] = s.arrivals.rate;
+      arrivals["cv"] = s.arrivals.cv;
+      break;
+    case ArrivalProcess::kClosedLoop:
+      arrivals["concurrency"] = s.arrivals.concurrency;
+      break;
+    case ArrivalProcess::kFile:
+      arrivals["path"] = s.arrivals.path;
+      arrivals["requests_in_file"] = s.arrivals.file_requests.size();
+      break;
+  }
+  nlohmann::json workload = {{"arrivals", arrivals},
+                             {"requests", s.requests},
+                             {"duration_s", s.duration},
+                             {"warmup_requests", s.warmup_requests}};
+  if (s.arrivals.process != ArrivalProcess::kFile) {
+    workload["prompt_tokens"] = LengthJson(s.prompt_tokens);
+    workload["output_tokens"] = LengthJson(s.output_tokens);
+  }
+  const SchedulerSpec& c = s.scheduler;
+  return {{"workload", workload},
+          {"scheduler",
+           {{"max_num_batched_tokens", c.max_num_batched_tokens},
+            {"max_num_seqs", c.max_num_seqs},
+            {"block_size", c.block_size},
+            {"gpu_memory_utilization", c.gpu_memory_utilization},
+            {"kv_blocks", c.kv_blocks},
+            {"chunked_prefill", c.chunked_prefill},
+            {"router", RouterPolicyName(c.router)},
+            {"grid_points_per_octave", c.grid_points_per_octave}}},
+          {"slo", {{"ttft_s", s.slo.ttft}, {"tpot_s", s.slo.tpot}}},
+          {"disaggregation",
+           s.disaggregation ? nlohmann::json{{"prefill", InstanceJson(s.disaggregation->prefill)},
+                                             {"decode", InstanceJson(s.disaggregation->decode)}}
+                            : nlohmann::json(nullptr)}};
+}
+
+}  // namespace shardscope

@@ -1,0 +1,112 @@
+// ServingSpec: a served workload — requests arriving over time (Poisson,
+// gamma-distributed bursts, a closed loop of fixed concurrency, or a request
+// file), their prompt and output lengths, the continuous-batching scheduler of
+// each replica and the latency objectives (docs/configuration.md, "Served
+// workloads"). Read from an experiment's `workload:`, `scheduler:` and `slo:`
+// keys. Plain value types.
+#ifndef SHARDSCOPE_CONFIG_SERVING_H_
+#define SHARDSCOPE_CONFIG_SERVING_H_
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "core/yaml_reader.h"
+#include "model/model.h"
+
+namespace shardscope {
+
+enum class ArrivalProcess { kPoisson, kGamma, kClosedLoop, kFile };
+
+// How request lengths (tokens) are drawn; all draws are clamped to [min, max].
+struct LengthDist {
+  enum class Kind { kFixed, kUniform, kNormal, kLognormal };
+  Kind kind = Kind::kFixed;
+  int64_t value = 0;               // kFixed
+  double mean = 0, stddev = 0;     // kNormal, kLognormal (of the length itself)
+  int64_t min = 1, max = 1 << 30;  // kUniform bounds; clamp for the others
+};
+
+// One request of a request file (or drawn): when it arrives and its lengths.
+struct RequestSpec {
+  double arrival = 0;  // seconds from the start of the run
+  int64_t prompt_tokens = 1;
+  int64_t output_tokens = 1;
+};
+
+struct ArrivalSpec {
+  ArrivalProcess process = ArrivalProcess::kPoisson;
+  double rate = 0;  // poisson, gamma: requests per second
+  double cv = 1;    // gamma: coefficient of variation of the inter-arrival time (> 1: bursts)
+  int64_t concurrency = 0;                 // closed loop: requests in the system at all times
+  std::string path;                        // file: the request file as given
+  std::vector<RequestSpec> file_requests;  // file: its requests, read at load time
+};
+
+enum class RouterPolicy { kRoundRobin, kLeastOutstanding };
+
+// The vLLM-like scheduler of one replica (docs/sim.md, "Serving").
+struct SchedulerSpec {
+  int64_t max_num_batched_tokens = 8192;  // tokens per iteration
+  int64_t max_num_seqs = 256;             // requests per iteration
+  int64_t block_size = 16;                // tokens per KV-cache block
+  double gpu_memory_utilization = 0.9;    // share of device memory the server may use
+  int64_t kv_blocks = 0;                  // > 0: KV blocks per replica, overriding the plan
+  bool chunked_prefill = true;
+  RouterPolicy router = RouterPolicy::kRoundRobin;
+  // Iteration costs are cached on a grid (serve/iteration_cost.h): 0 makes
+  // every token count and context length its own grid point (exact, slower).
+  int64_t grid_points_per_octave = 8;
+};
+
+// Latency objectives: a request meets them when its own TTFT and TPOT are
+// within these limits (0: no objective); goodput counts such requests.
+struct SloSpec {
+  double ttft = 0;  // seconds
+  double tpot = 0;  // seconds
+};
+
+// Disaggregated prefill/decode: requests are prefilled on prefill instances
+// and decoded on decode instances, each instance its own plan (dp = 1); the KV
+// cache of each request crosses the scale-out network between them.
+struct InstanceSpec {
+  int64_t tp = 1, sp = 1, ep = 1, pp = 1;
+  int64_t instances = 1;
+  int64_t world_size() const { return tp * sp * ep * pp; }
+};
+struct DisaggregationSpec {
+  InstanceSpec prefill, decode;
+};
+
+struct ServingSpec {
+  ArrivalSpec arrivals;
+  LengthDist prompt_tokens, output_tokens;  // ignored for a request file
+  int64_t requests = 0;                     // 0: until `duration` (file: all of it)
+  double duration = 0;                      // seconds of arrivals; 0: `requests` decide
+  int64_t warmup_requests = 0;              // the first N are served but not counted
+  SchedulerSpec scheduler;
+  SloSpec slo;
+  std::optional<DisaggregationSpec> disaggregation;  // none: every replica does both
+};
+
+// Reads `workload`, `scheduler` and `slo` from an experiment's map; nullopt when
+// it has no `workload`. A relative request-file path is taken from
+// `config_path`'s folder; requests longer than the model's context are errors
+// naming the file, line and field. Every other error names the field.
+StatusOr<std::optional<ServingSpec>> ReadServing(const YamlMap& experiment, const ModelSpec& model,
+                                                 const std::string& config_path);
+
+// The experiment keys ReadServing reads.
+const std::vector<std::string>& ServingKeys();
+
+std::string_view ArrivalProcessName(ArrivalProcess p);
+std::string_view RouterPolicyName(RouterPolicy p);
+
+nlohmann::json ServingToJson(const ServingSpec& spec);
+
+}  // namespace shardscope
+
+#endif  // SHARDSCOPE_CONFIG_SERVING_H_

@@ -1,0 +1,115 @@
+#include "serve/iteration_cost.h"
+
+#include <algorithm>
+#include <bit>
+
+#include "program/program_builder.h"
+
+namespace shardscope::serve {
+
+IterationCost::IterationCost(Experiment replica, Placement placement,
+                             std::unique_ptr<const sim::SimSetup> setup, sim::Algorithm allreduce,
+                             int64_t per_octave)
+    : replica_(std::move(replica)),
+      placement_(std::move(placement)),
+      setup_(std::move(setup)),
+      engine_(placement_, setup_->compute, setup_->topology, sim::EngineOptions{allreduce}),
+      per_octave_(per_octave),
+      align_(replica_.parallel.sp > 1
+                 ? (replica_.parallel.sp_variant == SpVariant::kZigzag ? 2 * replica_.parallel.sp
+                                                                       : replica_.parallel.sp)
+                 : 1) {}
+
+StatusOr<std::unique_ptr<IterationCost>> IterationCost::Create(const Experiment& experiment,
+                                                               const std::string& calibration_file,
+                                                               sim::Algorithm allreduce,
+                                                               int64_t grid_points_per_octave) {
+  Experiment replica = experiment;
+  replica.parallel.dp = 1;
+  replica.serving.reset();
+  // The placement depends on the plan only; a batch of ep requests is valid for it.
+  replica.workload.batch_size = std::max<int64_t>(replica.parallel.ep, 1);
+  replica.parallel.micro_batches = 0;
+  ASSIGN_OR_RETURN(Placement placement, Placement::Create(replica));
+  ASSIGN_OR_RETURN(std::unique_ptr<const sim::SimSetup> setup,
+                   sim::MakeSimSetup(experiment, calibration_file));
+  return std::unique_ptr<IterationCost>(new IterationCost(std::move(replica), std::move(placement),
+                                                          std::move(setup), allreduce,
+                                                          grid_points_per_octave));
+}
+
+std::pair<int64_t, int64_t> IterationCost::GridPoints(int64_t x, int64_t per_octave,
+                                                      int64_t align) {
+  auto aligned = [&](int64_t v, bool up) {
+    const int64_t a = up ? (v + align - 1) / align * align : v / align * align;
+    return std::max(a, align);
+  };
+  if (per_octave <= 0 || x <= 2 * per_octave) {
+    return {aligned(x, false) == x ? x : aligned(x, false), aligned(x, true)};
+  }
+  // Spacing 2^⌊log2 x⌋ / P: P points per octave.
+  const int64_t octave = std::bit_floor(static_cast<uint64_t>(x));
+  const int64_t step = std::max<int64_t>(octave / per_octave, 1);
+  const int64_t lo = x / step * step;
+  const int64_t hi = lo == x ? x : lo + step;
+  return {aligned(lo, false), aligned(hi, true)};
+}
+
+StatusOr<double> IterationCost::AtGridPoint(bool prefill, int64_t requests, int64_t tokens) {
+  const auto key = std::make_tuple(prefill, requests, tokens);
+  if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+  Experiment e = replica_;
+  e.workload.batch_size = requests;
+  e.workload.sequence_length = tokens;
+  e.workload.tokens_to_generate = prefill ? 1 : 2;
+  ASSIGN_OR_RETURN(ProgramBuilder builder, ProgramBuilder::Create(e, placement_));
+  ASSIGN_OR_RETURN(PhaseProgram program,
+                   builder.Build(prefill ? Phase::kPrefill : Phase::kDecode, 0));
+  ASSIGN_OR_RETURN(sim::PhaseResult r, engine_.Run(program));
+  const double seconds = *std::max_element(r.rank_end.begin(), r.rank_end.end());
+  ++programs_simulated_;
+  ops_simulated_ += r.ops;
+  cache_.emplace(key, seconds);
+  return seconds;
+}
+
+StatusOr<double> IterationCost::Interpolated(bool prefill, int64_t requests, int64_t tokens) {
+  const auto [n0, n1] = GridPoints(requests, per_octave_, 1);
+  const auto [t0, t1] = GridPoints(tokens, per_octave_, align_);
+  auto weight = [](int64_t x, int64_t lo, int64_t hi) {
+    return hi == lo ? 0.0 : static_cast<double>(x - lo) / static_cast<double>(hi - lo);
+  };
+  // Below the first aligned point (x < align) the weight is clamped to the point itself.
+  const double wn = std::clamp(weight(requests, n0, n1), 0.0, 1.0);
+  const double wt = std::clamp(weight(tokens, t0, t1), 0.0, 1.0);
+  ASSIGN_OR_RETURN(const double c00, AtGridPoint(prefill, n0, t0));
+  double c01 = c00, c10 = c00, c11 = c00;
+  if (t1 != t0) {
+    ASSIGN_OR_RETURN(c01, AtGridPoint(prefill, n0, t1));
+  }
+  if (n1 != n0) {
+    ASSIGN_OR_RETURN(c10, AtGridPoint(prefill, n1, t0));
+  }
+  if (n1 != n0 && t1 != t0) {
+    ASSIGN_OR_RETURN(c11, AtGridPoint(prefill, n1, t1));
+  }
+  return (1 - wn) * ((1 - wt) * c00 + wt * c01) + wn * ((1 - wt) * c10 + wt * c11);
+}
+
+StatusOr<double> IterationCost::Prefill(int64_t requests, int64_t tokens) {
+  return Interpolated(true, requests, tokens);
+}
+
+StatusOr<double> IterationCost::PriorContextExtra(int64_t prior, int64_t chunk) {
+  if (prior <= 0) return 0.0;
+  ASSIGN_OR_RETURN(const double whole, Prefill(1, prior + chunk));
+  ASSIGN_OR_RETURN(const double before, Prefill(1, prior));
+  ASSIGN_OR_RETURN(const double alone, Prefill(1, chunk));
+  return std::max(0.0, whole - before - alone);
+}
+
+StatusOr<double> IterationCost::Decode(int64_t requests, int64_t context) {
+  return Interpolated(false, requests, context);
+}
+
+}  // namespace shardscope::serve

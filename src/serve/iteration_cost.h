@@ -1,0 +1,79 @@
+// IterationCost: how long one scheduler iteration takes on one replica, from
+// the simulator itself. A batch of n requests is built by the ProgramBuilder
+// as a fixed-batch phase of the experiment's plan with dp = 1 — prefill of n
+// prompts of t tokens, or one decode step of n requests over a context of c
+// cached tokens — and run on the Engine with the experiment's calibration and
+// network; its time is the last rank's end. So every parallel plan the
+// builder supports (TP, PP, ring attention, EP, MLA) is served the same way.
+//
+// Costs are cached on a grid: each coordinate is exact up to 2·P and then
+// rounded to P points per octave (P = scheduler.grid_points_per_octave; 0: every
+// value exact), and values between grid points are interpolated linearly
+// (bilinearly in n and t or c). Grid points of prompt lengths and contexts are
+// multiples of the ring-attention chunk count when sp > 1. Not thread-safe.
+#ifndef SHARDSCOPE_SERVE_ITERATION_COST_H_
+#define SHARDSCOPE_SERVE_ITERATION_COST_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "config/experiment.h"
+#include "core/status.h"
+#include "plan/placement.h"
+#include "sim/collectives.h"
+#include "sim/engine.h"
+#include "sim/sim_setup.h"
+
+namespace shardscope::serve {
+
+class IterationCost {
+ public:
+  // One replica of `experiment` (its plan with dp = 1). Fails on a bad
+  // calibration file or a plan the builder cannot express.
+  static StatusOr<std::unique_ptr<IterationCost>> Create(const Experiment& experiment,
+                                                         const std::string& calibration_file,
+                                                         sim::Algorithm allreduce,
+                                                         int64_t grid_points_per_octave);
+  IterationCost(const IterationCost&) = delete;
+  IterationCost& operator=(const IterationCost&) = delete;
+
+  // Seconds to prefill `requests` prompts of `tokens` tokens each (both ≥ 1).
+  StatusOr<double> Prefill(int64_t requests, int64_t tokens);
+  // Extra seconds a prefill chunk of `chunk` tokens takes when `prior` tokens of
+  // its request are already cached, beyond the same chunk alone: a chunk costs
+  // the larger of its cost alone and the marginal cost of growing its request's
+  // prefill from `prior` to `prior + chunk` tokens (Prefill(1, prior + chunk) −
+  // Prefill(1, prior)), which carries the attention over the cached tokens.
+  StatusOr<double> PriorContextExtra(int64_t prior, int64_t chunk);
+  // Seconds of one decode step of `requests` requests over `context` cached tokens.
+  StatusOr<double> Decode(int64_t requests, int64_t context);
+
+  int64_t programs_simulated() const { return programs_simulated_; }
+  int64_t ops_simulated() const { return ops_simulated_; }
+  const std::string& calibration_source() const { return setup_->calibration.source; }
+
+  // The grid points around x: {lo, hi} with lo ≤ x ≤ hi (equal when x is one).
+  static std::pair<int64_t, int64_t> GridPoints(int64_t x, int64_t per_octave, int64_t align);
+
+ private:
+  IterationCost(Experiment replica, Placement placement, std::unique_ptr<const sim::SimSetup> setup,
+                sim::Algorithm allreduce, int64_t per_octave);
+  StatusOr<double> Interpolated(bool prefill, int64_t requests, int64_t tokens);
+  StatusOr<double> AtGridPoint(bool prefill, int64_t requests, int64_t tokens);
+
+  Experiment replica_;  // the experiment with dp = 1
+  Placement placement_;
+  std::unique_ptr<const sim::SimSetup> setup_;
+  sim::Engine engine_;
+  int64_t per_octave_;
+  int64_t align_;  // prompt and context grid points are multiples of this
+  std::map<std::tuple<bool, int64_t, int64_t>, double> cache_;
+  int64_t programs_simulated_ = 0, ops_simulated_ = 0;
+};
+
+}  // namespace shardscope::serve
+
+#endif  // SHARDSCOPE_SERVE_ITERATION_COST_H_

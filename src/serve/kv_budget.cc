@@ -1,0 +1,67 @@
+#include "serve/kv_budget.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/units.h"
+#include "plan/memory.h"
+#include "plan/placement.h"
+
+namespace shardscope::serve {
+
+StatusOr<KvBudget> PlanKvBudget(const Experiment& experiment) {
+  const SchedulerSpec& sched = experiment.serving->scheduler;
+  const ParallelSpec& p = experiment.parallel;
+  // One request per (dp, ep) replica holding one full iteration of tokens
+  // (rounded up to whole ring-attention chunks), one micro-batch: its memory
+  // plan gives the weights, the activation peak and the KV bytes per token.
+  Experiment probe = experiment;
+  const int64_t chunks = p.sp > 1 ? 2 * p.sp : 1;
+  probe.workload.batch_size = p.dp * p.ep;
+  probe.workload.sequence_length = (sched.max_num_batched_tokens + chunks - 1) / chunks * chunks;
+  probe.workload.tokens_to_generate = 1;
+  probe.parallel.micro_batches = 1;
+  ASSIGN_OR_RETURN(Placement placement, Placement::Create(probe));
+  const MemoryPlan plan = PlanMemory(probe, placement);
+  KvBudget b;
+  b.block_size = sched.block_size;
+  double tokens = std::numeric_limits<double>::infinity();
+  b.free_bytes = std::numeric_limits<double>::infinity();
+  for (const RankMemory& r : plan.ranks) {
+    // Bytes per request token on this rank (its share of the sequence and layers).
+    const double per_token = r.kv_cache / static_cast<double>(probe.workload.sequence_length);
+    const double free =
+        plan.capacity * sched.gpu_memory_utilization - r.weights - r.activations - r.comm_buffers;
+    b.bytes_per_token = std::max(b.bytes_per_token, per_token);
+    b.free_bytes = std::min(b.free_bytes, free);
+    if (per_token > 0) tokens = std::min(tokens, free / per_token);
+    if (sched.kv_blocks == 0 && free < per_token * sched.block_size) {
+      return InvalidArgument(
+          "rank {} has no room for the KV cache: {} of {} × {} hold {} of weights, {} of "
+          "activations and {} of buffers",
+          r.rank, FormatBytes(plan.capacity * sched.gpu_memory_utilization),
+          FormatBytes(plan.capacity), sched.gpu_memory_utilization, FormatBytes(r.weights),
+          FormatBytes(r.activations), FormatBytes(r.comm_buffers));
+    }
+  }
+  if (sched.kv_blocks > 0) {
+    b.blocks = sched.kv_blocks;
+    b.from_config = true;
+    return b;
+  }
+  // Each EP rank keeps the KV cache of its own requests (attention is data-parallel there).
+  b.blocks = static_cast<int64_t>(std::floor(tokens / sched.block_size)) * p.ep;
+  return b;
+}
+
+double ModelKvBytesPerToken(const Experiment& e) {
+  const ModelSpec& m = e.model;
+  const double values = m.attention == AttentionKind::kMla
+                            ? static_cast<double>(m.mla.kv_lora_rank + m.mla.qk_rope_head_dim)
+                            : 2.0 * static_cast<double>(m.num_kv_heads * m.head_dim);
+  return static_cast<double>(m.num_layers) * values *
+         static_cast<double>(DTypeSize(e.workload.kv_dtype));
+}
+
+}  // namespace shardscope::serve

@@ -1,0 +1,95 @@
+// ReplicaScheduler: the continuous-batching scheduler of one replica, after
+// vLLM's: each iteration it gives every running request its next tokens (one
+// for a decoding request, the next prefill chunk for one still prefilling) and
+// admits waiting requests first-come first-served while the token budget
+// (max_num_batched_tokens), the sequence limit (max_num_seqs) and free KV
+// blocks allow. When a running request needs a block and none is free, the
+// most recently admitted request is preempted by recompute: its blocks are
+// freed and it waits at the head of the queue to prefill its prompt and the
+// tokens it had generated again. Without chunked prefill, waiting prompts are
+// prefilled whole in iterations of their own and running requests only decode
+// (vLLM's default scheduler before chunked prefill). Not thread-safe; borrows
+// the requests it is given (they must outlive it).
+#ifndef SHARDSCOPE_SERVE_REPLICA_SCHEDULER_H_
+#define SHARDSCOPE_SERVE_REPLICA_SCHEDULER_H_
+
+#include <cstdint>
+#include <deque>
+#include <utility>
+#include <vector>
+
+#include "config/serving.h"
+#include "serve/served_request.h"
+
+namespace shardscope::serve {
+
+// What one iteration computes.
+struct Iteration {
+  std::vector<std::pair<ServedRequest*, int64_t>> prefill;  // request, chunk tokens
+  std::vector<ServedRequest*> decode;
+  int64_t preempted = 0;  // requests preempted while scheduling it
+  int64_t prefill_tokens() const;
+  // Mean tokens in the KV cache of the decoding requests before the step.
+  double decode_context_mean() const;
+  bool empty() const { return prefill.empty() && decode.empty(); }
+};
+
+class ReplicaScheduler {
+ public:
+  // `prefill_only`: a disaggregated prefill instance — a request leaves it
+  // (blocks freed, listed as finished) once its first token exists.
+  ReplicaScheduler(const SchedulerSpec& spec, int64_t total_blocks, bool prefill_only = false);
+
+  // KV blocks a request needs for `tokens` cached tokens.
+  int64_t BlocksFor(int64_t tokens) const;
+  // True when a request of these lengths could ever be served here (its whole
+  // KV cache fits in the replica's blocks).
+  bool CanEverFit(int64_t prompt, int64_t output) const;
+
+  // Queues an arrived request (its `target` set to the prompt).
+  void Add(ServedRequest* request);
+  // Queues a request whose KV cache arrives with it (a disaggregated decode
+  // instance): it is admitted straight into decoding when blocks allow.
+  void AddWithCache(ServedRequest* request);
+  bool HasWork() const { return !waiting_.empty() || !running_.empty(); }
+
+  // The next iteration; may preempt running requests. Empty only without work.
+  Iteration Schedule();
+  // Applies an iteration that ended at `end`: cache progress, new tokens (and
+  // the gap since each request's previous token, appended to `itl` for measured
+  // requests), finished requests (blocks freed), appended to `finished`.
+  void Complete(const Iteration& iteration, double end, std::vector<double>* itl,
+                std::vector<ServedRequest*>* finished);
+
+  int64_t waiting() const { return static_cast<int64_t>(waiting_.size()); }
+  int64_t running() const { return static_cast<int64_t>(running_.size()); }
+  int64_t outstanding() const { return waiting() + running(); }
+  int64_t used_blocks() const { return used_blocks_; }
+  int64_t total_blocks() const { return total_blocks_; }
+
+ private:
+  // Grows the request's blocks to hold `tokens`; false (nothing taken) when too few are free.
+  bool Allocate(ServedRequest* r, int64_t tokens);
+  void Free(ServedRequest* r);
+  void Preempt(ServedRequest* r);
+  void Admit(Iteration* it, ServedRequest* r, int64_t tokens);
+  // Moves requests that arrived with their KV cache from the head of the queue
+  // into the running set while blocks and max_num_seqs allow.
+  void AdmitCached();
+  Iteration ScheduleChunked();
+  Iteration ScheduleWholePrompts();
+  // Schedules the running requests (from the front) with preemption; returns
+  // the tokens left in `budget`.
+  void ScheduleRunning(Iteration* it, int64_t* budget);
+
+  SchedulerSpec spec_;
+  int64_t total_blocks_;
+  bool prefill_only_;
+  int64_t used_blocks_ = 0;
+  std::deque<ServedRequest*> waiting_;
+  std::vector<ServedRequest*> running_;  // in admission order
+};
+
+}  // namespace shardscope::serve
+
+#endif  // SHARDSCOPE_SERVE_REPLICA_SCHEDULER_H_

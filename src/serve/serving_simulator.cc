@@ -1,0 +1,441 @@
+#include "serve/serving_simulator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <limits>
+#include <queue>
+
+#include "config/experiment_json.h"
+#include "plan/placement.h"
+#include "run/run_recorder.h"
+#include "serve/iteration_cost.h"
+#include "serve/replica_scheduler.h"
+#include "serve/request_source.h"
+
+namespace shardscope::serve {
+namespace {
+
+constexpr double kNever = std::numeric_limits<double>::infinity();
+constexpr int32_t kIterationTrack = 0;
+constexpr int32_t kFirstLaneTrack = 10;
+
+// One iteration as the trace shows it.
+struct IterationRecord {
+  int32_t replica = 0;
+  double start = 0, end = 0;
+  int32_t prefill_requests = 0, decode_requests = 0;
+  int64_t prefill_tokens = 0;
+  int64_t waiting = 0, kv_blocks = 0, preempted = 0;
+};
+
+struct Replica {
+  Replica(const SchedulerSpec& spec, int64_t blocks, IterationCost* cost, bool prefill_only)
+      : scheduler(spec, blocks, prefill_only), cost(cost) {}
+  ReplicaScheduler scheduler;
+  IterationCost* cost;  // this replica's plan
+  bool busy = false;
+  Iteration iteration;
+  double end = 0;
+};
+
+int64_t ToNs(double seconds) { return std::llround(seconds * 1e9); }
+
+// One disaggregated instance's experiment: the instance's plan with dp = 1.
+Experiment InstanceExperiment(const Experiment& e, const InstanceSpec& i, const char* role) {
+  Experiment x = e;
+  ParallelSpec& p = x.parallel;
+  p = ParallelSpec{};
+  p.strategy = role;
+  p.tp = i.tp, p.sp = i.sp, p.ep = i.ep, p.pp = i.pp;
+  x.workload.batch_size = std::max<int64_t>(i.ep, 1);
+  x.workload.sequence_length = (p.sp > 1 ? 2 * p.sp : 1);
+  x.name = fmt::format("{} ({} instance)", e.name, role);
+  return x;
+}
+
+// Requests on non-overlapping lanes per replica (greedy interval partitioning).
+Status WriteTrace(const Experiment& e, const Placement& placement, const ServingResult& result,
+                  const std::vector<ServedRequest>& requests,
+                  const std::vector<IterationRecord>& iterations, const ServeOptions& options,
+                  std::string* trace_path, std::string* metadata_path) {
+  const nlohmann::json meta =
+      run::RunMetadata(e, placement, "sim",
+                       {{"options", sim::SimOptionsToJson(options.sim)},
+                        {"calibration", result.calibration_source},
+                        {"serving",
+                         {{"replicas", result.replicas},
+                          {"kv_blocks_per_replica", result.kv.blocks},
+                          {"kv_block_size", result.kv.block_size},
+                          {"metrics", ServingMetricsJson(result.metrics)}}}});
+  ASSIGN_OR_RETURN(std::unique_ptr<run::RunRecorder> recorder,
+                   run::RunRecorder::Open(e, meta, options.sim.trace_root, options.sim.trace_file));
+  trace::TraceWriter* w = recorder->writer();
+  const int64_t ranks_per_replica = e.parallel.world_size() / result.replicas;
+  for (int64_t r = 0; r < result.replicas; ++r) {
+    const int32_t pid = static_cast<int32_t>(r);
+    w->NameProcess(pid, fmt::format("replica {} ({} devices)", r, ranks_per_replica));
+    w->NameThread(pid, kIterationTrack, "iterations");
+  }
+  for (const IterationRecord& it : iterations) {
+    trace::OpEvent op;
+    op.rank = it.replica;
+    op.stream = kIterationTrack;
+    op.name = fmt::format("iteration: {} prefill ({} tokens) + {} decode", it.prefill_requests,
+                          it.prefill_tokens, it.decode_requests);
+    op.kind = "iteration";
+    op.ts_ns = ToNs(it.start);
+    op.dur_ns = ToNs(it.end) - op.ts_ns;
+    w->AddOp(op);
+    w->AddCounter(trace::CounterEvent{it.replica,
+                                      "serving",
+                                      op.ts_ns,
+                                      {{"batch", it.prefill_requests + it.decode_requests},
+                                       {"prefill_tokens", static_cast<double>(it.prefill_tokens)},
+                                       {"waiting", static_cast<double>(it.waiting)},
+                                       {"kv_blocks", static_cast<double>(it.kv_blocks)},
+                                       {"preempted", static_cast<double>(it.preempted)}}});
+  }
+  // Lanes: the lane whose last request ended earliest takes the next one.
+  std::vector<std::vector<double>> lane_end(result.replicas);
+  for (const ServedRequest& r : requests) {
+    if (r.rejected || r.finish < 0) continue;
+    std::vector<double>& lanes = lane_end[r.replica];
+    size_t lane = 0;
+    while (lane < lanes.size() && lanes[lane] > r.arrival) ++lane;
+    if (lane == lanes.size()) {
+      lanes.push_back(0);
+      w->NameThread(static_cast<int32_t>(r.replica), kFirstLaneTrack + static_cast<int32_t>(lane),
+                    fmt::format("requests {}", lane));
+    }
+    lanes[lane] = r.finish;
+    auto add = [&](std::string name, std::string kind, double begin, double end) {
+      trace::OpEvent op;
+      op.rank = static_cast<int32_t>(r.replica);
+      op.stream = kFirstLaneTrack + static_cast<int32_t>(lane);
+      op.name = std::move(name);
+      op.category = trace::Category::kOther;
+      op.kind = std::move(kind);
+      op.ts_ns = ToNs(begin);
+      op.dur_ns = ToNs(end) - op.ts_ns;
+      w->AddOp(op);
+    };
+    add(fmt::format("request {} ({} → {} tokens{})", r.id, r.prompt, r.output,
+                    r.measured ? "" : ", warm-up"),
+        "request", r.arrival, r.finish);
+    add("queued", "request_queued", r.arrival, r.first_scheduled);
+    add("prefill", "request_prefill", r.first_scheduled, r.first_token);
+    if (r.kv_arrival > 0) add("kv transfer", "request_kv_transfer", r.first_token, r.kv_arrival);
+    if (r.finish > r.first_token) add("decode", "request_decode", r.first_token, r.finish);
+  }
+  *trace_path = recorder->trace_path();
+  *metadata_path = recorder->metadata_path();
+  return recorder->Close();
+}
+
+}  // namespace
+
+StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions& options) {
+  if (!e.serving) return InvalidArgument("experiment '{}' has no served workload", e.name);
+  const ServingSpec& spec = *e.serving;
+  ASSIGN_OR_RETURN(Placement placement, Placement::Create(e));
+  ServingResult result;
+  // Iteration costs and KV budgets: one plan for every replica, or the prefill
+  // and the decode instances' plans.
+  std::vector<std::unique_ptr<IterationCost>> costs;
+  auto make_cost = [&](const Experiment& x) -> Status {
+    ASSIGN_OR_RETURN(std::unique_ptr<IterationCost> c,
+                     IterationCost::Create(x, options.sim.calibration_file, options.sim.allreduce,
+                                           spec.scheduler.grid_points_per_octave));
+    costs.push_back(std::move(c));
+    return Status::Ok();
+  };
+  std::vector<Replica> replicas;
+  size_t entry_replicas = 0;  // arrivals go to replicas [0, entry_replicas)
+  double kv_bytes_per_token = 0, kv_link_bandwidth = 0;
+  if (!spec.disaggregation) {
+    ASSIGN_OR_RETURN(result.kv, PlanKvBudget(e));
+    RETURN_IF_ERROR(make_cost(e));
+    result.replicas = e.parallel.dp;
+    result.devices = e.parallel.world_size();
+    replicas.reserve(static_cast<size_t>(result.replicas));
+    for (int64_t r = 0; r < result.replicas; ++r) {
+      replicas.emplace_back(spec.scheduler, result.kv.blocks, costs[0].get(), false);
+    }
+    entry_replicas = replicas.size();
+  } else {
+    const DisaggregationSpec& d = *spec.disaggregation;
+    const Experiment pe = InstanceExperiment(e, d.prefill, "prefill");
+    const Experiment de = InstanceExperiment(e, d.decode, "decode");
+    result.devices =
+        d.prefill.instances * d.prefill.world_size() + d.decode.instances * d.decode.world_size();
+    if (result.devices > e.cluster.num_devices()) {
+      return InvalidArgument(
+          "experiment '{}': field 'disaggregation': {} prefill × {} + {} decode × {} devices "
+          "exceed the {} devices of cluster '{}'",
+          e.name, d.prefill.instances, d.prefill.world_size(), d.decode.instances,
+          d.decode.world_size(), e.cluster.num_devices(), e.cluster.name);
+    }
+    auto prefill_kv = PlanKvBudget(pe);
+    if (!prefill_kv.ok()) return prefill_kv.status().WithPrefix("prefill instance");
+    auto decode_kv = PlanKvBudget(de);
+    if (!decode_kv.ok()) return decode_kv.status().WithPrefix("decode instance");
+    result.prefill_kv = *prefill_kv;
+    result.kv = *decode_kv;
+    RETURN_IF_ERROR(make_cost(pe));
+    RETURN_IF_ERROR(make_cost(de));
+    result.replicas = d.prefill.instances + d.decode.instances;
+    replicas.reserve(static_cast<size_t>(result.replicas));
+    for (int64_t r = 0; r < d.prefill.instances; ++r) {
+      replicas.emplace_back(spec.scheduler, result.prefill_kv.blocks, costs[0].get(), true);
+    }
+    entry_replicas = replicas.size();
+    for (int64_t r = 0; r < d.decode.instances; ++r) {
+      replicas.emplace_back(spec.scheduler, result.kv.blocks, costs[1].get(), false);
+    }
+    // The whole KV cache of a request crosses the scale-out network, at the
+    // NICs of the smaller instance.
+    kv_bytes_per_token = ModelKvBytesPerToken(e);
+    kv_link_bandwidth =
+        static_cast<double>(std::min(d.prefill.world_size(), d.decode.world_size())) *
+        e.cluster.scale_out.nic_bandwidth_per_device;
+  }
+  result.calibration_source = costs[0]->calibration_source();
+
+  std::vector<ServedRequest> requests;
+  {
+    const std::vector<RequestSpec> drawn = MakeRequests(spec, e.workload.seed);
+    requests.resize(drawn.size());
+    for (size_t i = 0; i < drawn.size(); ++i) {
+      ServedRequest& r = requests[i];
+      r.id = static_cast<int64_t>(i);
+      r.arrival = drawn[i].arrival;
+      r.prompt = drawn[i].prompt_tokens;
+      r.output = drawn[i].output_tokens;
+      r.measured = r.id >= spec.warmup_requests;
+    }
+  }
+  const bool closed = spec.arrivals.process == ArrivalProcess::kClosedLoop;
+  // Requests waiting to arrive, in arrival order.
+  std::deque<size_t> pending;
+  size_t issued = 0;
+  auto issue = [&](double at) {
+    if (issued >= requests.size()) return;
+    if (closed && spec.duration > 0 && at > spec.duration) return;
+    requests[issued].arrival = at;
+    pending.push_back(issued++);
+  };
+  if (closed) {
+    for (int64_t i = 0; i < spec.arrivals.concurrency; ++i) issue(0);
+  } else {
+    while (issued < requests.size()) issue(requests[issued].arrival);
+  }
+
+  Occupancy occ;
+  occ.replicas = result.replicas;
+  for (const Replica& rep : replicas) occ.kv_blocks_total += rep.scheduler.total_blocks();
+  std::vector<double> itl;
+  std::vector<IterationRecord> records;
+  const bool record = options.sim.write_trace;
+  double now = 0, first_arrival = kNever, last_finish = 0;
+  int64_t in_system = 0, kv_used = 0, finished_count = 0, next_round_robin = 0;
+  int64_t next_progress = 1;
+
+  auto advance = [&](double t) {
+    occ.in_system += static_cast<double>(in_system) * (t - now);
+    occ.kv_blocks += static_cast<double>(kv_used) * (t - now);
+    now = t;
+  };
+  auto start_iteration = [&](size_t index) -> Status {
+    Replica& rep = replicas[index];
+    Iteration it;
+    const int64_t blocks_before = rep.scheduler.used_blocks();
+    int64_t preempted = 0;
+    for (int attempt = 0; it.empty() && rep.scheduler.HasWork(); ++attempt) {
+      it = rep.scheduler.Schedule();
+      preempted += it.preempted;
+      if (it.empty() && (it.preempted == 0 || attempt > 2)) {
+        return InternalError(
+            "experiment '{}': replica {} has {} waiting and {} running requests "
+            "but scheduled nothing",
+            e.name, index, rep.scheduler.waiting(), rep.scheduler.running());
+      }
+    }
+    kv_used += rep.scheduler.used_blocks() - blocks_before;
+    it.preempted = preempted;
+    if (it.empty()) return Status::Ok();
+    double seconds = 0;
+    if (!it.prefill.empty()) {
+      const int64_t n = static_cast<int64_t>(it.prefill.size());
+      ASSIGN_OR_RETURN(const double t, rep.cost->Prefill(n, (it.prefill_tokens() + n - 1) / n));
+      seconds += t;
+      for (const auto& [r, chunk] : it.prefill) {
+        ASSIGN_OR_RETURN(const double extra, rep.cost->PriorContextExtra(r->computed, chunk));
+        seconds += extra;
+      }
+    }
+    if (!it.decode.empty()) {
+      ASSIGN_OR_RETURN(const double t, rep.cost->Decode(static_cast<int64_t>(it.decode.size()),
+                                                        std::llround(it.decode_context_mean())));
+      seconds += t;
+    }
+    for (auto& [r, chunk] : it.prefill) {
+      if (r->first_scheduled < 0) r->first_scheduled = now;
+    }
+    const int64_t batch = static_cast<int64_t>(it.prefill.size() + it.decode.size());
+    occ.busy += seconds;
+    occ.batch += static_cast<double>(batch) * seconds;
+    occ.max_batch = std::max(occ.max_batch, batch);
+    occ.max_kv_occupancy =
+        std::max(occ.max_kv_occupancy, static_cast<double>(rep.scheduler.used_blocks()) /
+                                           static_cast<double>(rep.scheduler.total_blocks()));
+    ++occ.iterations;
+    if (record) {
+      records.push_back({static_cast<int32_t>(index), now, now + seconds,
+                         static_cast<int32_t>(it.prefill.size()),
+                         static_cast<int32_t>(it.decode.size()), it.prefill_tokens(),
+                         rep.scheduler.waiting(), rep.scheduler.used_blocks(), it.preempted});
+    }
+    if (options.keep_requests) {
+      result.iteration_seconds.push_back(seconds);
+      result.iteration_prefill_tokens.push_back(it.prefill_tokens());
+    }
+    rep.iteration = std::move(it);
+    rep.busy = true;
+    rep.end = now + seconds;
+    return Status::Ok();
+  };
+
+  // The replica of [begin, end) a request goes to.
+  auto route = [&](size_t begin, size_t end) {
+    size_t target = begin;
+    if (spec.scheduler.router == RouterPolicy::kRoundRobin) {
+      target = begin + static_cast<size_t>(next_round_robin++ % static_cast<int64_t>(end - begin));
+    } else {
+      for (size_t i = begin + 1; i < end; ++i) {
+        if (replicas[i].scheduler.outstanding() < replicas[target].scheduler.outstanding()) {
+          target = i;
+        }
+      }
+    }
+    return target;
+  };
+  // KV-cache transfers in flight (disaggregated): (arrival at the decode instance, request).
+  std::priority_queue<std::pair<double, size_t>, std::vector<std::pair<double, size_t>>,
+                      std::greater<>>
+      transfers;
+  std::vector<double> link_free(replicas.size(), 0.0);  // FIFO per instance's NICs
+  std::vector<ServedRequest*> finished;
+  // Everything that happens at one instant (arrivals, iteration ends) is
+  // handled before idle replicas schedule, so requests arriving together
+  // (a closed loop's refills) can share an iteration.
+  std::vector<bool> dirty(replicas.size(), false);
+  while (true) {
+    const double next_arrival = pending.empty() ? kNever : requests[pending.front()].arrival;
+    const double next_transfer = transfers.empty() ? kNever : transfers.top().first;
+    bool more_now = next_arrival <= now || next_transfer <= now;
+    for (const Replica& rep : replicas) more_now = more_now || (rep.busy && rep.end <= now);
+    if (!more_now) {
+      for (size_t i = 0; i < replicas.size(); ++i) {
+        if (dirty[i] && !replicas[i].busy && replicas[i].scheduler.HasWork()) {
+          RETURN_IF_ERROR(start_iteration(i));
+        }
+        dirty[i] = false;
+      }
+    }
+    size_t next_rep = replicas.size();
+    for (size_t i = 0; i < replicas.size(); ++i) {
+      if (replicas[i].busy &&
+          (next_rep == replicas.size() || replicas[i].end < replicas[next_rep].end)) {
+        next_rep = i;
+      }
+    }
+    const double next_end = next_rep < replicas.size() ? replicas[next_rep].end : kNever;
+    if (next_arrival == kNever && next_end == kNever && next_transfer == kNever) break;
+    if (next_end <= next_arrival && next_end <= next_transfer) {
+      // An iteration ends (before an arrival at the same instant).
+      advance(next_end);
+      // Asked once per iteration: a long served run stops promptly on Ctrl-C.
+      if (options.sim.cancelled && options.sim.cancelled()) {
+        return Cancelled("interrupted; the serving simulation stopped and left no trace");
+      }
+      Replica& rep = replicas[next_rep];
+      const int64_t blocks_before = rep.scheduler.used_blocks();
+      finished.clear();
+      rep.scheduler.Complete(rep.iteration, now, &itl, &finished);
+      kv_used += rep.scheduler.used_blocks() - blocks_before;
+      rep.busy = false;
+      for (ServedRequest* r : finished) {
+        if (!r->done()) {
+          // Prefilled on a prefill instance: its KV cache goes to a decode instance.
+          const size_t to = route(entry_replicas, replicas.size());
+          const double start = std::max({now, link_free[next_rep], link_free[to]});
+          const double end =
+              start + e.cluster.scale_out.latency +
+              static_cast<double>(r->computed) * kv_bytes_per_token / kv_link_bandwidth;
+          link_free[next_rep] = link_free[to] = end;
+          r->replica = static_cast<int64_t>(to);
+          r->kv_arrival = end;
+          ++result.kv_transfers;
+          result.kv_transfer_bytes += static_cast<double>(r->computed) * kv_bytes_per_token;
+          transfers.emplace(end, static_cast<size_t>(r->id));
+          continue;
+        }
+        --in_system;
+        ++finished_count;
+        last_finish = std::max(last_finish, now);
+        if (closed) issue(now);
+      }
+      if (options.sim.progress &&
+          finished_count * 10 >= next_progress * static_cast<int64_t>(requests.size())) {
+        options.sim.progress(fmt::format("served {}/{} requests", finished_count, requests.size()));
+        ++next_progress;
+      }
+      dirty[next_rep] = true;
+      continue;
+    }
+    if (next_transfer <= next_arrival) {
+      // A KV cache arrives at its decode instance.
+      advance(next_transfer);
+      ServedRequest& r = requests[transfers.top().second];
+      transfers.pop();
+      replicas[r.replica].scheduler.AddWithCache(&r);
+      dirty[r.replica] = true;
+      continue;
+    }
+    // A request arrives and is routed.
+    advance(next_arrival);
+    first_arrival = std::min(first_arrival, now);
+    ServedRequest& r = requests[pending.front()];
+    pending.pop_front();
+    const size_t target = route(0, entry_replicas);
+    r.replica = static_cast<int64_t>(target);
+    const bool fits = entry_replicas == replicas.size()
+                          ? replicas[target].scheduler.CanEverFit(r.prompt, r.output)
+                          : replicas[target].scheduler.CanEverFit(r.prompt, 1) &&
+                                replicas[entry_replicas].scheduler.CanEverFit(r.prompt, r.output);
+    if (!fits) {
+      r.rejected = true;
+      if (closed) issue(now);
+      continue;
+    }
+    ++in_system;
+    replicas[target].scheduler.Add(&r);
+    dirty[target] = true;
+  }
+  occ.span = first_arrival == kNever ? 0 : last_finish - first_arrival;
+  result.end = last_finish;
+  for (const auto& c : costs) {
+    result.programs_simulated += c->programs_simulated();
+    result.ops_simulated += c->ops_simulated();
+  }
+  result.metrics = ComputeServingMetrics(requests, std::move(itl), occ, spec.slo, result.devices);
+  if (options.sim.write_trace) {
+    RETURN_IF_ERROR(WriteTrace(e, placement, result, requests, records, options, &result.trace_path,
+                               &result.metadata_path));
+  }
+  if (options.keep_requests) result.requests = std::move(requests);
+  return result;
+}
+
+}  // namespace shardscope::serve

@@ -1,0 +1,361 @@
+#include "serve/serving_simulator.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+
+#include "plan/test_experiments.h"
+#include "serve/iteration_cost.h"
+#include "sim/simulator.h"
+#include "trace/trace_reader.h"
+
+namespace shardscope::serve {
+namespace {
+
+using shardscope::testing::ZooExperiment;
+
+ParallelSpec Tp(int64_t tp, int64_t dp = 1) {
+  ParallelSpec p;
+  p.tp = tp;
+  p.dp = dp;
+  p.strategy = "test";
+  return p;
+}
+
+LengthDist Fixed(int64_t n) {
+  LengthDist d;
+  d.value = d.min = d.max = n;
+  return d;
+}
+
+// Llama-3.1-8B at TP2 on H100s, served with `arrivals`.
+Experiment Served(ArrivalSpec arrivals, int64_t prompt, int64_t output, int64_t requests,
+                  int64_t dp = 1) {
+  Experiment e = ZooExperiment("llama-3.1-8b", "h100-sxm", Tp(2, dp), dp, prompt, output);
+  ServingSpec s;
+  s.arrivals = std::move(arrivals);
+  s.prompt_tokens = Fixed(prompt);
+  s.output_tokens = Fixed(output);
+  s.requests = requests;
+  s.scheduler.grid_points_per_octave = 0;  // every shape exact
+  e.serving = s;
+  return e;
+}
+
+ArrivalSpec Poisson(double rate) {
+  ArrivalSpec a;
+  a.process = ArrivalProcess::kPoisson;
+  a.rate = rate;
+  return a;
+}
+
+ServeOptions Options() {
+  ServeOptions o;
+  o.sim.write_trace = false;
+  o.keep_requests = true;
+  return o;
+}
+
+sim::SimResult FixedBatch(const Experiment& served, int64_t batch, int64_t prompt, int64_t output) {
+  Experiment e = served;
+  e.serving.reset();
+  e.workload.batch_size = batch;
+  e.workload.sequence_length = prompt;
+  e.workload.tokens_to_generate = output;
+  sim::SimOptions o;
+  o.write_trace = false;
+  auto r = sim::SimulateExperiment(e, o);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  return r.ok() ? *r : sim::SimResult{};
+}
+
+// As the arrival rate goes to 0 no request waits or shares an iteration, so
+// each one's TTFT and TPOT are the fixed-batch batch-1 figures.
+TEST(ServingSimulatorTest, RateToZeroGivesBatchOneTtftAndTpot) {
+  const Experiment e = Served(Poisson(0.01), 512, 8, 12);
+  auto r = SimulateServing(e, Options());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const sim::SimResult one = FixedBatch(e, 1, 512, 8);
+  ASSERT_GT(one.tpot, 0);
+  ASSERT_EQ(r->requests.size(), 12u);
+  for (const ServedRequest& q : r->requests) {
+    EXPECT_DOUBLE_EQ(q.first_scheduled, q.arrival);
+    EXPECT_NEAR(q.first_token - q.arrival, one.ttft, 1e-9 * one.ttft) << q.id;
+    EXPECT_NEAR((q.finish - q.first_token) / 7, one.tpot, 1e-9 * one.tpot) << q.id;
+  }
+  EXPECT_EQ(r->metrics.max_batch, 1);
+  EXPECT_NEAR(r->metrics.queueing.max, 0, 1e-12);
+}
+
+// A closed loop of max_num_seqs requests of equal lengths runs in lock step:
+// its throughput is the fixed batch's at that batch size.
+TEST(ServingSimulatorTest, SaturationThroughputIsTheFixedBatchAtMaxBatch) {
+  ArrivalSpec loop;
+  loop.process = ArrivalProcess::kClosedLoop;
+  loop.concurrency = 8;
+  Experiment e = Served(loop, 256, 16, 64);
+  e.serving->scheduler.max_num_seqs = 8;
+  e.serving->scheduler.max_num_batched_tokens = 8 * 256;
+  auto r = SimulateServing(e, Options());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const sim::SimResult fixed = FixedBatch(e, 8, 256, 16);
+  const double fixed_tokens_per_s = 8.0 * 16 / fixed.total;
+  EXPECT_NEAR(r->metrics.output_tokens_per_s, fixed_tokens_per_s, 1e-6 * fixed_tokens_per_s);
+  EXPECT_EQ(r->metrics.max_batch, 8);
+  EXPECT_EQ(r->metrics.preemptions, 0);
+}
+
+// Little's law: the time-averaged number of requests in the system equals the
+// arrival rate times the mean time in the system — exactly over a run that
+// starts and ends empty, and close to the nominal Poisson rate.
+TEST(ServingSimulatorTest, LittlesLaw) {
+  Experiment e = Served(Poisson(20), 512, 64, 2000);
+  e.serving->prompt_tokens = {LengthDist::Kind::kUniform, 0, 0, 0, 64, 1024};
+  e.serving->output_tokens = {LengthDist::Kind::kUniform, 0, 0, 0, 8, 128};
+  e.serving->scheduler.grid_points_per_octave = 8;
+  auto r = SimulateServing(e, Options());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const ServingMetrics& m = r->metrics;
+  ASSERT_GT(m.mean_in_system, 1);  // loaded enough to queue and batch
+  EXPECT_NEAR(m.mean_in_system, m.arrival_rate * m.mean_time_in_system, 1e-9 * m.mean_in_system);
+  EXPECT_NEAR(m.mean_in_system, 20 * m.mean_time_in_system, 0.1 * m.mean_in_system);
+}
+
+// Chunked prefill bounds each decode stall (inter-token latency) by one
+// iteration of the largest decode batch plus a prefill chunk of the token
+// budget; prefilling long prompts whole breaks that bound.
+TEST(ServingSimulatorTest, ChunkedPrefillBoundsTheDecodeStall) {
+  Experiment e = Served(Poisson(4), 8192, 64, 200);
+  e.serving->prompt_tokens = {LengthDist::Kind::kUniform, 0, 0, 0, 128, 8192};
+  e.serving->scheduler.max_num_batched_tokens = 512;
+  e.serving->scheduler.max_num_seqs = 32;
+  e.serving->scheduler.grid_points_per_octave = 8;
+  auto cost = IterationCost::Create(e, "", sim::Algorithm::kAuto, 8);
+  ASSERT_TRUE(cost.ok());
+  // The dearest chunk: the last 512 tokens of the longest prompt.
+  auto decode = (*cost)->Decode(32, 8192 + 64);
+  auto chunk = (*cost)->Prefill(1, 512);
+  auto extra = (*cost)->PriorContextExtra(8192 - 512, 512);
+  ASSERT_TRUE(decode.ok() && chunk.ok() && extra.ok());
+  const double bound = *decode + *chunk + *extra;
+
+  auto chunked = SimulateServing(e, Options());
+  ASSERT_TRUE(chunked.ok()) << chunked.status().message();
+  EXPECT_GT(chunked->metrics.itl.count, 0);
+  EXPECT_LE(chunked->metrics.itl.max, bound);
+
+  e.serving->scheduler.chunked_prefill = false;
+  auto whole = SimulateServing(e, Options());
+  ASSERT_TRUE(whole.ok()) << whole.status().message();
+  EXPECT_GT(whole->metrics.itl.max, bound);
+}
+
+// A long prompt prefilled in chunks costs about what it costs whole: each
+// chunk carries its attention over the tokens already cached.
+TEST(ServingSimulatorTest, ChunkedLongPromptCostsAboutItsWholePrefill) {
+  Experiment e = Served(Poisson(0.01), 32768, 2, 1);
+  e.serving->scheduler.max_num_batched_tokens = 2048;
+  e.serving->scheduler.grid_points_per_octave = 8;
+  auto chunked = SimulateServing(e, Options());
+  e.serving->scheduler.chunked_prefill = false;
+  auto whole = SimulateServing(e, Options());
+  ASSERT_TRUE(chunked.ok() && whole.ok());
+  const double ttft_chunked = chunked->metrics.ttft.mean, ttft_whole = whole->metrics.ttft.mean;
+  EXPECT_EQ(chunked->metrics.iterations, 32768 / 2048 + 1);
+  EXPECT_GE(ttft_chunked, 0.99 * ttft_whole);
+  EXPECT_LE(ttft_chunked, 1.2 * ttft_whole);
+}
+
+TEST(ServingSimulatorTest, PreemptsWhenBlocksRunOutAndStillServesEveryone) {
+  Experiment e = Served(Poisson(50), 512, 256, 200);
+  e.serving->scheduler.kv_blocks = 128;  // 2048 tokens: a few requests at a time
+  e.serving->scheduler.block_size = 16;
+  e.serving->scheduler.grid_points_per_octave = 8;
+  auto r = SimulateServing(e, Options());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_GT(r->metrics.preemptions, 0);
+  EXPECT_EQ(r->metrics.measured, 200);
+  EXPECT_LE(r->metrics.max_kv_occupancy, 1.0);
+  for (const ServedRequest& q : r->requests) {
+    EXPECT_EQ(q.generated, q.output);
+    EXPECT_EQ(q.blocks, 0);
+  }
+}
+
+TEST(ServingSimulatorTest, RejectsRequestsThatCanNeverFitAndCountsThem) {
+  Experiment e = Served(Poisson(5), 512, 16, 20);
+  e.serving->prompt_tokens = {LengthDist::Kind::kUniform, 0, 0, 0, 64, 4000};
+  e.serving->scheduler.kv_blocks = 160;  // 2560 tokens
+  auto r = SimulateServing(e, Options());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  int64_t expected = 0;
+  for (const ServedRequest& q : r->requests) expected += q.prompt + q.output - 1 > 2560 ? 1 : 0;
+  EXPECT_GT(expected, 0);
+  EXPECT_EQ(r->metrics.rejected, expected);
+  EXPECT_EQ(r->metrics.measured + r->metrics.rejected, 20);
+}
+
+TEST(ServingSimulatorTest, RoutersSpreadTheLoadOverReplicas) {
+  for (RouterPolicy policy : {RouterPolicy::kRoundRobin, RouterPolicy::kLeastOutstanding}) {
+    Experiment e = Served(Poisson(40), 256, 32, 400, /*dp=*/4);
+    e.serving->scheduler.router = policy;
+    e.serving->scheduler.grid_points_per_octave = 8;
+    auto r = SimulateServing(e, Options());
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    std::vector<int64_t> per_replica(4, 0);
+    for (const ServedRequest& q : r->requests) ++per_replica[q.replica];
+    for (int64_t n : per_replica) EXPECT_GT(n, 60) << RouterPolicyName(policy);
+    EXPECT_EQ(r->devices, 8);
+  }
+}
+
+TEST(ServingSimulatorTest, WarmupRequestsAreLeftOutOfTheStatistics) {
+  Experiment e = Served(Poisson(10), 256, 16, 50);
+  e.serving->warmup_requests = 10;
+  auto r = SimulateServing(e, Options());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->metrics.measured, 40);
+  EXPECT_EQ(r->metrics.warmup, 10);
+  EXPECT_EQ(r->metrics.ttft.count, 40);
+}
+
+TEST(ServingSimulatorTest, SameExperimentSameResult) {
+  Experiment e = Served(Poisson(30), 256, 32, 300);
+  e.serving->arrivals.process = ArrivalProcess::kGamma;
+  e.serving->arrivals.cv = 3;
+  e.serving->scheduler.grid_points_per_octave = 8;
+  auto a = SimulateServing(e, Options());
+  auto b = SimulateServing(e, Options());
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(a->requests.size(), b->requests.size());
+  for (size_t i = 0; i < a->requests.size(); ++i) {
+    EXPECT_EQ(a->requests[i].finish, b->requests[i].finish);
+  }
+}
+
+// The trace: one process per replica, every served request once on a lane
+// where no two requests overlap, iterations on track 0 with their counters.
+TEST(ServingSimulatorTest, TraceHasRequestsOnLanesPerReplica) {
+  Experiment e = Served(Poisson(40), 256, 16, 120, /*dp=*/2);
+  e.serving->scheduler.grid_points_per_octave = 8;
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("serving_trace_" + std::to_string(::getpid()) + ".trace"))
+                               .string();
+  ServeOptions o = Options();
+  o.sim.write_trace = true;
+  o.sim.trace_file = path;
+  auto r = SimulateServing(e, o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  auto trace = trace::ReadTraceFile(path);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  int64_t requests = 0, iterations = 0;
+  std::map<std::pair<int32_t, int32_t>, int64_t> lane_end;  // (replica, lane) → last end
+  for (const trace::OpEvent& op : trace->ops) {
+    EXPECT_TRUE(op.rank == 0 || op.rank == 1);
+    if (op.kind == "iteration") ++iterations;
+    if (op.kind != "request") continue;
+    ++requests;
+    auto [it, fresh] = lane_end.emplace(std::make_pair(op.rank, op.stream), op.end_ns());
+    if (!fresh) {
+      EXPECT_GE(op.ts_ns, it->second) << op.name;
+      it->second = op.end_ns();
+    }
+  }
+  EXPECT_EQ(requests, 120);
+  EXPECT_EQ(iterations, r->metrics.iterations);
+  EXPECT_EQ(static_cast<int64_t>(trace->counters.size()), r->metrics.iterations);
+  EXPECT_TRUE(trace->metadata["sim"].contains("serving"));
+}
+
+// Disaggregated prefill/decode at a vanishing rate: each request's TTFT is the
+// prefill plan's batch-1 TTFT, its first decode step waits for its KV cache to
+// cross the network, every later one takes the decode plan's batch-1 step. With
+// an infinitely fast network the two instances run as if apart.
+TEST(ServingSimulatorTest, DisaggregatedAtZeroRateIsTheTwoPlansApart) {
+  for (bool infinite : {true, false}) {
+    Experiment e = Served(Poisson(0.01), 1024, 8, 6);
+    DisaggregationSpec d;
+    d.prefill.tp = 4;
+    d.decode.tp = 2;
+    e.serving->disaggregation = d;
+    if (infinite) {
+      e.cluster.scale_out.nic_bandwidth_per_device = 1e30;
+      e.cluster.scale_out.latency = 0;
+    }
+    auto r = SimulateServing(e, Options());
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ(r->devices, 6);
+    EXPECT_EQ(r->kv_transfers, 6);
+    Experiment prefill_plan = e, decode_plan = e;
+    prefill_plan.parallel.tp = 4;
+    const sim::SimResult p = FixedBatch(prefill_plan, 1, 1024, 8);
+    const sim::SimResult q = FixedBatch(decode_plan, 1, 1024, 8);
+    // Llama-3.1-8B: 32 layers × 8 KV heads × 128 × 2 (K, V) × 2 bytes per token.
+    const double bytes = 1024.0 * 32 * 8 * 128 * 2 * 2;
+    EXPECT_DOUBLE_EQ(r->kv_transfer_bytes, 6 * bytes);
+    const double transfer = infinite
+                                ? 0
+                                : e.cluster.scale_out.latency +
+                                      bytes / (2 * e.cluster.scale_out.nic_bandwidth_per_device);
+    for (const ServedRequest& x : r->requests) {
+      EXPECT_NEAR(x.first_token - x.arrival, p.ttft, 1e-9 * p.ttft) << x.id;
+      EXPECT_NEAR(x.kv_arrival - x.first_token, transfer, 1e-9 * q.tpot) << x.id;
+      // The first decode step starts when the cache has arrived.
+      EXPECT_NEAR(x.finish - x.kv_arrival, 7 * q.tpot, 1e-9 * q.tpot) << x.id;
+    }
+  }
+}
+
+TEST(ServingSimulatorTest, DisaggregatedUnderLoadServesEveryone) {
+  Experiment e = Served(Poisson(20), 512, 64, 400);
+  e.serving->prompt_tokens = {LengthDist::Kind::kUniform, 0, 0, 0, 64, 2048};
+  e.serving->output_tokens = {LengthDist::Kind::kUniform, 0, 0, 0, 1, 128};
+  e.serving->scheduler.grid_points_per_octave = 8;
+  e.serving->scheduler.router = RouterPolicy::kLeastOutstanding;
+  DisaggregationSpec d;
+  d.prefill.tp = 2;
+  d.prefill.instances = 2;
+  d.decode.tp = 4;
+  d.decode.instances = 2;
+  e.serving->disaggregation = d;
+  auto r = SimulateServing(e, Options());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  int64_t decoded = 0;
+  for (const ServedRequest& q : r->requests) {
+    EXPECT_EQ(q.generated, q.output);
+    if (q.output > 1) {
+      ++decoded;
+      EXPECT_GE(q.replica, 2);  // finished on a decode instance
+      EXPECT_GT(q.kv_arrival, q.first_token);
+    }
+  }
+  EXPECT_EQ(r->kv_transfers, decoded);
+  EXPECT_EQ(r->devices, 12);
+  const ServingMetrics& m = r->metrics;
+  EXPECT_NEAR(m.mean_in_system, m.arrival_rate * m.mean_time_in_system, 1e-9 * m.mean_in_system);
+}
+
+TEST(IterationCostTest, GridPointsBracketTheValue) {
+  for (int64_t x : {1, 7, 16, 17, 100, 1000, 4097, 100000}) {
+    for (int64_t align : {1, 8}) {
+      const auto [lo, hi] = IterationCost::GridPoints(x, 8, align);
+      EXPECT_LE(lo, std::max(x, align)) << x;
+      EXPECT_GE(hi, x) << x;
+      EXPECT_EQ(lo % align, 0);
+      EXPECT_EQ(hi % align, 0);
+      if (x > 16) {
+        EXPECT_LE(hi - lo, std::max<int64_t>(x / 8, align)) << x;
+      }
+    }
+    const auto [elo, ehi] = IterationCost::GridPoints(x, 0, 1);
+    EXPECT_EQ(elo, x);
+    EXPECT_EQ(ehi, x);
+  }
+}
+
+}  // namespace
+}  // namespace shardscope::serve

@@ -1,0 +1,22 @@
+#include "sim/sim_setup.h"
+
+namespace shardscope::sim {
+
+StatusOr<std::unique_ptr<const SimSetup>> MakeSimSetup(const Experiment& experiment,
+                                                       const std::string& calibration_file) {
+  Calibration calibration = DefaultCalibration(experiment.cluster.device);
+  if (!calibration_file.empty()) {
+    ASSIGN_OR_RETURN(calibration, LoadCalibration(calibration_file, calibration));
+  }
+  ASSIGN_OR_RETURN(
+      ComputeModel compute,
+      ComputeModel::Create(experiment.cluster.device, experiment.workload.dtype, calibration));
+  ClusterSpec network_cluster = experiment.cluster;
+  network_cluster.scale_up.bandwidth_per_device *= calibration.network_efficiency;
+  network_cluster.scale_up.link_bandwidth *= calibration.network_efficiency;
+  network_cluster.scale_out.nic_bandwidth_per_device *= calibration.network_efficiency;
+  return std::unique_ptr<const SimSetup>(
+      new SimSetup{std::move(calibration), std::move(compute), Topology(network_cluster)});
+}
+
+}  // namespace shardscope::sim

@@ -1,0 +1,33 @@
+// SimSetup: what every simulation of an experiment needs besides its Program —
+// the calibration (defaults or a file), the compute model and the network
+// topology with the calibrated network efficiency applied. Shared by the
+// fixed-batch simulator and the serving simulator (serve/), so both cost an
+// op and a transfer the same way. Immutable; an Engine borrows its members.
+#ifndef SHARDSCOPE_SIM_SIM_SETUP_H_
+#define SHARDSCOPE_SIM_SIM_SETUP_H_
+
+#include <memory>
+#include <string>
+
+#include "config/experiment.h"
+#include "core/status.h"
+#include "sim/calibration.h"
+#include "sim/compute_model.h"
+#include "sim/topology.h"
+
+namespace shardscope::sim {
+
+struct SimSetup {
+  Calibration calibration;
+  ComputeModel compute;
+  Topology topology;
+};
+
+// Fails on a bad calibration file (empty path: the device family's defaults)
+// or a dtype the device has no peak for. Heap-allocated: engines keep pointers.
+StatusOr<std::unique_ptr<const SimSetup>> MakeSimSetup(const Experiment& experiment,
+                                                       const std::string& calibration_file);
+
+}  // namespace shardscope::sim
+
+#endif  // SHARDSCOPE_SIM_SIM_SETUP_H_
