@@ -36,16 +36,21 @@ class ComputeModel {
         memory_bandwidth_(bandwidth),
         launch_overhead_(launch),
         calibration_(std::move(calibration)) {
-    for (int k = 0; k < kNumKinds; ++k) by_kind_[k] = calibration_.For(static_cast<OpKind>(k));
+    for (int k = 0; k < kNumKinds; ++k) {
+      by_kind_[k] = calibration_.For(static_cast<OpKind>(k));
+      gemv_[k] = calibration_.For(static_cast<OpKind>(k), 1.0);
+    }
   }
   static constexpr int kNumKinds = static_cast<int>(OpKind::kComm) + 1;
-  const Efficiency& For(OpKind kind) const { return by_kind_[static_cast<int>(kind)]; }
+  // The entry for the op's kind and shape regime (calibration_.For(kind, rows)).
+  const Efficiency& For(const Op& op) const;
 
   double peak_flops_;
   double memory_bandwidth_;
   double launch_overhead_;
   Calibration calibration_;
   std::array<Efficiency, kNumKinds> by_kind_;  // calibration_.For, looked up once
+  std::array<Efficiency, kNumKinds> gemv_;     // the same for one row (matrix-vector)
 };
 
 }  // namespace shardscope::sim
