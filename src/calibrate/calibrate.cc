@@ -20,6 +20,10 @@ constexpr sim::OpClass kClasses[] = {sim::OpClass::kGemm,        sim::OpClass::k
 
 // A per-kind override is written only when it cuts its ops' loss this much.
 constexpr double kKindGain = 0.5;
+// A collective's fit sets network_efficiency only with this many message
+// sizes and at most this rms error.
+constexpr int64_t kMinSizes = 3;
+constexpr double kMaxCommRms = 0.2;
 
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -29,39 +33,43 @@ double Median(std::vector<double> v) {
 
 // Groups op samples of one shape; each shape keeps the median duration.
 std::vector<ShapeSample> Shapes(const std::vector<const ComputeOpSample*>& ops) {
-  std::map<std::tuple<double, double, double>, std::vector<double>> by_shape;
-  for (const ComputeOpSample* s : ops)
-    by_shape[{s->flops, s->bytes, s->rows}].push_back(s->seconds);
+  std::map<std::tuple<double, double, double, double>, std::vector<double>> by_shape;
+  for (const ComputeOpSample* s : ops) {
+    by_shape[{s->flops, s->bytes, s->rows, s->shared_bandwidth}].push_back(s->seconds);
+  }
   std::vector<ShapeSample> out;
   for (auto& [key, times] : by_shape) {
-    const auto& [flops, bytes, rows] = key;
-    out.push_back({flops, bytes, rows, Median(times), static_cast<int64_t>(times.size())});
+    const auto& [flops, bytes, rows, shared] = key;
+    out.push_back({flops, bytes, rows, Median(times), static_cast<int64_t>(times.size()), shared});
   }
   return out;
 }
 
-double TotalLoss(const std::vector<std::vector<ShapeSample>>& groups, const DeviceRoofs& roofs,
+double TotalLoss(const std::vector<sim::OpClass>& classes,
+                 const std::vector<std::vector<ShapeSample>>& groups, const DeviceRoofs& roofs,
                  double launch, const std::vector<sim::Efficiency>& priors) {
   double loss = 0;
   for (size_t i = 0; i < groups.size(); ++i) {
-    loss += FitEfficiency(groups[i], roofs, launch, priors[i]).loss;
+    loss +=
+        FitEfficiency(groups[i], roofs, launch, priors[i], classes[i] != sim::OpClass::kGemv).loss;
   }
   return loss;
 }
 
 // The launch overhead minimising the total loss over the classes fitted:
 // 0 or a log grid from 10 ns to 1 ms, refined around the best.
-double FitLaunch(const std::vector<std::vector<ShapeSample>>& groups, const DeviceRoofs& roofs,
+double FitLaunch(const std::vector<sim::OpClass>& classes,
+                 const std::vector<std::vector<ShapeSample>>& groups, const DeviceRoofs& roofs,
                  const std::vector<sim::Efficiency>& priors) {
-  double best = 0, best_loss = TotalLoss(groups, roofs, 0, priors);
+  double best = 0, best_loss = TotalLoss(classes, groups, roofs, 0, priors);
   double best_log = -8;
   for (double l = -8; l <= -3 + 1e-9; l += 0.25) {
-    const double loss = TotalLoss(groups, roofs, std::pow(10.0, l), priors);
+    const double loss = TotalLoss(classes, groups, roofs, std::pow(10.0, l), priors);
     if (loss < best_loss) best_loss = loss, best = std::pow(10.0, l), best_log = l;
   }
   if (best == 0) return 0;
   for (double l = best_log - 0.2; l <= best_log + 0.2 + 1e-9; l += 0.05) {
-    const double loss = TotalLoss(groups, roofs, std::pow(10.0, l), priors);
+    const double loss = TotalLoss(classes, groups, roofs, std::pow(10.0, l), priors);
     if (loss < best_loss) best_loss = loss, best = std::pow(10.0, l);
   }
   return best;
@@ -151,7 +159,7 @@ StatusOr<CalibrationResult> Calibrate(const std::vector<std::string>& paths,
   }
   double launch = default_launch;
   if (!groups.empty()) {
-    launch = FitLaunch(groups, result.roofs, priors);
+    launch = FitLaunch(fit_classes, groups, result.roofs, priors);
     result.launch_fitted = true;
     result.calibration.launch_overhead = launch;
   }
@@ -159,7 +167,9 @@ StatusOr<CalibrationResult> Calibrate(const std::vector<std::string>& paths,
     ClassFit& f = *std::find_if(
         result.classes.begin(), result.classes.end(),
         [&](const ClassFit& x) { return x.name == sim::OpClassName(fit_classes[i]); });
-    const EfficiencyFit fit = FitEfficiency(groups[i], result.roofs, launch, f.prior);
+    // gemv is one row by definition: no ramp to fit.
+    const EfficiencyFit fit = FitEfficiency(groups[i], result.roofs, launch, f.prior,
+                                            fit_classes[i] != sim::OpClass::kGemv);
     f.fitted = true;
     f.result = fit.efficiency;
     f.flops_bound = fit.flops_bound;
@@ -179,17 +189,18 @@ StatusOr<CalibrationResult> Calibrate(const std::vector<std::string>& paths,
   if (result.launch_fitted) {
     for (auto& [kind, ops] : by_kind) {
       const sim::OpClass c = sim::ClassOf(kind);
-      if (c == sim::OpClass::kGemm || static_cast<int64_t>(ops.size()) < options.min_samples) {
+      // GEMM kinds keep their shape regimes; a class of one kind needs no override.
+      const bool alone = std::all_of(by_kind.begin(), by_kind.end(), [&](const auto& other) {
+        return other.first == kind || sim::ClassOf(other.first) != c;
+      });
+      if (c == sim::OpClass::kGemm || alone ||
+          static_cast<int64_t>(ops.size()) < options.min_samples) {
         continue;
       }
       const std::vector<ShapeSample> shapes = Shapes(ops);
       const sim::Efficiency& class_e = result.calibration.classes.at(c);
       const EfficiencyFit own = FitEfficiency(shapes, result.roofs, launch, class_e);
-      double class_loss = 0;
-      for (const ShapeSample& s : shapes) {
-        const double d = std::log(ModelSeconds(class_e, result.roofs, launch, s) / s.seconds);
-        class_loss += static_cast<double>(s.count) * d * d;
-      }
+      const double class_loss = FitLoss(shapes, result.roofs, launch, class_e);
       if (own.loss >= kKindGain * class_loss) continue;
       ClassFit f;
       f.name = std::string(OpKindName(kind));
@@ -231,8 +242,15 @@ StatusOr<CalibrationResult> Calibrate(const std::vector<std::string>& paths,
     } else {
       f.fit = FitLink(ms);
       f.busbw = analysis::BusFactor(f.collective, f.group_size) * f.fit.algbw;
-      if (f.fit.latency_known && f.link_bw > 0 && f.busbw > 0) {
+      // Only a clean line over several sizes says what the links deliver;
+      // small-message calls dominated by latency or waits do not.
+      if (f.fit.latency_known && f.sizes >= kMinSizes && f.fit.rms_relative <= kMaxCommRms &&
+          f.link_bw > 0 && f.busbw > 0) {
         efficiencies.push_back(f.busbw / f.link_bw);
+      } else {
+        f.note = fmt::format(
+            "not used for network_efficiency (needs ≥ {} sizes, a latency, rms ≤ {:.0f} %)",
+            kMinSizes, 100 * kMaxCommRms);
       }
     }
     result.collectives.push_back(f);
@@ -317,7 +335,7 @@ std::string CalibrationSummary(const CalibrationResult& r) {
                            : "not fitted");
   }
   out +=
-      "\n| class / kind | ops | shapes | flops_eff | memory_eff | half_rows | rms error "
+      "\n| class / kind | ops | shapes | flops_eff | memory_eff | half_rows | rms error, time-weighted "
       "(defaults → fitted) | total time error | note |\n|---|---|---|---|---|---|---|---|---|\n";
   for (const ClassFit& f : r.classes) {
     if (!f.fitted) {
@@ -353,7 +371,9 @@ std::string CalibrationSummary(const CalibrationResult& r) {
           f.fit.algbw * 1e-9, f.busbw * 1e-9,
           f.link_bw > 0 ? fmt::format("{:.3g} GB/s", f.link_bw * 1e-9) : "-",
           100 * f.fit.rms_relative,
-          f.fit.latency_known ? "" : "one message size (or no positive latency): latency in algbw");
+          f.fit.latency_known
+              ? f.note
+              : "one message size (or no positive latency): latency in algbw; " + f.note);
     }
   }
   if (r.network_fitted) {

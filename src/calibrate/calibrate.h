@@ -56,6 +56,7 @@ struct CollectiveFit {
   double busbw = 0;     // bus bandwidth (nccl-tests factor × algbw)
   double link_bw = 0;   // the cluster's per-device link bandwidth, 0 unknown
   std::string why_not;  // when not fitted
+  std::string note;     // e.g. why it does not set network_efficiency
 };
 
 struct CalibrationResult {

@@ -20,15 +20,23 @@ Terms ModelTerms(const sim::Efficiency& e, const DeviceRoofs& roofs, const Shape
   if (e.half_rows > 0 && s.rows > 0) ramp = s.rows / (s.rows + e.half_rows);
   Terms t;
   if (s.flops > 0) t.flops = s.flops / (roofs.peak_flops * e.flops * ramp);
-  if (s.bytes > 0) t.memory = s.bytes / (roofs.memory_bandwidth * e.memory);
+  if (s.bytes > 0) {
+    double rate = roofs.memory_bandwidth * e.memory;
+    if (s.shared_bandwidth > 0) rate = std::min(rate, s.shared_bandwidth);
+    t.memory = s.bytes / rate;
+  }
   return t;
 }
 
-// A tiny pull towards efficiency 1 (per measured op, on ln e): it decides only
-// between explanations the data fits equally well — e.g. ops of one arithmetic
-// intensity fit a low FLOP efficiency as well as a memory one — in favour of
-// the one nearer the roofline.
-constexpr double kPull = 1e-6;
+// A small pull towards efficiency 1 (on ln e, relative to the data's weight):
+// it decides between explanations the data fits about equally well — ops of
+// one arithmetic intensity fit a low FLOP efficiency as well as a memory one —
+// in favour of the one nearer the roofline, and moves a fit by ≲ 0.5 %.
+constexpr double kPull = 1e-4;
+
+// A sample's weight in the loss: its measured time (count × median), so the
+// ops the time goes to fit best — what end-to-end latency depends on.
+double Weight(const ShapeSample& s) { return static_cast<double>(s.count) * s.seconds; }
 
 struct Eval {
   double loss = 0;          // Σ count · ln(model / measured)²
@@ -41,7 +49,7 @@ Eval Evaluate(const std::vector<ShapeSample>& samples, const std::vector<double>
   for (size_t i = 0; i < samples.size(); ++i) {
     const Terms t = ModelTerms(e, roofs, samples[i]);
     const double d = std::log(std::max(t.flops, t.memory) + launch) - log_measured[i];
-    ev.loss += static_cast<double>(samples[i].count) * d * d;
+    ev.loss += Weight(samples[i]) * d * d;
     if (t.flops >= t.memory) ev.flops_bound += samples[i].count;
   }
   return ev;
@@ -63,7 +71,7 @@ double Pulled(double loss, double lf, double lm, double weight) {
 std::vector<Point> SearchGrid(const std::vector<ShapeSample>& samples,
                               const std::vector<double>& log_t, const DeviceRoofs& roofs,
                               double launch, double h, Point c, int half, double step,
-                              bool by_regime, double weight) {
+                              bool by_regime, double weight, int64_t ops = 0) {
   std::vector<Point> best(by_regime ? 3 : 1);
   for (int i = -half; i <= half; ++i) {
     const double lf = std::clamp(c.lf + i * step, kMinLogEff, 0.0);
@@ -73,7 +81,7 @@ std::vector<Point> SearchGrid(const std::vector<ShapeSample>& samples,
       const Eval ev = Evaluate(samples, log_t, roofs, launch, e);
       const double loss = Pulled(ev.loss, lf, lm, weight);
       size_t slot = 0;
-      if (by_regime) slot = ev.flops_bound == 0 ? 0 : ev.flops_bound >= weight ? 1 : 2;
+      if (by_regime) slot = ev.flops_bound == 0 ? 0 : ev.flops_bound >= ops ? 1 : 2;
       if (loss < best[slot].loss) best[slot] = {lf, lm, loss};
     }
   }
@@ -92,9 +100,11 @@ Point Refine(const std::vector<ShapeSample>& samples, const std::vector<double>&
 // The best point for one h: a coarse grid (0.1 decade), each regime's best refined.
 Point BestForHalfRows(const std::vector<ShapeSample>& samples, const std::vector<double>& log_t,
                       const DeviceRoofs& roofs, double launch, double h, double weight) {
+  int64_t ops = 0;
+  for (const ShapeSample& s : samples) ops += s.count;
   Point best;
   for (const Point& p :
-       SearchGrid(samples, log_t, roofs, launch, h, Point{-2, -2, 0}, 20, 0.1, true, weight)) {
+       SearchGrid(samples, log_t, roofs, launch, h, Point{-2, -2, 0}, 20, 0.1, true, weight, ops)) {
     if (!std::isfinite(p.loss)) continue;
     const Point r = Refine(samples, log_t, roofs, launch, h, p, weight);
     if (r.loss < best.loss) best = r;
@@ -111,16 +121,17 @@ double ModelSeconds(const sim::Efficiency& e, const DeviceRoofs& roofs, double l
 }
 
 EfficiencyFit FitEfficiency(const std::vector<ShapeSample>& samples, const DeviceRoofs& roofs,
-                            double launch, const sim::Efficiency& prior) {
+                            double launch, const sim::Efficiency& prior, bool half_rows) {
   EfficiencyFit fit;
   fit.efficiency = prior;
   if (samples.empty()) return fit;
   std::vector<double> log_t(samples.size());
   for (size_t i = 0; i < samples.size(); ++i) log_t[i] = std::log(samples[i].seconds);
-  fit.fit_half_rows = std::any_of(samples.begin(), samples.end(),
-                                  [](const ShapeSample& s) { return s.rows > 0 && s.flops > 0; });
+  fit.fit_half_rows =
+      half_rows && std::any_of(samples.begin(), samples.end(),
+                               [](const ShapeSample& s) { return s.rows > 0 && s.flops > 0; });
   double weight = 0;
-  for (const ShapeSample& s : samples) weight += static_cast<double>(s.count);
+  for (const ShapeSample& s : samples) weight += Weight(s);
   // h: 0 and a √2 grid from 0.5 to 512, then 8 steps between the best's neighbours.
   std::vector<double> halves = {0};
   if (fit.fit_half_rows) {
@@ -173,30 +184,44 @@ Residual ComputeResidual(const std::vector<ShapeSample>& samples, const DeviceRo
                          double launch, const sim::Efficiency& e) {
   Residual r;
   double n = 0, sq = 0, model_sum = 0, measured_sum = 0;
-  std::vector<std::pair<double, int64_t>> abs_err;
+  std::vector<std::pair<double, double>> abs_err;
   for (const ShapeSample& s : samples) {
     const double model = ModelSeconds(e, roofs, launch, s);
     const double rel = (model - s.seconds) / s.seconds;
-    const double w = static_cast<double>(s.count);
+    const double w = Weight(s);
     n += w;
     sq += w * rel * rel;
-    model_sum += w * model;
-    measured_sum += w * s.seconds;
-    abs_err.push_back({std::abs(rel), s.count});
+    model_sum += static_cast<double>(s.count) * model;
+    measured_sum += static_cast<double>(s.count) * s.seconds;
+    abs_err.push_back({std::abs(rel), w});
   }
   if (n == 0) return r;
   r.rms_relative = std::sqrt(sq / n);
   r.total_relative = (model_sum - measured_sum) / measured_sum;
   std::sort(abs_err.begin(), abs_err.end());
   double seen = 0;
-  for (const auto& [err, count] : abs_err) {
-    seen += static_cast<double>(count);
+  for (const auto& [err, weight] : abs_err) {
+    seen += weight;
     if (seen >= n / 2) {
       r.median_relative = err;
       break;
     }
   }
   return r;
+}
+
+}  // namespace shardscope::calibrate
+
+namespace shardscope::calibrate {
+
+double FitLoss(const std::vector<ShapeSample>& samples, const DeviceRoofs& roofs, double launch,
+               const sim::Efficiency& e) {
+  double loss = 0;
+  for (const ShapeSample& s : samples) {
+    const double d = std::log(ModelSeconds(e, roofs, launch, s) / s.seconds);
+    loss += Weight(s) * d * d;
+  }
+  return loss;
 }
 
 }  // namespace shardscope::calibrate

@@ -1,11 +1,12 @@
 // Fitting the simulator's compute model to measured op times. The model is the
 // one of sim/compute_model.h:
-//   t = max(F / (P · e_f · r / (r + h)), B / (BW · e_m)) + L
+//   t = max(F / (P · e_f · r / (r + h)), B / min(BW · e_m, S)) + L
 // with F the op's FLOPs, B its bytes, r its rows (0: unknown, no ramp), P and
-// BW the device's peak FLOP/s and memory bandwidth. FitEfficiency finds (e_f,
-// e_m, h) of one op class for a given launch overhead L by minimising the
-// squared log error over the samples (so a 10 µs op and a 10 ms op weigh the
-// same); FitLaunchOverhead picks the L that minimises the total over classes.
+// BW the device's peak FLOP/s and memory bandwidth, S the run's share of a
+// shared memory bus (0: none). FitEfficiency finds (e_f, e_m, h) of one op
+// class for a given launch overhead L by minimising the squared log error
+// weighted by measured time (each op's error counts relatively, and the ops
+// the time goes to count most).
 // Pure functions; thread-safe.
 #ifndef SHARDSCOPE_CALIBRATE_COMPUTE_FIT_H_
 #define SHARDSCOPE_CALIBRATE_COMPUTE_FIT_H_
@@ -24,6 +25,9 @@ struct ShapeSample {
   double rows = 0;     // GEMM m (or tokens per expert); 0: unknown
   double seconds = 0;  // median measured duration
   int64_t count = 1;   // measured ops of this shape (the sample's weight)
+  // The run's share of a memory bus the node's busy devices share
+  // (sim::SharedBandwidthPerDevice), capping the memory rate; 0: none.
+  double shared_bandwidth = 0;
 };
 
 struct DeviceRoofs {
@@ -37,7 +41,7 @@ double ModelSeconds(const sim::Efficiency& e, const DeviceRoofs& roofs, double l
 
 struct EfficiencyFit {
   sim::Efficiency efficiency;
-  double loss = 0;  // Σ count · ln(model / measured)²
+  double loss = 0;  // Σ count · measured · ln(model / measured)²
   // Samples (weighted by count) whose model time the FLOP term, or the memory
   // term, decides: a term that decides none is not identified by the data.
   int64_t flops_bound = 0;
@@ -46,13 +50,18 @@ struct EfficiencyFit {
 };
 
 // Fits (e_f, e_m, h) for fixed `launch`. e_f and e_m are searched in
-// [1e-4, 1]; h in [0, 512] only when some sample has rows, else 0. A term
+// [1e-4, 1]; h in [0, 512] when `half_rows` and some sample has rows, else 0. A term
 // that decides no sample keeps `prior`'s value, raised (up to 1) where that
 // value would make it decide a sample the fit gave to the other term.
 EfficiencyFit FitEfficiency(const std::vector<ShapeSample>& samples, const DeviceRoofs& roofs,
-                            double launch, const sim::Efficiency& prior);
+                            double launch, const sim::Efficiency& prior, bool half_rows = true);
+
+// The loss FitEfficiency minimises: Σ count · measured · ln(model / measured)².
+double FitLoss(const std::vector<ShapeSample>& samples, const DeviceRoofs& roofs, double launch,
+               const sim::Efficiency& e);
 
 // Error statistics of a model over samples, weighted by count.
+// rms and median are weighted by measured time (count × median duration).
 struct Residual {
   double rms_relative = 0;     // sqrt(mean((model − measured)/measured)²)
   double median_relative = 0;  // median of |model − measured| / measured

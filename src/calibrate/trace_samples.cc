@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "importers/importer.h"
+#include "sim/compute_model.h"
 #include "trace/trace_event.h"
 
 namespace shardscope::calibrate {
@@ -74,6 +75,8 @@ std::optional<ClusterSpec> ClusterFromMetadata(const json& metadata) {
     cluster.scale_up.bandwidth_per_device = Number(u, "bandwidth_per_device");
     cluster.scale_up.latency = Number(u, "latency");
   }
+  cluster.devices_per_node = c->value("devices_per_node", int64_t{1});
+  cluster.node_memory_bandwidth = Number(*c, "node_memory_bandwidth");
   if (c->contains("scale_out") && (*c)["scale_out"].is_object()) {
     cluster.scale_out.nic_bandwidth_per_device =
         Number((*c)["scale_out"], "nic_bandwidth_per_device");
@@ -91,13 +94,33 @@ std::optional<DType> DTypeFromMetadata(const json& metadata) {
   return *d;
 }
 
+// The share of the node's memory bus each busy device of the run had
+// (sim::SharedBandwidthPerDevice), from the experiment in the metadata.
+double SharedBandwidthFromMetadata(const json& metadata, const ClusterSpec& cluster) {
+  if (!(cluster.node_memory_bandwidth > 0) || !metadata.contains("experiment")) return 0;
+  const json& e = metadata["experiment"];
+  if (!e.is_object() || !e.contains("parallelism") || !e["parallelism"].is_object()) return 0;
+  const json& p = e["parallelism"];
+  const int64_t replicas =
+      std::max<int64_t>(1, p.value("dp_size", int64_t{1}) * p.value("ep_size", int64_t{1}));
+  int64_t batch = 1;
+  if (e.contains("workload") && e["workload"].is_object()) {
+    batch = e["workload"].value("batch_size", int64_t{1});
+  }
+  const int64_t concurrent = sim::ConcurrentDevicesPerNode(
+      p.value("world_size", int64_t{1}), cluster.devices_per_node, p.value("pp_size", int64_t{1}),
+      p.value("micro_batches", int64_t{0}), (batch + replicas - 1) / replicas);
+  return sim::SharedBandwidthPerDevice(cluster, concurrent);
+}
+
 // Comm calls are matched across members by (phase, step, micro-batch, layer,
 // collective, ranks, seq); each call keeps its shortest member's time.
 using CallKey = std::tuple<int, int32_t, int32_t, int32_t, int, std::vector<int32_t>, int64_t>;
 
 class SampleSink : public trace::TraceSink {
  public:
-  SampleSink(std::string path, TraceSamples* out) : path_(std::move(path)), out_(out) {}
+  SampleSink(std::string path, TraceSamples* out)
+      : path_(std::move(path)), out_(out), first_compute_(out->compute.size()) {}
 
   void OnMetadata(const json& metadata) override { metadata_ = metadata; }
 
@@ -146,6 +169,10 @@ class SampleSink : public trace::TraceSink {
     for (const auto& [key, c] : calls_) out_->comm.push_back(c);
     std::optional<ClusterSpec> cluster = ClusterFromMetadata(metadata_);
     if (cluster) {
+      const double shared = SharedBandwidthFromMetadata(metadata_, *cluster);
+      for (size_t i = first_compute_; i < out_->compute.size(); ++i) {
+        out_->compute[i].shared_bandwidth = shared;
+      }
       if (out_->cluster && out_->cluster->device.name != cluster->device.name) {
         return InvalidArgument(
             "{}: otherData.cluster.device.name is '{}', but an earlier file says '{}': "
@@ -199,6 +226,7 @@ class SampleSink : public trace::TraceSink {
 
   const std::string path_;
   TraceSamples* const out_;
+  const size_t first_compute_;  // this file's samples start here
   json metadata_ = json::object();
   Status status_;
   int64_t index_ = 0;

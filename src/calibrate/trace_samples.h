@@ -28,6 +28,7 @@ struct ComputeOpSample {
   double bytes = 0;  // read + written
   double rows = 0;   // GEMM m (or mean tokens per routed expert); 0: unknown
   double seconds = 0;
+  double shared_bandwidth = 0;  // the run's sim::SharedBandwidthPerDevice; 0: none
 };
 
 struct CommCallSample {
