@@ -75,6 +75,54 @@ double FitLaunch(const std::vector<sim::OpClass>& classes,
   return best;
 }
 
+bool AnyShared(const std::vector<std::vector<ShapeSample>>& groups) {
+  for (const auto& g : groups) {
+    for (const ShapeSample& s : g) {
+      if (s.shared_bandwidth > 0) return true;
+    }
+  }
+  return false;
+}
+
+// The factor k on every sample's shared bandwidth (the node's bus) that
+// minimises the loss of the classes with such samples, log10 k in [−0.5, 0.5].
+// Scales the samples by the k found.
+double FitNodeScale(const std::vector<sim::OpClass>& classes,
+                    std::vector<std::vector<ShapeSample>>* groups, const DeviceRoofs& roofs,
+                    double launch, const std::vector<sim::Efficiency>& priors) {
+  std::vector<size_t> shared;
+  for (size_t i = 0; i < groups->size(); ++i) {
+    if (AnyShared({(*groups)[i]})) shared.push_back(i);
+  }
+  auto loss = [&](double log_k) {
+    double total = 0;
+    for (size_t i : shared) {
+      std::vector<ShapeSample> g = (*groups)[i];
+      for (ShapeSample& s : g) s.shared_bandwidth *= std::pow(10.0, log_k);
+      total += FitEfficiency(g, roofs, launch, priors[i], classes[i] != sim::OpClass::kGemv).loss;
+    }
+    return total;
+  };
+  // A grid, not a bracketing search: above the bus the loss is flat (the cap
+  // stops binding), which would lead a bracketing search past a narrow minimum.
+  // Ties go to the smallest k: the bus is at least what the data show.
+  double best = 0, best_loss = loss(0);
+  for (double l = -0.5; l <= 0.5 + 1e-9; l += 0.02) {
+    const double v = loss(l);
+    if (v < best_loss * (1 - 1e-9)) best_loss = v, best = l;
+  }
+  const double coarse = best;
+  for (double l = coarse - 0.02; l <= coarse + 0.02 + 1e-9; l += 0.001) {
+    const double v = loss(l);
+    if (v < best_loss * (1 - 1e-9)) best_loss = v, best = l;
+  }
+  const double k = std::pow(10.0, best);
+  for (auto& g : *groups) {
+    for (ShapeSample& s : g) s.shared_bandwidth *= k;
+  }
+  return k;
+}
+
 // The cluster's per-device bandwidth into the links a group of `n` uses:
 // scale-up when the device has it, else its NIC.
 double LinkBandwidth(const ClusterSpec& c) {
@@ -160,6 +208,14 @@ StatusOr<CalibrationResult> Calibrate(const std::vector<std::string>& paths,
   double launch = default_launch;
   if (!groups.empty()) {
     launch = FitLaunch(fit_classes, groups, result.roofs, priors);
+    // Runs whose ranks shared a node's memory bus measure that bus: fit its
+    // bandwidth (as a factor on the cluster's figure), then the launch again.
+    if (cluster && cluster->node_memory_bandwidth > 0 && AnyShared(groups)) {
+      const double k = FitNodeScale(fit_classes, &groups, result.roofs, launch, priors);
+      result.node_bandwidth_fitted = true;
+      result.calibration.node_memory_bandwidth = k * cluster->node_memory_bandwidth;
+      launch = FitLaunch(fit_classes, groups, result.roofs, priors);
+    }
     result.launch_fitted = true;
     result.calibration.launch_overhead = launch;
   }
@@ -298,6 +354,11 @@ std::string CalibrationYaml(const CalibrationResult& r) {
   if (r.launch_fitted) {
     out += fmt::format("launch_overhead_us: {:.4g}\n", r.calibration.launch_overhead * 1e6);
   }
+  if (r.node_bandwidth_fitted) {
+    out += fmt::format(
+        "node_memory_bandwidth_gb_s: {:.4g}  # the memory bus the node's busy ranks shared\n",
+        r.calibration.node_memory_bandwidth * 1e-9);
+  }
   if (r.network_fitted) {
     out += fmt::format(
         "network_efficiency: {:.4g}  # median over the collectives below of busbw / link "
@@ -335,7 +396,8 @@ std::string CalibrationSummary(const CalibrationResult& r) {
                            : "not fitted");
   }
   out +=
-      "\n| class / kind | ops | shapes | flops_eff | memory_eff | half_rows | rms error, time-weighted "
+      "\n| class / kind | ops | shapes | flops_eff | memory_eff | half_rows | rms error, "
+      "time-weighted "
       "(defaults → fitted) | total time error | note |\n|---|---|---|---|---|---|---|---|---|\n";
   for (const ClassFit& f : r.classes) {
     if (!f.fitted) {
@@ -378,6 +440,11 @@ std::string CalibrationSummary(const CalibrationResult& r) {
   }
   if (r.network_fitted) {
     out += fmt::format("\nnetwork_efficiency {:.3g}\n", r.calibration.network_efficiency);
+  }
+  if (r.node_bandwidth_fitted) {
+    out += fmt::format(
+        "\nnode memory bandwidth {:.3g} GB/s (fitted from the runs whose ranks shared it)\n",
+        r.calibration.node_memory_bandwidth * 1e-9);
   }
   if (!r.unused.empty()) {
     out += "\nevents not used:\n";

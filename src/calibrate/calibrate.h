@@ -65,7 +65,8 @@ struct CalibrationResult {
   DType dtype = DType::kBf16;
   DeviceRoofs roofs;  // zero when unknown
   bool launch_fitted = false;
-  sim::Calibration calibration;  // defaults with the fitted entries
+  bool node_bandwidth_fitted = false;  // calibration.node_memory_bandwidth
+  sim::Calibration calibration;        // defaults with the fitted entries
   std::vector<ClassFit> classes;
   std::vector<CollectiveFit> collectives;
   bool network_fitted = false;

@@ -243,6 +243,60 @@ TEST_F(CalibrateTest, UnknownHardwareIsAnError) {
   EXPECT_NE(r.status().message().find("--hardware"), std::string::npos);
 }
 
+// Matrix-vector products that alone run at 0.9 × 20 GB/s, on one rank alone
+// and on two ranks sharing a node bus of 30 GB/s (15 each) — while the
+// cluster file says 20. The lone run measures e_m, the shared one the bus.
+std::string WriteGemvTrace(const std::string& path, int world, double true_cap) {
+  ClusterSpec cluster = TestCluster();
+  cluster.node_memory_bandwidth = 20e9;
+  nlohmann::json metadata = {
+      {"experiment",
+       {{"name", "synthetic_gemv"},
+        {"parallelism", {{"world_size", world}, {"pp_size", 1}, {"dp_size", 1}, {"ep_size", 1}}},
+        {"workload", {{"dtype", "fp32"}, {"batch_size", 1}}},
+        {"cluster", ClusterToJson(cluster)}}}};
+  auto writer = trace::TraceWriter::Open(path, metadata);
+  EXPECT_TRUE(writer.ok());
+  const DeviceRoofs roofs{1e11, 2e10};
+  const sim::Efficiency truth{0.5, 0.9, 0};
+  int64_t t = 0;
+  for (int32_t rank = 0; rank < world; ++rank) {
+    for (double width : {512.0, 1024.0, 2048.0, 4096.0}) {
+      for (int rep = 0; rep < 3; ++rep) {
+        const double k = 1024;
+        ShapeSample s{2 * width * k, 4 * (k + k * width + width), 1, 0, 1, true_cap};
+        trace::OpEvent e;
+        e.rank = rank;
+        e.name = e.kind = "ffn_down";
+        e.flops = static_cast<int64_t>(s.flops);
+        e.bytes_read = static_cast<int64_t>(4 * (k + k * width));
+        e.bytes_written = static_cast<int64_t>(4 * width);
+        e.ts_ns = t;
+        e.dur_ns = Ns(ModelSeconds(truth, roofs, kLaunch, s));
+        t += e.dur_ns + 1000;
+        (*writer)->AddOp(e);
+      }
+    }
+  }
+  EXPECT_TRUE((*writer)->Close().ok());
+  return path;
+}
+
+TEST_F(CalibrateTest, FitsTheNodeMemoryBusOfTwoBusyRanks) {
+  auto r = Calibrate({WriteGemvTrace(Path("tp1.trace"), 1, 30e9),
+                      WriteGemvTrace(Path("tp2.trace"), 2, 15e9)},
+                     {});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_NEAR(Find(*r, "gemv").result.memory, 0.9, 0.9 * 0.01);
+  ASSERT_TRUE(r->node_bandwidth_fitted);
+  EXPECT_NEAR(r->calibration.node_memory_bandwidth, 30e9, 30e9 * 0.01);
+  const std::string out = Path("calibration.yaml");
+  ASSERT_TRUE(WriteNewFile(out, CalibrationYaml(*r), false).ok());
+  auto loaded = sim::LoadCalibration(out, sim::DefaultCalibration(TestCluster().device));
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  EXPECT_NEAR(loaded->node_memory_bandwidth, 30e9, 30e9 * 0.01);
+}
+
 TEST(GemmRowsTest, SmallerRootOfTheShape) {
   // m × k · k × n in fp32 (4 bytes): FLOPs 2mnk, read (mk + kn)·4, written mn·4.
   auto rows = [](double m, double k, double n) {

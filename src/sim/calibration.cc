@@ -187,8 +187,8 @@ StatusOr<Calibration> LoadCalibration(const std::string& path, const Calibration
   ASSIGN_OR_RETURN(YamlMap top, YamlMap::From(root, YamlContext{path, "", ""}));
   // "device" and "collectives" (the per-collective fits `shardscope calibrate`
   // writes) are informational: the network model uses network_efficiency.
-  RETURN_IF_ERROR(
-      top.CheckKeys({"device", "ops", "network_efficiency", "launch_overhead_us", "collectives"}));
+  RETURN_IF_ERROR(top.CheckKeys({"device", "ops", "network_efficiency", "launch_overhead_us",
+                                 "collectives", "node_memory_bandwidth_gb_s"}));
   Calibration c = base;
   c.source = path;
   ASSIGN_OR_RETURN(YamlMap ops, top.Map("ops"));
@@ -211,6 +211,13 @@ StatusOr<Calibration> LoadCalibration(const std::string& path, const Calibration
   double launch_us = -1;
   RETURN_IF_ERROR(top.Optional("launch_overhead_us", &launch_us));
   if (launch_us >= 0) c.launch_overhead = launch_us * 1e-6;
+  double node_gb_s = -1;
+  RETURN_IF_ERROR(top.Optional("node_memory_bandwidth_gb_s", &node_gb_s));
+  if (top.Has("node_memory_bandwidth_gb_s") && !(node_gb_s > 0)) {
+    return InvalidArgument("{}: node_memory_bandwidth_gb_s is {}: must be positive", path,
+                           node_gb_s);
+  }
+  if (node_gb_s > 0) c.node_memory_bandwidth = node_gb_s * 1e9;
   Status valid = c.Validate();
   if (!valid.ok()) return valid.WithPrefix(path);
   return c;

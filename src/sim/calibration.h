@@ -45,6 +45,9 @@ struct Calibration {
   double network_efficiency = 1.0;
   // Seconds added per compute op (kernel launch); < 0: the device's figure.
   double launch_overhead = -1;
+  // Bytes/s the devices of a node share (ClusterSpec::node_memory_bandwidth),
+  // as measured; < 0: the cluster's figure.
+  double node_memory_bandwidth = -1;
 
   const Efficiency& For(OpKind kind) const;
   // A per-kind override, else the entry of ClassOfShape(kind, rows).

@@ -25,6 +25,13 @@ double SharedBandwidthPerDevice(const ClusterSpec& cluster, int64_t concurrent) 
   return cluster.node_memory_bandwidth / static_cast<double>(concurrent);
 }
 
+ClusterSpec NodeBandwidthCluster(ClusterSpec cluster, const Calibration& calibration) {
+  if (calibration.node_memory_bandwidth > 0) {
+    cluster.node_memory_bandwidth = calibration.node_memory_bandwidth;
+  }
+  return cluster;
+}
+
 StatusOr<ComputeModel> ComputeModel::Create(const DeviceSpec& device, DType dtype,
                                             const Calibration& calibration,
                                             double shared_bandwidth) {

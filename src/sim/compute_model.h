@@ -32,6 +32,8 @@ int64_t ConcurrentDevicesPerNode(int64_t world, int64_t devices_per_node, int64_
 // bandwidth (cluster.node_memory_bandwidth / concurrent); 0 when the node
 // does not share one.
 double SharedBandwidthPerDevice(const ClusterSpec& cluster, int64_t concurrent);
+// `cluster` with the calibration's measured node memory bandwidth, if it has one.
+ClusterSpec NodeBandwidthCluster(ClusterSpec cluster, const Calibration& calibration);
 
 class ComputeModel {
  public:

@@ -88,7 +88,8 @@ StatusOr<SimResult> SimulateExperiment(const Experiment& experiment, const SimOp
       ComputeModel compute,
       ComputeModel::Create(
           experiment.cluster.device, experiment.workload.dtype, calibration,
-          SharedBandwidthPerDevice(experiment.cluster, ConcurrentDevicesPerNode(experiment))));
+          SharedBandwidthPerDevice(NodeBandwidthCluster(experiment.cluster, calibration),
+                                   ConcurrentDevicesPerNode(experiment))));
   ClusterSpec network_cluster = experiment.cluster;
   network_cluster.scale_up.bandwidth_per_device *= calibration.network_efficiency;
   network_cluster.scale_up.link_bandwidth *= calibration.network_efficiency;
