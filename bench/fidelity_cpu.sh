@@ -87,4 +87,17 @@ for e in exps:
 print()
 for (name, cal), v in errs.items():
     print(f"{name} {cal}: median |error| {100 * statistics.median(v):.1f} %, max {100 * max(v):.1f} %")
+# Per op kind and phase, summed over the held-out experiments (time per rank; decode per step).
+for cal in ("default", "fitted"):
+    print(f"\n| phase | op kind ({cal}) | simulated | measured | error |")
+    print("|---|---|---|---|---|")
+    sums = {}
+    for r in rows:
+        if r["calibration"] != cal or r["scope"] == "run" or not r["simulated"] or not r["measured"]:
+            continue
+        s, m = sums.setdefault((r["scope"], r["name"]), [0.0, 0.0])
+        sums[(r["scope"], r["name"])] = [s + float(r["simulated"]), m + float(r["measured"])]
+    for (phase, name), (s, m) in sorted(sums.items(), key=lambda kv: (kv[0][0] != "prefill", -kv[1][1])):
+        err = f"{100 * (s - m) / m:+.1f} %" if m > 0 else "-"
+        print(f"| {phase} | {name} | {s * 1e3:.3f} ms | {m * 1e3:.3f} ms | {err} |")
 PY

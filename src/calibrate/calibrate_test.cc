@@ -283,9 +283,8 @@ std::string WriteGemvTrace(const std::string& path, int world, double true_cap) 
 }
 
 TEST_F(CalibrateTest, FitsTheNodeMemoryBusOfTwoBusyRanks) {
-  auto r = Calibrate({WriteGemvTrace(Path("tp1.trace"), 1, 30e9),
-                      WriteGemvTrace(Path("tp2.trace"), 2, 15e9)},
-                     {});
+  auto r = Calibrate(
+      {WriteGemvTrace(Path("tp1.trace"), 1, 30e9), WriteGemvTrace(Path("tp2.trace"), 2, 15e9)}, {});
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_NEAR(Find(*r, "gemv").result.memory, 0.9, 0.9 * 0.01);
   ASSERT_TRUE(r->node_bandwidth_fitted);

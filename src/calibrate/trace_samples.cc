@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "importers/importer.h"
+#include "sim/calibration.h"
 #include "sim/compute_model.h"
 #include "trace/trace_event.h"
 
@@ -13,32 +14,6 @@ namespace shardscope::calibrate {
 namespace {
 
 using nlohmann::json;
-
-std::optional<OpKind> KindByName(std::string_view name) {
-  for (int k = 0; k < static_cast<int>(OpKind::kComm); ++k) {
-    if (OpKindName(static_cast<OpKind>(k)) == name) return static_cast<OpKind>(k);
-  }
-  return std::nullopt;
-}
-
-bool IsGemmKind(OpKind k) {
-  switch (k) {
-    case OpKind::kQkvProj:
-    case OpKind::kQProj:
-    case OpKind::kKvProj:
-    case OpKind::kKvUpProj:
-    case OpKind::kOutProj:
-    case OpKind::kRouter:
-    case OpKind::kExpertGemm:
-    case OpKind::kSharedExpert:
-    case OpKind::kFfnUp:
-    case OpKind::kFfnDown:
-    case OpKind::kLmHead:
-      return true;
-    default:
-      return false;
-  }
-}
 
 double Number(const json& j, const char* key) {
   auto it = j.find(key);
@@ -135,8 +110,9 @@ class SampleSink : public trace::TraceSink {
     if (op.dur_ns == 0) return Unused("op with zero duration");
     if (op.category == trace::Category::kComm) return AddComm(op);
     if (op.category != trace::Category::kCompute) return Unused("op neither compute nor comm");
-    auto kind = KindByName(op.kind);
-    if (!kind) return Unused("compute op without a ShardScope op kind (e.g. a foreign kernel)");
+    StatusOr<OpKind> kind = sim::ParseOpKind(op.kind);
+    if (!kind.ok() || *kind == OpKind::kComm)
+      return Unused("compute op without a ShardScope op kind (e.g. a foreign kernel)");
     if (op.flops == 0 && op.bytes_read == 0 && op.bytes_written == 0) {
       return Unused("compute op without FLOPs or bytes");
     }
@@ -149,7 +125,7 @@ class SampleSink : public trace::TraceSink {
       int64_t sum = 0, active = 0;
       for (int64_t t : op.expert_tokens) sum += t, active += t > 0;
       s.rows = active > 0 ? static_cast<double>(sum) / static_cast<double>(active) : 0;
-    } else if (IsGemmKind(*kind) && *kind != OpKind::kExpertGemm) {
+    } else if (sim::ClassOf(*kind) == sim::OpClass::kGemm && *kind != OpKind::kExpertGemm) {
       pending_rows_.push_back({out_->compute.size(), op.bytes_read, op.bytes_written});
     }
     out_->compute.push_back(s);

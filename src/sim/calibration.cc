@@ -37,13 +37,6 @@ Calibration Make(std::string source, Efficiency gemm, Efficiency attention, doub
   return c;
 }
 
-StatusOr<OpKind> ParseOpKind(std::string_view name) {
-  for (int k = 0; k <= static_cast<int>(OpKind::kComm); ++k) {
-    if (OpKindName(static_cast<OpKind>(k)) == name) return static_cast<OpKind>(k);
-  }
-  return InvalidArgument("unknown op class or kind '{}'", name);
-}
-
 Status ReadEfficiency(const YamlMap& m, Efficiency* e) {
   RETURN_IF_ERROR(m.CheckKeys({"flops_efficiency", "memory_efficiency", "half_rows"}));
   RETURN_IF_ERROR(m.Optional("flops_efficiency", &e->flops));
@@ -92,6 +85,13 @@ OpClass ClassOf(OpKind kind) {
 OpClass ClassOfShape(OpKind kind, double rows) {
   const OpClass c = ClassOf(kind);
   return c == OpClass::kGemm && rows > 0 && rows <= 1 ? OpClass::kGemv : c;
+}
+
+StatusOr<OpKind> ParseOpKind(std::string_view name) {
+  for (int k = 0; k <= static_cast<int>(OpKind::kComm); ++k) {
+    if (OpKindName(static_cast<OpKind>(k)) == name) return static_cast<OpKind>(k);
+  }
+  return InvalidArgument("unknown op class or kind '{}'", name);
 }
 
 StatusOr<OpClass> ParseOpClass(std::string_view name) {

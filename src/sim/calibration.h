@@ -28,6 +28,8 @@ OpClass ClassOf(OpKind kind);
 OpClass ClassOfShape(OpKind kind, double rows);
 std::string_view OpClassName(OpClass c);  // "gemm", "attention", …, "gemv"
 StatusOr<OpClass> ParseOpClass(std::string_view name);
+// The op kind named `name` as OpKindName writes it ("ffn_up", …, "comm").
+StatusOr<OpKind> ParseOpKind(std::string_view name);
 
 struct Efficiency {
   double flops = 1.0;   // achieved / peak FLOP/s for large shapes
