@@ -4,7 +4,8 @@
 // the row ramp, per non-GEMM op kind an override where it fits much better,
 // and one launch overhead (compute_fit.h). Communication: latency and
 // bandwidth per collective and group size (comm_fit.h), and the network
-// efficiency they imply against the cluster's links. Classes with too few
+// efficiency they imply against the cluster's links. When runs had several
+// busy ranks on a node sharing its memory bus, the bus's bandwidth too. Classes with too few
 // samples keep the device family's defaults and are flagged. The result
 // renders as a file `run --calibration` reads (sim::LoadCalibration).
 #ifndef SHARDSCOPE_CALIBRATE_CALIBRATE_H_
