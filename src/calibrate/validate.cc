@@ -21,7 +21,8 @@ class KindTimes : public trace::TraceSink {
  public:
   void OnOp(const trace::OpEvent& op) override {
     if (op.category == trace::Category::kOther) return;
-    std::string name = op.kind.empty() ? op.name : op.kind;
+    // Foreign kernels have no op kind: one row for all of them, not one per kernel name.
+    std::string name = op.kind.empty() ? "(no op kind)" : op.kind;
     if (op.is_comm()) {
       name = std::string(CollectiveName(op.collective));
       if (op.dim != trace::GroupDim::kNone) name += "." + std::string(GroupDimName(op.dim));
