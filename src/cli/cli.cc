@@ -34,6 +34,8 @@ int Main(int argc, char** argv) {
   AddTracesCommand(app, &exit_code);
   AddRunCommand(app, &exit_code);
   AddSearchCommand(app, &exit_code);
+  AddCalibrateCommand(app, &exit_code);
+  AddValidateCommand(app, &exit_code);
   AddWorkerCommand(app, &exit_code);
   try {
     app.parse(argc, argv);

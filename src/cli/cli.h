@@ -32,6 +32,8 @@ void AddCompareCommand(CLI::App& app, int* exit_code);
 void AddTracesCommand(CLI::App& app, int* exit_code);
 void AddRunCommand(CLI::App& app, int* exit_code);
 void AddSearchCommand(CLI::App& app, int* exit_code);
+void AddCalibrateCommand(CLI::App& app, int* exit_code);
+void AddValidateCommand(CLI::App& app, int* exit_code);
 // Hidden: the process mpirun starts on each rank of a backend-cpu run.
 void AddWorkerCommand(CLI::App& app, int* exit_code);
 

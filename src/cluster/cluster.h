@@ -72,6 +72,10 @@ struct ClusterSpec {
   int64_t devices_per_node = 1;
   ScaleUpSpec scale_up;
   ScaleOutSpec scale_out;
+  // Bytes/s all devices of one node draw from memory together, when they share
+  // it (the cores of a CPU host share its DRAM bus); 0: each device has its own
+  // memory (GPUs, TPUs). Each of c devices streaming at once gets at most 1/c.
+  double node_memory_bandwidth = 0;
 
   int64_t num_devices() const { return num_nodes * devices_per_node; }
   int64_t num_domains() const { return num_devices() / scale_up.domain_size; }

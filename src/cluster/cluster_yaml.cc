@@ -136,8 +136,8 @@ std::string Num(double v) { return fmt::format("{}", v); }
 
 StatusOr<ClusterSpec> ClusterFromYaml(const YAML::Node& node, const YamlContext& ctx) {
   ASSIGN_OR_RETURN(YamlMap top, YamlMap::From(node, ctx));
-  RETURN_IF_ERROR(
-      top.CheckKeys({"name", "device", "nodes", "devices_per_node", "scale_up", "scale_out"}));
+  RETURN_IF_ERROR(top.CheckKeys({"name", "device", "nodes", "devices_per_node", "scale_up",
+                                 "scale_out", "node_memory_bandwidth_gb_s"}));
   ClusterSpec c;
   RETURN_IF_ERROR(top.Required("name", &c.name));
   if (!top.Has("device")) return ctx.Child("device").Error("is required but missing");
@@ -145,6 +145,8 @@ StatusOr<ClusterSpec> ClusterFromYaml(const YAML::Node& node, const YamlContext&
   RETURN_IF_ERROR(ReadDevice(device, c.name, &c.device));
   RETURN_IF_ERROR(top.OptionalAtLeast("nodes", 1, &c.num_nodes));
   RETURN_IF_ERROR(top.OptionalAtLeast("devices_per_node", 1, &c.devices_per_node));
+  RETURN_IF_ERROR(
+      ScaledPositive(top, "node_memory_bandwidth_gb_s", kGb, false, &c.node_memory_bandwidth));
   ASSIGN_OR_RETURN(YamlMap scale_up, top.Map("scale_up"));
   RETURN_IF_ERROR(ReadScaleUp(scale_up, c.devices_per_node, &c.scale_up));
   ASSIGN_OR_RETURN(YamlMap scale_out, top.Map("scale_out"));
@@ -181,6 +183,9 @@ YAML::Node ClusterToYaml(const ClusterSpec& c) {
   root["device"] = device;
   root["nodes"] = c.num_nodes;
   root["devices_per_node"] = c.devices_per_node;
+  if (c.node_memory_bandwidth > 0) {
+    root["node_memory_bandwidth_gb_s"] = Num(c.node_memory_bandwidth / kGb);
+  }
 
   YAML::Node up;
   up["kind"] = std::string(ScaleUpKindName(c.scale_up.kind));

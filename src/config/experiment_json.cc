@@ -75,6 +75,8 @@ json ClusterToJson(const ClusterSpec& c) {
              {{"nic_bandwidth_per_device", c.scale_out.nic_bandwidth_per_device},
               {"latency", c.scale_out.latency},
               {"topology", c.scale_out.topology}}}};
+  // Only when set, so traces of clusters without it keep their bytes.
+  if (c.node_memory_bandwidth > 0) j["node_memory_bandwidth"] = c.node_memory_bandwidth;
   return j;
 }
 

@@ -16,11 +16,20 @@
 
 namespace shardscope::sim {
 
-// Op classes that share an efficiency curve.
-enum class OpClass { kGemm, kAttention, kAttentionDecode, kElementwise, kGather };
+// Op classes that share an efficiency curve. kGemv is the matrix-vector
+// regime of the GEMM kinds (one row, or one token per routed expert): it runs
+// another kernel (sgemv, cuBLAS gemv) that streams the weights, so it has its
+// own efficiency and no row ramp.
+enum class OpClass { kGemm, kAttention, kAttentionDecode, kElementwise, kGather, kGemv };
 
 OpClass ClassOf(OpKind kind);
-std::string_view OpClassName(OpClass c);  // "gemm", "attention", …
+// The class of an op of `kind` over `rows` rows (GEMM m; mean tokens per
+// active expert): kGemv for GEMM kinds with 0 < rows ≤ 1, else ClassOf(kind).
+OpClass ClassOfShape(OpKind kind, double rows);
+std::string_view OpClassName(OpClass c);  // "gemm", "attention", …, "gemv"
+StatusOr<OpClass> ParseOpClass(std::string_view name);
+// The op kind named `name` as OpKindName writes it ("ffn_up", …, "comm").
+StatusOr<OpKind> ParseOpKind(std::string_view name);
 
 struct Efficiency {
   double flops = 1.0;   // achieved / peak FLOP/s for large shapes
@@ -38,8 +47,13 @@ struct Calibration {
   double network_efficiency = 1.0;
   // Seconds added per compute op (kernel launch); < 0: the device's figure.
   double launch_overhead = -1;
+  // Bytes/s the devices of a node share (ClusterSpec::node_memory_bandwidth),
+  // as measured; < 0: the cluster's figure.
+  double node_memory_bandwidth = -1;
 
   const Efficiency& For(OpKind kind) const;
+  // A per-kind override, else the entry of ClassOfShape(kind, rows).
+  const Efficiency& For(OpKind kind, double rows) const;
   Status Validate() const;
 };
 

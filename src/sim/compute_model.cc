@@ -4,8 +4,37 @@
 
 namespace shardscope::sim {
 
+int64_t ConcurrentDevicesPerNode(int64_t world, int64_t devices_per_node, int64_t pp,
+                                 int64_t micro_batches, int64_t requests_per_replica) {
+  const int64_t on_node = std::max<int64_t>(1, std::min(world, devices_per_node));
+  if (pp <= 1) return on_node;
+  const int64_t micro = std::min(micro_batches > 0 ? micro_batches : pp, requests_per_replica);
+  const int64_t busy_stages = std::clamp<int64_t>(micro, 1, pp);
+  return std::max<int64_t>(1, (on_node * busy_stages + pp - 1) / pp);
+}
+
+int64_t ConcurrentDevicesPerNode(const Experiment& e) {
+  const ParallelSpec& p = e.parallel;
+  const int64_t replicas = std::max<int64_t>(1, p.dp * p.ep);
+  return ConcurrentDevicesPerNode(p.world_size(), e.cluster.devices_per_node, p.pp, p.micro_batches,
+                                  (e.workload.batch_size + replicas - 1) / replicas);
+}
+
+double SharedBandwidthPerDevice(const ClusterSpec& cluster, int64_t concurrent) {
+  if (!(cluster.node_memory_bandwidth > 0) || concurrent < 1) return 0;
+  return cluster.node_memory_bandwidth / static_cast<double>(concurrent);
+}
+
+ClusterSpec NodeBandwidthCluster(ClusterSpec cluster, const Calibration& calibration) {
+  if (calibration.node_memory_bandwidth > 0) {
+    cluster.node_memory_bandwidth = calibration.node_memory_bandwidth;
+  }
+  return cluster;
+}
+
 StatusOr<ComputeModel> ComputeModel::Create(const DeviceSpec& device, DType dtype,
-                                            const Calibration& calibration) {
+                                            const Calibration& calibration,
+                                            double shared_bandwidth) {
   ASSIGN_OR_RETURN(double peak, device.PeakFlops(dtype));
   RETURN_IF_ERROR(calibration.Validate());
   if (!(peak > 0) || !(device.memory_bandwidth > 0)) {
@@ -13,14 +42,15 @@ StatusOr<ComputeModel> ComputeModel::Create(const DeviceSpec& device, DType dtyp
   }
   const double launch =
       calibration.launch_overhead >= 0 ? calibration.launch_overhead : device.launch_overhead;
-  return ComputeModel(peak, device.memory_bandwidth, launch, calibration);
+  return ComputeModel(peak, device.memory_bandwidth, launch, std::max(0.0, shared_bandwidth),
+                      calibration);
 }
 
-double ComputeModel::FlopsEfficiency(const Op& op) const {
-  const Efficiency& e = For(op.kind);
-  if (e.half_rows <= 0) return e.flops;
-  // Rows the kernel tiles over: routed experts run one GEMM per expert, so the
-  // mean tokens per active expert; otherwise m.
+namespace {
+
+// Rows the kernel tiles over: routed experts run one GEMM per expert, so the
+// mean tokens per active expert; otherwise m.
+double Rows(const Op& op) {
   double rows = static_cast<double>(op.m);
   if (!op.expert_tokens.empty()) {
     int64_t sum = 0, active = 0;
@@ -30,6 +60,21 @@ double ComputeModel::FlopsEfficiency(const Op& op) const {
     }
     rows = active > 0 ? static_cast<double>(sum) / static_cast<double>(active) : 0;
   }
+  return rows;
+}
+
+}  // namespace
+
+const Efficiency& ComputeModel::For(const Op& op) const {
+  const int k = static_cast<int>(op.kind);
+  const double rows = Rows(op);
+  return rows > 0 && rows <= 1 ? gemv_[k] : by_kind_[k];
+}
+
+double ComputeModel::FlopsEfficiency(const Op& op) const {
+  const Efficiency& e = For(op);
+  if (e.half_rows <= 0) return e.flops;
+  const double rows = Rows(op);
   if (rows <= 0) return e.flops;
   return e.flops * rows / (rows + e.half_rows);
 }
@@ -37,10 +82,12 @@ double ComputeModel::FlopsEfficiency(const Op& op) const {
 double ComputeModel::Seconds(const Op& op) const {
   if (op.is_comm()) return 0;
   if (op.flops == 0 && op.bytes_read == 0 && op.bytes_written == 0) return 0;
-  const Efficiency& e = For(op.kind);
+  const Efficiency& e = For(op);
   const double flops_time = static_cast<double>(op.flops) / (peak_flops_ * FlopsEfficiency(op));
   const double bytes = static_cast<double>(op.bytes_read + op.bytes_written);
-  const double memory_time = bytes / (memory_bandwidth_ * e.memory);
+  double rate = memory_bandwidth_ * e.memory;
+  if (shared_bandwidth_ > 0) rate = std::min(rate, shared_bandwidth_);
+  const double memory_time = bytes / rate;
   return std::max(flops_time, memory_time) + launch_overhead_;
 }
 

@@ -1,8 +1,11 @@
 // ComputeModel: how long one compute op takes on one device.
-//   time = max(FLOPs / (peak · e_flops(shape)), bytes / (bandwidth · e_mem)) + launch
+//   time = max(FLOPs / (peak · e_flops(shape)),
+//              bytes / min(bandwidth · e_mem, shared)) + launch
 // with the efficiencies of the op's class from a Calibration (all ≤ 1, so the
-// result never beats FLOPs / peak or bytes / bandwidth). An op with no FLOPs
-// and no bytes (an empty micro-batch) takes no time. Immutable; thread-safe.
+// result never beats FLOPs / peak or bytes / bandwidth), and `shared` the
+// device's part of a memory bus it shares with the node's other busy devices
+// (the cores of a CPU host; none on GPUs). An op with no FLOPs and no bytes
+// (an empty micro-batch) takes no time. Immutable; thread-safe.
 #ifndef SHARDSCOPE_SIM_COMPUTE_MODEL_H_
 #define SHARDSCOPE_SIM_COMPUTE_MODEL_H_
 
@@ -15,11 +18,30 @@
 
 namespace shardscope::sim {
 
+// Devices of one node that stream memory at the same time in `experiment`:
+// its ranks on a node (at most devices_per_node), of which under pipelining only
+// min(micro-batches, stages) / stages compute at once (a stage waits for its
+// input otherwise; micro-batches beyond the requests per replica are empty).
+int64_t ConcurrentDevicesPerNode(const Experiment& experiment);
+// The same from the figures: world size, devices per node, pipeline stages,
+// micro-batches (0: one per stage) and requests per dp × ep replica.
+int64_t ConcurrentDevicesPerNode(int64_t world, int64_t devices_per_node, int64_t pp,
+                                 int64_t micro_batches, int64_t requests_per_replica);
+
+// The bytes/s each of `concurrent` devices gets of the node's shared memory
+// bandwidth (cluster.node_memory_bandwidth / concurrent); 0 when the node
+// does not share one.
+double SharedBandwidthPerDevice(const ClusterSpec& cluster, int64_t concurrent);
+// `cluster` with the calibration's measured node memory bandwidth, if it has one.
+ClusterSpec NodeBandwidthCluster(ClusterSpec cluster, const Calibration& calibration);
+
 class ComputeModel {
  public:
   // Fails when the device lists no peak for `dtype` (or a wider type).
+  // `shared_bandwidth`: SharedBandwidthPerDevice, the cap on any op's memory
+  // rate; 0 for none.
   static StatusOr<ComputeModel> Create(const DeviceSpec& device, DType dtype,
-                                       const Calibration& calibration);
+                                       const Calibration& calibration, double shared_bandwidth = 0);
 
   // Seconds for a compute op (comm ops: 0; the network model times them).
   double Seconds(const Op& op) const;
@@ -29,23 +51,31 @@ class ComputeModel {
   double peak_flops() const { return peak_flops_; }
   double memory_bandwidth() const { return memory_bandwidth_; }
   double launch_overhead() const { return launch_overhead_; }
+  double shared_bandwidth() const { return shared_bandwidth_; }
 
  private:
-  ComputeModel(double peak, double bandwidth, double launch, Calibration calibration)
+  ComputeModel(double peak, double bandwidth, double launch, double shared, Calibration calibration)
       : peak_flops_(peak),
         memory_bandwidth_(bandwidth),
         launch_overhead_(launch),
+        shared_bandwidth_(shared),
         calibration_(std::move(calibration)) {
-    for (int k = 0; k < kNumKinds; ++k) by_kind_[k] = calibration_.For(static_cast<OpKind>(k));
+    for (int k = 0; k < kNumKinds; ++k) {
+      by_kind_[k] = calibration_.For(static_cast<OpKind>(k));
+      gemv_[k] = calibration_.For(static_cast<OpKind>(k), 1.0);
+    }
   }
   static constexpr int kNumKinds = static_cast<int>(OpKind::kComm) + 1;
-  const Efficiency& For(OpKind kind) const { return by_kind_[static_cast<int>(kind)]; }
+  // The entry for the op's kind and shape regime (calibration_.For(kind, rows)).
+  const Efficiency& For(const Op& op) const;
 
   double peak_flops_;
   double memory_bandwidth_;
   double launch_overhead_;
+  double shared_bandwidth_;  // 0: no shared bus
   Calibration calibration_;
   std::array<Efficiency, kNumKinds> by_kind_;  // calibration_.For, looked up once
+  std::array<Efficiency, kNumKinds> gemv_;     // the same for one row (matrix-vector)
 };
 
 }  // namespace shardscope::sim

@@ -93,3 +93,78 @@ TEST(ComputeModelTest, CalibrationFileOverridesAndRejectsEfficiencyAboveOne) {
 
 }  // namespace
 }  // namespace shardscope::sim
+
+namespace shardscope::sim {
+namespace {
+
+DeviceSpec LocalCpu() {
+  auto c = LoadClusterFile(std::string(SHARDSCOPE_SOURCE_DIR) + "/configs/hardware/local-cpu.yaml");
+  EXPECT_TRUE(c.ok());
+  return c->device;
+}
+
+// Regression (docs/BENCHMARKS.md, TP1 decode +80 %): the GEMM's row ramp made a
+// one-row fp32 product on the CPU compute-bound. In the gemv regime it has no
+// ramp, so it is bandwidth-bound: 2 FLOPs per 4-byte weight is below the
+// ridge (83 GFLOP/s ÷ 24 GB/s ≈ 3.5 FLOP/B).
+TEST(ComputeModelTest, MatrixVectorProductIsBandwidthBoundOnTheCpu) {
+  const DeviceSpec d = LocalCpu();
+  const Calibration cal = DefaultCalibration(d);
+  auto model = ComputeModel::Create(d, DType::kFp32, cal);
+  ASSERT_TRUE(model.ok());
+  Op gemv = Gemm(1, 4096, 4096);
+  gemv.bytes_read *= 2, gemv.bytes_written *= 2;  // fp32
+  const Efficiency& e = cal.classes.at(OpClass::kGemv);
+  EXPECT_EQ(e.half_rows, 0);
+  EXPECT_NEAR(
+      model->Seconds(gemv) - d.launch_overhead,
+      static_cast<double>(gemv.bytes_read + gemv.bytes_written) / (d.memory_bandwidth * e.memory),
+      1e-12);
+  // Two rows are a GEMM again, with the ramp of the gemm class.
+  EXPECT_EQ(ClassOfShape(OpKind::kFfnUp, 2), OpClass::kGemm);
+  EXPECT_EQ(ClassOfShape(OpKind::kFfnUp, 1), OpClass::kGemv);
+  EXPECT_EQ(ClassOfShape(OpKind::kNorm, 1), OpClass::kElementwise);
+  // A per-kind override wins over the regime.
+  Calibration over = cal;
+  over.kinds[OpKind::kFfnUp] = {0.5, 0.1, 0};
+  auto overridden = ComputeModel::Create(d, DType::kFp32, over);
+  ASSERT_TRUE(overridden.ok());
+  EXPECT_NEAR(
+      overridden->Seconds(gemv) - d.launch_overhead,
+      static_cast<double>(gemv.bytes_read + gemv.bytes_written) / (d.memory_bandwidth * 0.1),
+      1e-12);
+}
+
+TEST(ComputeModelTest, SharedMemoryBusCapsTheRate) {
+  const DeviceSpec d = LocalCpu();
+  Calibration cal = DefaultCalibration(d);
+  cal.classes[OpClass::kElementwise] = {1.0, 0.7, 0};  // alone: 0.7 × 24 = 16.8 GB/s
+  Op norm;
+  norm.kind = OpKind::kNorm;
+  norm.bytes_read = 1 << 20;
+  const double bytes = static_cast<double>(norm.bytes_read);
+  auto alone = ComputeModel::Create(d, DType::kFp32, cal, 0);
+  auto shared = ComputeModel::Create(d, DType::kFp32, cal, 14.6e9);  // 29.2 GB/s over 2
+  auto roomy = ComputeModel::Create(d, DType::kFp32, cal, 29.2e9);   // 29.2 GB/s over 1
+  ASSERT_TRUE(alone.ok() && shared.ok() && roomy.ok());
+  EXPECT_NEAR(alone->Seconds(norm) - d.launch_overhead, bytes / 16.8e9, 1e-15);
+  EXPECT_NEAR(shared->Seconds(norm) - d.launch_overhead, bytes / 14.6e9, 1e-15);
+  EXPECT_NEAR(roomy->Seconds(norm) - d.launch_overhead, bytes / 16.8e9, 1e-15);
+}
+
+TEST(ComputeModelTest, ConcurrentDevicesPerNode) {
+  // world, devices per node, pp, micro-batches (0: pp), requests per replica.
+  EXPECT_EQ(ConcurrentDevicesPerNode(1, 2, 1, 0, 1), 1);  // TP1
+  EXPECT_EQ(ConcurrentDevicesPerNode(2, 2, 1, 0, 1), 2);  // TP2, SP2, DP2, EP2
+  EXPECT_EQ(ConcurrentDevicesPerNode(16, 8, 1, 0, 8), 8);
+  EXPECT_EQ(ConcurrentDevicesPerNode(2, 2, 2, 0, 1), 1);  // PP2, one request: stages alternate
+  EXPECT_EQ(ConcurrentDevicesPerNode(2, 2, 2, 0, 4), 2);  // PP2, two micro-batches
+  EXPECT_EQ(ConcurrentDevicesPerNode(8, 8, 4, 2, 8), 4);  // 2 of 4 stages busy
+  ClusterSpec c;
+  EXPECT_EQ(SharedBandwidthPerDevice(c, 2), 0);  // GPUs: no shared bus
+  c.node_memory_bandwidth = 29.2e9;
+  EXPECT_NEAR(SharedBandwidthPerDevice(c, 2), 14.6e9, 1);
+}
+
+}  // namespace
+}  // namespace shardscope::sim

@@ -8,9 +8,13 @@ StatusOr<std::unique_ptr<const SimSetup>> MakeSimSetup(const Experiment& experim
   if (!calibration_file.empty()) {
     ASSIGN_OR_RETURN(calibration, LoadCalibration(calibration_file, calibration));
   }
+  // Ranks of one node share its memory bus (calibrated node bandwidth, busy ranks).
   ASSIGN_OR_RETURN(
       ComputeModel compute,
-      ComputeModel::Create(experiment.cluster.device, experiment.workload.dtype, calibration));
+      ComputeModel::Create(
+          experiment.cluster.device, experiment.workload.dtype, calibration,
+          SharedBandwidthPerDevice(NodeBandwidthCluster(experiment.cluster, calibration),
+                                   ConcurrentDevicesPerNode(experiment))));
   ClusterSpec network_cluster = experiment.cluster;
   network_cluster.scale_up.bandwidth_per_device *= calibration.network_efficiency;
   network_cluster.scale_up.link_bandwidth *= calibration.network_efficiency;

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# The CPU fidelity benchmark (docs/fidelity.md): runs every experiment of bench/fidelity_cpu.yaml
+# on real CPU ranks, fits a calibration on the cal_* traces only (`shardscope calibrate`), and
+# validates the simulator on the held-out val_* traces (`shardscope validate`), with the
+# defaults and with the fitted calibration. Prints the error table and writes everything
+# (traces, calibration.yaml, per-experiment validation tables, errors.csv) under OUT.
+#
+#   bench/fidelity_cpu.sh [BUILD_DIR] [OUT] [REPEATS]
+#
+# REPEATS (default 1) real runs per experiment; the validation uses the run with the median
+# TPOT. The load average is printed before every run: this host may be shared.
+set -euo pipefail
+build=${1:-build}
+out=${2:-/tmp/shardscope_fidelity_cpu}
+repeats=${3:-1}
+bin=$(realpath "$build/shardscope")
+cfg=bench/fidelity_cpu.yaml
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+rm -rf "$out"
+mkdir -p "$out"
+experiments=$(grep -o 'name: \(cal\|val\)_[a-z0-9_]*' "$cfg" | cut -d' ' -f2)
+
+load() { cut -d' ' -f1-3 /proc/loadavg; }
+
+# Runs an experiment REPEATS times; prints the trace with the median TPOT.
+measure() {
+  local e=$1 r trace tpot
+  : > "$out/$e.tpot"
+  for r in $(seq 1 "$repeats"); do
+    echo "  $e run $r: load $(load)" >&2
+    "$bin" run --config "$cfg" --experiment "$e" --backend cpu --out "$out/traces/$e/$r" \
+      > "$out/$e.run$r.txt"
+    trace=$(find "$out/traces/$e/$r" -name 'trace_*.trace' | head -1)
+    tpot=$("$bin" analyze "$trace" --format json |
+      /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); d=d[0] if isinstance(d,list) else d; m={x["name"]:x.get("value") for x in d["metrics"] if not x.get("scope")}; print(m.get("tpot"))')
+    echo "$tpot $trace" >> "$out/$e.tpot"
+  done
+  sort -g "$out/$e.tpot" | awk -v n="$repeats" 'NR == int((n + 1) / 2) {print $2}'
+}
+
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+echo "commit: $(git rev-parse --short HEAD)$(git diff --quiet || echo ' (modified)'), $(date -u +%FT%TZ)"
+echo "load before: $(load)"
+declare -A trace_of
+for e in $experiments; do trace_of[$e]=$(measure "$e"); done
+
+cal_traces=()
+for e in $experiments; do [[ $e == cal_* ]] && cal_traces+=("${trace_of[$e]}"); done
+"$bin" calibrate "${cal_traces[@]}" -o "$out/calibration.yaml" > "$out/calibrate.txt"
+cat "$out/calibrate.txt"
+
+echo "experiment,calibration,scope,name,unit,simulated,measured,error" > "$out/errors.csv"
+for e in $experiments; do
+  [[ $e == val_* ]] || continue
+  for cal in default fitted; do
+    args=()
+    [[ $cal == fitted ]] && args=(--calibration "$out/calibration.yaml")
+    "$bin" validate --config "$cfg" --experiment "$e" --measured "${trace_of[$e]}" "${args[@]}" \
+      > "$out/$e.$cal.md"
+    "$bin" validate --config "$cfg" --experiment "$e" --measured "${trace_of[$e]}" "${args[@]}" \
+      --format csv | tail -n +2 | sed "s/^$e,/$e,$cal,/" >> "$out/errors.csv"
+  done
+done
+echo "load after: $(load)"
+
+/usr/bin/python3 - "$out/errors.csv" <<'PY'
+import csv, statistics, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+def get(e, cal, name):
+    for r in rows:
+        if r["experiment"] == e and r["calibration"] == cal and r["scope"] == "run" and r["name"] == name:
+            return r
+exps = sorted({r["experiment"] for r in rows})
+print("\n| held-out experiment | measured TTFT | sim default (error) | sim fitted (error) | measured TPOT | sim default (error) | sim fitted (error) |")
+print("|---|---|---|---|---|---|---|")
+errs = {("ttft", "default"): [], ("ttft", "fitted"): [], ("tpot", "default"): [], ("tpot", "fitted"): []}
+for e in exps:
+    cells = [e]
+    for name in ("ttft", "tpot"):
+        d, f = get(e, "default", name), get(e, "fitted", name)
+        cells.append(f"{float(d['measured']) * 1e3:.2f} ms")
+        for cal, r in (("default", d), ("fitted", f)):
+            err = float(r["error"])
+            errs[(name, cal)].append(abs(err))
+            cells.append(f"{float(r['simulated']) * 1e3:.2f} ms ({100 * err:+.1f} %)")
+    print("| " + " | ".join(cells) + " |")
+print()
+for (name, cal), v in errs.items():
+    print(f"{name} {cal}: median |error| {100 * statistics.median(v):.1f} %, max {100 * max(v):.1f} %")
+# Per op kind and phase, summed over the held-out experiments (time per rank; decode per step).
+for cal in ("default", "fitted"):
+    print(f"\n| phase | op kind ({cal}) | simulated | measured | error |")
+    print("|---|---|---|---|---|")
+    sums = {}
+    for r in rows:
+        if r["calibration"] != cal or r["scope"] == "run" or not r["simulated"] or not r["measured"]:
+            continue
+        s, m = sums.setdefault((r["scope"], r["name"]), [0.0, 0.0])
+        sums[(r["scope"], r["name"])] = [s + float(r["simulated"]), m + float(r["measured"])]
+    for (phase, name), (s, m) in sorted(sums.items(), key=lambda kv: (kv[0][0] != "prefill", -kv[1][1])):
+        err = f"{100 * (s - m) / m:+.1f} %" if m > 0 else "-"
+        print(f"| {phase} | {name} | {s * 1e3:.3f} ms | {m * 1e3:.3f} ms | {err} |")
+PY

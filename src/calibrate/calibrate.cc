@@ -1,0 +1,469 @@
+#include "calibrate/calibrate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "analysis/run_data.h"
+#include "cluster/cluster_yaml.h"
+
+namespace shardscope::calibrate {
+namespace {
+
+constexpr sim::OpClass kClasses[] = {sim::OpClass::kGemm,        sim::OpClass::kGemv,
+                                     sim::OpClass::kAttention,   sim::OpClass::kAttentionDecode,
+                                     sim::OpClass::kElementwise, sim::OpClass::kGather};
+
+// A per-kind override is written only when it cuts its ops' loss this much.
+constexpr double kKindGain = 0.5;
+// A collective's fit sets network_efficiency only with this many message
+// sizes and at most this rms error.
+constexpr int64_t kMinSizes = 3;
+constexpr double kMaxCommRms = 0.2;
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// Groups op samples of one shape; each shape keeps the median duration.
+std::vector<ShapeSample> Shapes(const std::vector<const ComputeOpSample*>& ops) {
+  std::map<std::tuple<double, double, double, double>, std::vector<double>> by_shape;
+  for (const ComputeOpSample* s : ops) {
+    by_shape[{s->flops, s->bytes, s->rows, s->shared_bandwidth}].push_back(s->seconds);
+  }
+  std::vector<ShapeSample> out;
+  for (auto& [key, times] : by_shape) {
+    const auto& [flops, bytes, rows, shared] = key;
+    out.push_back({flops, bytes, rows, Median(times), static_cast<int64_t>(times.size()), shared});
+  }
+  return out;
+}
+
+double TotalLoss(const std::vector<sim::OpClass>& classes,
+                 const std::vector<std::vector<ShapeSample>>& groups, const DeviceRoofs& roofs,
+                 double launch, const std::vector<sim::Efficiency>& priors) {
+  double loss = 0;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    loss +=
+        FitEfficiency(groups[i], roofs, launch, priors[i], classes[i] != sim::OpClass::kGemv).loss;
+  }
+  return loss;
+}
+
+// The launch overhead minimising the total loss over the classes fitted:
+// 0 or a log grid from 10 ns to 1 ms, refined around the best.
+double FitLaunch(const std::vector<sim::OpClass>& classes,
+                 const std::vector<std::vector<ShapeSample>>& groups, const DeviceRoofs& roofs,
+                 const std::vector<sim::Efficiency>& priors) {
+  double best = 0, best_loss = TotalLoss(classes, groups, roofs, 0, priors);
+  double best_log = -8;
+  for (double l = -8; l <= -3 + 1e-9; l += 0.25) {
+    const double loss = TotalLoss(classes, groups, roofs, std::pow(10.0, l), priors);
+    if (loss < best_loss) best_loss = loss, best = std::pow(10.0, l), best_log = l;
+  }
+  if (best == 0) return 0;
+  for (double l = best_log - 0.2; l <= best_log + 0.2 + 1e-9; l += 0.05) {
+    const double loss = TotalLoss(classes, groups, roofs, std::pow(10.0, l), priors);
+    if (loss < best_loss) best_loss = loss, best = std::pow(10.0, l);
+  }
+  return best;
+}
+
+bool AnyShared(const std::vector<std::vector<ShapeSample>>& groups) {
+  for (const auto& g : groups) {
+    for (const ShapeSample& s : g) {
+      if (s.shared_bandwidth > 0) return true;
+    }
+  }
+  return false;
+}
+
+// The factor k on every sample's shared bandwidth (the node's bus) that
+// minimises the loss of the classes with such samples, log10 k in [−0.5, 0.5].
+// Scales the samples by the k found.
+double FitNodeScale(const std::vector<sim::OpClass>& classes,
+                    std::vector<std::vector<ShapeSample>>* groups, const DeviceRoofs& roofs,
+                    double launch, const std::vector<sim::Efficiency>& priors) {
+  std::vector<size_t> shared;
+  for (size_t i = 0; i < groups->size(); ++i) {
+    if (AnyShared({(*groups)[i]})) shared.push_back(i);
+  }
+  auto loss = [&](double log_k) {
+    double total = 0;
+    for (size_t i : shared) {
+      std::vector<ShapeSample> g = (*groups)[i];
+      for (ShapeSample& s : g) s.shared_bandwidth *= std::pow(10.0, log_k);
+      total += FitEfficiency(g, roofs, launch, priors[i], classes[i] != sim::OpClass::kGemv).loss;
+    }
+    return total;
+  };
+  // A grid, not a bracketing search: above the bus the loss is flat (the cap
+  // stops binding), which would lead a bracketing search past a narrow minimum.
+  // Ties go to the smallest k: the bus is at least what the data show.
+  double best = 0, best_loss = loss(0);
+  for (double l = -0.5; l <= 0.5 + 1e-9; l += 0.02) {
+    const double v = loss(l);
+    if (v < best_loss * (1 - 1e-9)) best_loss = v, best = l;
+  }
+  const double coarse = best;
+  for (double l = coarse - 0.02; l <= coarse + 0.02 + 1e-9; l += 0.001) {
+    const double v = loss(l);
+    if (v < best_loss * (1 - 1e-9)) best_loss = v, best = l;
+  }
+  const double k = std::pow(10.0, best);
+  for (auto& g : *groups) {
+    for (ShapeSample& s : g) s.shared_bandwidth *= k;
+  }
+  return k;
+}
+
+// The cluster's per-device bandwidth into the links a group of `n` uses:
+// scale-up when the device has it, else its NIC.
+double LinkBandwidth(const ClusterSpec& c) {
+  if (c.scale_up.kind != ScaleUpKind::kNone && c.scale_up.bandwidth_per_device > 0) {
+    return c.scale_up.bandwidth_per_device;
+  }
+  return c.scale_out.nic_bandwidth_per_device;
+}
+
+std::string Percent(double x) { return fmt::format("{:+.1f} %", 100 * x); }
+
+}  // namespace
+
+StatusOr<CalibrationResult> Calibrate(const std::vector<std::string>& paths,
+                                      const CalibrateOptions& options) {
+  ASSIGN_OR_RETURN(TraceSamples samples, CollectSamples(paths));
+  CalibrationResult result;
+  result.files = samples.files;
+  result.unused = samples.unused;
+  std::optional<ClusterSpec> cluster = samples.cluster;
+  if (!options.hardware.empty()) {
+    const std::string dir =
+        options.hardware_dir.empty() ? DefaultHardwareDir() : options.hardware_dir;
+    StatusOr<ClusterSpec> hw = std::filesystem::exists(options.hardware)
+                                   ? LoadClusterFile(options.hardware)
+                                   : LoadZooCluster(options.hardware, dir);
+    if (!hw.ok()) return hw.status().WithPrefix("--hardware");
+    cluster = *hw;
+  }
+  if (samples.dtype) result.dtype = *samples.dtype;
+  std::string no_roofs;
+  if (!cluster) {
+    no_roofs = "the traces name no device (no ShardScope metadata): pass --hardware";
+    result.calibration = sim::DefaultCalibration(DeviceSpec{});
+  } else {
+    result.device = cluster->device.name;
+    result.calibration = sim::DefaultCalibration(cluster->device);
+    StatusOr<double> peak = cluster->device.PeakFlops(result.dtype);
+    if (!peak.ok()) {
+      no_roofs = peak.status().message();
+    } else if (!(cluster->device.memory_bandwidth > 0)) {
+      no_roofs = fmt::format("device '{}' has no memory bandwidth", cluster->device.name);
+    } else {
+      result.roofs = {*peak, cluster->device.memory_bandwidth};
+    }
+  }
+  result.calibration.source = "shardscope calibrate";
+  const double default_launch = cluster ? cluster->device.launch_overhead : 0;
+
+  // ---- Compute: group ops by class (shape regime) and by kind.
+  std::map<sim::OpClass, std::vector<const ComputeOpSample*>> by_class;
+  std::map<OpKind, std::vector<const ComputeOpSample*>> by_kind;
+  for (const ComputeOpSample& s : samples.compute) {
+    by_class[sim::ClassOfShape(s.kind, s.rows)].push_back(&s);
+    by_kind[s.kind].push_back(&s);
+  }
+  std::vector<sim::OpClass> fit_classes;
+  std::vector<std::vector<ShapeSample>> groups;
+  std::vector<sim::Efficiency> priors;
+  for (sim::OpClass c : kClasses) {
+    ClassFit f;
+    f.name = std::string(sim::OpClassName(c));
+    f.samples = static_cast<int64_t>(by_class[c].size());
+    f.prior = f.result = result.calibration.classes.at(c);
+    if (f.samples < options.min_samples) {
+      f.why_not =
+          fmt::format("too few samples ({} < {}): default kept", f.samples, options.min_samples);
+    } else if (!no_roofs.empty()) {
+      f.why_not = no_roofs;
+    } else {
+      fit_classes.push_back(c);
+      groups.push_back(Shapes(by_class[c]));
+      priors.push_back(f.prior);
+      f.shapes = static_cast<int64_t>(groups.back().size());
+    }
+    result.classes.push_back(f);
+  }
+  if (samples.compute.empty()) {
+    for (ClassFit& f : result.classes) {
+      f.why_not = "no compute op with a ShardScope op kind and FLOPs or bytes in the traces";
+    }
+  }
+  double launch = default_launch;
+  if (!groups.empty()) {
+    launch = FitLaunch(fit_classes, groups, result.roofs, priors);
+    // Runs whose ranks shared a node's memory bus measure that bus: fit its
+    // bandwidth (as a factor on the cluster's figure), then the launch again.
+    if (cluster && cluster->node_memory_bandwidth > 0 && AnyShared(groups)) {
+      const double k = FitNodeScale(fit_classes, &groups, result.roofs, launch, priors);
+      result.node_bandwidth_fitted = true;
+      result.calibration.node_memory_bandwidth = k * cluster->node_memory_bandwidth;
+      launch = FitLaunch(fit_classes, groups, result.roofs, priors);
+    }
+    result.launch_fitted = true;
+    result.calibration.launch_overhead = launch;
+  }
+  for (size_t i = 0; i < fit_classes.size(); ++i) {
+    ClassFit& f = *std::find_if(
+        result.classes.begin(), result.classes.end(),
+        [&](const ClassFit& x) { return x.name == sim::OpClassName(fit_classes[i]); });
+    // gemv is one row by definition: no ramp to fit.
+    const EfficiencyFit fit = FitEfficiency(groups[i], result.roofs, launch, f.prior,
+                                            fit_classes[i] != sim::OpClass::kGemv);
+    f.fitted = true;
+    f.result = fit.efficiency;
+    f.flops_bound = fit.flops_bound;
+    f.memory_bound = fit.memory_bound;
+    f.prior_residual = ComputeResidual(groups[i], result.roofs, default_launch, f.prior);
+    f.residual = ComputeResidual(groups[i], result.roofs, launch, f.result);
+    auto note = [&f](std::string_view n) {
+      f.note += (f.note.empty() ? "" : "; ") + std::string(n);
+    };
+    if (fit.flops_bound == 0) note("no op FLOP-bound: flops_efficiency not measured");
+    if (fit.memory_bound == 0) note("no op memory-bound: memory_efficiency not measured");
+    if (!fit.fit_half_rows) note("rows unknown: half_rows not measured");
+    result.calibration.classes[fit_classes[i]] = f.result;
+  }
+  // Per-kind overrides of the non-GEMM classes (GEMM kinds keep their shape
+  // regimes), where a kind's own fit cuts its loss by more than kKindGain.
+  if (result.launch_fitted) {
+    for (auto& [kind, ops] : by_kind) {
+      const sim::OpClass c = sim::ClassOf(kind);
+      // GEMM kinds keep their shape regimes; a class of one kind needs no override.
+      const bool alone = std::all_of(by_kind.begin(), by_kind.end(), [&](const auto& other) {
+        return other.first == kind || sim::ClassOf(other.first) != c;
+      });
+      if (c == sim::OpClass::kGemm || alone ||
+          static_cast<int64_t>(ops.size()) < options.min_samples) {
+        continue;
+      }
+      const std::vector<ShapeSample> shapes = Shapes(ops);
+      const sim::Efficiency& class_e = result.calibration.classes.at(c);
+      const EfficiencyFit own = FitEfficiency(shapes, result.roofs, launch, class_e);
+      const double class_loss = FitLoss(shapes, result.roofs, launch, class_e);
+      if (own.loss >= kKindGain * class_loss) continue;
+      ClassFit f;
+      f.name = std::string(OpKindName(kind));
+      f.is_kind = true;
+      f.samples = static_cast<int64_t>(ops.size());
+      f.shapes = static_cast<int64_t>(shapes.size());
+      f.fitted = true;
+      f.prior = class_e;
+      f.result = own.efficiency;
+      f.flops_bound = own.flops_bound;
+      f.memory_bound = own.memory_bound;
+      f.prior_residual = ComputeResidual(shapes, result.roofs, launch, class_e);
+      f.residual = ComputeResidual(shapes, result.roofs, launch, own.efficiency);
+      f.note = fmt::format("override of class {}", sim::OpClassName(c));
+      result.calibration.kinds[kind] = own.efficiency;
+      result.classes.push_back(f);
+    }
+  }
+
+  // ---- Communication: per (collective, group size).
+  std::map<std::pair<Collective, int32_t>, std::map<double, std::vector<double>>> calls;
+  for (const CommCallSample& s : samples.comm) {
+    calls[{s.collective, s.group_size}][s.bytes].push_back(s.seconds);
+  }
+  std::vector<double> efficiencies;
+  for (const auto& [key, by_size] : calls) {
+    CollectiveFit f;
+    f.collective = key.first;
+    f.group_size = key.second;
+    std::vector<MessageSample> ms;
+    for (const auto& [bytes, times] : by_size) {
+      ms.push_back({bytes, Median(times), static_cast<int64_t>(times.size())});
+      f.samples += static_cast<int64_t>(times.size());
+    }
+    f.sizes = static_cast<int64_t>(ms.size());
+    if (cluster) f.link_bw = LinkBandwidth(*cluster);
+    if (f.samples < options.min_samples) {
+      f.why_not = fmt::format("too few calls ({} < {})", f.samples, options.min_samples);
+    } else {
+      f.fit = FitLink(ms);
+      f.busbw = analysis::BusFactor(f.collective, f.group_size) * f.fit.algbw;
+      // Only a clean line over several sizes says what the links deliver;
+      // small-message calls dominated by latency or waits do not.
+      if (f.fit.latency_known && f.sizes >= kMinSizes && f.fit.rms_relative <= kMaxCommRms &&
+          f.link_bw > 0 && f.busbw > 0) {
+        efficiencies.push_back(f.busbw / f.link_bw);
+      } else {
+        f.note = fmt::format(
+            "not used for network_efficiency (needs ≥ {} sizes, a latency, rms ≤ {:.0f} %)",
+            kMinSizes, 100 * kMaxCommRms);
+      }
+    }
+    result.collectives.push_back(f);
+  }
+  if (!efficiencies.empty()) {
+    result.network_fitted = true;
+    result.calibration.network_efficiency = std::clamp(Median(efficiencies), 1e-3, 1.0);
+  }
+
+  const bool any_comm = std::any_of(result.collectives.begin(), result.collectives.end(),
+                                    [](const CollectiveFit& f) { return f.why_not.empty(); });
+  if (!result.launch_fitted && !any_comm) {
+    std::string why = "nothing to fit in " + std::to_string(paths.size()) + " trace(s):";
+    for (const ClassFit& f : result.classes) why += "\n  " + f.name + ": " + f.why_not;
+    if (result.collectives.empty()) why += "\n  communication: no comm call with a message size";
+    for (const CollectiveFit& f : result.collectives) {
+      why +=
+          fmt::format("\n  {} over {}: {}", CollectiveName(f.collective), f.group_size, f.why_not);
+    }
+    return Status(StatusCode::kFailedPrecondition, why);
+  }
+  return result;
+}
+
+std::string CalibrationYaml(const CalibrationResult& r) {
+  std::string out = "# Fitted by `shardscope calibrate` from";
+  for (const std::string& f : r.files) out += " " + f;
+  out +=
+      "\n# Read by `shardscope run --calibration FILE`; entries not listed keep the "
+      "device family's defaults.\n";
+  if (!r.device.empty()) out += fmt::format("device: \"{}\"\n", r.device);
+  bool any = false;
+  for (const ClassFit& f : r.classes) any |= f.fitted;
+  if (any) {
+    out += "ops:\n";
+    for (const ClassFit& f : r.classes) {
+      if (!f.fitted) continue;
+      out += fmt::format(
+          "  {}: {{flops_efficiency: {:.4g}, memory_efficiency: {:.4g}, half_rows: {:.4g}}}"
+          "  # {} ops, {} shapes, rms error {:.1f} % (defaults {:.1f} %)\n",
+          f.name, f.result.flops, f.result.memory, f.result.half_rows, f.samples, f.shapes,
+          100 * f.residual.rms_relative, 100 * f.prior_residual.rms_relative);
+    }
+  }
+  if (r.launch_fitted) {
+    out += fmt::format("launch_overhead_us: {:.4g}\n", r.calibration.launch_overhead * 1e6);
+  }
+  if (r.node_bandwidth_fitted) {
+    out += fmt::format(
+        "node_memory_bandwidth_gb_s: {:.4g}  # the memory bus the node's busy ranks shared\n",
+        r.calibration.node_memory_bandwidth * 1e-9);
+  }
+  if (r.network_fitted) {
+    out += fmt::format(
+        "network_efficiency: {:.4g}  # median over the collectives below of busbw / link "
+        "bandwidth\n",
+        r.calibration.network_efficiency);
+  }
+  bool comm = false;
+  for (const CollectiveFit& f : r.collectives) comm |= f.why_not.empty();
+  if (comm) {
+    out +=
+        "# Measured per collective and group size (informational: the network model "
+        "uses network_efficiency).\ncollectives:\n";
+    for (const CollectiveFit& f : r.collectives) {
+      if (!f.why_not.empty()) continue;
+      out += fmt::format(
+          "  - {{collective: {}, group_size: {}, latency_us: {}, algbw_gb_s: {:.4g}, "
+          "busbw_gb_s: {:.4g}, calls: {}, sizes: {}, rms_error: {:.3g}}}\n",
+          f.collective == Collective::kSend ? "send_recv" : CollectiveName(f.collective),
+          f.group_size, f.fit.latency_known ? fmt::format("{:.4g}", f.fit.latency * 1e6) : "null",
+          f.fit.algbw * 1e-9, f.busbw * 1e-9, f.samples, f.sizes, f.fit.rms_relative);
+    }
+  }
+  return out;
+}
+
+std::string CalibrationSummary(const CalibrationResult& r) {
+  std::string out =
+      fmt::format("calibrated from {} trace(s); device: {}; dtype {}\n", r.files.size(),
+                  r.device.empty() ? "unknown" : r.device, DTypeName(r.dtype));
+  if (r.roofs.peak_flops > 0) {
+    out += fmt::format("roofs: {:.4g} TFLOP/s, {:.4g} GB/s; launch overhead {}\n",
+                       r.roofs.peak_flops * 1e-12, r.roofs.memory_bandwidth * 1e-9,
+                       r.launch_fitted
+                           ? fmt::format("{:.3g} µs (fitted)", r.calibration.launch_overhead * 1e6)
+                           : "not fitted");
+  }
+  out +=
+      "\n| class / kind | ops | shapes | flops_eff | memory_eff | half_rows | rms error, "
+      "time-weighted "
+      "(defaults → fitted) | total time error | note |\n|---|---|---|---|---|---|---|---|---|\n";
+  for (const ClassFit& f : r.classes) {
+    if (!f.fitted) {
+      out +=
+          fmt::format("| {} | {} | - | {:.3g} | {:.3g} | {:.3g} | not fitted | - | {} |\n", f.name,
+                      f.samples, f.prior.flops, f.prior.memory, f.prior.half_rows, f.why_not);
+      continue;
+    }
+    out += fmt::format(
+        "| {}{} | {} | {} | {:.3g} | {:.3g} | {:.3g} | {:.1f} % → {:.1f} % | {} → {} | {} |\n",
+        f.is_kind ? "kind " : "", f.name, f.samples, f.shapes, f.result.flops, f.result.memory,
+        f.result.half_rows, 100 * f.prior_residual.rms_relative, 100 * f.residual.rms_relative,
+        Percent(f.prior_residual.total_relative), Percent(f.residual.total_relative), f.note);
+  }
+  if (!r.collectives.empty()) {
+    out +=
+        "\n| collective | group | calls | sizes | latency | algbw | busbw | link | rms error | "
+        "note |\n"
+        "|---|---|---|---|---|---|---|---|---|---|\n";
+    for (const CollectiveFit& f : r.collectives) {
+      const std::string name = f.collective == Collective::kSend
+                                   ? "send/recv"
+                                   : std::string(CollectiveName(f.collective));
+      if (!f.why_not.empty()) {
+        out += fmt::format("| {} | {} | {} | {} | - | - | - | - | - | {} |\n", name, f.group_size,
+                           f.samples, f.sizes, f.why_not);
+        continue;
+      }
+      out += fmt::format(
+          "| {} | {} | {} | {} | {} | {:.3g} GB/s | {:.3g} GB/s | {} | {:.1f} % | {} |\n", name,
+          f.group_size, f.samples, f.sizes,
+          f.fit.latency_known ? fmt::format("{:.3g} µs", f.fit.latency * 1e6) : "-",
+          f.fit.algbw * 1e-9, f.busbw * 1e-9,
+          f.link_bw > 0 ? fmt::format("{:.3g} GB/s", f.link_bw * 1e-9) : "-",
+          100 * f.fit.rms_relative,
+          f.fit.latency_known
+              ? f.note
+              : "one message size (or no positive latency): latency in algbw; " + f.note);
+    }
+  }
+  if (r.network_fitted) {
+    out += fmt::format("\nnetwork_efficiency {:.3g}\n", r.calibration.network_efficiency);
+  }
+  if (r.node_bandwidth_fitted) {
+    out += fmt::format(
+        "\nnode memory bandwidth {:.3g} GB/s (fitted from the runs whose ranks shared it)\n",
+        r.calibration.node_memory_bandwidth * 1e-9);
+  }
+  if (!r.unused.empty()) {
+    out += "\nevents not used:\n";
+    for (const auto& [why, n] : r.unused) out += fmt::format("  {}: {}\n", why, n);
+  }
+  return out;
+}
+
+Status WriteNewFile(const std::string& path, const std::string& text, bool force) {
+  if (!force && std::filesystem::exists(path)) {
+    return Status(StatusCode::kFailedPrecondition,
+                  fmt::format("{} exists: not overwritten (use --force)", path));
+  }
+  std::ofstream f(path, std::ios::trunc);
+  if (!f) return IoError("{}: cannot open for writing", path);
+  f << text;
+  f.close();
+  if (!f) return IoError("{}: write failed", path);
+  return Status::Ok();
+}
+
+}  // namespace shardscope::calibrate

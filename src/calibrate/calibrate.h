@@ -1,0 +1,98 @@
+// Calibrate: fits the simulator's cost tables from measured traces (`shardscope
+// calibrate`). Compute: per op class and shape regime (sim::OpClass; gemv is
+// the one-row regime of the GEMM kinds) the FLOP and memory efficiencies and
+// the row ramp, per non-GEMM op kind an override where it fits much better,
+// and one launch overhead (compute_fit.h). Communication: latency and
+// bandwidth per collective and group size (comm_fit.h), and the network
+// efficiency they imply against the cluster's links. When runs had several
+// busy ranks on a node sharing its memory bus, the bus's bandwidth too. Classes with too few
+// samples keep the device family's defaults and are flagged. The result
+// renders as a file `run --calibration` reads (sim::LoadCalibration).
+#ifndef SHARDSCOPE_CALIBRATE_CALIBRATE_H_
+#define SHARDSCOPE_CALIBRATE_CALIBRATE_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "calibrate/comm_fit.h"
+#include "calibrate/compute_fit.h"
+#include "calibrate/trace_samples.h"
+#include "core/status.h"
+#include "sim/calibration.h"
+
+namespace shardscope::calibrate {
+
+struct CalibrateOptions {
+  // Zoo name or YAML file of the hardware the traces ran on; needed for
+  // traces without ShardScope metadata (Kineto), and wins over the metadata.
+  std::string hardware;
+  std::string hardware_dir;  // zoo directory; empty: DefaultHardwareDir()
+  int64_t min_samples = 5;   // measured ops (calls) below which a class is not fitted
+};
+
+// One op class (or an op kind's override) after fitting.
+struct ClassFit {
+  std::string name;      // "gemm", "gemv", … or an op kind ("norm")
+  bool is_kind = false;  // a per-kind override
+  int64_t samples = 0;   // measured ops
+  int64_t shapes = 0;    // distinct (FLOPs, bytes, rows)
+  bool fitted = false;
+  std::string why_not;     // when not fitted: too few samples, no device figures, …
+  sim::Efficiency prior;   // the default
+  sim::Efficiency result;  // fitted (== prior when not fitted)
+  Residual prior_residual;
+  Residual residual;
+  int64_t flops_bound = 0, memory_bound = 0;
+  std::string note;  // e.g. which term the data did not determine
+};
+
+struct CollectiveFit {
+  Collective collective = Collective::kNone;  // kSend: send/recv pairs
+  int32_t group_size = 0;
+  int64_t samples = 0;  // calls
+  int64_t sizes = 0;    // distinct message sizes
+  LinkFit fit;
+  double busbw = 0;     // bus bandwidth (nccl-tests factor × algbw)
+  double link_bw = 0;   // the cluster's per-device link bandwidth, 0 unknown
+  std::string why_not;  // when not fitted
+  std::string note;     // e.g. why it does not set network_efficiency
+};
+
+struct CalibrationResult {
+  std::vector<std::string> files;
+  std::string device;  // device name ("" unknown)
+  DType dtype = DType::kBf16;
+  DeviceRoofs roofs;  // zero when unknown
+  bool launch_fitted = false;
+  bool node_bandwidth_fitted = false;  // calibration.node_memory_bandwidth
+  sim::Calibration calibration;        // defaults with the fitted entries
+  std::vector<ClassFit> classes;
+  std::vector<CollectiveFit> collectives;
+  bool network_fitted = false;
+  std::map<std::string, int64_t> unused;  // events not used: reason → count
+};
+
+// Reads the traces and fits. Errors: CollectSamples's, an unknown --hardware,
+// and FailedPrecondition when nothing at all could be fitted (the message
+// says per class why).
+StatusOr<CalibrationResult> Calibrate(const std::vector<std::string>& paths,
+                                      const CalibrateOptions& options);
+
+// The calibration file (YAML): fitted classes and kinds, launch overhead,
+// network efficiency, and the per-collective fits (informational). Comments
+// give each entry's samples and residual.
+std::string CalibrationYaml(const CalibrationResult& result);
+
+// A table for people: per class and collective, samples, fitted values and
+// the residual before (defaults) and after; classes not fitted and why.
+std::string CalibrationSummary(const CalibrationResult& result);
+
+// Writes `text` to `path`; fails (FailedPrecondition) when the file exists
+// and `force` is false, naming the file.
+Status WriteNewFile(const std::string& path, const std::string& text, bool force);
+
+}  // namespace shardscope::calibrate
+
+#endif  // SHARDSCOPE_CALIBRATE_CALIBRATE_H_

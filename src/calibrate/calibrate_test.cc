@@ -1,0 +1,343 @@
+#include "calibrate/calibrate.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "config/experiment_json.h"
+#include "trace/trace_writer.h"
+
+namespace shardscope::calibrate {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The true parameters of the synthetic run.
+const sim::Efficiency kGemm{0.6, 0.4, 4};
+const sim::Efficiency kGemv{0.8, 0.7, 0};
+const sim::Efficiency kElementwise{0.5, 0.3, 0};
+const double kLaunch = 3.1622776601683795e-6;  // 10^-5.5 s
+const double kLatency = 4e-6, kAlgbw = 2.5e9;  // the all-reduce of 2 ranks
+
+ClusterSpec TestCluster() {
+  ClusterSpec c;
+  c.name = "test-host";
+  c.num_nodes = 1;
+  c.devices_per_node = 2;
+  c.device.name = "Test CPU core";
+  c.device.kind = DeviceKind::kCpu;
+  c.device.peak_flops[DType::kFp32] = 1e11;
+  c.device.memory_bandwidth = 2e10;
+  c.device.launch_overhead = 1e-6;
+  c.scale_out.nic_bandwidth_per_device = 5e9;
+  return c;
+}
+
+int64_t Ns(double seconds) { return static_cast<int64_t>(std::llround(seconds * 1e9)); }
+
+// A two-rank fp32 trace whose op times are the compute model's with the true
+// parameters: ffn_up GEMMs of m = 2 … 512 rows and matrix-vector products
+// (m = 1), norms, two attention ops (too few to fit), and all-reduces of
+// 1 kB … 10 MB where rank 1 waits 7 µs for rank 0 (sync wait, not transfer).
+std::string WriteSyntheticTrace(const std::string& path) {
+  const DeviceRoofs roofs{1e11, 2e10};
+  nlohmann::json metadata = {{"experiment",
+                              {{"name", "synthetic"},
+                               {"workload", {{"dtype", "fp32"}}},
+                               {"cluster", ClusterToJson(TestCluster())}}}};
+  auto writer = trace::TraceWriter::Open(path, metadata);
+  EXPECT_TRUE(writer.ok()) << writer.status().message();
+  int64_t t = 0;
+  auto op = [&](int32_t rank, const std::string& kind, double flops, double read, double written,
+                double seconds) {
+    trace::OpEvent e;
+    e.rank = rank;
+    e.name = kind;
+    e.kind = kind;
+    e.phase = trace::Phase::kPrefill;
+    e.flops = static_cast<int64_t>(flops);
+    e.bytes_read = static_cast<int64_t>(read);
+    e.bytes_written = static_cast<int64_t>(written);
+    e.ts_ns = t;
+    e.dur_ns = Ns(seconds);
+    t += e.dur_ns + 1000;
+    (*writer)->AddOp(e);
+  };
+  const double k = 1024, n = 1024;
+  for (int32_t rank : {0, 1}) {
+    for (int rep = 0; rep < 3; ++rep) {
+      for (double m : {2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0}) {
+        ShapeSample s{2 * m * n * k, 4 * (m * k + k * n + m * n), m, 0, 1};
+        op(rank, "ffn_up", s.flops, 4 * (m * k + k * n), 4 * m * n,
+           ModelSeconds(kGemm, roofs, kLaunch, s));
+      }
+      for (double width : {512.0, 1024.0, 2048.0, 4096.0}) {
+        ShapeSample s{2 * width * k, 4 * (k + k * width + width), 1, 0, 1};
+        op(rank, "ffn_down", s.flops, 4 * (k + k * width), 4 * width,
+           ModelSeconds(kGemv, roofs, kLaunch, s));
+      }
+      for (double bytes : {1e4, 1e5, 1e6, 1e7}) {
+        ShapeSample s{bytes / 4, bytes, 0, 0, 1};
+        op(rank, "norm", s.flops, bytes / 2, bytes / 2,
+           ModelSeconds(kElementwise, roofs, kLaunch, s));
+      }
+    }
+    op(rank, "attention", 1e6, 1e5, 1e5, 1e-4);
+  }
+  int64_t seq = 0;
+  for (double bytes : {1e3, 1e4, 1e5, 1e6, 1e7}) {
+    for (int rep = 0; rep < 2; ++rep, ++seq) {
+      const double transfer = kLatency + bytes / kAlgbw;
+      for (int32_t rank : {0, 1}) {
+        trace::OpEvent e;
+        e.rank = rank;
+        e.stream = 1;
+        e.name = "allreduce.tp";
+        e.category = trace::Category::kComm;
+        e.kind = "all_reduce";
+        e.collective = Collective::kAllReduce;
+        e.dim = trace::GroupDim::kTp;
+        e.group = {0, 1};
+        e.seq = seq;
+        e.bytes = static_cast<int64_t>(bytes);
+        e.ts_ns = t - (rank == 1 ? 7000 : 0);
+        e.dur_ns = Ns(transfer) + (rank == 1 ? 7000 : 0);
+        (*writer)->AddOp(e);
+      }
+      t += Ns(transfer) + 10000;
+    }
+  }
+  EXPECT_TRUE((*writer)->Close().ok());
+  return path;
+}
+
+class CalibrateTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("calibrate_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+            "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
+  fs::path dir_;
+};
+
+const ClassFit& Find(const CalibrationResult& r, const std::string& name) {
+  for (const ClassFit& f : r.classes) {
+    if (f.name == name) return f;
+  }
+  ADD_FAILURE() << "no class " << name;
+  static ClassFit none;
+  return none;
+}
+
+TEST_F(CalibrateTest, RecoversTheTrueParametersOfASyntheticTrace) {
+  auto r = Calibrate({WriteSyntheticTrace(Path("run.trace"))}, {});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->device, "Test CPU core");
+  EXPECT_EQ(r->dtype, DType::kFp32);
+  ASSERT_TRUE(r->launch_fitted);
+  EXPECT_NEAR(r->calibration.launch_overhead, kLaunch, kLaunch * 0.01);
+
+  const ClassFit& gemm = Find(*r, "gemm");
+  ASSERT_TRUE(gemm.fitted) << gemm.why_not;
+  EXPECT_EQ(gemm.samples, 2 * 3 * 9);
+  EXPECT_EQ(gemm.shapes, 9);
+  EXPECT_NEAR(gemm.result.flops, kGemm.flops, kGemm.flops * 0.01);
+  EXPECT_NEAR(gemm.result.memory, kGemm.memory, kGemm.memory * 0.01);
+  EXPECT_NEAR(gemm.result.half_rows, kGemm.half_rows, kGemm.half_rows * 0.05);
+  EXPECT_LT(gemm.residual.rms_relative, 0.01);
+
+  // m = 1: the matrix-vector regime, rows found from FLOPs and bytes.
+  const ClassFit& gemv = Find(*r, "gemv");
+  ASSERT_TRUE(gemv.fitted) << gemv.why_not;
+  EXPECT_EQ(gemv.samples, 2 * 3 * 4);
+  EXPECT_NEAR(gemv.result.memory, kGemv.memory, kGemv.memory * 0.01);
+
+  const ClassFit& elementwise = Find(*r, "elementwise");
+  ASSERT_TRUE(elementwise.fitted);
+  EXPECT_NEAR(elementwise.result.memory, kElementwise.memory, kElementwise.memory * 0.01);
+
+  const ClassFit& attention = Find(*r, "attention");
+  EXPECT_FALSE(attention.fitted);
+  EXPECT_EQ(attention.samples, 2);
+  EXPECT_NE(attention.why_not.find("too few samples (2 < 5)"), std::string::npos);
+  EXPECT_EQ(attention.result.flops, attention.prior.flops);
+
+  ASSERT_EQ(r->collectives.size(), 1u);
+  const CollectiveFit& ar = r->collectives[0];
+  EXPECT_EQ(ar.collective, Collective::kAllReduce);
+  EXPECT_EQ(ar.group_size, 2);
+  EXPECT_EQ(ar.samples, 10);  // calls, not rank-ops: the two members are one call
+  EXPECT_EQ(ar.sizes, 5);
+  ASSERT_TRUE(ar.fit.latency_known);
+  EXPECT_NEAR(ar.fit.latency, kLatency, kLatency * 0.01);  // without rank 1's 7 µs wait
+  EXPECT_NEAR(ar.fit.algbw, kAlgbw, kAlgbw * 0.01);
+  EXPECT_NEAR(ar.busbw, kAlgbw, kAlgbw * 0.01);  // 2(n−1)/n = 1 for n = 2
+  ASSERT_TRUE(r->network_fitted);
+  EXPECT_NEAR(r->calibration.network_efficiency, 0.5, 0.005);  // 2.5 of 5 GB/s
+}
+
+TEST_F(CalibrateTest, WritesAFileTheSimulatorLoads) {
+  auto r = Calibrate({WriteSyntheticTrace(Path("run.trace"))}, {});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const std::string out = Path("calibration.yaml");
+  ASSERT_TRUE(WriteNewFile(out, CalibrationYaml(*r), false).ok());
+  auto loaded = sim::LoadCalibration(out, sim::DefaultCalibration(TestCluster().device));
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  const sim::Efficiency& gemm = loaded->classes.at(sim::OpClass::kGemm);
+  EXPECT_NEAR(gemm.flops, r->calibration.classes.at(sim::OpClass::kGemm).flops, 1e-3);
+  EXPECT_NEAR(gemm.half_rows, 4, 0.2);
+  EXPECT_NEAR(loaded->classes.at(sim::OpClass::kGemv).memory, kGemv.memory, 0.01);
+  EXPECT_NEAR(loaded->launch_overhead, kLaunch, kLaunch * 0.01);
+  EXPECT_NEAR(loaded->network_efficiency, 0.5, 0.005);
+  // Attention was not fitted: the file leaves it to the defaults.
+  EXPECT_EQ(
+      loaded->classes.at(sim::OpClass::kAttention).flops,
+      sim::DefaultCalibration(TestCluster().device).classes.at(sim::OpClass::kAttention).flops);
+}
+
+TEST_F(CalibrateTest, DoesNotOverwriteWithoutForce) {
+  const std::string out = Path("calibration.yaml");
+  ASSERT_TRUE(WriteNewFile(out, "old\n", false).ok());
+  Status s = WriteNewFile(out, "new\n", false);
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find(out), std::string::npos);
+  EXPECT_NE(s.message().find("--force"), std::string::npos);
+  ASSERT_TRUE(WriteNewFile(out, "new\n", true).ok());
+  std::ifstream f(out);
+  std::string line;
+  std::getline(f, line);
+  EXPECT_EQ(line, "new");
+}
+
+TEST_F(CalibrateTest, NegativeFieldIsAnErrorNamingFileEventAndField) {
+  const std::string path = Path("bad.json");
+  std::ofstream(path) << R"({"traceEvents": [
+{"ph": "X", "pid": 0, "tid": 0, "ts": 1, "dur": 5, "name": "L0.norm", "cat": "compute", "args": {"kind": "norm", "bytes_read": 100}},
+{"ph": "X", "pid": 0, "tid": 0, "ts": 10, "dur": 5, "name": "L1.norm", "cat": "compute", "args": {"kind": "norm", "flops": -3, "bytes_read": 100}}
+]})";
+  auto r = Calibrate({path}, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find(path), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("op event 2 ('L1.norm'"), std::string::npos)
+      << r.status().message();
+  EXPECT_NE(r.status().message().find("args.flops"), std::string::npos) << r.status().message();
+}
+
+TEST_F(CalibrateTest, MissingFileIsAnError) {
+  auto r = Calibrate({Path("absent.trace")}, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("absent.trace"), std::string::npos);
+}
+
+TEST_F(CalibrateTest, UnknownHardwareIsAnError) {
+  CalibrateOptions o;
+  o.hardware = "no-such-machine";
+  auto r = Calibrate({WriteSyntheticTrace(Path("run.trace"))}, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("--hardware"), std::string::npos);
+}
+
+// Matrix-vector products that alone run at 0.9 × 20 GB/s, on one rank alone
+// and on two ranks sharing a node bus of 30 GB/s (15 each) — while the
+// cluster file says 20. The lone run measures e_m, the shared one the bus.
+std::string WriteGemvTrace(const std::string& path, int world, double true_cap) {
+  ClusterSpec cluster = TestCluster();
+  cluster.node_memory_bandwidth = 20e9;
+  nlohmann::json metadata = {
+      {"experiment",
+       {{"name", "synthetic_gemv"},
+        {"parallelism", {{"world_size", world}, {"pp_size", 1}, {"dp_size", 1}, {"ep_size", 1}}},
+        {"workload", {{"dtype", "fp32"}, {"batch_size", 1}}},
+        {"cluster", ClusterToJson(cluster)}}}};
+  auto writer = trace::TraceWriter::Open(path, metadata);
+  EXPECT_TRUE(writer.ok());
+  const DeviceRoofs roofs{1e11, 2e10};
+  const sim::Efficiency truth{0.5, 0.9, 0};
+  int64_t t = 0;
+  for (int32_t rank = 0; rank < world; ++rank) {
+    for (double width : {512.0, 1024.0, 2048.0, 4096.0}) {
+      for (int rep = 0; rep < 3; ++rep) {
+        const double k = 1024;
+        ShapeSample s{2 * width * k, 4 * (k + k * width + width), 1, 0, 1, true_cap};
+        trace::OpEvent e;
+        e.rank = rank;
+        e.name = e.kind = "ffn_down";
+        e.flops = static_cast<int64_t>(s.flops);
+        e.bytes_read = static_cast<int64_t>(4 * (k + k * width));
+        e.bytes_written = static_cast<int64_t>(4 * width);
+        e.ts_ns = t;
+        e.dur_ns = Ns(ModelSeconds(truth, roofs, kLaunch, s));
+        t += e.dur_ns + 1000;
+        (*writer)->AddOp(e);
+      }
+    }
+  }
+  EXPECT_TRUE((*writer)->Close().ok());
+  return path;
+}
+
+TEST_F(CalibrateTest, FitsTheNodeMemoryBusOfTwoBusyRanks) {
+  auto r = Calibrate(
+      {WriteGemvTrace(Path("tp1.trace"), 1, 30e9), WriteGemvTrace(Path("tp2.trace"), 2, 15e9)}, {});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_NEAR(Find(*r, "gemv").result.memory, 0.9, 0.9 * 0.01);
+  ASSERT_TRUE(r->node_bandwidth_fitted);
+  EXPECT_NEAR(r->calibration.node_memory_bandwidth, 30e9, 30e9 * 0.01);
+  const std::string out = Path("calibration.yaml");
+  ASSERT_TRUE(WriteNewFile(out, CalibrationYaml(*r), false).ok());
+  auto loaded = sim::LoadCalibration(out, sim::DefaultCalibration(TestCluster().device));
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  EXPECT_NEAR(loaded->node_memory_bandwidth, 30e9, 30e9 * 0.01);
+}
+
+TEST(GemmRowsTest, SmallerRootOfTheShape) {
+  // m × k · k × n in fp32 (4 bytes): FLOPs 2mnk, read (mk + kn)·4, written mn·4.
+  auto rows = [](double m, double k, double n) {
+    return GemmRows(2 * m * n * k, 4 * (m * k + k * n), 4 * m * n, 4);
+  };
+  EXPECT_EQ(rows(1, 1024, 4096), 1);
+  EXPECT_EQ(rows(4, 1024, 4096), 4);
+  EXPECT_EQ(rows(128, 2048, 512), 128);
+  EXPECT_EQ(GemmRows(0, 10, 10, 4), 0);
+}
+
+// ../shared/testdata/kineto: real PyTorch traces. Their kernels carry no
+// ShardScope op kinds or FLOPs, so every compute class says why it is not
+// fitted; NCCL kernels with sizes give communication fits where there are enough.
+TEST_F(CalibrateTest, KinetoTracesGiveAFileOrSayWhyNotPerClass) {
+  const fs::path data = fs::path(SHARDSCOPE_SOURCE_DIR) / ".." / "shared" / "testdata" / "kineto";
+  if (!fs::exists(data / "nccl_data.json.gz")) GTEST_SKIP() << "no " << data;
+  for (const char* name :
+       {"nccl_data.json.gz", "rank0.json.gz", "sglang_Qwen3-8B_decode.json.gz"}) {
+    SCOPED_TRACE(name);
+    CalibrateOptions o;
+    o.hardware = "h100-sxm";
+    auto r = Calibrate({(data / name).string()}, o);
+    if (!r.ok()) {
+      EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition) << r.status().message();
+      EXPECT_NE(r.status().message().find("gemm: "), std::string::npos) << r.status().message();
+      continue;
+    }
+    for (const ClassFit& f : r->classes) {
+      if (!f.fitted) EXPECT_FALSE(f.why_not.empty()) << f.name;
+    }
+    for (const CollectiveFit& f : r->collectives) {
+      if (f.why_not.empty()) {
+        EXPECT_GT(f.fit.algbw, 0);
+      }
+    }
+    const std::string out = Path(std::string(name) + ".yaml");
+    ASSERT_TRUE(WriteNewFile(out, CalibrationYaml(*r), false).ok());
+    auto loaded = sim::LoadCalibration(out, r->calibration);
+    EXPECT_TRUE(loaded.ok()) << loaded.status().message();
+  }
+}
+
+}  // namespace
+}  // namespace shardscope::calibrate

@@ -1,0 +1,243 @@
+#include "calibrate/trace_samples.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <tuple>
+
+#include "importers/importer.h"
+#include "sim/calibration.h"
+#include "sim/compute_model.h"
+#include "trace/trace_event.h"
+
+namespace shardscope::calibrate {
+namespace {
+
+using nlohmann::json;
+
+double Number(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<double>() : 0;
+}
+
+// The cluster of ShardScope metadata (ClusterToJson), as far as calibration
+// needs it: the device's peaks, bandwidth and launch overhead, and the links.
+std::optional<ClusterSpec> ClusterFromMetadata(const json& metadata) {
+  const json* c = nullptr;
+  if (metadata.contains("cluster") && metadata["cluster"].is_object()) {
+    c = &metadata["cluster"];
+  } else if (metadata.contains("experiment") && metadata["experiment"].is_object() &&
+             metadata["experiment"].contains("cluster")) {
+    c = &metadata["experiment"]["cluster"];
+  }
+  if (c == nullptr || !c->contains("device") || !(*c)["device"].is_object()) return std::nullopt;
+  const json& d = (*c)["device"];
+  ClusterSpec cluster;
+  cluster.name = c->value("name", "");
+  cluster.device.name = d.value("name", "");
+  if (auto kind = ParseDeviceKind(d.value("kind", "gpu")); kind.ok()) cluster.device.kind = *kind;
+  if (d.contains("peak_flops") && d["peak_flops"].is_object()) {
+    for (const auto& [name, v] : d["peak_flops"].items()) {
+      auto dtype = ParseDType(name);
+      if (dtype.ok() && v.is_number()) cluster.device.peak_flops[*dtype] = v.get<double>();
+    }
+  }
+  cluster.device.memory_bandwidth = Number(d, "memory_bandwidth");
+  cluster.device.launch_overhead = Number(d, "launch_overhead");
+  if (c->contains("scale_up") && (*c)["scale_up"].is_object()) {
+    const json& u = (*c)["scale_up"];
+    if (auto k = ParseScaleUpKind(u.value("kind", "none")); k.ok()) cluster.scale_up.kind = *k;
+    cluster.scale_up.bandwidth_per_device = Number(u, "bandwidth_per_device");
+    cluster.scale_up.latency = Number(u, "latency");
+  }
+  cluster.devices_per_node = c->value("devices_per_node", int64_t{1});
+  cluster.node_memory_bandwidth = Number(*c, "node_memory_bandwidth");
+  if (c->contains("scale_out") && (*c)["scale_out"].is_object()) {
+    cluster.scale_out.nic_bandwidth_per_device =
+        Number((*c)["scale_out"], "nic_bandwidth_per_device");
+    cluster.scale_out.latency = Number((*c)["scale_out"], "latency");
+  }
+  return cluster;
+}
+
+std::optional<DType> DTypeFromMetadata(const json& metadata) {
+  if (!metadata.contains("experiment") || !metadata["experiment"].is_object()) return std::nullopt;
+  const json& e = metadata["experiment"];
+  if (!e.contains("workload") || !e["workload"].is_object()) return std::nullopt;
+  auto d = ParseDType(e["workload"].value("dtype", ""));
+  if (!d.ok()) return std::nullopt;
+  return *d;
+}
+
+// The share of the node's memory bus each busy device of the run had
+// (sim::SharedBandwidthPerDevice), from the experiment in the metadata.
+double SharedBandwidthFromMetadata(const json& metadata, const ClusterSpec& cluster) {
+  if (!(cluster.node_memory_bandwidth > 0) || !metadata.contains("experiment")) return 0;
+  const json& e = metadata["experiment"];
+  if (!e.is_object() || !e.contains("parallelism") || !e["parallelism"].is_object()) return 0;
+  const json& p = e["parallelism"];
+  const int64_t replicas =
+      std::max<int64_t>(1, p.value("dp_size", int64_t{1}) * p.value("ep_size", int64_t{1}));
+  int64_t batch = 1;
+  if (e.contains("workload") && e["workload"].is_object()) {
+    batch = e["workload"].value("batch_size", int64_t{1});
+  }
+  const int64_t concurrent = sim::ConcurrentDevicesPerNode(
+      p.value("world_size", int64_t{1}), cluster.devices_per_node, p.value("pp_size", int64_t{1}),
+      p.value("micro_batches", int64_t{0}), (batch + replicas - 1) / replicas);
+  return sim::SharedBandwidthPerDevice(cluster, concurrent);
+}
+
+// Comm calls are matched across members by (phase, step, micro-batch, layer,
+// collective, ranks, seq); each call keeps its shortest member's time.
+using CallKey = std::tuple<int, int32_t, int32_t, int32_t, int, std::vector<int32_t>, int64_t>;
+
+class SampleSink : public trace::TraceSink {
+ public:
+  SampleSink(std::string path, TraceSamples* out)
+      : path_(std::move(path)), out_(out), first_compute_(out->compute.size()) {}
+
+  void OnMetadata(const json& metadata) override { metadata_ = metadata; }
+
+  void OnOp(const trace::OpEvent& op) override {
+    ++index_;
+    if (!status_.ok()) return;
+    if (op.dur_ns < 0) return Fail(op, "dur", "is negative");
+    if (op.flops < 0) return Fail(op, "args.flops", "is negative");
+    if (op.bytes_read < 0) return Fail(op, "args.bytes_read", "is negative");
+    if (op.bytes_written < 0) return Fail(op, "args.bytes_written", "is negative");
+    if (op.bytes < 0) return Fail(op, "args.bytes", "is negative");
+    if (op.dur_ns == 0) return Unused("op with zero duration");
+    if (op.category == trace::Category::kComm) return AddComm(op);
+    if (op.category != trace::Category::kCompute) return Unused("op neither compute nor comm");
+    StatusOr<OpKind> kind = sim::ParseOpKind(op.kind);
+    if (!kind.ok() || *kind == OpKind::kComm)
+      return Unused("compute op without a ShardScope op kind (e.g. a foreign kernel)");
+    if (op.flops == 0 && op.bytes_read == 0 && op.bytes_written == 0) {
+      return Unused("compute op without FLOPs or bytes");
+    }
+    ComputeOpSample s;
+    s.kind = *kind;
+    s.flops = static_cast<double>(op.flops);
+    s.bytes = static_cast<double>(op.bytes_read + op.bytes_written);
+    s.seconds = static_cast<double>(op.dur_ns) * 1e-9;
+    if (!op.expert_tokens.empty()) {
+      int64_t sum = 0, active = 0;
+      for (int64_t t : op.expert_tokens) sum += t, active += t > 0;
+      s.rows = active > 0 ? static_cast<double>(sum) / static_cast<double>(active) : 0;
+    } else if (sim::ClassOf(*kind) == sim::OpClass::kGemm && *kind != OpKind::kExpertGemm) {
+      pending_rows_.push_back({out_->compute.size(), op.bytes_read, op.bytes_written});
+    }
+    out_->compute.push_back(s);
+  }
+
+  // Completes the samples once the metadata (dtype, device) is known.
+  Status Finish() {
+    RETURN_IF_ERROR(status_);
+    std::optional<DType> dtype = DTypeFromMetadata(metadata_);
+    if (dtype) {
+      const double s = static_cast<double>(DTypeSize(*dtype));
+      for (const auto& [i, read, written] : pending_rows_) {
+        ComputeOpSample& c = out_->compute[i];
+        c.rows = GemmRows(c.flops, static_cast<double>(read), static_cast<double>(written), s);
+      }
+    }
+    for (const auto& [key, c] : calls_) out_->comm.push_back(c);
+    std::optional<ClusterSpec> cluster = ClusterFromMetadata(metadata_);
+    if (cluster) {
+      const double shared = SharedBandwidthFromMetadata(metadata_, *cluster);
+      for (size_t i = first_compute_; i < out_->compute.size(); ++i) {
+        out_->compute[i].shared_bandwidth = shared;
+      }
+      if (out_->cluster && out_->cluster->device.name != cluster->device.name) {
+        return InvalidArgument(
+            "{}: otherData.cluster.device.name is '{}', but an earlier file says '{}': "
+            "calibrate traces of one device at a time",
+            path_, cluster->device.name, out_->cluster->device.name);
+      }
+      out_->cluster = cluster;
+    }
+    if (dtype) out_->dtype = dtype;
+    return Status::Ok();
+  }
+
+ private:
+  void Unused(const std::string& why) { ++out_->unused[why]; }
+
+  void Fail(const trace::OpEvent& op, std::string_view field, std::string_view what) {
+    status_ = InvalidArgument("{}: op event {} ('{}', rank {}): {} {}", path_, index_, op.name,
+                              op.rank, field, what);
+  }
+
+  void AddComm(const trace::OpEvent& op) {
+    Collective c = op.collective;
+    if (c == Collective::kNone) return Unused("comm op without a known collective");
+    if (op.bytes == 0) return Unused("comm op without a message size");
+    std::vector<int32_t> ranks = op.group;
+    if (c == Collective::kSend || c == Collective::kRecv) {
+      if (op.peer < 0) return Unused("send/recv without a peer");
+      ranks = {std::min(op.rank, op.peer), std::max(op.rank, op.peer)};
+      c = Collective::kSend;
+    } else if (ranks.empty()) {
+      return Unused("comm op without a group");
+    } else {
+      std::sort(ranks.begin(), ranks.end());
+    }
+    const double seconds = static_cast<double>(op.dur_ns) * 1e-9;
+    CommCallSample s{c, static_cast<int32_t>(ranks.size()), static_cast<double>(op.bytes), seconds};
+    if (op.seq < 0) {  // no way to match the members of one call
+      calls_.emplace(CallKey{-1, op.rank, 0, 0, 0, {}, unmatched_++}, s);
+      return;
+    }
+    CallKey key{static_cast<int>(op.phase), op.step,          op.micro_batch, op.layer,
+                static_cast<int>(c),        std::move(ranks), op.seq};
+    auto [it, inserted] = calls_.emplace(std::move(key), s);
+    if (!inserted) it->second.seconds = std::min(it->second.seconds, seconds);
+  }
+
+  struct PendingRows {
+    size_t index;
+    int64_t read, written;
+  };
+
+  const std::string path_;
+  TraceSamples* const out_;
+  const size_t first_compute_;  // this file's samples start here
+  json metadata_ = json::object();
+  Status status_;
+  int64_t index_ = 0;
+  int64_t unmatched_ = 0;
+  std::vector<PendingRows> pending_rows_;
+  std::map<CallKey, CommCallSample> calls_;
+};
+
+}  // namespace
+
+double GemmRows(double flops, double bytes_read, double bytes_written, double elem_bytes) {
+  if (!(flops > 0 && bytes_written > 0 && elem_bytes > 0)) return 0;
+  const double mn = bytes_written / elem_bytes;
+  const double k = flops / (2 * mn);
+  if (!(k > 0)) return 0;
+  const double sum = bytes_read / elem_bytes / k;  // m + n (+ n/k for a bias)
+  const double disc = sum * sum - 4 * mn;
+  if (disc < 0) return 0;
+  const double small = (sum - std::sqrt(disc)) / 2;
+  // Whole rows: the figures are exact up to a bias row.
+  return small >= 0.5 ? std::round(small) : 0;
+}
+
+StatusOr<TraceSamples> CollectSamples(const std::vector<std::string>& paths) {
+  if (paths.empty()) return InvalidArgument("no trace files given");
+  TraceSamples out;
+  for (const std::string& path : paths) {
+    SampleSink sink(path, &out);
+    ASSIGN_OR_RETURN(importers::ImportResult imported,
+                     importers::ImportTrace(path, std::nullopt, &sink));
+    for (const auto& [why, n] : imported.stats.skipped) out.unused["malformed: " + why] += n;
+    RETURN_IF_ERROR(sink.Finish());
+    out.files.push_back(path);
+  }
+  return out;
+}
+
+}  // namespace shardscope::calibrate

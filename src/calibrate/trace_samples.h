@@ -1,0 +1,63 @@
+// TraceSamples: what calibration takes from measured traces — every compute op
+// with a ShardScope op kind, FLOPs or bytes, and a duration; every comm call
+// with a collective, group size and message size; and the device the run says
+// it ran on. Reads through importers::ImportTrace, so our traces and foreign
+// ones (Kineto, NCCL profiler, XLA) go through the same importers as
+// `analyze`. Events that cannot be used are counted by reason, not fatal;
+// malformed numbers (negative durations, FLOPs, bytes) are errors. Value types.
+#ifndef SHARDSCOPE_CALIBRATE_TRACE_SAMPLES_H_
+#define SHARDSCOPE_CALIBRATE_TRACE_SAMPLES_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cluster/cluster.h"
+#include "core/collective.h"
+#include "core/dtype.h"
+#include "core/status.h"
+#include "program/op.h"
+
+namespace shardscope::calibrate {
+
+struct ComputeOpSample {
+  OpKind kind = OpKind::kNorm;
+  double flops = 0;
+  double bytes = 0;  // read + written
+  double rows = 0;   // GEMM m (or mean tokens per routed expert); 0: unknown
+  double seconds = 0;
+  double shared_bandwidth = 0;  // the run's sim::SharedBandwidthPerDevice; 0: none
+};
+
+struct CommCallSample {
+  Collective collective = Collective::kNone;  // send and recv both as kSend
+  int32_t group_size = 0;
+  double bytes = 0;    // nccl-tests size
+  double seconds = 0;  // the shortest member's time: the transfer without sync wait
+};
+
+struct TraceSamples {
+  std::vector<std::string> files;
+  std::vector<ComputeOpSample> compute;
+  std::vector<CommCallSample> comm;
+  // From the traces' metadata (cluster), when they carry it; all files agree.
+  std::optional<ClusterSpec> cluster;
+  std::optional<DType> dtype;             // the workload's, which the ops' FLOPs and bytes assume
+  std::map<std::string, int64_t> unused;  // events not used: reason → count
+};
+
+// Reads every file. Errors: the importers' (missing file, unknown format,
+// malformed JSON; each names the file), a negative duration, FLOPs or bytes
+// (naming file, event and field), files whose metadata names different devices.
+StatusOr<TraceSamples> CollectSamples(const std::vector<std::string>& paths);
+
+// GEMM rows m from an op's FLOPs 2mnk, bytes read (mk + kn)·s and written
+// mn·s with s bytes per element: the smaller root of x² − (m+n)x + mn. 0 when
+// the figures are not those of a GEMM.
+double GemmRows(double flops, double bytes_read, double bytes_written, double elem_bytes);
+
+}  // namespace shardscope::calibrate
+
+#endif  // SHARDSCOPE_CALIBRATE_TRACE_SAMPLES_H_

@@ -1,0 +1,54 @@
+// Validate: simulates an experiment and sets the simulated run beside a
+// measured trace of the same experiment (`shardscope validate`) — end to end
+// (TTFT, TPOT, throughputs, from the analyzer's metrics on both traces), per
+// phase, and per op kind within each phase (time per rank, per decode step,
+// and share of the phase) — with the signed error (simulated − measured) /
+// measured. Both sides go through the same importers and analyzer, so they
+// are measured the same way.
+#ifndef SHARDSCOPE_CALIBRATE_VALIDATE_H_
+#define SHARDSCOPE_CALIBRATE_VALIDATE_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/experiment.h"
+#include "core/status.h"
+
+namespace shardscope::calibrate {
+
+struct ValidateOptions {
+  std::string calibration_file;  // empty: the device family's defaults
+  // Where the simulated trace goes; empty: a temporary file, removed after.
+  std::string sim_trace;
+};
+
+struct ValidationRow {
+  std::string scope;  // "run", "prefill", "decode"
+  std::string name;   // "ttft", "phase time", or an op kind ("ffn_up", "all_reduce.tp")
+  std::string unit;   // "s", "tokens/s", "share"
+  std::optional<double> simulated, measured;
+  // (simulated − measured) / measured; nullopt when either is missing or measured is 0.
+  std::optional<double> error() const;
+};
+
+struct ValidationResult {
+  std::string experiment;
+  std::string measured_trace;
+  std::string calibration;  // the simulator's calibration source
+  std::vector<ValidationRow> rows;
+  std::vector<std::string> warnings;  // e.g. the trace names another experiment
+};
+
+// Errors: the simulator's (invalid plan, bad calibration file), the
+// analyzer's on the measured trace (missing, malformed; naming the file).
+StatusOr<ValidationResult> ValidateExperiment(const Experiment& experiment,
+                                              const std::string& measured_trace,
+                                              const ValidateOptions& options);
+
+// Markdown table (format "md") or CSV ("csv").
+StatusOr<std::string> RenderValidation(const ValidationResult& result, const std::string& format);
+
+}  // namespace shardscope::calibrate
+
+#endif  // SHARDSCOPE_CALIBRATE_VALIDATE_H_

@@ -1,0 +1,112 @@
+#include "calibrate/validate.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "plan/test_experiments.h"
+#include "sim/simulator.h"
+
+namespace shardscope::calibrate {
+namespace {
+
+namespace fs = std::filesystem;
+
+Experiment TinyTp2() {
+  ParallelSpec p;
+  p.tp = 2;
+  p.strategy = "tp2";
+  Experiment e = testing::ZooExperiment("tiny-dense", "local-cpu", p, 2, 32, 4);
+  e.name = "tiny_tp2";
+  e.workload.dtype = DType::kFp32;
+  return e;
+}
+
+const ValidationRow* Row(const ValidationResult& r, const std::string& scope,
+                         const std::string& name) {
+  for (const ValidationRow& row : r.rows) {
+    if (row.scope == scope && row.name == name) return &row;
+  }
+  return nullptr;
+}
+
+class ValidateTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("validate_test_" +
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+// A simulated run validated against itself: every error is zero.
+TEST_F(ValidateTest, SimulatedRunAgainstItselfHasNoError) {
+  const Experiment e = TinyTp2();
+  sim::SimOptions o;
+  o.trace_file = (dir_ / "measured.trace").string();
+  ASSERT_TRUE(sim::SimulateExperiment(e, o).ok());
+  auto r = ValidateExperiment(e, o.trace_file, {});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->warnings.empty()) << r->warnings[0];
+  for (const char* name : {"ttft", "tpot", "decode_throughput", "prefill_throughput", "tps"}) {
+    const ValidationRow* row = Row(*r, "run", name);
+    ASSERT_NE(row, nullptr) << name;
+    ASSERT_TRUE(row->error().has_value()) << name;
+    EXPECT_NEAR(*row->error(), 0, 1e-9) << name;
+  }
+  const ValidationRow* ffn = Row(*r, "decode", "ffn_up");
+  ASSERT_NE(ffn, nullptr);
+  EXPECT_GT(*ffn->measured, 0);
+  EXPECT_NEAR(*ffn->error(), 0, 1e-9);
+  ASSERT_NE(Row(*r, "decode", "all_reduce.tp"), nullptr);
+  ASSERT_NE(Row(*r, "prefill", "compute (all kinds)"), nullptr);
+}
+
+// A calibration with a larger launch overhead makes every op slower: the
+// simulated side is then above the measured one, so the errors are positive.
+TEST_F(ValidateTest, SlowerCalibrationGivesPositiveErrors) {
+  const Experiment e = TinyTp2();
+  sim::SimOptions o;
+  o.trace_file = (dir_ / "measured.trace").string();
+  ASSERT_TRUE(sim::SimulateExperiment(e, o).ok());
+  const std::string cal = (dir_ / "slow.yaml").string();
+  std::ofstream(cal) << "launch_overhead_us: 500\n";
+  ValidateOptions v;
+  v.calibration_file = cal;
+  auto r = ValidateExperiment(e, o.trace_file, v);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_GT(*Row(*r, "run", "ttft")->error(), 0.1);
+  EXPECT_GT(*Row(*r, "run", "tpot")->error(), 0.1);
+  EXPECT_LT(*Row(*r, "run", "decode_throughput")->error(), -0.1);
+  auto md = RenderValidation(*r, "md");
+  ASSERT_TRUE(md.ok());
+  EXPECT_NE(md->find("| run | ttft | s |"), std::string::npos) << *md;
+  EXPECT_FALSE(RenderValidation(*r, "xml").ok());
+}
+
+TEST_F(ValidateTest, OtherExperimentIsAWarning) {
+  Experiment e = TinyTp2();
+  sim::SimOptions o;
+  o.trace_file = (dir_ / "measured.trace").string();
+  ASSERT_TRUE(sim::SimulateExperiment(e, o).ok());
+  e.name = "other";
+  e.workload.batch_size = 4;
+  auto r = ValidateExperiment(e, o.trace_file, {});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->warnings.size(), 2u);
+  EXPECT_NE(r->warnings[0].find("'tiny_tp2', not 'other'"), std::string::npos) << r->warnings[0];
+  EXPECT_NE(r->warnings[1].find("batch_size: measured 2, simulated 4"), std::string::npos);
+}
+
+TEST_F(ValidateTest, MissingMeasuredTraceIsAnError) {
+  auto r = ValidateExperiment(TinyTp2(), (dir_ / "absent.trace").string(), {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("absent.trace"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace shardscope::calibrate
