@@ -398,6 +398,29 @@ fs::path Scratch(const std::string& name) {
   return d;
 }
 
+// Starts `args` (args[0] the binary) with stdout and stderr into `out`, SIGINT at its
+// default, TMPDIR set when `tmpdir` is not empty, and, with `own_group`, leading a
+// process group of its own as under a shell. Returns the pid (−1 when fork fails).
+pid_t Spawn(std::vector<std::string> args, const fs::path& out, const std::string& tmpdir,
+            bool own_group) {
+  const pid_t pid = fork();
+  if (pid != 0) {
+    if (pid > 0 && own_group) setpgid(pid, pid);  // also in the child: whichever runs first
+    return pid;
+  }
+  if (own_group) setpgid(0, 0);
+  signal(SIGINT, SIG_DFL);
+  if (!tmpdir.empty()) setenv("TMPDIR", tmpdir.c_str(), 1);
+  const int fd = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  dup2(fd, STDERR_FILENO);
+  dup2(fd, STDOUT_FILENO);
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  execv(argv[0], argv.data());
+  _exit(127);
+}
+
 // Regular files under `dir`, and the launcher's temporary files (shardscope-*) in `tmp`.
 std::vector<std::string> FilesUnder(const fs::path& dir) {
   std::vector<std::string> out;
@@ -523,21 +546,9 @@ TEST(CliTest, CpuBackendCtrlCEndsEveryRankAndLeavesNothing) {
     const fs::path store = dir / "store", tmp = dir / "tmp", err = dir / "stderr";
     std::vector<std::string> args = {SHARDSCOPE_BINARY, "run", "--backend", "cpu",
                                      "--config",        cfg,   "--out",     store};
-    const pid_t pid = fork();
+    // The launcher, leading its own process group as under a shell.
+    const pid_t pid = Spawn(args, err, tmp.string(), /*own_group=*/true);
     ASSERT_GE(pid, 0);
-    if (pid == 0) {  // the launcher, leading its own process group as under a shell
-      setpgid(0, 0);
-      setenv("TMPDIR", tmp.c_str(), 1);
-      const int fd = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      dup2(fd, STDERR_FILENO);
-      dup2(fd, STDOUT_FILENO);
-      std::vector<char*> argv;
-      for (std::string& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-    setpgid(pid, pid);
     // Launcher, mpirun and both ranks up.
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (MarkedProcesses(marker).size() < 4 && std::chrono::steady_clock::now() < deadline) {
@@ -575,19 +586,8 @@ TEST(CliTest, InterruptedSimulationLeavesNothingInTheStore) {
     SCOPED_TRACE(sig == SIGINT ? "SIGINT" : "SIGTERM");
     fs::remove_all(store);
     std::vector<std::string> args = {SHARDSCOPE_BINARY, "run", "--config", cfg, "--out", store};
-    const pid_t pid = fork();
+    const pid_t pid = Spawn(args, err, "", /*own_group=*/false);
     ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      signal(SIGINT, SIG_DFL);
-      const int fd = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      dup2(fd, STDERR_FILENO);
-      dup2(fd, STDOUT_FILENO);
-      std::vector<char*> argv;
-      for (std::string& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
     // Signalled once the run is writing: its metadata file is in the store.
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (FilesUnder(store).empty() && std::chrono::steady_clock::now() < deadline) {
