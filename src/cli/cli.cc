@@ -2,23 +2,21 @@
 
 #include <iostream>
 
+#include "core/exit_kind.h"
+
 namespace shardscope::cli {
 
 int ReportError(const Status& status) {
   std::cerr << "shardscope: error: " << status.message() << "\n";
-  switch (status.code()) {
-    case StatusCode::kInvalidArgument:
-    case StatusCode::kNotFound:
-    case StatusCode::kDataLoss:
-    case StatusCode::kOutOfRange:
-    case StatusCode::kFailedPrecondition:
-    case StatusCode::kUnimplemented:
+  switch (FailureKindOf(status.code())) {
+    case FailureKind::kBadInput:
       return kExitBadInput;
-    case StatusCode::kCancelled:
+    case FailureKind::kInterrupted:
       return kExitInterrupted;
-    default:
+    case FailureKind::kOther:
       return kExitFailure;
   }
+  return kExitFailure;
 }
 
 int Main(int argc, char** argv) {

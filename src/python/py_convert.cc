@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "core/exit_kind.h"
+
 namespace shardscope::python {
 namespace {
 
@@ -65,19 +67,15 @@ const char* CodeName(StatusCode code) {
 
 // The Python class for `code`, as the command line's exit codes group them.
 const char* ClassName(StatusCode code) {
-  switch (code) {
-    case StatusCode::kInvalidArgument:
-    case StatusCode::kNotFound:
-    case StatusCode::kDataLoss:
-    case StatusCode::kOutOfRange:
-    case StatusCode::kFailedPrecondition:
-    case StatusCode::kUnimplemented:
+  switch (FailureKindOf(code)) {
+    case FailureKind::kBadInput:
       return "InputError";
-    case StatusCode::kCancelled:
+    case FailureKind::kInterrupted:
       return "Cancelled";
-    default:
+    case FailureKind::kOther:
       return "RunError";
   }
+  return "RunError";
 }
 
 }  // namespace
