@@ -29,4 +29,22 @@ StatusOr<std::unique_ptr<run::Backend>> CreateBackend(std::string_view name,
                          fmt::join(KnownBackends(), ", "));
 }
 
+StatusOr<BackendSet> CreateBackendsFor(std::vector<Experiment>* experiments,
+                                       std::string_view override, const run::RunOptions& options) {
+  BackendSet backends;
+  for (Experiment& e : *experiments) {
+    if (!override.empty()) {
+      ASSIGN_OR_RETURN(e.backend, ParseBackend(override));
+    }
+    const std::string name(BackendName(e.backend));
+    if (!backends.contains(name)) {
+      auto b = CreateBackend(name, options);
+      if (!b.ok()) return b.status().WithPrefix(fmt::format("experiment '{}'", e.name));
+      backends[name] = std::move(*b);
+    }
+    RETURN_IF_ERROR(backends[name]->Supports(e));
+  }
+  return backends;
+}
+
 }  // namespace shardscope::backends

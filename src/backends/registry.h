@@ -5,10 +5,13 @@
 #ifndef SHARDSCOPE_BACKENDS_REGISTRY_H_
 #define SHARDSCOPE_BACKENDS_REGISTRY_H_
 
+#include <map>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
+#include "config/experiment.h"
 #include "core/status.h"
 #include "run/backend.h"
 
@@ -22,6 +25,16 @@ const std::vector<std::string_view>& KnownBackends();
 // kInvalidArgument for an unknown name.
 StatusOr<std::unique_ptr<run::Backend>> CreateBackend(std::string_view name,
                                                       const run::RunOptions& options);
+
+// Backends by name.
+using BackendSet = std::map<std::string, std::unique_ptr<run::Backend>, std::less<>>;
+
+// The backends `experiments` run on — each one's own, or `override` when not
+// empty (which then also sets each Experiment::backend) — created once per name
+// and checked to support every experiment before any runs. Errors name the
+// experiment. What `shardscope run` and Python's run() do first.
+StatusOr<BackendSet> CreateBackendsFor(std::vector<Experiment>* experiments,
+                                       std::string_view override, const run::RunOptions& options);
 
 }  // namespace shardscope::backends
 

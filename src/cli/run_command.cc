@@ -81,23 +81,9 @@ int RunRun(RunFlags f) {
     if (!root.ok()) return ReportError(root.WithPrefix("--out"));
   }
   // Every experiment's backend must exist and support it before any runs.
-  std::map<std::string, std::unique_ptr<run::Backend>> backends;
-  for (Experiment& e : *selected) {
-    if (!f.backend.empty()) {
-      auto b = ParseBackend(f.backend);
-      if (!b.ok()) return ReportError(b.status());
-      e.backend = *b;
-    }
-    const std::string name(BackendName(e.backend));
-    if (!backends.contains(name)) {
-      auto b = backends::CreateBackend(name, options);
-      if (!b.ok())
-        return ReportError(b.status().WithPrefix(fmt::format("experiment '{}'", e.name)));
-      backends[name] = std::move(*b);
-    }
-    Status supported = backends[name]->Supports(e);
-    if (!supported.ok()) return ReportError(supported);
-  }
+  auto created = backends::CreateBackendsFor(&*selected, f.backend, options);
+  if (!created.ok()) return ReportError(created.status());
+  backends::BackendSet& backends = *created;
   InterruptFlag interrupt;
   options.cancelled = &InterruptFlag::raised;
   const bool tty = isatty(STDERR_FILENO);

@@ -77,19 +77,8 @@ py::tuple Check(const std::string& config, const std::string& name, bool skip_in
 // `shardscope run`: every selected experiment on `backend` ("": each one's own).
 StatusOr<nlohmann::json> RunSelected(Selection& s, const std::string& backend,
                                      const run::RunOptions& options) {
-  std::map<std::string, std::unique_ptr<run::Backend>> backends;
-  for (Experiment& e : s.experiments) {
-    if (!backend.empty()) {
-      ASSIGN_OR_RETURN(e.backend, ParseBackend(backend));
-    }
-    const std::string name(BackendName(e.backend));
-    if (!backends.contains(name)) {
-      auto b = backends::CreateBackend(name, options);
-      if (!b.ok()) return b.status().WithPrefix(fmt::format("experiment '{}'", e.name));
-      backends[name] = std::move(*b);
-    }
-    RETURN_IF_ERROR(backends[name]->Supports(e));
-  }
+  ASSIGN_OR_RETURN(backends::BackendSet backends,
+                   backends::CreateBackendsFor(&s.experiments, backend, options));
   nlohmann::json out = nlohmann::json::array();
   for (const Experiment& e : s.experiments) {
     auto r = backends.at(std::string(BackendName(e.backend)))->Run(e, options);
