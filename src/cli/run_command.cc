@@ -5,7 +5,6 @@
 
 #include <iostream>
 #include <limits>
-#include <map>
 #include <memory>
 #include <sstream>
 

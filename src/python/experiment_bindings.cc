@@ -2,7 +2,6 @@
 // the same loading, validation and results as the command line's --json.
 #include <pybind11/stl.h>
 
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
