@@ -281,6 +281,27 @@ TEST(CliTest, UnreadableMalformedAndUnknownExperiment) {
   EXPECT_EQ(negative.out, "");
 }
 
+// A long generation is simulated up to a bound (1024 decode steps and the last,
+// interpolated between) unless --decode-steps asks for more, and says so.
+TEST(CliTest, LongGenerationsAreBoundedAndSaySo) {
+  fs::path cfg = WriteConfig("long.yaml", R"(
+experiments:
+  - {name: long, model: tiny-dense, hardware: h100-sxm, parallelism: {tp_size: 1},
+     batch_size: 1, sequence_length: 8, tokens_to_generate: 2000}
+)");
+  Result r = RunCli("run --no-trace --json --config " + cfg.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j[0]["decode_steps_simulated"], 1024) << r.out;
+  EXPECT_EQ(j[0]["decode_steps"], 1999) << r.out;
+  Result text = RunCli("run --no-trace --config " + cfg.string());
+  EXPECT_NE(text.out.find("simulated the first 1024 of 1999 decode steps"), std::string::npos)
+      << text.out;
+  Result all = RunCli("run --no-trace --json --decode-steps 1999 --config " + cfg.string());
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_EQ(nlohmann::json::parse(all.out)[0]["decode_steps_simulated"], 1999) << all.out;
+}
+
 TEST(CliTest, SelectionSkipsBrokenNeighboursAndInvalidPointsCanBeSkipped) {
   fs::path cfg = WriteConfig("selection.yaml", R"(
 experiments:
@@ -531,6 +552,61 @@ TEST(CliTest, CpuBackendFaultStopsTheJobNamingTheRankAndTheOp) {
   EXPECT_NE(bad.err.find("SHARDSCOPE_FAULT 'rank=1': fields 'rank' and 'op' are required"),
             std::string::npos)
       << bad.err;
+}
+
+// Faults under load: one rank killed in the middle of decoding, or hung in
+// front of a collective, ends the job by itself — naming the rank and the op —
+// with nothing left in the store, and a run right after succeeds. The guard
+// (`timeout`, 60 s) only turns a regression into a failure instead of a stuck test.
+TEST(CliTest, CpuBackendKilledOrHungRankMidDecodeEndsTheJob) {
+  if (!kCpuBackendBuilt) GTEST_SKIP() << "built without MPI or OpenBLAS";
+  const fs::path dir = Scratch("under_load");
+  // The config's name is the marker: the launcher, mpirun and every rank have it in argv.
+  const std::string marker = "under_load_marker_" + std::to_string(getpid());
+  const fs::path cfg = dir / (marker + ".yaml");
+  std::ofstream(cfg) << CpuTp2Yaml(1);
+  const fs::path store = dir / "store";
+  const std::string run = "run --backend cpu --config " + cfg.string() + " --out " +
+                          store.string() + " --hang-timeout 2";
+  struct Case {
+    const char* mode;
+    std::vector<std::string> says;
+  };
+  const Case cases[] = {
+      {"kill",
+       {"rank 1 died without an error message (killed, e.g. SIGKILL or the OOM killer) in op ",
+        "'L1.attention_decode' (attention_decode, layer 1, decode step 1)"}},
+      {"hang",
+       {"the job hung: no rank started an op for 2 s (--hang-timeout): rank 1 stopped in op ",
+        "'L1.attention_decode' (attention_decode, layer 1, decode step 1) (not waiting on a "
+        "peer)",
+        "rank 0 waits on its peers in op ", "mpirun was stopped"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.mode);
+    const auto start = std::chrono::steady_clock::now();
+    Result r = RunCli(
+        run, "env TMPDIR=" + (dir / "tmp").string() +
+                 " SHARDSCOPE_FAULT=rank=1,op=L1.attention_decode,phase=decode:1,mode=" + c.mode +
+                 " timeout -s KILL 60 ");
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_LT(seconds, 50.0) << "the job did not end by itself";
+    std::cerr << c.mode << ": the job ended after " << seconds << " s\n";
+    for (const std::string& line : c.says) {
+      EXPECT_NE(r.err.find(line), std::string::npos) << line << "\n" << r.err;
+    }
+    EXPECT_TRUE(FilesUnder(store).empty()) << "a failed run left files in the store";
+    EXPECT_TRUE(LauncherTempFiles(dir / "tmp").empty());
+    const std::vector<pid_t> left = MarkedProcesses(marker);
+    EXPECT_TRUE(left.empty()) << left.size() << " processes of the run are still alive";
+    for (pid_t p : left) kill(p, SIGKILL);
+    Result again = RunCli(run, "env TMPDIR=" + (dir / "tmp").string() + " timeout -s KILL 60 ");
+    EXPECT_EQ(again.exit_code, 0) << again.err;
+    EXPECT_EQ(FilesUnder(store).size(), 2u) << "one trace and its metadata";
+    fs::remove_all(store);
+  }
 }
 
 TEST(CliTest, CpuBackendCtrlCEndsEveryRankAndLeavesNothing) {

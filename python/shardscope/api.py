@@ -114,7 +114,8 @@ def run(experiment=None, backend=None, config=None, trace=True, out="traces", tr
 def simulate(experiment=None, decode_steps=None, trace=False, config=None, out="traces",
              trace_file=None, calibration=None, algorithm="auto", skip_invalid=False):
     """Simulates experiments (``run`` with backend "sim"); no trace unless ``trace=True``.
-    ``decode_steps``: simulate only the first N decode steps (None: all)."""
+    ``decode_steps``: simulate only the first N decode steps (None: all, up to 1024; a longer
+    generation simulates 1024 and the last and interpolates, as ``shardscope run`` does)."""
     return run(experiment, backend="sim", config=config, trace=trace, out=out,
                trace_file=trace_file, decode_steps=decode_steps, calibration=calibration,
                algorithm=algorithm, skip_invalid=skip_invalid)

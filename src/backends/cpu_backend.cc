@@ -31,6 +31,7 @@ StatusOr<run::RunResult> CpuBackend::Run(const Experiment& e, const run::RunOpti
   co.write_trace = o.write_trace;
   co.hostfile = o.hostfile;
   co.mpirun_args = o.mpirun_args;
+  co.hang_timeout_seconds = o.hang_timeout_seconds;
   co.shardscope_binary = o.worker_binary;
   co.fault = fault_;
   if (o.progress) o.progress("running on CPU ranks…");

@@ -2,6 +2,7 @@
 
 #include <cblas.h>
 #include <fcntl.h>
+#include <fmt/ranges.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -28,6 +29,7 @@
 #include "runtime/kernels.h"
 #include "runtime/mpi/mpi_communicator.h"
 #include "runtime/rank_status.h"
+#include "runtime/weights.h"
 #include "trace/trace_writer.h"
 
 namespace shardscope::runtime {
@@ -336,6 +338,58 @@ std::string DescribeFailure(const Experiment& e, const Placement& placement,
   return out;
 }
 
+// Watches the ranks' status records while the job runs: the job hung when some
+// rank is blocked on a comm op and no rank has entered an op for the timeout.
+class HangWatch {
+ public:
+  HangWatch(std::string dir, double timeout_seconds)
+      : dir_(std::move(dir)), timeout_ns_(static_cast<int64_t>(timeout_seconds * 1e9)) {}
+
+  // Reads the records at time `now_ns` (every few hundred ms is enough).
+  bool Hung(int64_t now_ns) {
+    if (timeout_ns_ <= 0) return false;
+    reports_ = ReadRankStatuses(dir_);
+    uint64_t signature = reports_.size();
+    bool blocked = false;
+    for (const RankReport& r : reports_) {
+      signature = signature * 1000003u + r.entered * 31u + static_cast<uint32_t>(r.state);
+      blocked |= r.state == RankState::kRunning && r.waiting_on >= 0;
+    }
+    if (signature != signature_ || since_ns_ < 0) signature_ = signature, since_ns_ = now_ns;
+    return blocked && now_ns - since_ns_ >= timeout_ns_;
+  }
+  const std::vector<RankReport>& reports() const { return reports_; }
+
+ private:
+  const std::string dir_;
+  const int64_t timeout_ns_;
+  std::vector<RankReport> reports_;
+  uint64_t signature_ = 0;
+  int64_t since_ns_ = -1;
+};
+
+// The hung job's ranks: who waits on its peers, and who stopped elsewhere.
+std::string DescribeHang(const Experiment& e, const Placement& placement,
+                         const std::vector<RankReport>& reports, double timeout_seconds) {
+  auto builder = ProgramBuilder::Create(e, placement);
+  const ProgramBuilder* b = builder.ok() ? &*builder : nullptr;
+  std::vector<std::string> stuck, waiting;
+  for (const RankReport& r : reports) {
+    if (r.state != RankState::kRunning) continue;
+    if (r.waiting_on >= 0) {
+      RankReport on = r;
+      on.op = r.waiting_on;
+      waiting.push_back(fmt::format("rank {} waits on its peers {}", r.rank, Where(on, b)));
+    } else {
+      stuck.push_back(
+          fmt::format("rank {} stopped {} (not waiting on a peer)", r.rank, Where(r, b)));
+    }
+  }
+  stuck.insert(stuck.end(), waiting.begin(), waiting.end());
+  return fmt::format("the job hung: no rank started an op for {} s (--hang-timeout): {}",
+                     timeout_seconds, fmt::join(stuck, "; "));
+}
+
 std::string DescribeExit(int status) {
   if (WIFEXITED(status)) return fmt::format("exited with status {}", WEXITSTATUS(status));
   if (WIFSIGNALED(status)) {
@@ -399,6 +453,9 @@ StatusOr<CpuRunResult> RunCpuExperiment(const Experiment& experiment,
         experiment.name);
   }
   ASSIGN_OR_RETURN(Placement placement, Placement::Create(experiment));
+  // A checkpoint that cannot serve the model is bad input: say so once, here,
+  // rather than from every rank after mpirun has started.
+  RETURN_IF_ERROR(Weights::CheckCheckpoint(experiment, placement));
   TempFiles temp;
   const std::string result_file = TempPath("result");
   temp.files.push_back(result_file);
@@ -433,6 +490,7 @@ StatusOr<CpuRunResult> RunCpuExperiment(const Experiment& experiment,
 
   int status = 0;
   int signal = 0;
+  std::string hang;  // set when the job was ended as hung
   {
     LauncherSignals signals;
     const pid_t pid = SpawnMpirun(args);
@@ -441,8 +499,22 @@ StatusOr<CpuRunResult> RunCpuExperiment(const Experiment& experiment,
                            std::strerror(errno));
     }
     signals.Started(pid);
-    while (waitpid(pid, &status, 0) < 0) {
-      if (errno != EINTR) return InternalError("waiting for mpirun: {}", std::strerror(errno));
+    HangWatch watch(temp.dir, options.hang_timeout_seconds);
+    int64_t kill_at_ns = -1;  // a hung job: SIGKILL to mpirun's group if SIGTERM did not end it
+    for (int64_t tick = 0;; ++tick) {
+      const pid_t ended = waitpid(pid, &status, WNOHANG);
+      if (ended == pid) break;
+      if (ended < 0 && errno != EINTR) {
+        return InternalError("waiting for mpirun: {}", std::strerror(errno));
+      }
+      const int64_t now = NowNs();
+      if (hang.empty() && tick % 4 == 0 && watch.Hung(now)) {
+        hang = DescribeHang(experiment, placement, watch.reports(), options.hang_timeout_seconds);
+        kill(pid, SIGTERM);  // mpirun ends every rank
+        kill_at_ns = now + 5'000'000'000;
+      }
+      if (kill_at_ns >= 0 && now >= kill_at_ns) kill(-pid, SIGKILL), kill_at_ns = -1;
+      usleep(50'000);
     }
     signal = signals.received();
   }
@@ -451,6 +523,7 @@ StatusOr<CpuRunResult> RunCpuExperiment(const Experiment& experiment,
     return Cancelled("backend cpu: interrupted by {}; mpirun stopped every rank, no trace written",
                      SignalName(signal));
   }
+  if (!hang.empty()) return InternalError("backend cpu: {}; mpirun was stopped", hang);
   if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
     return InternalError("backend cpu: cannot run {} (is OpenMPI installed?)", options.mpirun);
   }

@@ -38,6 +38,9 @@ struct CpuRunOptions {
   std::string mpirun = "mpirun";
   std::string hostfile;                  // several nodes: mpirun's --hostfile
   std::vector<std::string> mpirun_args;  // more mpirun options, before the program
+  // The launcher ends the job as hung when some rank is blocked on a comm op and
+  // no rank has entered an op for this many seconds (0: wait forever).
+  double hang_timeout_seconds = 300;
   // Fault injection (tests): one rank fails at one op.
   FaultSpec fault;
   // Worker side, set by RunCpuExperiment: where rank 0 writes its result JSON

@@ -175,5 +175,50 @@ TEST(CpuRunCheckpointTest, ExperimentCheckpointFieldRunsOnTwoRanks) {
   fs::remove_all(dir);
 }
 
+// A checkpoint that cannot serve the model is bad input found by the launcher,
+// before mpirun starts (`mpirun` here names no program: starting it would fail
+// differently), once, naming the file and the tensor.
+TEST(CpuRunCheckpointTest, ABadCheckpointIsRejectedBeforeTheRanksStart) {
+  const fs::path dir =
+      fs::path(::testing::TempDir()) / ("cpu_run_bad_ckpt_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  Experiment e = shardscope::testing::ZooExperiment("tiny-dense", "h100-sxm", {}, 2, 8, 3);
+  e.parallel.tp = 2;
+  e.source_file = (dir / "experiments.yaml").string();
+  Experiment whole = e;
+  whole.parallel = ParallelSpec{};
+  auto pl1 = Placement::Create(whole);
+  ASSERT_TRUE(pl1.ok());
+  auto w1 = Weights::Create(whole, *pl1, 0);
+  ASSERT_TRUE(w1.ok());
+  std::vector<SafetensorsTensor> tensors = testing::ExportHf(e.model, *w1, SafetensorsDtype::kBF16);
+  const std::string dropped = "model.layers.1.mlp.down_proj.weight";
+  std::erase_if(tensors, [&](const SafetensorsTensor& t) { return t.name == dropped; });
+  ASSERT_TRUE(WriteSafetensorsCheckpoint((dir / "missing").string(), tensors).ok());
+  CpuRunOptions o;
+  o.mpirun = "/nonexistent/mpirun";
+  o.shardscope_binary = "/nonexistent/shardscope";
+  o.write_trace = false;
+
+  e.workload.checkpoint = (dir / "missing").string();
+  auto r = RunCpuExperiment(e, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kNotFound) << r.status().message();
+  EXPECT_NE(r.status().message().find("no tensor '" + dropped + "'"), std::string::npos)
+      << r.status().message();
+  EXPECT_EQ(r.status().message().find("mpirun"), std::string::npos) << r.status().message();
+
+  // A truncated shard: the header promises more bytes than the file holds.
+  const fs::path file = dir / "missing" / "model.safetensors";
+  ASSERT_TRUE(fs::exists(file));
+  fs::resize_file(file, fs::file_size(file) / 2);
+  r = RunCpuExperiment(e, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find(file.string()), std::string::npos) << r.status().message();
+  EXPECT_EQ(r.status().message().find("mpirun"), std::string::npos) << r.status().message();
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace shardscope::runtime

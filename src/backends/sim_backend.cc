@@ -36,7 +36,11 @@ StatusOr<run::RunResult> SimBackend::Run(const Experiment& e, const run::RunOpti
   sim::SimOptions so;
   so.calibration_file = o.calibration_file;
   ASSIGN_OR_RETURN(so.allreduce, sim::ParseAlgorithm(o.allreduce));
-  so.max_decode_steps = o.max_decode_steps;
+  // Unless told otherwise, a generation longer than kDefaultMaxDecodeSteps
+  // simulates that many steps and the last, and interpolates the rest (a step's
+  // time is affine in its context length): a 100,000-token generation answers
+  // in seconds instead of running for hours.
+  so.max_decode_steps = o.max_decode_steps >= 0 ? o.max_decode_steps : kDefaultMaxDecodeSteps;
   so.write_trace = o.write_trace;
   so.trace_root = o.trace_root;
   so.trace_file = o.trace_file;

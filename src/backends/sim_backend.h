@@ -29,6 +29,9 @@ class ServeRunDetail : public run::RunDetail {
   const serve::ServingReport report;
 };
 
+// Decode steps simulated when RunOptions::max_decode_steps is −1 (docs/sim.md).
+inline constexpr int64_t kDefaultMaxDecodeSteps = 1024;
+
 class SimBackend : public run::Backend {
  public:
   // Fails on an unknown options.allreduce algorithm.

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <iostream>
 #include <limits>
 #include <memory>
@@ -95,6 +96,17 @@ int RunRun(RunFlags f) {
         std::cerr << fmt::format("\r\033[K[{}/{}] {}: {}", i + 1, selected->size(), e.name, what)
                   << std::flush;
       };
+    } else {
+      // A log, not a terminal: a line every 10 s of a long run, none for short ones.
+      const auto start = std::chrono::steady_clock::now();
+      auto next = start + std::chrono::seconds(10);
+      o.progress = [&, i, start, next](const std::string& what) mutable {
+        const auto now = std::chrono::steady_clock::now();
+        if (now < next) return;
+        next = now + std::chrono::seconds(10);
+        std::cerr << fmt::format("[{}/{}] {}: {} ({:.0f} s)\n", i + 1, selected->size(), e.name,
+                                 what, std::chrono::duration<double>(now - start).count());
+      };
     }
     auto r = backends.at(std::string(BackendName(e.backend)))->Run(e, o);
     if (tty) std::cerr << "\r\033[K" << std::flush;
@@ -127,7 +139,8 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--algorithm", f->run.allreduce,
                   "all-reduce algorithm: auto (NCCL-like choice), ring, tree, hierarchical");
   cmd->add_option("--decode-steps", f->run.max_decode_steps,
-                  "simulate only the first N decode steps (stated in the summary and trace)")
+                  "simulate only the first N decode steps (stated in the summary and trace; "
+                  "default: all, up to 1024)")
       ->check(CLI::Range(int64_t{0}, std::numeric_limits<int64_t>::max()));
   cmd->add_flag("--no-trace", f->no_trace, "do not write traces (summary only)");
   cmd->add_option("--hostfile", f->run.hostfile,
@@ -135,6 +148,10 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::ExistingFile);
   cmd->add_option("--mpirun-args", f->mpirun_args,
                   "backend cpu: more mpirun options, e.g. \"--map-by node\" (split at spaces)");
+  cmd->add_option("--hang-timeout", f->run.hang_timeout_seconds,
+                  "backend cpu: end the job as hung when a rank waits on its peers and no rank "
+                  "starts an op for this many seconds (default 300; 0: never)")
+      ->check(CLI::Range(0.0, 1e9));
   cmd->add_flag("--json", f->json, "print JSON instead of text");
   cmd->callback([f, exit_code] { *exit_code = RunRun(*f); });
 }

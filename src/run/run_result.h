@@ -24,7 +24,8 @@ struct RunOptions {
   // empty: Experiment::source_file.
   std::string config_path;
   // sim: efficiency table replacing the defaults, all-reduce algorithm (auto,
-  // ring, tree, hierarchical), and the decode steps to simulate (−1: all).
+  // ring, tree, hierarchical), and the decode steps to simulate (−1: all, up to
+  // backends::kDefaultMaxDecodeSteps; the rest interpolated, docs/sim.md).
   std::string calibration_file;
   std::string allreduce = "auto";
   int64_t max_decode_steps = -1;
@@ -33,6 +34,9 @@ struct RunOptions {
   std::string hostfile;
   std::string worker_binary;
   std::vector<std::string> mpirun_args;
+  // cpu: end the job as hung when a rank is blocked on its peers and no rank
+  // entered an op for this long (0: never).
+  double hang_timeout_seconds = 300;
   // Called with a short status line as the run goes (progress display).
   std::function<void(const std::string&)> progress;
   // Asked between phases; true stops the run with kCancelled and nothing left in

@@ -55,6 +55,10 @@ struct SampleRecord {
 struct OpPosition {
   std::atomic<int32_t> phase_index{-1};  // 0: prefill; k + 1: decode step k; -1: none
   std::atomic<int32_t> op{-1};           // op id in the rank's phase Program; -1: none
+  // Ops entered so far (all phases): the launcher's measure of progress.
+  std::atomic<uint32_t> entered{0};
+  // The comm op whose completion the rank is blocked on; -1: not blocked.
+  std::atomic<int32_t> waiting_on{-1};
   // The running phase's ops (this process only; null outside Executor::Run).
   std::atomic<const RankProgram*> program{nullptr};
 };

@@ -10,7 +10,7 @@
 namespace shardscope::runtime {
 namespace {
 
-constexpr std::string_view kModes[] = {"error", "throw", "exit", "abort", "kill"};
+constexpr std::string_view kModes[] = {"error", "throw", "exit", "abort", "kill", "hang"};
 
 StatusOr<int64_t> ParseInt(std::string_view text, std::string_view spec, std::string_view field) {
   int64_t v = 0;
@@ -123,6 +123,8 @@ Status InjectFault(const FaultSpec& spec) {
     case FaultMode::kKill:
       raise(SIGKILL);
       _exit(137);  // not reached
+    case FaultMode::kHang:
+      for (;;) pause();  // until a signal ends the process
   }
   return InternalError("injected fault");
 }

@@ -23,6 +23,7 @@ enum class FaultMode {
   kExit,   // the process calls exit(3) (a library giving up)
   kAbort,  // the process calls abort() (SIGABRT, as a failed assertion)
   kKill,   // the process gets SIGKILL (the OOM killer; no handler runs)
+  kHang,   // the rank stops and waits forever (a deadlocked kernel or library)
 };
 
 struct FaultSpec {
@@ -37,7 +38,7 @@ struct FaultSpec {
   bool Matches(int64_t rank, int32_t phase_index, const Op& op) const;
 };
 
-// Parses "rank=R,op=NAME|ID[,phase=prefill|decode:K][,mode=error|throw|exit|abort|kill]"
+// Parses "rank=R,op=NAME|ID[,phase=prefill|decode:K][,mode=error|throw|exit|abort|kill|hang]"
 // (mode defaults to error). The empty string is no fault.
 StatusOr<FaultSpec> ParseFaultSpec(std::string_view text);
 // The spec in $SHARDSCOPE_FAULT (no fault when unset); errors name the variable.

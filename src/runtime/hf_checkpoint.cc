@@ -61,8 +61,8 @@ StatusOr<std::vector<HfPart>> FfnParts(const std::string& what, const std::strin
 
 class HfCheckpointSource : public WeightSource {
  public:
-  HfCheckpointSource(SafetensorsReader reader, const ModelSpec& model)
-      : reader_(std::move(reader)), model_(model) {}
+  HfCheckpointSource(SafetensorsReader reader, const ModelSpec& model, bool shapes_only)
+      : reader_(std::move(reader)), model_(model), shapes_only_(shapes_only) {}
 
   StatusOr<Tensor> Columns(const std::string& name, int64_t rows, int64_t cols,
                            const std::vector<Slice>& slices, Init) const override {
@@ -70,6 +70,7 @@ class HfCheckpointSource : public WeightSource {
     int64_t width = 0;
     for (const Slice& s : slices) width += s.count;
     Tensor t(rows == 1 ? std::vector<int64_t>{width} : std::vector<int64_t>{rows, width});
+    if (shapes_only_) return t;
     int64_t at = 0;
     for (const Slice& s : slices) {
       int64_t p0 = 0;  // first global column of the part
@@ -94,6 +95,7 @@ class HfCheckpointSource : public WeightSource {
                         Init) const override {
     ASSIGN_OR_RETURN(std::vector<HfPart> parts, Parts(name, rows, cols));
     Tensor t({slice.count, cols});
+    if (shapes_only_) return t;
     int64_t p0 = 0;
     for (const HfPart& part : parts) {
       const Block block = part.transposed ? Block{0, part.width(), slice.begin, slice.count}
@@ -137,6 +139,7 @@ class HfCheckpointSource : public WeightSource {
 
   SafetensorsReader reader_;
   const ModelSpec model_;
+  const bool shapes_only_;  // look tensors up and check shapes; read no data
 };
 
 }  // namespace
@@ -250,12 +253,13 @@ StatusOr<std::vector<HfPart>> HfPartsOf(const ModelSpec& m, const std::string& n
 }
 
 StatusOr<std::unique_ptr<WeightSource>> OpenHfCheckpoint(const std::string& path,
-                                                         const ModelSpec& model) {
+                                                         const ModelSpec& model, bool shapes_only) {
   if (model.activation != Activation::kSwiGlu) {
     return Unimplemented("not implemented: checkpoints of GELU models (model '{}')", model.name);
   }
   ASSIGN_OR_RETURN(SafetensorsReader reader, SafetensorsReader::Open(path));
-  return std::unique_ptr<WeightSource>(new HfCheckpointSource(std::move(reader), model));
+  return std::unique_ptr<WeightSource>(
+      new HfCheckpointSource(std::move(reader), model, shapes_only));
 }
 
 }  // namespace shardscope::runtime

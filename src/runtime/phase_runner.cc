@@ -192,7 +192,11 @@ Status PhaseRunner::Complete(int32_t id) {
   if (id < 0 || id >= static_cast<int32_t>(inflight_.size())) return Status::Ok();
   Inflight& f = inflight_[static_cast<size_t>(id)];
   if (f.done) return Status::Ok();
-  RETURN_IF_ERROR(f.request->Wait());
+  // Blocked on peers: what the launcher's hang report says of this rank.
+  if (opt_.position != nullptr) opt_.position->waiting_on.store(id, std::memory_order_relaxed);
+  Status s = f.request->Wait();
+  if (opt_.position != nullptr) opt_.position->waiting_on.store(-1, std::memory_order_relaxed);
+  RETURN_IF_ERROR(s);
   Finish(f);
   return Status::Ok();
 }

@@ -101,7 +101,9 @@ class PhaseRunner {
     PositionGuard(const PositionGuard&) = delete;
     PositionGuard& operator=(const PositionGuard&) = delete;
     void Enter(int32_t op) {
-      if (p_ != nullptr) p_->op.store(op, std::memory_order_relaxed);
+      if (p_ == nullptr) return;
+      p_->op.store(op, std::memory_order_relaxed);
+      p_->entered.fetch_add(1, std::memory_order_relaxed);
     }
 
    private:

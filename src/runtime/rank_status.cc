@@ -299,6 +299,8 @@ std::vector<RankReport> ReadRankStatuses(const std::string& dir) {
     rep.detail = r.detail.load();
     rep.phase_index = r.position.phase_index.load();
     rep.op = r.position.op.load();
+    rep.entered = r.position.entered.load();
+    rep.waiting_on = r.position.waiting_on.load();
     r.message[sizeof(r.message) - 1] = '\0';
     rep.message = r.message;
     out.push_back(rep);

@@ -74,6 +74,8 @@ struct RankReport {
   int32_t detail = 0;
   int32_t phase_index = -1;  // -1: outside a phase
   int32_t op = -1;           // -1: between ops
+  uint32_t entered = 0;      // ops entered so far (progress)
+  int32_t waiting_on = -1;   // the comm op it is blocked on; -1: none
   std::string message;       // kFailed: the rank's error
 };
 // The records in `dir`, by rank (ranks without a readable record are absent).

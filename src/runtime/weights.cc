@@ -1,6 +1,8 @@
 #include "runtime/weights.h"
 
 #include <cmath>
+#include <set>
+#include <utility>
 
 #include "program/program_builder.h"
 #include "runtime/hf_checkpoint.h"
@@ -118,6 +120,21 @@ StatusOr<Weights> Weights::Create(const Experiment& e, const Placement& pl, int6
   ASSIGN_OR_RETURN(std::unique_ptr<WeightSource> source,
                    OpenHfCheckpoint(e.workload.checkpoint, e.model));
   return Create(e, pl, rank, *source);
+}
+
+Status Weights::CheckCheckpoint(const Experiment& e, const Placement& pl) {
+  if (e.workload.checkpoint.empty()) return Status::Ok();
+  ASSIGN_OR_RETURN(std::unique_ptr<WeightSource> source,
+                   OpenHfCheckpoint(e.workload.checkpoint, e.model, /*shapes_only=*/true));
+  // The tensors a rank reads depend on its stage and expert-parallel coordinate;
+  // tensor parallelism only slices them (biases live on tp coordinate 0).
+  std::set<std::pair<int64_t, int64_t>> seen;
+  for (int64_t rank = 0; rank < pl.world_size(); ++rank) {
+    if (pl.Coord(rank, Dim::kTp) != 0) continue;
+    if (!seen.insert({pl.Coord(rank, Dim::kPp), pl.Coord(rank, Dim::kEp)}).second) continue;
+    RETURN_IF_ERROR(Create(e, pl, rank, *source).status());
+  }
+  return Status::Ok();
 }
 
 StatusOr<Weights> Weights::Create(const Experiment& e, const Placement& pl, int64_t rank,

@@ -91,6 +91,10 @@ class Weights {
   // The same from an explicit source.
   static StatusOr<Weights> Create(const Experiment& experiment, const Placement& placement,
                                   int64_t rank, const WeightSource& source);
+  // Checks, without reading tensor data, that the experiment's checkpoint holds
+  // every tensor any rank will read, with the shape the model needs: what the
+  // launcher runs before starting the ranks. OK when it names no checkpoint.
+  static Status CheckCheckpoint(const Experiment& experiment, const Placement& placement);
 
   const LayerWeights& layer(int64_t l) const;
   bool has_layer(int64_t l) const;

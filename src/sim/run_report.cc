@@ -69,7 +69,8 @@ std::string RunReportText(const std::vector<RunReport>& reports) {
     }
     if (s.decode_steps_simulated < s.decode_steps) {
       out += fmt::format(
-          "  {}: simulated the first {} of {} decode steps (--decode-steps) and the last; TPOT, "
+          "  {}: simulated the first {} of {} decode steps (--decode-steps, default at most 1024) "
+          "and the last; TPOT, "
           "run time and TPS interpolate step time linearly in context between them\n",
           r.experiment.name, s.decode_steps_simulated, s.decode_steps);
     }
