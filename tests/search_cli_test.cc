@@ -97,4 +97,51 @@ TEST(SearchCliTest, BadInputNamesTheField) {
   EXPECT_NE(name.err.find("no experiment named 'nope'"), std::string::npos) << name.err;
 }
 
+// check and plan read search files: a search is checked (its block included)
+// and its candidates counted; run runs the other experiments and says how to
+// run the search; a file of searches alone is a clear error for run.
+TEST(SearchCliTest, CheckAndPlanReadSearchFiles) {
+  const fs::path cfg = TempPath("mixed.yaml");
+  std::ofstream(cfg) << R"(
+defaults: {hardware: h100-sxm, batch_size: 1, sequence_length: 64, tokens_to_generate: 2}
+experiments:
+  - {name: plain, model: tiny-dense, parallelism: {tp_size: 1}}
+  - {name: space, model: tiny-dense, search: {tp: [1, 2], pp: [1], sp: [1], dp: [1],
+                                               batch_sizes: [1], max_devices: 2}}
+)";
+  Result check = RunCli("check --json --config " + cfg.string());
+  ASSERT_EQ(check.exit_code, 0) << check.err;
+  auto j = nlohmann::json::parse(check.out);
+  ASSERT_EQ(j.size(), 2u) << check.out;
+  EXPECT_EQ(j[1]["experiment"], "space");
+  EXPECT_EQ(j[1]["search"]["candidates"], 2) << check.out;  // tp 1 and tp 2
+  EXPECT_EQ(j[1]["search"]["device_budget"], 2) << check.out;
+  Result plan = RunCli("plan --config " + cfg.string() + " --experiment space");
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  EXPECT_NE(plan.out.find("space: a search of 2 candidate plans on up to 2 devices"),
+            std::string::npos)
+      << plan.out;
+  Result run = RunCli("run --no-trace --config " + cfg.string());
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("plain"), std::string::npos) << run.out;
+  EXPECT_NE(run.err.find("skipped: " + cfg.string() + ": experiment 'space' is a search"),
+            std::string::npos)
+      << run.err;
+  Result only = RunCli("run --no-trace --config " + cfg.string() + " --experiment space");
+  EXPECT_EQ(only.exit_code, 2);
+  EXPECT_NE(only.err.find("`shardscope search --config " + cfg.string() + " --experiment space`"),
+            std::string::npos)
+      << only.err;
+
+  const fs::path bad = TempPath("bad.yaml");
+  std::ofstream(bad) << R"(
+experiments:
+  - {name: space, model: tiny-dense, hardware: h100-sxm, batch_size: 1, sequence_length: 64,
+     search: {tp: [0]}}
+)";
+  Result wrong = RunCli("check --config " + bad.string());
+  EXPECT_EQ(wrong.exit_code, 2);
+  EXPECT_NE(wrong.err.find("search.tp"), std::string::npos) << wrong.err;
+}
+
 }  // namespace

@@ -17,24 +17,29 @@ struct CheckOptions {
 constexpr int kExitClaimsFail = 3;
 
 int RunCheck(const CheckOptions& o) {
-  auto selected = LoadSelectedExperiments(o.experiments);
+  auto selected = LoadSelection(o.experiments);
   if (!selected.ok()) return ReportError(selected.status());
   std::vector<CheckReport> reports;
-  for (const Experiment& e : *selected) {
+  for (const Experiment& e : selected->experiments) {
     auto r = BuildCheckReport(e);
     if (!r.ok()) return ReportError(r.status());
     reports.push_back(std::move(*r));
   }
+  auto searches = DescribeSearches(o.experiments, selected->searches);
+  if (!searches.ok()) return ReportError(searches.status());
   bool ok = true;
   for (const auto& r : reports) ok = ok && r.all_possible() && r.memory.Fits();
   if (o.json) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& r : reports) out.push_back(CheckReportJson(r));
+    for (const auto& d : *searches) out.push_back(d);
     std::cout << out.dump(2) << "\n";
   } else {
     for (size_t i = 0; i < reports.size(); ++i) {
       std::cout << (i ? "\n" : "") << CheckReportText(reports[i]);
     }
+    if (!searches->empty() && !reports.empty()) std::cout << "\n";
+    for (const auto& d : *searches) std::cout << SearchDescriptionText(d);
   }
   return o.strict && !ok ? kExitClaimsFail : kExitOk;
 }

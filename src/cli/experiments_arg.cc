@@ -1,10 +1,23 @@
 #include "cli/experiments_arg.h"
 
+#include <fmt/ranges.h>
+
+#include <algorithm>
 #include <iostream>
 
 #include "plan/plan_loader.h"
+#include "search/candidate.h"
+#include "search/search.h"
+#include "search/search_spec.h"
 
 namespace shardscope::cli {
+namespace {
+
+std::string SearchCommand(const ExperimentsArg& arg, const std::string& name) {
+  return fmt::format("shardscope search --config {} --experiment {}", arg.config, name);
+}
+
+}  // namespace
 
 void AddSkipInvalidFlag(CLI::App* cmd, ExperimentsArg* arg) {
   cmd->add_flag("--skip-invalid", arg->skip_invalid,
@@ -12,13 +25,74 @@ void AddSkipInvalidFlag(CLI::App* cmd, ExperimentsArg* arg) {
                 "with the rest");
 }
 
-StatusOr<std::vector<Experiment>> LoadSelectedExperiments(const ExperimentsArg& arg) {
+StatusOr<Selection> LoadSelection(const ExperimentsArg& arg) {
   LoaderOptions options;
   options.only = arg.experiment;
   std::vector<Status> skipped;
-  auto selected = LoadValidExperiments(arg.config, options, arg.skip_invalid ? &skipped : nullptr);
+  std::vector<Status>* skip = arg.skip_invalid ? &skipped : nullptr;
+  Selection out;
+  auto split = search::SplitSearches(arg.config);
+  if (!split.ok() || split->searches.empty()) {  // the loader says what is wrong, or no searches
+    ASSIGN_OR_RETURN(out.experiments, LoadValidExperiments(arg.config, options, skip));
+  } else if (std::find(split->searches.begin(), split->searches.end(), arg.experiment) !=
+             split->searches.end()) {
+    out.searches = {arg.experiment};
+  } else {
+    if (arg.experiment.empty()) out.searches = split->searches;
+    if (split->rest) {
+      ASSIGN_OR_RETURN(out.experiments,
+                       ValidExperimentsFromYaml(*split->rest, arg.config, options, skip));
+    } else if (!arg.experiment.empty()) {
+      return InvalidArgument("{}: no experiment named '{}' (the file holds only searches: {})",
+                             arg.config, arg.experiment, fmt::join(split->searches, ", "));
+    }
+  }
   for (const Status& s : skipped) std::cerr << "shardscope: skipped: " << s.message() << "\n";
-  return selected;
+  return out;
+}
+
+StatusOr<std::vector<Experiment>> LoadSelectedExperiments(const ExperimentsArg& arg) {
+  ASSIGN_OR_RETURN(Selection selection, LoadSelection(arg));
+  if (selection.experiments.empty() && selection.searches.size() > 1) {
+    return InvalidArgument(
+        "{}: every selected experiment is a search ({}): `{}` runs one; check and plan count "
+        "their candidate plans",
+        arg.config, fmt::join(selection.searches, ", "), SearchCommand(arg, "NAME"));
+  }
+  for (const std::string& name : selection.searches) {
+    const std::string why = fmt::format(
+        "{}: experiment '{}' is a search (it has a search: block): `{}` runs it; check and plan "
+        "count its candidate plans",
+        arg.config, name, SearchCommand(arg, name));
+    if (selection.experiments.empty()) return InvalidArgument("{}", why);
+    std::cerr << "shardscope: skipped: " << why << "\n";
+  }
+  return std::move(selection.experiments);
+}
+
+StatusOr<std::vector<nlohmann::json>> DescribeSearches(const ExperimentsArg& arg,
+                                                       const std::vector<std::string>& names) {
+  std::vector<nlohmann::json> out;
+  for (const std::string& name : names) {
+    ASSIGN_OR_RETURN(search::SearchInput in, search::LoadSearchInput(arg.config, name));
+    out.push_back({{"experiment", in.experiment.name},
+                   {"search",
+                    {{"candidates", search::CountCandidates(in.experiment, in.spec)},
+                     {"device_budget", search::DeviceBudget(in.experiment, in.spec)},
+                     {"objective", search::ObjectiveName(in.spec.objective)}}},
+                   {"command", SearchCommand(arg, name)}});
+  }
+  return out;
+}
+
+std::string SearchDescriptionText(const nlohmann::json& d) {
+  const nlohmann::json& s = d["search"];
+  return fmt::format(
+      "{}: a search of {} candidate plans on up to {} devices (objective: {}); `{}` screens, "
+      "simulates and ranks them\n",
+      d["experiment"].get<std::string>(), s["candidates"].get<int64_t>(),
+      s["device_budget"].get<int64_t>(), s["objective"].get<std::string>(),
+      d["command"].get<std::string>());
 }
 
 }  // namespace shardscope::cli

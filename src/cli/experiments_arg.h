@@ -4,6 +4,7 @@
 #define SHARDSCOPE_CLI_EXPERIMENTS_ARG_H_
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -22,11 +23,30 @@ struct ExperimentsArg {
 // command, whose help words them).
 void AddSkipInvalidFlag(CLI::App* cmd, ExperimentsArg* arg);
 
+// What was selected: plans, and searches (experiments with a `search:` block,
+// docs/search.md), which `shardscope search` runs.
+struct Selection {
+  std::vector<Experiment> experiments;
+  std::vector<std::string> searches;
+};
+
 // Loads and validates only the selected experiments (the others in the file
 // are not resolved, so a broken unrelated entry does not stop this one). With
 // --skip-invalid, invalid plans are left out with one warning line each on
 // stderr; without, every invalid plan is named in one error.
+StatusOr<Selection> LoadSelection(const ExperimentsArg& arg);
+
+// The same for commands that run plans: a selected search is left out with a
+// line on stderr saying how to run it, and is an error when nothing else is left.
 StatusOr<std::vector<Experiment>> LoadSelectedExperiments(const ExperimentsArg& arg);
+
+// What check and plan say of a search: its experiment and search block read
+// and checked, and its candidate plans counted (none evaluated):
+// {"experiment", "search": {"candidates", "device_budget", "objective"}, "command"}.
+StatusOr<std::vector<nlohmann::json>> DescribeSearches(const ExperimentsArg& arg,
+                                                       const std::vector<std::string>& names);
+// That as one line of text.
+std::string SearchDescriptionText(const nlohmann::json& description);
 
 }  // namespace shardscope::cli
 

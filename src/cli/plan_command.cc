@@ -14,22 +14,27 @@ struct PlanOptions {
 
 // Builds every report before printing, so a failure prints nothing.
 int RunPlan(const PlanOptions& o) {
-  auto selected = LoadSelectedExperiments(o.experiments);
+  auto selected = LoadSelection(o.experiments);
   if (!selected.ok()) return ReportError(selected.status());
   std::vector<PlanReport> reports;
-  for (const Experiment& e : *selected) {
+  for (const Experiment& e : selected->experiments) {
     auto r = BuildPlanReport(e);
     if (!r.ok()) return ReportError(r.status());
     reports.push_back(std::move(*r));
   }
+  auto searches = DescribeSearches(o.experiments, selected->searches);
+  if (!searches.ok()) return ReportError(searches.status());
   if (o.json) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& r : reports) out.push_back(PlanReportJson(r));
+    for (const auto& d : *searches) out.push_back(d);
     std::cout << out.dump(2) << "\n";
   } else {
     for (size_t i = 0; i < reports.size(); ++i) {
       std::cout << (i ? "\n" : "") << PlanReportText(reports[i]);
     }
+    if (!searches->empty() && !reports.empty()) std::cout << "\n";
+    for (const auto& d : *searches) std::cout << SearchDescriptionText(d);
   }
   return kExitOk;
 }

@@ -106,6 +106,31 @@ StatusOr<SearchSpec> SearchSpecFromYaml(const YAML::Node& node, const YamlContex
   return s;
 }
 
+StatusOr<SearchSplit> SplitSearches(const std::string& path) {
+  ASSIGN_OR_RETURN(YAML::Node root, LoadYamlFile(path));
+  SearchSplit split;
+  if (!root.IsMap() || !root["experiments"].IsSequence()) {
+    split.rest = root;  // the loader names the problem
+    return split;
+  }
+  if (root["defaults"].IsMap() && root["defaults"]["search"].IsDefined()) {
+    root["defaults"].remove("search");
+  }
+  YAML::Node kept(YAML::NodeType::Sequence);
+  for (const YAML::Node& entry : root["experiments"]) {
+    if (entry.IsMap() && entry["search"].IsDefined() && entry["name"].IsScalar()) {
+      split.searches.push_back(entry["name"].Scalar());
+    } else {
+      kept.push_back(entry);
+    }
+  }
+  if (kept.size() > 0) {
+    root["experiments"] = kept;
+    split.rest = root;
+  }
+  return split;
+}
+
 StatusOr<SearchInput> LoadSearchInput(const std::string& path, const std::string& name) {
   ASSIGN_OR_RETURN(YAML::Node root, LoadYamlFile(path));
   YamlContext file_ctx{path, "", ""};

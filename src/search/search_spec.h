@@ -8,6 +8,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -76,6 +77,16 @@ struct SearchInput {
 // is an experiments file; `parallelism` may be left out. A sweep is refused: a
 // search takes one model, cluster and workload.
 StatusOr<SearchInput> LoadSearchInput(const std::string& path, const std::string& name);
+
+// A file's experiments split for the commands that take experiments (check,
+// plan, run): the names of those with a `search:` block, in file order, and the
+// file without them (and without the defaults' `search:` block) for the
+// ordinary loader (nullopt when no experiment is left).
+struct SearchSplit {
+  std::optional<YAML::Node> rest;
+  std::vector<std::string> searches;
+};
+StatusOr<SearchSplit> SplitSearches(const std::string& path);
 
 }  // namespace shardscope::search
 
