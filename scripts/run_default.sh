@@ -31,17 +31,29 @@ decode_steps=${SHARDSCOPE_DECODE_STEPS:-2}
 decode_args=()
 [ "$decode_steps" != all ] && decode_args=(--decode-steps "$decode_steps")
 echo "Simulating the experiments of $config (a few minutes)..." >&2
-"$bin" run --config "$config" --backend sim --no-trace "${decode_args[@]}" --json > "$tmp/run.json"
 # Traces: every experiment that is not a sweep, and the first point of each sweep
-# (a sweep's 128-rank points write ~180 MB each even with trace_steps: 2).
-/usr/bin/python3 "$here/run_summary.py" traced "$tmp/run.json" > "$tmp/traced.list"
+# (a sweep's 128-rank points write ~180 MB each even with trace_steps: 2); the
+# other runs without a trace. Each run is simulated once.
+/usr/bin/python3 "$here/run_summary.py" traced "$tmp/plan.json" > "$tmp/traced.list"
+/usr/bin/python3 "$here/run_summary.py" untraced "$tmp/plan.json" > "$tmp/untraced.list"
+append() {  # append() LIST_JSON ONE_JSON
+  /usr/bin/python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); a+=json.load(open(sys.argv[2])); json.dump(a,open(sys.argv[1],"w"))' \
+    "$1" "$2"
+}
 echo '[]' > "$tmp/traced.json"
 while read -r name; do
   "$bin" run --config "$config" --backend sim --experiment "$name" --out "$traces" "${decode_args[@]}" \
     --json > "$tmp/one.json"
-  /usr/bin/python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); a+=json.load(open(sys.argv[2])); json.dump(a,open(sys.argv[1],"w"))' \
-    "$tmp/traced.json" "$tmp/one.json"
+  append "$tmp/traced.json" "$tmp/one.json"
 done < "$tmp/traced.list"
+echo '[]' > "$tmp/untraced.json"
+while read -r name; do
+  "$bin" run --config "$config" --backend sim --experiment "$name" --no-trace "${decode_args[@]}" \
+    --json > "$tmp/one.json"
+  append "$tmp/untraced.json" "$tmp/one.json"
+done < "$tmp/untraced.list"
+/usr/bin/python3 "$here/run_summary.py" merge "$tmp/plan.json" "$tmp/traced.json" \
+  "$tmp/untraced.json" > "$tmp/run.json"
 
 # Served workloads (configs/serving.yaml beside the config, ~20 s): per-request
 # TTFT/TPOT/ITL distributions, throughput and goodput of requests arriving over time.

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Summaries for `make run` (scripts/run_default.sh) from `shardscope run --json`.
 
-  run_summary.py traced RUN_JSON               runs to trace: non-sweep ones, each sweep's first
+  run_summary.py traced PLAN_JSON              runs to trace: non-sweep ones, each sweep's first
+  run_summary.py untraced PLAN_JSON            the other runs, one a line
+  run_summary.py merge PLAN_JSON A_JSON B_JSON the runs of A and B in the plan's order (JSON)
   run_summary.py traces RUN_JSON CPU_JSON      the trace files the runs wrote, one a line
   run_summary.py summary RUN_JSON CPU_JSON OUT TRACES TRACED_JSON [NOTE_FILE]
       writes OUT/run.txt (one line per run) and prints a short summary: one line
@@ -72,9 +74,17 @@ def du(paths):
 
 def main(argv):
     mode = argv[1]
-    if mode == "traced":
-        for rs in group_runs(load(argv[2])).values():
-            print(rs[0]["experiment"])
+    if mode in ("traced", "untraced"):
+        plans = [{"experiment": p["experiment"]["name"]} for p in load(argv[2])]
+        traced = {rs[0]["experiment"] for rs in group_runs(plans).values()}
+        for p in plans:
+            if (p["experiment"] in traced) == (mode == "traced"):
+                print(p["experiment"])
+        return 0
+    if mode == "merge":
+        order = {p["experiment"]["name"]: i for i, p in enumerate(load(argv[2]))}
+        runs = load(argv[3]) + load(argv[4])
+        json.dump(sorted(runs, key=lambda r: order.get(r["experiment"], len(order))), sys.stdout)
         return 0
     runs, cpu = load(argv[2]), load(argv[3])
     if mode == "traces":

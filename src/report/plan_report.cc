@@ -32,10 +32,10 @@ std::string Header(const Experiment& e) {
   if (!e.description.empty()) out += fmt::format("  {}\n", e.description);
   out += fmt::format("  model    {} ({} layers, hidden {})\n", e.model.name, e.model.num_layers,
                      e.model.hidden_size);
-  out += fmt::format("  cluster  {}: {} nodes × {} {}\n", c.name, c.num_nodes, c.devices_per_node,
-                     c.device.name);
-  out += fmt::format("  plan     {} = {} ranks ({}), order {}\n", PlanLabel(e.parallel),
-                     e.parallel.world_size(), e.parallel.strategy, [&] {
+  out += fmt::format("  cluster  {}: {} node{} × {} {}\n", c.name, c.num_nodes,
+                     c.num_nodes == 1 ? "" : "s", c.devices_per_node, c.device.name);
+  out += fmt::format("  plan     {} = {} rank{} ({}), order {}\n", PlanLabel(e.parallel),
+                     e.parallel.world_size(), e.parallel.world_size() == 1 ? "" : "s", e.parallel.strategy, [&] {
                        std::string o;
                        for (Dim d : e.parallel.order)
                          o += (o.empty() ? "" : ",") + std::string(DimName(d));
