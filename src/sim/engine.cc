@@ -210,6 +210,14 @@ class PhaseRun {
     OpTiming& t = timing_[g];
     t.post = t.start = now;
     Push(now + s_.op[g].duration, EventKind::kOpDone, g);
+    // A comm op right after it is usually posted when it ends: fetch the
+    // fields Rendezvous reads of that (cold) Op meanwhile.
+    if (g + 1 < static_cast<int64_t>(s_.op.size()) && s_.op[g + 1].comm) {
+      const Op& next = OpAt(g + 1);
+      __builtin_prefetch(&next.id);
+      __builtin_prefetch(&next.collective);
+      __builtin_prefetch(&next.bytes_per_peer);
+    }
   }
   Status Rendezvous(int64_t g, double now);
   Status StartInstance(int64_t id, double now);
@@ -329,7 +337,12 @@ Status PhaseRun::Refresh() {
     }
     Engine::Scratch::OpState* st = s_.op.data() + s_.offset[r];
     for (size_t i = 0; i < ops.size(); ++i) {
-      if (i + kAhead < ops.size()) Prefetch(&ops[i + kAhead], sizeof(Op));
+      if (i + kAhead < ops.size()) {  // the fields Seconds reads, not the whole Op
+        const Op& ahead = ops[i + kAhead];
+        __builtin_prefetch(&ahead.kind);
+        __builtin_prefetch(&ahead.k);
+        __builtin_prefetch(&ahead.expert_tokens);
+      }
       st[i].pending = st[i].preds;
       st[i].duration = st[i].comm ? 0 : compute_.Seconds(ops[i]);
     }
