@@ -586,6 +586,12 @@ TEST(ProgramBuilderTest, EveryStrategyAndHybridChecksOut) {
   }
 }
 
+// The builder of `e` over its placement.
+StatusOr<ProgramBuilder> BuilderOf(const Experiment& e) {
+  ASSIGN_OR_RETURN(Placement placement, Placement::Create(e));
+  return ProgramBuilder::Create(e, placement);
+}
+
 // Every field of every op equal (the Op has no operator==: list them all).
 void ExpectSamePrograms(const PhaseProgram& a, const PhaseProgram& b) {
   EXPECT_EQ(a.phase, b.phase);
@@ -624,10 +630,8 @@ TEST(ProgramBuilderTest, UpdatedDecodeProgramsEqualFreshOnes) {
       e.workload.routing.kind = RoutingKind::kZipf;
       e.workload.routing.zipf_s = 1.2;
     }
-    auto placement = Placement::Create(e);
-    ASSERT_TRUE(placement.ok());
-    auto builder = ProgramBuilder::Create(e, *placement);
-    ASSERT_TRUE(builder.ok());
+    auto builder = BuilderOf(e);
+    ASSERT_TRUE(builder.ok()) << builder.status().ToString();
     auto program = builder->Build(Phase::kDecode, 0);
     ASSERT_TRUE(program.ok());
     // Forward, skipping, back, and the same step again (sp 3 and 4 move the KV append).
@@ -642,10 +646,7 @@ TEST(ProgramBuilderTest, UpdatedDecodeProgramsEqualFreshOnes) {
 }
 
 TEST(ProgramBuilderTest, UpdateRejectsOtherPrograms) {
-  Experiment e = MakeExperiment(testing::TinyDense(), Sizes{.tp = 2}, 2, 16);
-  auto placement = Placement::Create(e);
-  ASSERT_TRUE(placement.ok());
-  auto builder = ProgramBuilder::Create(e, *placement);
+  auto builder = BuilderOf(MakeExperiment(testing::TinyDense(), Sizes{.tp = 2}, 2, 16));
   ASSERT_TRUE(builder.ok());
   auto prefill = builder->Build(Phase::kPrefill, 0);
   ASSERT_TRUE(prefill.ok());
