@@ -51,17 +51,22 @@ struct Fixture {
 const char* kDsv3Ep128 = "seed003_deepseek_v3_seq1024_ep128";
 
 // Simulates one phase of an experiment repeatedly on one engine, as
-// SimulateExperiment keeps one for all phases.
-void RunEngine(benchmark::State& state, const char* experiment, Phase phase) {
+// SimulateExperiment keeps one for all phases (and recycles each result).
+// `same_graph`: as between decode steps whose ops only changed cost
+// (Engine::RunSameGraph), the dependency graph is not rebuilt.
+void RunEngine(benchmark::State& state, const char* experiment, Phase phase,
+               bool same_graph = false) {
   Fixture f(Named(experiment));
   auto prog = f.builder.Build(phase, 0);
   if (!prog.ok()) std::abort();
   int64_t items = 0;
   Engine engine(f.placement, f.compute, f.topology);
+  if (same_graph && !engine.Run(*prog).ok()) std::abort();
   for (auto _ : state) {
-    auto r = engine.Run(*prog);
+    auto r = same_graph ? engine.RunSameGraph(*prog) : engine.Run(*prog);
     if (!r.ok()) std::abort();
     items += r->ops + r->transfers;
+    engine.Recycle(std::move(*r));
   }
   state.SetItemsProcessed(items);
   state.counters["ops+transfers/s"] =
@@ -72,6 +77,11 @@ void BM_EngineDecodeStepDsv3Ep128(benchmark::State& state) {
   RunEngine(state, kDsv3Ep128, Phase::kDecode);
 }
 BENCHMARK(BM_EngineDecodeStepDsv3Ep128)->Unit(benchmark::kMillisecond);
+
+void BM_EngineDecodeStepDsv3Ep128SameGraph(benchmark::State& state) {
+  RunEngine(state, kDsv3Ep128, Phase::kDecode, true);
+}
+BENCHMARK(BM_EngineDecodeStepDsv3Ep128SameGraph)->Unit(benchmark::kMillisecond);
 
 void BM_EnginePrefillSeed001Ring(benchmark::State& state) {
   RunEngine(state, "seed001_sp16_ring", Phase::kPrefill);
@@ -87,7 +97,21 @@ void BM_BuildDecodeStepDsv3Ep128(benchmark::State& state) {
 }
 BENCHMARK(BM_BuildDecodeStepDsv3Ep128)->Unit(benchmark::kMillisecond);
 
-// The floor: build + simulate one decode step < 1 s.
+// Updating a decode program to the next step in place, as SimulateExperiment
+// does between decode steps (ProgramBuilder::Update).
+void BM_UpdateDecodeStepDsv3Ep128(benchmark::State& state) {
+  Fixture f(Named(kDsv3Ep128));
+  auto prog = f.builder.Build(Phase::kDecode, 0);
+  if (!prog.ok()) std::abort();
+  int64_t step = 0;
+  for (auto _ : state) {
+    if (!f.builder.Update(*prog, ++step % 31).ok()) std::abort();
+    benchmark::DoNotOptimize(prog);
+  }
+}
+BENCHMARK(BM_UpdateDecodeStepDsv3Ep128)->Unit(benchmark::kMillisecond);
+
+// The floor: build + simulate one decode step < 100 ms (issue 17).
 void BM_BuildAndSimulateDecodeStepDsv3Ep128(benchmark::State& state) {
   Fixture f(Named(kDsv3Ep128));
   for (auto _ : state) {

@@ -120,12 +120,28 @@ std::vector<double> ExpertRouting::Probabilities(int64_t layer) const {
   return p;
 }
 
+ExpertRouting::LayerDistribution ExpertRouting::Distribution(int64_t layer) const {
+  LayerDistribution d;
+  d.layer = layer;
+  d.p = Probabilities(layer);
+  d.cdf.resize(d.p.size());
+  std::partial_sum(d.p.begin(), d.p.end(), d.cdf.begin());
+  return d;
+}
+
 std::vector<int64_t> ExpertRouting::Counts(int64_t layer, int64_t assignments,
                                            uint64_t stream) const {
-  const std::vector<double> p = Probabilities(layer);
+  std::vector<int64_t> counts(static_cast<size_t>(num_experts_));
+  CountsInto(Distribution(layer), assignments, stream, counts);
+  return counts;
+}
+
+void ExpertRouting::CountsInto(const LayerDistribution& d, int64_t assignments, uint64_t stream,
+                               std::span<int64_t> counts) const {
+  const std::vector<double>& p = d.p;
   const auto e = p.size();
-  std::vector<int64_t> counts(e, 0);
-  if (assignments <= 0) return counts;
+  std::fill(counts.begin(), counts.end(), 0);
+  if (assignments <= 0) return;
   if (spec_.kind == RoutingKind::kFixed) {
     // Largest remainder: floors first, then one more to the largest fractions.
     std::vector<std::pair<double, size_t>> rest(e);
@@ -139,19 +155,18 @@ std::vector<int64_t> ExpertRouting::Counts(int64_t layer, int64_t assignments,
     std::stable_sort(rest.begin(), rest.end(),
                      [](const auto& a, const auto& b) { return a.first > b.first; });
     for (size_t i = 0; given < assignments; i = (i + 1) % e, ++given) ++counts[rest[i].second];
-    return counts;
+    return;
   }
-  Rng rng(StreamKey({seed_, static_cast<uint64_t>(layer), stream}));
+  Rng rng(StreamKey({seed_, static_cast<uint64_t>(d.layer), stream}));
   if (assignments < static_cast<int64_t>(e)) {
     // Few assignments (decode): draw each one from the cumulative distribution.
-    std::vector<double> cdf(e);
-    std::partial_sum(p.begin(), p.end(), cdf.begin());
+    const std::vector<double>& cdf = d.cdf;
     for (int64_t a = 0; a < assignments; ++a) {
       const double u = rng.Uniform() * cdf.back();
       const auto it = std::upper_bound(cdf.begin(), cdf.end() - 1, u);
       ++counts[static_cast<size_t>(it - cdf.begin())];
     }
-    return counts;
+    return;
   }
   // Multinomial as sequential binomials over the remaining mass.
   int64_t left = assignments;
@@ -163,7 +178,6 @@ std::vector<int64_t> ExpertRouting::Counts(int64_t layer, int64_t assignments,
     mass -= p[i];
   }
   counts[e - 1] += left;
-  return counts;
 }
 
 }  // namespace shardscope

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <span>
 #include <vector>
 
 #include "config/experiment.h"
@@ -33,6 +34,17 @@ class ExpertRouting {
   // experts each assignment drawn from the cumulative distribution; fixed: the
   // exact proportional split (largest remainder), independent of the stream.
   std::vector<int64_t> Counts(int64_t layer, int64_t assignments, uint64_t stream) const;
+
+  // A layer's probabilities and their running sums, computed once for many draws.
+  struct LayerDistribution {
+    int64_t layer = 0;
+    std::vector<double> p, cdf;
+  };
+  LayerDistribution Distribution(int64_t layer) const;
+  // Counts(d.layer, assignments, stream) into `counts` (one per expert), without
+  // recomputing the layer's distribution or allocating.
+  void CountsInto(const LayerDistribution& d, int64_t assignments, uint64_t stream,
+                  std::span<int64_t> counts) const;
 
   // Mixes values into a PRNG stream key (e.g. layer, phase, step, owner).
   static uint64_t StreamKey(std::initializer_list<uint64_t> parts);

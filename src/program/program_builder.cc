@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <array>
+#include <deque>
+#include <initializer_list>
 #include <map>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -39,22 +42,44 @@ Cost Gemm(int64_t m, int64_t k, int64_t n, bool bias, int64_t bpe) {
   return c;
 }
 
-// The routed-expert counts of each token owner — (dp, ep, sp, micro-batch) — in
-// each layer, drawn on first use. Shared by all ranks of one Build.
+// The routing of one (dp, sp, micro-batch, layer): the tokens each of its
+// token owners (its ep ranks) sends to each ep rank's experts, and the
+// assignments each expert receives. Drawn and summed once, on first use, for
+// all ranks of one Build: each rank then reads contiguous rows (reading every
+// owner's per-expert counts per rank was most of a decode build).
+struct RoutingBlock {
+  bool drawn = false;
+  int64_t* send = nullptr;    // [owner][ep rank]: assignments the owner sends the rank's experts
+  int64_t* recv = nullptr;    // [ep rank][owner]: the same, transposed
+  int64_t* expert = nullptr;  // [expert]: assignments over all owners
+};
+
 class RoutingCache {
  public:
-  RoutingCache(const ParallelSpec& p, int64_t micro_batches, int64_t layers)
-      : ep_(p.ep), sp_(p.sp), micro_(micro_batches), layers_(layers) {
-    slots_.resize(static_cast<size_t>(p.dp * p.ep * p.sp * micro_batches * layers));
+  RoutingCache(const ParallelSpec& p, int64_t micro_batches, int64_t layers, int64_t experts)
+      : ep_(p.ep), sp_(p.sp), micro_(micro_batches), layers_(layers), experts_(experts) {
+    blocks_.resize(static_cast<size_t>(p.dp * p.sp * micro_batches * layers));
   }
-  std::vector<int64_t>& Slot(int64_t dp, int64_t ep, int64_t sp, int64_t mb, int64_t layer) {
-    return slots_[static_cast<size_t>((((dp * ep_ + ep) * sp_ + sp) * micro_ + mb) * layers_ +
-                                      layer)];
+  // The block's storage is allocated here, on first use; `drawn` says whether it is filled.
+  RoutingBlock& Block(int64_t dp, int64_t sp, int64_t mb, int64_t layer) {
+    RoutingBlock& b =
+        blocks_[static_cast<size_t>(((dp * sp_ + sp) * micro_ + mb) * layers_ + layer)];
+    if (b.send == nullptr) {
+      storage_.emplace_back(static_cast<size_t>(2 * ep_ * ep_ + experts_), 0);
+      b.send = storage_.back().data();
+      b.recv = b.send + ep_ * ep_;
+      b.expert = b.recv + ep_ * ep_;
+    }
+    return b;
   }
+  // Scratch for one owner's per-expert counts.
+  std::vector<int64_t>& counts() { return counts_; }
 
  private:
-  int64_t ep_, sp_, micro_, layers_;
-  std::vector<std::vector<int64_t>> slots_;  // empty: not drawn yet
+  int64_t ep_, sp_, micro_, layers_, experts_;
+  std::vector<RoutingBlock> blocks_;
+  std::deque<std::vector<int64_t>> storage_;  // per used block; stable addresses
+  std::vector<int64_t> counts_;
 };
 
 // A token id transfer waiting for the end of the phase (pipeline).
@@ -64,11 +89,16 @@ struct PendingIds {
   int32_t ready = -1;  // op after which the ids exist on this rank
 };
 
-// Builds one rank's ops. Short-lived; one per rank per Build.
+// Builds one rank's ops, or patches them in place: given the ops of the same
+// rank and phase built for another decode step, it writes each op it emits over
+// the next existing one (same role and stream: the same sequence), leaving ids,
+// deps and seqs as built, and reports a different sequence. Short-lived; one
+// per rank per Build or Update.
 class RankBuilder {
  public:
+  // `ops`: empty to build; the rank's ops of another decode step to patch.
   RankBuilder(const ProgramBuilder& pb, RoutingCache& cache, int64_t rank, Phase phase,
-              int64_t step)
+              int64_t step, std::vector<Op>& ops)
       : e_(pb.experiment()),
         m_(e_.model),
         pl_(pb.placement()),
@@ -77,7 +107,9 @@ class RankBuilder {
         cache_(cache),
         rank_(rank),
         prefill_(phase == Phase::kPrefill),
-        step_(step) {
+        step_(step),
+        patch_(!ops.empty()),
+        ops_(ops) {
     const ParallelSpec& p = e_.parallel;
     tp_ = p.tp, sp_ = p.sp, ep_ = p.ep, dp_ = p.dp, pp_ = p.pp;
     c_tp_ = pl_.Coord(rank, Dim::kTp), c_sp_ = pl_.Coord(rank, Dim::kSp);
@@ -95,9 +127,11 @@ class RankBuilder {
     }
   }
 
-  // `expected_ops`: capacity to reserve (ranks of one phase have similar counts).
-  RankProgram Build(size_t expected_ops) {
-    ops_.reserve(expected_ops);
+  // Emits the rank's ops. Building: `expected_ops` is the capacity to reserve
+  // (ranks of one phase have similar counts). Patching: false when the op
+  // sequence differs from the existing one (nothing useful was written then).
+  bool Run(size_t expected_ops) {
+    if (!patch_) ops_.reserve(expected_ops);
     const int64_t replica_requests = ReplicaRequests(c_dp_, c_ep_);
     const int64_t micro = pb_.micro_batches();
     for (int64_t mb = 0; mb < micro; ++mb) {
@@ -109,10 +143,7 @@ class RankBuilder {
       MicroBatch(requests);
     }
     FinishPipeline();
-    RankProgram program;
-    program.rank = rank_;
-    program.ops = std::move(ops_);
-    return program;
+    return !patch_ || (!mismatch_ && cursor_ == ops_.size());
   }
 
  private:
@@ -136,16 +167,33 @@ class RankBuilder {
 
   // ---- Emitting ops.
 
-  Op NewOp() {
-    Op op;
-    op.id = static_cast<int32_t>(ops_.size());
+  // The next op, with its role and stream: appended when building; when
+  // patching, the existing op in its place (a scratch op after a mismatch).
+  Op& NewOp(OpRole role, Stream stream) {
+    if (patch_) {
+      if (!mismatch_ && cursor_ < ops_.size() && ops_[cursor_].role == role &&
+          ops_[cursor_].stream == stream) {
+        return ops_[cursor_++];
+      }
+      mismatch_ = true;
+      scratch_ = Op{};
+      return scratch_;
+    }
+    Op& op = ops_.emplace_back();
+    op.id = static_cast<int32_t>(ops_.size() - 1);
+    op.kind = RoleKind(role);
+    op.stream = stream;
+    op.role = role;
     op.layer = layer_;
     op.micro_batch = mb_;
     op.sp_step = sp_step_;
     return op;
   }
 
-  static void AddDeps(Op& op, const std::vector<int32_t>& deps) {
+  // Adds deps (built ops only: a patched op keeps the deps it was built with).
+  template <typename Range>
+  void AddDeps(Op& op, const Range& deps) const {
+    if (patch_) return;
     for (int32_t d : deps) {
       if (d >= 0 && std::find(op.deps.begin(), op.deps.end(), d) == op.deps.end()) {
         op.deps.push_back(d);
@@ -156,11 +204,8 @@ class RankBuilder {
   // A compute op; it also waits for every comm op whose output it consumes
   // (pending_) besides `deps`.
   int32_t Compute(OpRole role, const Cost& c, int64_t replication,
-                  const std::vector<int32_t>& deps = {}) {
-    Op op = NewOp();
-    op.kind = RoleKind(role);
-    op.stream = Stream::kCompute;
-    op.role = role;
+                  std::initializer_list<int32_t> deps = {}) {
+    Op& op = NewOp(role, Stream::kCompute);
     op.flops = c.flops, op.bytes_read = c.read, op.bytes_written = c.written;
     op.weight_bytes = c.weight;
     op.m = c.m, op.n = c.n, op.k = c.k;
@@ -169,39 +214,37 @@ class RankBuilder {
     AddDeps(op, pending_);
     pending_.clear();
     last_compute_ = op.id;
-    ops_.push_back(std::move(op));
+    last_ = &op;
     return last_compute_;
   }
 
   // A collective over this rank's group of `d`.
   int32_t Collect(Collective coll, Dim d, OpRole role, int64_t bytes,
-                  const std::vector<int32_t>& deps) {
-    Op op = NewOp();
-    op.stream = CommStream(d);
+                  std::initializer_list<int32_t> deps) {
+    Op& op = NewOp(role, CommStream(d));
+    op.bytes = bytes;
+    last_ = &op;
+    if (patch_) return op.id;  // collective, group and seq as built
     op.collective = coll;
     op.dim = d;
-    op.role = role;
     op.group_id = pl_.GroupOf(rank_, d).id;
     op.seq = coll_seq_[op.group_id]++;
-    op.bytes = bytes;
     AddDeps(op, deps);
-    ops_.push_back(std::move(op));
-    return ops_.back().id;
+    return op.id;
   }
 
   int32_t PointToPoint(Collective coll, Dim d, int64_t peer, OpRole role, int64_t bytes,
-                       const std::vector<int32_t>& deps) {
-    Op op = NewOp();
-    op.stream = CommStream(d);
+                       std::initializer_list<int32_t> deps) {
+    Op& op = NewOp(role, CommStream(d));
+    op.bytes = bytes;
+    last_ = &op;
+    if (patch_) return op.id;  // collective, peer and seq as built
     op.collective = coll;
     op.dim = d;
-    op.role = role;
     op.peer = peer;
     op.seq = (coll == Collective::kSend ? send_seq_ : recv_seq_)[peer]++;
-    op.bytes = bytes;
     AddDeps(op, deps);
-    ops_.push_back(std::move(op));
-    return ops_.back().id;
+    return op.id;
   }
 
   // ---- Elementwise ops.
@@ -326,7 +369,7 @@ class RankBuilder {
     if (prefill_ && sp_ > 1) {
       ready =
           Collect(Collective::kBroadcast, Dim::kSp, OpRole::kTokenIds, n * kTokenIdBytes, {ready});
-      ops_.back().peer = RankWith(Dim::kSp, owner);
+      last_->peer = RankWith(Dim::kSp, owner);
     }
     emitted_.back().ready = ready;
   }
@@ -484,23 +527,22 @@ class RankBuilder {
       // first, odd ranks receive first: no cycle of blocked sends.
       int32_t recv = -1;
       if (j < sp_ - 1) {
-        const std::vector<int32_t> held = {j == 0 ? kv_ready : prev_recv};
+        const int32_t held = j == 0 ? kv_ready : prev_recv;
         if (c_sp_ % 2 == 0) {
-          PointToPoint(Collective::kSend, Dim::kSp, next, OpRole::kRingKv, block_bytes, held);
+          PointToPoint(Collective::kSend, Dim::kSp, next, OpRole::kRingKv, block_bytes, {held});
           recv = PointToPoint(Collective::kRecv, Dim::kSp, prev, OpRole::kRingKv, block_bytes, {});
         } else {
           recv = PointToPoint(Collective::kRecv, Dim::kSp, prev, OpRole::kRingKv, block_bytes, {});
-          PointToPoint(Collective::kSend, Dim::kSp, next, OpRole::kRingKv, block_bytes, held);
+          PointToPoint(Collective::kSend, Dim::kSp, next, OpRole::kRingKv, block_bytes, {held});
         }
       }
-      const std::vector<int32_t> block_deps = {prev_recv};
       if (mla) {
         // Every rank up-projects every block once: replicated sp times.
         const MlaSpec& a = m_.mla;
         Compute(
             OpRole::kKvUpProj,
             Gemm(tokens, a.kv_lora_rank, hq_ * (a.qk_nope_head_dim + a.v_head_dim), false, bpe_),
-            sp_, block_deps);
+            sp_, {prev_recv});
       }
       const int64_t src = (c_sp_ - j + sp_) % sp_;
       const int64_t pairs = requests * layout.CausalPairs(c_sp_, src);
@@ -512,7 +554,7 @@ class RankBuilder {
         c.written = tokens * hq_ * (s.v + 1) * kFp32;  // fp32 partial output and LSE
       }
       c.m = tokens, c.n = layout.LocalTokens(), c.k = hq_ * s.qk;
-      Compute(OpRole::kAttention, c, 1, block_deps);
+      Compute(OpRole::kAttention, c, 1, {prev_recv});
       prev_recv = recv;
     }
     sp_step_ = -1;
@@ -570,17 +612,37 @@ class RankBuilder {
              m_.intermediate_size);
   }
 
-  // Routed counts (per expert) of the tokens of the rank at (dp, ep, this sp) in this layer.
-  const std::vector<int64_t>& OwnerCounts(int64_t ep) {
+  // The routing of this rank's (dp, sp, micro-batch) in this layer: every ep
+  // rank's tokens drawn (in its own PRNG stream), then summed per destination.
+  const RoutingBlock& Routing() {
     const int64_t sp = prefill_ ? c_sp_ : 0;  // decode tokens are the same on every sp rank
-    std::vector<int64_t>& slot = cache_.Slot(c_dp_, ep, sp, mb_, layer_);
-    if (!slot.empty()) return slot;
-    const int64_t tokens = TokensOf(MicroBatchRequests(c_dp_, ep, mb_));
-    const uint64_t stream = ExpertRouting::StreamKey(
-        {prefill_ ? 0u : 1u, static_cast<uint64_t>(step_), static_cast<uint64_t>(c_dp_),
-         static_cast<uint64_t>(ep), static_cast<uint64_t>(sp), static_cast<uint64_t>(mb_)});
-    slot = pb_.routing()->Counts(layer_, tokens * m_.moe.experts_per_token, stream);
-    return slot;
+    RoutingBlock& b = cache_.Block(c_dp_, sp, mb_, layer_);
+    if (b.drawn) return b;
+    const int64_t experts = m_.moe.num_routed_experts;
+    std::vector<int64_t>& counts = cache_.counts();
+    counts.resize(static_cast<size_t>(experts));
+    for (int64_t j = 0; j < ep_; ++j) {
+      const int64_t tokens = TokensOf(MicroBatchRequests(c_dp_, j, mb_));
+      const uint64_t stream = ExpertRouting::StreamKey(
+          {prefill_ ? 0u : 1u, static_cast<uint64_t>(step_), static_cast<uint64_t>(c_dp_),
+           static_cast<uint64_t>(j), static_cast<uint64_t>(sp), static_cast<uint64_t>(mb_)});
+      pb_.routing()->CountsInto(pb_.routing_distribution(layer_), tokens * m_.moe.experts_per_token,
+                                stream, counts);
+      // The experts of ep rank k are those x with EpRankOfExpert(x) == k
+      // (Placement), so what owner j sends k is what k receives from j. Decode
+      // draws few assignments: skip the experts that got none.
+      int64_t* send = b.send + j * ep_;
+      for (int64_t x = 0; x < experts; ++x) {
+        const int64_t n = counts[x];
+        if (n == 0) continue;
+        const int64_t k = pl_.EpRankOfExpert(x);
+        send[k] += n;
+        b.recv[k * ep_ + j] += n;
+        b.expert[x] += n;
+      }
+    }
+    b.drawn = true;
+    return b;
   }
 
   void MoeFfn(int64_t tokens) {
@@ -606,15 +668,13 @@ class RankBuilder {
     }
     // Tokens sent to each ep rank, received from each, and per local expert.
     const std::vector<int64_t>& local_experts = pl_.ExpertsOfEpRank(c_ep_);
-    std::vector<int64_t> send(ep_, 0), recv(ep_, 0), per_expert(local_experts.size(), 0);
-    const std::vector<int64_t>& own = OwnerCounts(c_ep_);
-    for (int64_t x = 0; x < experts; ++x) send[pl_.EpRankOfExpert(x)] += own[x];
-    for (int64_t j = 0; j < ep_; ++j) {
-      const std::vector<int64_t>& theirs = OwnerCounts(j);
-      for (size_t i = 0; i < local_experts.size(); ++i) {
-        recv[j] += theirs[local_experts[i]];
-        per_expert[i] += theirs[local_experts[i]];
-      }
+    const RoutingBlock& routing = Routing();
+    const std::span<const int64_t> send(routing.send + c_ep_ * ep_, ep_);
+    const std::span<const int64_t> recv(routing.recv + c_ep_ * ep_, ep_);
+    std::vector<int64_t>& per_expert = per_expert_;  // a member: no allocation per layer
+    per_expert.resize(local_experts.size());
+    for (size_t i = 0; i < local_experts.size(); ++i) {
+      per_expert[i] = routing.expert[local_experts[i]];
     }
     int32_t dispatch = -1;
     if (ep_ > 1) dispatch = AllToAll(OpRole::kDispatch, send, recv);
@@ -650,7 +710,7 @@ class RankBuilder {
     gate_up.weight = active * (h_ * up + (bias ? up : 0)) * bpe_;
     gate_up.read = tokens * h_ * bpe_ + gate_up.weight;
     Compute(OpRole::kExpertGateUp, gate_up, rep_tok_);
-    ops_.back().expert_tokens = per_expert;
+    last_->expert_tokens.assign(per_expert.begin(), per_expert.end());
     ActivationOp(OpRole::kExpertActivation, tokens, local);
     const bool down_bias = bias && c_tp_ == 0;
     Cost down = Gemm(tokens, local, h_, down_bias, bpe_);
@@ -661,14 +721,16 @@ class RankBuilder {
 
   // All-to-all(v) of hidden states over the ep group: token counts to and from
   // each member (by ep coordinate).
-  int32_t AllToAll(OpRole role, const std::vector<int64_t>& to, const std::vector<int64_t>& from) {
+  int32_t AllToAll(OpRole role, std::span<const int64_t> to, std::span<const int64_t> from) {
     int64_t total = 0;
     for (int64_t t : to) total += t;
     const int32_t id =
         Collect(Collective::kAllToAll, Dim::kEp, role, total * h_ * bpe_, {last_compute_});
-    Op& op = ops_.back();
-    for (int64_t t : to) op.bytes_per_peer.push_back(t * h_ * bpe_);
-    for (int64_t f : from) op.bytes_from_peer.push_back(f * h_ * bpe_);
+    Op& op = *last_;
+    op.bytes_per_peer.resize(to.size());
+    op.bytes_from_peer.resize(from.size());
+    for (size_t i = 0; i < to.size(); ++i) op.bytes_per_peer[i] = to[i] * h_ * bpe_;
+    for (size_t i = 0; i < from.size(); ++i) op.bytes_from_peer[i] = from[i] * h_ * bpe_;
     return id;
   }
 
@@ -693,8 +755,14 @@ class RankBuilder {
   // Context stamped on new ops.
   int32_t layer_ = -1, mb_ = 0, sp_step_ = -1;
 
-  std::vector<Op> ops_;
-  std::vector<int32_t> pending_;  // comm ops the next compute op consumes
+  const bool patch_;                 // writing over the ops of another decode step
+  std::vector<Op>& ops_;             // the rank's ops (appended to, or patched)
+  size_t cursor_ = 0;                // patching: the next existing op
+  bool mismatch_ = false;            // patching: the sequence differs from the existing one
+  Op scratch_;                       // patching: absorbs the writes after a mismatch
+  Op* last_ = nullptr;               // the op emitted last
+  std::vector<int64_t> per_expert_;  // MoeFfn's tokens per local expert
+  std::vector<int32_t> pending_;     // comm ops the next compute op consumes
   int32_t last_compute_ = -1;
   std::map<int64_t, int64_t> coll_seq_;             // group id → next seq
   std::map<int64_t, int64_t> send_seq_, recv_seq_;  // peer → next seq
@@ -742,6 +810,9 @@ StatusOr<ProgramBuilder> ProgramBuilder::Create(const Experiment& experiment,
       return routing.status().WithPrefix(fmt::format("experiment '{}'", experiment.name));
     }
     b.routing_ = *routing;
+    for (int64_t layer = 0; layer < m.num_layers; ++layer) {
+      b.routing_distributions_.push_back(b.routing_->Distribution(layer));
+    }
   }
   // Micro-batches: as configured (0: one per stage), at most the largest
   // replica's requests, the same count everywhere.
@@ -757,21 +828,64 @@ StatusOr<PhaseProgram> ProgramBuilder::Build(Phase phase, int64_t decode_step) c
     return InvalidArgument("experiment '{}': no {} step {}", experiment_.name, PhaseName(phase),
                            decode_step);
   }
-  const int64_t seq = experiment_.workload.sequence_length;
   PhaseProgram program;
   program.phase = phase;
-  program.step = decode_step;
-  program.context_len = phase == Phase::kPrefill ? 0 : seq + decode_step;
-  program.new_tokens = phase == Phase::kPrefill ? seq : 1;
+  SetStep(program, decode_step);
   program.micro_batches = micro_batches_;
-  RoutingCache cache(experiment_.parallel, micro_batches_, experiment_.model.num_layers);
-  program.ranks.reserve(placement_.world_size());
+  RoutingCache cache(experiment_.parallel, micro_batches_, experiment_.model.num_layers,
+                     experiment_.model.moe.num_routed_experts);
+  program.ranks.resize(placement_.world_size());
   size_t expected_ops = 0;  // the previous rank's count: growing the vector moved every Op
   for (int64_t r = 0; r < placement_.world_size(); ++r) {
-    program.ranks.push_back(RankBuilder(*this, cache, r, phase, decode_step).Build(expected_ops));
-    expected_ops = program.ranks.back().ops.size();
+    RankProgram& rp = program.ranks[r];
+    rp.rank = r;
+    RankBuilder(*this, cache, r, phase, decode_step, rp.ops).Run(expected_ops);
+    expected_ops = rp.ops.size();
   }
   return program;
+}
+
+Status ProgramBuilder::Update(PhaseProgram& program, int64_t decode_step, bool* same_ops) const {
+  if (same_ops) *same_ops = false;
+  if (decode_step < 0) {
+    return InvalidArgument("experiment '{}': no decode step {}", experiment_.name, decode_step);
+  }
+  bool ours = program.phase == Phase::kDecode && program.micro_batches == micro_batches_ &&
+              static_cast<int64_t>(program.ranks.size()) == placement_.world_size();
+  for (size_t r = 0; ours && r < program.ranks.size(); ++r) {
+    ours = program.ranks[r].rank == static_cast<int64_t>(r);
+  }
+  if (!ours) {
+    return InvalidArgument("experiment '{}': Update needs a decode program of this builder",
+                           experiment_.name);
+  }
+  SetStep(program, decode_step);
+  RoutingCache cache(experiment_.parallel, micro_batches_, experiment_.model.num_layers,
+                     experiment_.model.moe.num_routed_experts);
+  bool patched = true;  // every rank in place so far
+  for (int64_t r = 0; r < placement_.world_size(); ++r) {
+    std::vector<Op>& ops = program.ranks[r].ops;
+    // A rank without ops is built (RankBuilder patches existing ops only).
+    const bool was_empty = ops.empty();
+    if (!RankBuilder(*this, cache, r, Phase::kDecode, decode_step, ops).Run(0)) {
+      // Another op sequence (under sp the KV append moves around the ring): rebuild.
+      const size_t expected_ops = ops.size();
+      ops.clear();
+      RankBuilder(*this, cache, r, Phase::kDecode, decode_step, ops).Run(expected_ops);
+      patched = false;
+    }
+    if (was_empty && !ops.empty()) patched = false;
+  }
+  if (same_ops) *same_ops = patched;
+  return Status::Ok();
+}
+
+void ProgramBuilder::SetStep(PhaseProgram& program, int64_t decode_step) const {
+  const int64_t seq = experiment_.workload.sequence_length;
+  const bool prefill = program.phase == Phase::kPrefill;
+  program.step = decode_step;
+  program.context_len = prefill ? 0 : seq + decode_step;
+  program.new_tokens = prefill ? seq : 1;
 }
 
 }  // namespace shardscope

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "config/experiment.h"
 #include "core/status.h"
@@ -32,6 +33,17 @@ class ProgramBuilder {
   // request over a context of sequence_length + k cached tokens.
   StatusOr<PhaseProgram> Build(Phase phase, int64_t decode_step) const;
 
+  // Turns `program`, a decode Program of this builder (from Build or Update),
+  // into that of decode step `decode_step` in place — equal to
+  // Build(kDecode, decode_step) — without reallocating it: between decode steps
+  // only the context (attention costs, KV bytes) and the expert routing change.
+  // A rank whose op sequence differs between the two steps (under sp the new
+  // KV is appended on one rank of the ring) is rebuilt. Fails on a program
+  // that is not a decode program of this builder. `same_ops` (optional) tells
+  // whether every rank was patched in place: the same ops in the same order,
+  // with the same streams, deps, groups and seqs, only their costs changed.
+  Status Update(PhaseProgram& program, int64_t decode_step, bool* same_ops = nullptr) const;
+
   const Experiment& experiment() const { return experiment_; }
   const Placement& placement() const { return placement_; }
   // Micro-batches each replica's requests are split into (the same for all replicas).
@@ -40,13 +52,21 @@ class ProgramBuilder {
   const std::optional<SpLayout>& sp_layout() const { return sp_layout_; }
   // The routing distribution; set for MoE models.
   const std::optional<ExpertRouting>& routing() const { return routing_; }
+  // The routing distribution of a layer, computed once (MoE models).
+  const ExpertRouting::LayerDistribution& routing_distribution(int64_t layer) const {
+    return routing_distributions_[layer];
+  }
 
  private:
+  // Sets the program's step, context length and new tokens.
+  void SetStep(PhaseProgram& program, int64_t decode_step) const;
+
   Experiment experiment_;
   Placement placement_;
   int64_t micro_batches_ = 1;
   std::optional<SpLayout> sp_layout_;
   std::optional<ExpertRouting> routing_;
+  std::vector<ExpertRouting::LayerDistribution> routing_distributions_;  // per layer
 };
 
 }  // namespace shardscope

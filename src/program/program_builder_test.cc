@@ -6,6 +6,9 @@
 #include <functional>
 #include <numeric>
 #include <set>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include "model/params.h"
 #include "program/program_test_util.h"
@@ -533,19 +536,21 @@ TEST(ProgramBuilderTest, DataParallelReplicasAreIndependent) {
   }
 }
 
-TEST(ProgramBuilderTest, EveryStrategyAndHybridChecksOut) {
-  struct Case {
-    const char* name;
-    ModelSpec model;
-    Sizes sizes;
-    int64_t batch;
-    SpVariant variant = SpVariant::kZigzag;
-    int64_t micro = 0;
-  };
+// Every strategy alone and in hybrids, on dense, MLA-MoE and GQA-MoE models.
+struct HybridCase {
+  const char* name;
+  ModelSpec model;
+  Sizes sizes;
+  int64_t batch;
+  SpVariant variant = SpVariant::kZigzag;
+  int64_t micro = 0;
+};
+
+std::vector<HybridCase> HybridCases() {
   const ModelSpec dense = testing::TinyDense();
   const ModelSpec mla_moe = testing::TinyMoe(true);
   const ModelSpec gqa_moe = testing::TinyMoe(false);
-  const Case cases[] = {
+  return {
       {"tp4", dense, {.tp = 4}, 2},
       {"tp8 kv replicated", dense, {.tp = 8}, 2},
       {"pp2", dense, {.pp = 2}, 4},
@@ -566,7 +571,10 @@ TEST(ProgramBuilderTest, EveryStrategyAndHybridChecksOut) {
       {"mla sp2 x tp2", mla_moe, {.tp = 2, .sp = 2}, 2},
       {"tp2 x sp2 x ep2 x dp2 x pp2", gqa_moe, {.tp = 2, .sp = 2, .ep = 2, .dp = 2, .pp = 2}, 9},
   };
-  for (const Case& c : cases) {
+}
+
+TEST(ProgramBuilderTest, EveryStrategyAndHybridChecksOut) {
+  for (const HybridCase& c : HybridCases()) {
     SCOPED_TRACE(c.name);
     Experiment e = MakeExperiment(c.model, c.sizes, c.batch, 48);
     e.parallel.sp_variant = c.variant;
@@ -576,6 +584,79 @@ TEST(ProgramBuilderTest, EveryStrategyAndHybridChecksOut) {
       ExpectValid(b);
     }
   }
+}
+
+// The builder of `e` over its placement.
+StatusOr<ProgramBuilder> BuilderOf(const Experiment& e) {
+  ASSIGN_OR_RETURN(Placement placement, Placement::Create(e));
+  return ProgramBuilder::Create(e, placement);
+}
+
+// Every field of every op equal (the Op has no operator==: list them all).
+void ExpectSamePrograms(const PhaseProgram& a, const PhaseProgram& b) {
+  EXPECT_EQ(a.phase, b.phase);
+  EXPECT_EQ(a.step, b.step);
+  EXPECT_EQ(a.context_len, b.context_len);
+  EXPECT_EQ(a.new_tokens, b.new_tokens);
+  EXPECT_EQ(a.micro_batches, b.micro_batches);
+  ASSERT_EQ(a.ranks.size(), b.ranks.size());
+  for (size_t r = 0; r < a.ranks.size(); ++r) {
+    EXPECT_EQ(a.ranks[r].rank, b.ranks[r].rank);
+    ASSERT_EQ(a.ranks[r].ops.size(), b.ranks[r].ops.size()) << "rank " << r;
+    for (size_t i = 0; i < a.ranks[r].ops.size(); ++i) {
+      const Op& x = a.ranks[r].ops[i];
+      const Op& y = b.ranks[r].ops[i];
+      auto fields = [](const Op& o) {
+        return std::make_tuple(o.id, o.kind, o.stream, o.layer, o.micro_batch, o.sp_step, o.role,
+                               o.flops, o.bytes_read, o.bytes_written, o.weight_bytes, o.m, o.n,
+                               o.k, o.replication, o.expert_tokens, o.collective, o.dim, o.group_id,
+                               o.peer, o.seq, o.bytes, o.bytes_per_peer, o.bytes_from_peer, o.deps);
+      };
+      EXPECT_TRUE(fields(x) == fields(y)) << "rank " << r << " op " << i << " " << OpName(x);
+    }
+  }
+}
+
+TEST(ProgramBuilderTest, UpdatedDecodeProgramsEqualFreshOnes) {
+  std::vector<HybridCase> cases = HybridCases();
+  HybridCase zipf = {"ep4 zipf routing", testing::TinyMoe(false), {.ep = 4}, 8};
+  cases.push_back(zipf);
+  for (const HybridCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    Experiment e = MakeExperiment(c.model, c.sizes, c.batch, 48);
+    e.parallel.sp_variant = c.variant;
+    e.parallel.micro_batches = c.micro;
+    if (std::string(c.name) == zipf.name) {
+      e.workload.routing.kind = RoutingKind::kZipf;
+      e.workload.routing.zipf_s = 1.2;
+    }
+    auto builder = BuilderOf(e);
+    ASSERT_TRUE(builder.ok()) << builder.status().ToString();
+    auto program = builder->Build(Phase::kDecode, 0);
+    ASSERT_TRUE(program.ok());
+    // Forward, skipping, back, and the same step again (sp 3 and 4 move the KV append).
+    for (int64_t step : {1, 2, 3, 7, 5, 5, 0, 126}) {
+      SCOPED_TRACE("step " + std::to_string(step));
+      ASSERT_TRUE(builder->Update(*program, step).ok());
+      auto fresh = builder->Build(Phase::kDecode, step);
+      ASSERT_TRUE(fresh.ok());
+      ExpectSamePrograms(*program, *fresh);
+    }
+  }
+}
+
+TEST(ProgramBuilderTest, UpdateRejectsOtherPrograms) {
+  auto builder = BuilderOf(MakeExperiment(testing::TinyDense(), Sizes{.tp = 2}, 2, 16));
+  ASSERT_TRUE(builder.ok());
+  auto prefill = builder->Build(Phase::kPrefill, 0);
+  ASSERT_TRUE(prefill.ok());
+  EXPECT_FALSE(builder->Update(*prefill, 1).ok());  // not a decode program
+  auto decode = builder->Build(Phase::kDecode, 0);
+  ASSERT_TRUE(decode.ok());
+  EXPECT_FALSE(builder->Update(*decode, -1).ok());
+  Built other =
+      BuildOrDie(MakeExperiment(testing::TinyDense(), Sizes{.tp = 4}, 2, 16), Phase::kDecode, 0);
+  EXPECT_FALSE(builder->Update(other.program, 1).ok());  // another plan's ranks
 }
 
 TEST(ProgramBuilderTest, RejectsBadPhases) {

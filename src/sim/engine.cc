@@ -4,7 +4,6 @@
 #include <bit>
 #include <deque>
 #include <limits>
-#include <queue>
 
 #include "sim/network.h"
 
@@ -13,6 +12,10 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr size_t kAhead = 8;  // ops prefetched ahead in Build
+// Per-op state and timings (32 bytes each) and successors (4 bytes) fetched
+// ahead of a rank's completions in the event loop.
+constexpr int64_t kStateAhead = 4;
+constexpr int32_t kSuccAhead = 16;
 
 // Asks for the cache lines of [p, p + bytes).
 inline void Prefetch(const void* p, size_t bytes) {
@@ -44,6 +47,49 @@ class Event {
   uint64_t time_;
   uint64_t tie_;  // insertion order (ties run first-in, first-out) << 32 | kind << 30 | a
 };
+// A 4-ary min-heap of events: half the levels of a binary heap, so fewer
+// moves and mispredicted branches per pop. Keys are unique (insertion order
+// breaks ties), so it pops exactly the sequence std::priority_queue would.
+class EventHeap {
+ public:
+  bool empty() const { return v_.empty(); }
+  const Event& top() const { return v_.front(); }
+  void push(const Event& e) {
+    size_t i = v_.size();
+    v_.push_back(e);
+    while (i > 0) {
+      const size_t parent = (i - 1) / 4;
+      if (!(v_[parent] > e)) break;
+      v_[i] = v_[parent];
+      i = parent;
+    }
+    v_[i] = e;
+  }
+  void pop() {
+    const Event last = v_.back();
+    v_.pop_back();
+    const size_t n = v_.size();
+    if (n == 0) return;
+    size_t i = 0;
+    while (true) {
+      const size_t first = 4 * i + 1;
+      if (first >= n) break;
+      size_t best = first;
+      const size_t end = std::min(first + 4, n);
+      for (size_t c = first + 1; c < end; ++c) {
+        if (v_[best] > v_[c]) best = c;
+      }
+      if (!(last > v_[best])) break;
+      v_[i] = v_[best];
+      i = best;
+    }
+    v_[i] = last;
+  }
+
+ private:
+  std::vector<Event> v_;
+};
+
 // Events per run stay below 2^32 (seq) when ops, ranks and instances stay below 2^30 (a).
 constexpr int64_t kMaxOps = int64_t{1} << 30;
 
@@ -114,6 +160,7 @@ struct Engine::Scratch {
     int32_t rank = 0;        // its rank
     int32_t succ_begin = 0;  // successors: succ[succ_begin, succ_end)
     int32_t succ_end = 0;
+    int32_t preds = 0;  // predecessors (stream order and deps): `pending` at the start
     bool comm = false;
   };
   std::vector<int64_t> offset;              // global index of each rank's op 0
@@ -121,6 +168,9 @@ struct Engine::Scratch {
   std::vector<int32_t> succ;                // successors (stream order and deps), CSR
   std::vector<int32_t> edge_from, edge_to;  // edges in creation order, for the CSR
   std::vector<double> rank_end;
+  std::vector<OpTiming> spare_timings;  // from Engine::Recycle
+  int64_t comm_ops = 0;                 // comm ops of the graph built last
+  bool graph = false;                   // a graph was built (by a Run)
   // Per (rank, dim): the rank's position in its group of that dimension.
   std::vector<int32_t> position;
 };
@@ -143,14 +193,32 @@ class PhaseRun {
         s_(*scratch),
         net_(topology.capacities()) {}
 
-  StatusOr<PhaseResult> Run(const std::vector<double>& rank_start);
+  // `same_graph`: reuse the previous run's dependency graph (Engine::RunSameGraph).
+  StatusOr<PhaseResult> Run(const std::vector<double>& rank_start, bool same_graph);
 
  private:
   Status Build();
+  // Build's figures for a program with the graph of the previous run: only the
+  // compute times are read from the ops.
+  Status Refresh();
   void Push(double time, EventKind kind, int64_t a) {
     queue_.push(Event(time + 0.0, next_seq_++, kind, a));  // + 0.0: -0 becomes +0
   }
   Status Post(int64_t g, double now);
+  // Posts compute op g: it starts now, its end is an event.
+  void StartCompute(int64_t g, double now) {
+    OpTiming& t = timing_[g];
+    t.post = t.start = now;
+    Push(now + s_.op[g].duration, EventKind::kOpDone, g);
+    // A comm op right after it is usually posted when it ends: fetch the
+    // fields Rendezvous reads of that (cold) Op meanwhile.
+    if (g + 1 < static_cast<int64_t>(s_.op.size()) && s_.op[g + 1].comm) {
+      const Op& next = OpAt(g + 1);
+      __builtin_prefetch(&next.id);
+      __builtin_prefetch(&next.collective);
+      __builtin_prefetch(&next.bytes_per_peer);
+    }
+  }
   Status Rendezvous(int64_t g, double now);
   Status StartInstance(int64_t id, double now);
   Status BeginStage(int64_t id, double now);
@@ -184,7 +252,7 @@ class PhaseRun {
   std::vector<int32_t> members_;            // global op per instance and group position
   std::deque<CollectivePlan> own_plans_;    // all-to-all plans (not cached); stable addresses
   FlatIndex collective_index_, p2p_index_;  // (group, seq) and (dim, src, dst, seq) → instance
-  std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
+  EventHeap queue_;
   uint64_t next_seq_ = 0;
   int64_t comm_ops_ = 0;
   int64_t done_ = 0;
@@ -198,6 +266,7 @@ Status PhaseRun::Build() {
   for (size_t r = 0; r < ranks; ++r) {
     s_.offset[r + 1] = s_.offset[r] + static_cast<int64_t>(program_.ranks[r].ops.size());
   }
+  s_.graph = false;
   const int64_t total = s_.offset[ranks];
   if (total >= kMaxOps) {
     return InvalidArgument("program has {} ops, more than the engine supports", total);
@@ -226,7 +295,7 @@ Status PhaseRun::Build() {
         s_.edge_from.push_back(l);
         s_.edge_to.push_back(g);
       }
-      st.pending = static_cast<int32_t>(op.deps.size()) + (l >= 0 ? 1 : 0);
+      st.preds = st.pending = static_cast<int32_t>(op.deps.size()) + (l >= 0 ? 1 : 0);
       l = g;
       for (int32_t d : op.deps) {
         s_.edge_from.push_back(base + d);
@@ -250,6 +319,35 @@ Status PhaseRun::Build() {
   for (size_t e = 0; e < s_.edge_from.size(); ++e) {
     s_.succ[s_.op[s_.edge_from[e]].succ_end++] = s_.edge_to[e];
   }
+  s_.comm_ops = comm_ops_;
+  s_.graph = true;
+  return Status::Ok();
+}
+
+Status PhaseRun::Refresh() {
+  const size_t ranks = program_.ranks.size();
+  if (!s_.graph || s_.offset.size() != ranks + 1) {
+    return InternalError("the engine has no dependency graph of this program to reuse");
+  }
+  for (size_t r = 0; r < ranks; ++r) {
+    const auto& ops = program_.ranks[r].ops;
+    if (static_cast<int64_t>(ops.size()) != s_.offset[r + 1] - s_.offset[r]) {
+      return InternalError("rank {} has {} ops, the reused dependency graph {}", r, ops.size(),
+                           s_.offset[r + 1] - s_.offset[r]);
+    }
+    Engine::Scratch::OpState* st = s_.op.data() + s_.offset[r];
+    for (size_t i = 0; i < ops.size(); ++i) {
+      if (i + kAhead < ops.size()) {  // the fields Seconds reads, not the whole Op
+        const Op& ahead = ops[i + kAhead];
+        __builtin_prefetch(&ahead.kind);
+        __builtin_prefetch(&ahead.k);
+        __builtin_prefetch(&ahead.expert_tokens);
+      }
+      st[i].pending = st[i].preds;
+      st[i].duration = st[i].comm ? 0 : compute_.Seconds(ops[i]);
+    }
+  }
+  comm_ops_ = s_.comm_ops;
   return Status::Ok();
 }
 
@@ -262,14 +360,11 @@ Status PhaseRun::Mismatch(int64_t g, int64_t other, std::string_view what) const
       s_.op[g].rank, a.id, OpName(a), s_.op[other].rank, b.id, OpName(b), what);
 }
 Status PhaseRun::Post(int64_t g, double now) {
-  OpTiming& t = timing_[g];
-  t.post = now;
-  const Engine::Scratch::OpState& st = s_.op[g];
-  if (!st.comm) {
-    t.start = now;
-    Push(now + st.duration, EventKind::kOpDone, g);
+  if (!s_.op[g].comm) {
+    StartCompute(g, now);
     return Status::Ok();
   }
+  timing_[g].post = now;
   return Rendezvous(g, now);
 }
 
@@ -325,6 +420,12 @@ Status PhaseRun::Rendezvous(int64_t g, double now) {
     inst.first = static_cast<int32_t>(g);
   }
   member = static_cast<int32_t>(g);
+  if (op.collective == Collective::kAllToAll) {
+    // Its per-peer row is read when the last member posts: fetch it meanwhile.
+    const char* row = reinterpret_cast<const char*>(op.bytes_per_peer.data());
+    const size_t bytes = op.bytes_per_peer.size() * sizeof(int64_t);
+    for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(row + o);
+  }
   if (++inst.posted == inst.expected) return StartInstance(id, now);
   return Status::Ok();
 }
@@ -416,26 +517,43 @@ Status PhaseRun::StageDone(int64_t id, double now) {
 Status PhaseRun::Complete(int64_t g, double now) {
   timing_[g].end = now;
   Engine::Scratch::OpState& st = s_.op[g];
+  // This rank's next ops come after every other rank's events: fetch their
+  // state now (ranks interleave, too many streams for the hardware prefetcher).
+  if (g + kStateAhead < static_cast<int64_t>(s_.op.size())) {
+    __builtin_prefetch(&s_.op[g + kStateAhead]);
+    __builtin_prefetch(&timing_[g + kStateAhead], 1);
+  }
+  if (st.succ_end + kSuccAhead < static_cast<int32_t>(s_.succ.size())) {
+    __builtin_prefetch(&s_.succ[st.succ_end + kSuccAhead]);
+  }
   st.pending = -1;  // finished
   ++done_;
   double& end = s_.rank_end[st.rank];
   end = std::max(end, now);
   for (int32_t i = st.succ_begin; i < st.succ_end; ++i) {
     const int32_t s = s_.succ[i];
-    if (--s_.op[s].pending == 0) RETURN_IF_ERROR(Post(s, now));
+    Engine::Scratch::OpState& next = s_.op[s];
+    if (--next.pending != 0) continue;
+    if (!next.comm) {
+      StartCompute(s, now);  // cannot fail: no Status on the hot path
+    } else {
+      timing_[s].post = now;
+      RETURN_IF_ERROR(Rendezvous(s, now));
+    }
   }
   return Status::Ok();
 }
 
-StatusOr<PhaseResult> PhaseRun::Run(const std::vector<double>& rank_start) {
+StatusOr<PhaseResult> PhaseRun::Run(const std::vector<double>& rank_start, bool same_graph) {
   const size_t ranks = program_.ranks.size();
   if (static_cast<int64_t>(ranks) != placement_.world_size()) {
     return InvalidArgument("program has {} ranks, the placement {}", ranks,
                            placement_.world_size());
   }
-  RETURN_IF_ERROR(Build());
+  RETURN_IF_ERROR(same_graph ? Refresh() : Build());
   const int64_t total = s_.offset[ranks];
-  timing_.resize(total);
+  timing_ = std::move(s_.spare_timings);  // a recycled result's buffer, if any
+  timing_.assign(total, OpTiming{});
   for (int64_t g = 0; g < total; ++g) timing_[g].comm = s_.op[g].comm;
   collective_index_.Reset(comm_ops_);
   p2p_index_.Reset(comm_ops_);
@@ -522,7 +640,17 @@ Engine::Engine(Engine&&) noexcept = default;
 StatusOr<PhaseResult> Engine::Run(const PhaseProgram& program,
                                   const std::vector<double>& rank_start) {
   PhaseRun run(program, placement_, compute_, topology_, options_, &plan_cache_, scratch_.get());
-  return run.Run(rank_start);
+  return run.Run(rank_start, false);
+}
+
+void Engine::Recycle(PhaseResult&& result) {
+  scratch_->spare_timings = std::move(result.timings.flat);
+}
+
+StatusOr<PhaseResult> Engine::RunSameGraph(const PhaseProgram& program,
+                                           const std::vector<double>& rank_start) {
+  PhaseRun run(program, placement_, compute_, topology_, options_, &plan_cache_, scratch_.get());
+  return run.Run(rank_start, true);
 }
 
 }  // namespace shardscope::sim

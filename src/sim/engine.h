@@ -73,6 +73,19 @@ class Engine {
   StatusOr<PhaseResult> Run(const PhaseProgram& program,
                             const std::vector<double>& rank_start = {});
 
+  // Run, for a program that differs from the one of the previous Run (or
+  // RunSameGraph) in op costs only: the same ops per rank in the same order,
+  // with the same kinds, streams, deps, collectives, groups, peers and seqs —
+  // as ProgramBuilder::Update leaves a decode program it patches in place. The
+  // previous run's dependency graph is reused; only compute times are read.
+  // Fails when a rank's op count differs or no Run came before.
+  StatusOr<PhaseResult> RunSameGraph(const PhaseProgram& program,
+                                     const std::vector<double>& rank_start = {});
+
+  // Takes back a result the caller is done with: the next run fills its
+  // timings buffer instead of allocating (and faulting in) a new one.
+  void Recycle(PhaseResult&& result);
+
   // Per-run buffers (engine.cc), kept between runs to avoid reallocating them.
   struct Scratch;
 

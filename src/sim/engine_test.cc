@@ -151,5 +151,54 @@ TEST(EngineTest, MismatchedCollectiveIsAnError) {
   EXPECT_NE(r.status().message().find("differ in bytes"), std::string::npos);
 }
 
+// Decode steps on one engine that reuses its graph (RunSameGraph after
+// ProgramBuilder::Update) time every op exactly as fresh programs on fresh engines.
+TEST(EngineTest, SameGraphRunsEqualFreshRuns) {
+  ParallelSpec par;
+  par.tp = 2;
+  par.ep = 4;
+  Experiment e = ZooExperiment("tiny-moe-mla", "h100-sxm", par, 8, 64, 16);
+  auto pl = Placement::Create(e);
+  ASSERT_TRUE(pl.ok()) << pl.status().message();
+  auto builder = ProgramBuilder::Create(e, *pl);
+  ASSERT_TRUE(builder.ok());
+  auto model =
+      ComputeModel::Create(e.cluster.device, DType::kBf16, DefaultCalibration(e.cluster.device));
+  ASSERT_TRUE(model.ok());
+  Topology topo(e.cluster);
+  Engine reused(*pl, *model, topo);
+  auto prog = builder->Build(Phase::kDecode, 0);
+  ASSERT_TRUE(prog.ok());
+  ASSERT_TRUE(reused.Run(*prog).ok());
+  std::vector<double> start(pl->world_size(), 0.5);
+  for (int64_t step : {1, 2, 9, 3}) {
+    bool same_ops = false;
+    ASSERT_TRUE(builder->Update(*prog, step, &same_ops).ok());
+    ASSERT_TRUE(same_ops);
+    auto a = reused.RunSameGraph(*prog, start);
+    ASSERT_TRUE(a.ok()) << a.status().message();
+    auto fresh = builder->Build(Phase::kDecode, step);
+    ASSERT_TRUE(fresh.ok());
+    Engine engine(*pl, *model, topo);
+    auto b = engine.Run(*fresh, start);
+    ASSERT_TRUE(b.ok()) << b.status().message();
+    EXPECT_EQ(a->ops, b->ops);
+    EXPECT_EQ(a->transfers, b->transfers);
+    EXPECT_EQ(a->rank_end, b->rank_end);
+    ASSERT_EQ(a->timings.flat.size(), b->timings.flat.size());
+    for (size_t i = 0; i < a->timings.flat.size(); ++i) {
+      const OpTiming& x = a->timings.flat[i];
+      const OpTiming& y = b->timings.flat[i];
+      EXPECT_TRUE(x.post == y.post && x.start == y.start && x.end == y.end &&
+                  x.algorithm == y.algorithm && x.comm == y.comm)
+          << "step " << step << " op " << i;
+    }
+    start = a->rank_end;
+  }
+  // A program with other ops is refused, not run on the old graph.
+  prog->ranks[0].ops.pop_back();
+  EXPECT_FALSE(reused.RunSameGraph(*prog).ok());
+}
+
 }  // namespace
 }  // namespace shardscope::sim

@@ -47,8 +47,14 @@ void FlowNetwork::Start(double now, const std::vector<LinkLoad>& loads, int64_t 
   for (const LinkLoad& l : loads) {
     if (l.bytes > 0) t.coeff.push_back(l);
   }
-  std::sort(t.coeff.begin(), t.coeff.end(),
-            [](const LinkLoad& a, const LinkLoad& b) { return a.link < b.link; });
+  // Strictly increasing already (an all-to-all's per-link sums): sorting would
+  // leave it as it is, so skip it; otherwise sort as always.
+  const auto by_link = [](const LinkLoad& a, const LinkLoad& b) { return a.link < b.link; };
+  if (std::adjacent_find(t.coeff.begin(), t.coeff.end(), [](const LinkLoad& a, const LinkLoad& b) {
+        return a.link >= b.link;
+      }) != t.coeff.end()) {
+    std::sort(t.coeff.begin(), t.coeff.end(), by_link);
+  }
   // Merge repeated links.
   size_t w = 0;
   for (size_t i = 0; i < t.coeff.size(); ++i) {
@@ -68,12 +74,12 @@ void FlowNetwork::Start(double now, const std::vector<LinkLoad>& loads, int64_t 
   t.live = true;
   ++started_;
   active_.push_back(slot);
-  std::vector<int32_t> seeds;
+  seeds_.clear();
   for (const LinkLoad& l : t.coeff) {
     on_link_[l.link].push_back(slot);
-    seeds.push_back(l.link);
+    seeds_.push_back(l.link);
   }
-  Recompute(now_, seeds);
+  Recompute(now_, seeds_);
   UpdateNextCompletion();
 }
 
@@ -87,7 +93,7 @@ void FlowNetwork::AdvanceTo(double t, std::vector<int64_t>* finished) {
   now_ = std::max(now_, t);
   // Transfers finishing within a relative 1e-12 of t finish together.
   const double tolerance = std::max(1e-15, std::abs(t) * 1e-12);
-  std::vector<int32_t> seeds;
+  seeds_.clear();
   size_t w = 0;
   for (size_t i = 0; i < active_.size(); ++i) {
     const int32_t s = active_[i];
@@ -98,7 +104,7 @@ void FlowNetwork::AdvanceTo(double t, std::vector<int64_t>* finished) {
       for (const LinkLoad& l : tr.coeff) {
         auto& v = on_link_[l.link];
         v.erase(std::find(v.begin(), v.end(), s));
-        seeds.push_back(l.link);
+        seeds_.push_back(l.link);
       }
       free_slots_.push_back(s);
     } else {
@@ -106,7 +112,7 @@ void FlowNetwork::AdvanceTo(double t, std::vector<int64_t>* finished) {
     }
   }
   active_.resize(w);
-  if (!seeds.empty()) Recompute(now_, seeds);
+  if (!seeds_.empty()) Recompute(now_, seeds_);
   UpdateNextCompletion();
 }
 
@@ -120,8 +126,12 @@ double FlowNetwork::RateOf(int64_t tag) const {
 void FlowNetwork::Recompute(double now, const std::vector<int32_t>& seed_links) {
   // The connected component of the seeds: links and the live transfers on them.
   ++epoch_;
-  std::vector<int32_t> links, comp;
-  std::vector<int32_t> stack;
+  std::vector<int32_t>& links = links_;
+  std::vector<int32_t>& comp = comp_;
+  std::vector<int32_t>& stack = stack_;
+  links.clear();
+  comp.clear();
+  stack.clear();
   for (int32_t l : seed_links) {
     if (link_mark_[l] != epoch_) {
       link_mark_[l] = epoch_;

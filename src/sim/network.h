@@ -73,6 +73,8 @@ class FlowNetwork {
   int32_t epoch_ = 0;
   std::vector<double> cap_left_, weight_left_;
   std::vector<int32_t> unfrozen_on_link_;
+  std::vector<int32_t> links_, comp_, stack_;  // the component's links and transfers, DFS stack
+  std::vector<int32_t> seeds_;                 // links whose transfers changed
 };
 
 }  // namespace shardscope::sim

@@ -1,6 +1,7 @@
 #include "sim/simulator.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "config/experiment_json.h"
 #include "plan/memory.h"
@@ -117,6 +118,22 @@ StatusOr<SimResult> SimulateExperiment(const Experiment& experiment, const SimOp
   std::vector<double> start(placement.world_size(), 0.0);
   std::vector<double> decode_start;
   run::LatencyWindows<double> windows;  // per-rank phase windows, seconds
+  // The prefill program, and the decode program: built once, then updated in
+  // place from step to step; while its ops stay the same (only their costs
+  // change), the engine reuses its dependency graph too.
+  std::optional<PhaseProgram> prefill, decode;
+  auto simulate = [&](Phase phase, int64_t step,
+                      const PhaseProgram** program) -> StatusOr<PhaseResult> {
+    bool same_ops = false;
+    if (phase == Phase::kDecode && decode) {
+      RETURN_IF_ERROR(builder.Update(*decode, step, &same_ops));
+    } else {
+      ASSIGN_OR_RETURN(PhaseProgram built, builder.Build(phase, step));
+      (phase == Phase::kPrefill ? prefill : decode) = std::move(built);
+    }
+    *program = phase == Phase::kPrefill ? &*prefill : &*decode;
+    return same_ops ? engine.RunSameGraph(**program, start) : engine.Run(**program, start);
+  };
   auto run_phase = [&](Phase phase, int64_t step) -> Status {
     if (options.cancelled && options.cancelled()) {
       return Cancelled("interrupted; the simulation stopped and left no trace");
@@ -126,8 +143,9 @@ StatusOr<SimResult> SimulateExperiment(const Experiment& experiment, const SimOp
                                                 : fmt::format("decode step {}/{}", step + 1,
                                                               result.decode_steps_simulated));
     }
-    ASSIGN_OR_RETURN(PhaseProgram program, builder.Build(phase, step));
-    ASSIGN_OR_RETURN(PhaseResult r, engine.Run(program, start));
+    const PhaseProgram* simulated = nullptr;
+    ASSIGN_OR_RETURN(PhaseResult r, simulate(phase, step, &simulated));
+    const PhaseProgram& program = *simulated;
     result.ops += r.ops;
     result.transfers += r.transfers;
     PhaseFigures f = Figures(program, r, start);
@@ -144,9 +162,11 @@ StatusOr<SimResult> SimulateExperiment(const Experiment& experiment, const SimOp
       }
     }
     start = r.rank_end;
+    engine.Recycle(std::move(r));
     return Status::Ok();
   };
   RETURN_IF_ERROR(run_phase(Phase::kPrefill, 0));
+  prefill.reset();
   decode_start = start;
   for (int64_t k = 0; k < result.decode_steps_simulated; ++k) {
     RETURN_IF_ERROR(run_phase(Phase::kDecode, k));
@@ -164,8 +184,8 @@ StatusOr<SimResult> SimulateExperiment(const Experiment& experiment, const SimOp
     if (options.cancelled && options.cancelled()) {
       return Cancelled("interrupted; the simulation stopped and left no trace");
     }
-    ASSIGN_OR_RETURN(PhaseProgram last, builder.Build(Phase::kDecode, d - 1));
-    ASSIGN_OR_RETURN(PhaseResult r, engine.Run(last, start));
+    const PhaseProgram* last = nullptr;
+    ASSIGN_OR_RETURN(PhaseResult r, simulate(Phase::kDecode, d - 1, &last));
     result.ops += r.ops;
     result.transfers += r.transfers;
     result.last_step_seconds = *std::max_element(r.rank_end.begin(), r.rank_end.end()) -
