@@ -170,12 +170,12 @@ StatusOr<Bounds> ComputeBounds(const Experiment& e, const Placement& pl) {
   {  // Step 0 is bounded even without decode steps: TPOT claims refer to it.
     // Each component is affine in the context length, so the mean over all
     // steps is the mean of the first and the last step.
-    ASSIGN_OR_RETURN(PhaseProgram first, builder.Build(Phase::kDecode, 0));
-    ASSIGN_OR_RETURN(PhaseBound f, BoundPhase(e, pl, first));
+    ASSIGN_OR_RETURN(PhaseProgram decode, builder.Build(Phase::kDecode, 0));
+    ASSIGN_OR_RETURN(PhaseBound f, BoundPhase(e, pl, decode));
     PhaseBound l = f;
-    if (decode_steps > 1) {
-      ASSIGN_OR_RETURN(PhaseProgram last, builder.Build(Phase::kDecode, decode_steps - 1));
-      ASSIGN_OR_RETURN(l, BoundPhase(e, pl, last));
+    if (decode_steps > 1) {  // the same program, updated to the last step
+      RETURN_IF_ERROR(builder.Update(decode, decode_steps - 1));
+      ASSIGN_OR_RETURN(l, BoundPhase(e, pl, decode));
     }
     b.tpot = PhaseBound{(f.compute + l.compute) / 2, (f.memory + l.memory) / 2,
                         (f.network + l.network) / 2, l.critical_rank};
