@@ -59,8 +59,8 @@ const trace::Trace& Events() {
 void BM_WriteEvents(benchmark::State& state) {
   const trace::Trace& events = Events();
   const bool gzip = state.range(0) == 1;
-  const std::string path = OutPath(gzip ? "shardscope_write_bench.json.gz"
-                                        : "shardscope_write_bench.json");
+  const std::string path =
+      OutPath(gzip ? "shardscope_write_bench.json.gz" : "shardscope_write_bench.json");
   int64_t shift = 0;
   for (const auto& op : events.ops) shift = std::max(shift, op.end_ns());
   int64_t json_bytes = 0, file_bytes = 0;
@@ -146,7 +146,8 @@ void BM_SimulateAndEmit(benchmark::State& state) {
   e.trace_steps = -1;
   sim::SimOptions o;
   o.max_decode_steps = 8;
-  if (const char* env = std::getenv("SHARDSCOPE_BENCH_SIM_STEPS")) o.max_decode_steps = std::atoll(env);
+  if (const char* env = std::getenv("SHARDSCOPE_BENCH_SIM_STEPS"))
+    o.max_decode_steps = std::atoll(env);
   o.write_trace = state.range(0) > 0;
   o.trace_file = OutPath(state.range(0) == 2 ? "shardscope_write_bench_sim.trace.gz"
                                              : "shardscope_write_bench_sim.trace");

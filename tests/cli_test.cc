@@ -686,7 +686,6 @@ TEST(CliTest, AnalyzeKinetoEightRankDirectoryAsOneRun) {
   EXPECT_NE(bad.err.find("unknown trace format 'perfetto'"), std::string::npos) << bad.err;
 }
 
-
 // The metrics CSV of `analyze PATH` without its first column (the trace's path).
 std::string MetricsWithoutPath(const std::string& csv) {
   std::string out;

@@ -65,8 +65,9 @@ BlockWriter::BlockWriter(int fd, std::string name, const BlockWriterOptions& opt
     : fd_(fd), name_(std::move(name)), options_(options) {
   int threads = 0;
   if (options_.gzip) {
-    threads = options_.threads > 0 ? options_.threads
-                                   : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    threads = options_.threads > 0
+                  ? options_.threads
+                  : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     for (int i = 0; i < threads; ++i) compressors_.emplace_back([this] { CompressLoop(); });
   }
   // Enough blocks in flight to keep every thread busy, and no more (memory).
@@ -159,8 +160,8 @@ void BlockWriter::CompressLoop() {
     lock.unlock();
     // The job stays in jobs_ (and alive) until it is done and written.
     bool ok = deflater.Deflate(job->in.data.get(), job->in.size, job->last, &job->out);
-    job->crc = static_cast<uint32_t>(
-        crc32(0, reinterpret_cast<const Bytef*>(job->in.data.get()), static_cast<uInt>(job->in.size)));
+    job->crc = static_cast<uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(job->in.data.get()),
+                                           static_cast<uInt>(job->in.size)));
     lock.lock();
     if (!ok && error_.ok()) error_ = InternalError("{}: zlib deflate failed", name_);
     job->done = true;

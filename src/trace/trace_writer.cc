@@ -6,8 +6,8 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <charconv>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 
@@ -41,20 +41,22 @@ std::string DirName(const std::string& path) {
 // The formatting primitives: each writes at `p` (the caller has reserved room)
 // and returns the end.
 template <size_t N>
-inline char* Lit(char* p, const char (&s)[N]) {
+[[gnu::always_inline]] inline char* Lit(char* p, const char (&s)[N]) {
   std::memcpy(p, s, N - 1);
   return p + N - 1;
 }
 
-inline char* Put(char* p, std::string_view s) {
+[[gnu::always_inline]] inline char* Put(char* p, std::string_view s) {
   std::memcpy(p, s.data(), s.size());
   return p + s.size();
 }
 
-inline char* Int(char* p, int64_t v) { return std::to_chars(p, p + kIntBytes, v).ptr; }
+[[gnu::always_inline]] inline char* Int(char* p, int64_t v) {
+  return std::to_chars(p, p + kIntBytes, v).ptr;
+}
 
 // ns as microseconds with exactly three decimals: 1500 -> "1.500".
-inline char* Micros(char* p, int64_t ns) {
+[[gnu::always_inline]] inline char* Micros(char* p, int64_t ns) {
   uint64_t mag = ns < 0 ? 0 - static_cast<uint64_t>(ns) : static_cast<uint64_t>(ns);
   if (ns < 0) *p++ = '-';
   p = std::to_chars(p, p + kIntBytes, mag / 1000).ptr;
@@ -263,8 +265,8 @@ void TraceWriter::AddOp(const OpEvent& op) {
     return;
   }
   const size_t room = kEventBytes + JsonBytes(op.name) + JsonBytes(op.kind) + JsonBytes(op.dtype) +
-                      kIntBytes * (op.group.size() + op.bytes_per_peer.size() +
-                                   op.experts.size() + op.expert_tokens.size());
+                      kIntBytes * (op.group.size() + op.bytes_per_peer.size() + op.experts.size() +
+                                   op.expert_tokens.size());
   char* p = BeginEvent(Reserve(room));
   p = Lit(p, "{\"ph\":\"X\",\"pid\":");
   p = Int(p, op.rank);
@@ -278,65 +280,64 @@ void TraceWriter::AddOp(const OpEvent& op) {
   p = JsonString(p, op.name);
   p = Lit(p, ",\"cat\":\"");
   p = Put(p, CategoryName(op.category));
-  p = Lit(p, "\",\"args\":{");
-  bool first = true;
-  auto key = [&](std::string_view k) {
-    *p = ',';
-    p += first ? 0 : 1;
-    first = false;
-    *p++ = '"';
-    p = Put(p, k);
-    p = Lit(p, "\":");
-  };
-  auto int_field = [&](std::string_view k, int64_t v, int64_t unset) {
-    if (v == unset) return;
-    key(k);
-    p = Int(p, v);
-  };
+  p = Lit(p, "\",\"args\":");
+  // Every arg is written with a leading comma; the first one's becomes the "{".
+  char* const open = p;
+#define SHARDSCOPE_INT_ARG(field, key, unset) \
+  if (op.field != (unset)) {                  \
+    p = Lit(p, ",\"" key "\":");              \
+    p = Int(p, op.field);                     \
+  }
   if (!op.kind.empty()) {
-    key("kind");
+    p = Lit(p, ",\"kind\":");
     p = JsonString(p, op.kind);
   }
   if (op.phase != Phase::kNone) {
-    key("phase");
+    p = Lit(p, ",\"phase\":");
     p = JsonString(p, PhaseName(op.phase));
   }
-  int_field("step", op.step, -1);
-  int_field("layer", op.layer, -1);
-  int_field("micro_batch", op.micro_batch, -1);
-  int_field("sp_step", op.sp_step, -1);
-  int_field("flops", op.flops, 0);
-  int_field("bytes_read", op.bytes_read, 0);
-  int_field("bytes_written", op.bytes_written, 0);
+  SHARDSCOPE_INT_ARG(step, "step", -1)
+  SHARDSCOPE_INT_ARG(layer, "layer", -1)
+  SHARDSCOPE_INT_ARG(micro_batch, "micro_batch", -1)
+  SHARDSCOPE_INT_ARG(sp_step, "sp_step", -1)
+  SHARDSCOPE_INT_ARG(flops, "flops", 0)
+  SHARDSCOPE_INT_ARG(bytes_read, "bytes_read", 0)
+  SHARDSCOPE_INT_ARG(bytes_written, "bytes_written", 0)
   if (op.collective != Collective::kNone) {
-    key("collective");
+    p = Lit(p, ",\"collective\":");
     p = JsonString(p, CollectiveName(op.collective));
   }
   if (op.dim != GroupDim::kNone) {
-    key("dim");
+    p = Lit(p, ",\"dim\":");
     p = JsonString(p, GroupDimName(op.dim));
   }
   if (!op.group.empty()) {
-    key("group");
+    p = Lit(p, ",\"group\":");
     p = IntArray(p, op.group);
   }
-  int_field("peer", op.peer, -1);
-  int_field("root", op.root, -1);
-  int_field("seq", op.seq, -1);
-  int_field("bytes", op.bytes, 0);
+  SHARDSCOPE_INT_ARG(peer, "peer", -1)
+  SHARDSCOPE_INT_ARG(root, "root", -1)
+  SHARDSCOPE_INT_ARG(seq, "seq", -1)
+  SHARDSCOPE_INT_ARG(bytes, "bytes", 0)
+#undef SHARDSCOPE_INT_ARG
   if (!op.bytes_per_peer.empty()) {
-    key("bytes_per_peer");
+    p = Lit(p, ",\"bytes_per_peer\":");
     p = IntArray(p, op.bytes_per_peer);
   }
   if (!op.dtype.empty()) {
-    key("dtype");
+    p = Lit(p, ",\"dtype\":");
     p = JsonString(p, op.dtype);
   }
   if (!op.expert_tokens.empty()) {
-    key("experts");
+    p = Lit(p, ",\"experts\":");
     p = IntArray(p, op.experts);
-    key("expert_tokens");
+    p = Lit(p, ",\"expert_tokens\":");
     p = IntArray(p, op.expert_tokens);
+  }
+  if (p == open) {
+    *p++ = '{';
+  } else {
+    *open = '{';
   }
   p = Lit(p, "}}");
   End(p);

@@ -35,7 +35,7 @@ struct TraceWriterOptions {
   bool overwrite = true;
   // Gzip the output; by default when the path ends in ".gz".
   std::optional<bool> gzip;
-  int gzip_level = 1;  // fast: traces compress well even at level 1
+  int gzip_level = 1;    // fast: traces compress well even at level 1
   int gzip_threads = 0;  // compressing threads; 0: one per hardware thread
 };
 

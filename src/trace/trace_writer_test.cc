@@ -1,7 +1,6 @@
 #include "trace/trace_writer.h"
 
 #include <gtest/gtest.h>
-
 #include <zlib.h>
 
 #include <cstdlib>
@@ -279,7 +278,8 @@ TEST(TraceWriterTest, BytesWrittenCountsTheJsonText) {
   const int64_t before_close = (*w)->bytes_written();
   ASSERT_TRUE((*w)->Close().ok());
   // Close adds the closing "\n]}\n".
-  EXPECT_EQ(before_close + 4, static_cast<int64_t>(Gunzip(ReadWholeFile(dir.File("t.json.gz"))).text.size()));
+  EXPECT_EQ(before_close + 4,
+            static_cast<int64_t>(Gunzip(ReadWholeFile(dir.File("t.json.gz"))).text.size()));
 }
 
 }  // namespace
