@@ -113,6 +113,21 @@ char* JsonString(char* p, std::string_view s) {
   return p;
 }
 
+// An "X" event up to its name: {"ph":"X","pid":…,"tid":…,"ts":…,"dur":…,"name":"…"
+char* CompleteEventHead(char* p, int32_t rank, int32_t tid, int64_t ts, int64_t dur,
+                        std::string_view name) {
+  p = Lit(p, "{\"ph\":\"X\",\"pid\":");
+  p = Int(p, rank);
+  p = Lit(p, ",\"tid\":");
+  p = Int(p, tid);
+  p = Lit(p, ",\"ts\":");
+  p = Micros(p, ts);
+  p = Lit(p, ",\"dur\":");
+  p = Micros(p, dur);
+  p = Lit(p, ",\"name\":");
+  return JsonString(p, name);
+}
+
 template <typename T>
 char* IntArray(char* p, const std::vector<T>& v) {
   *p++ = '[';
@@ -268,16 +283,7 @@ void TraceWriter::AddOp(const OpEvent& op) {
                       kIntBytes * (op.group.size() + op.bytes_per_peer.size() + op.experts.size() +
                                    op.expert_tokens.size());
   char* p = BeginEvent(Reserve(room));
-  p = Lit(p, "{\"ph\":\"X\",\"pid\":");
-  p = Int(p, op.rank);
-  p = Lit(p, ",\"tid\":");
-  p = Int(p, op.stream);
-  p = Lit(p, ",\"ts\":");
-  p = Micros(p, op.ts_ns);
-  p = Lit(p, ",\"dur\":");
-  p = Micros(p, op.dur_ns);
-  p = Lit(p, ",\"name\":");
-  p = JsonString(p, op.name);
+  p = CompleteEventHead(p, op.rank, op.stream, op.ts_ns, op.dur_ns, op.name);
   p = Lit(p, ",\"cat\":\"");
   p = Put(p, CategoryName(op.category));
   p = Lit(p, "\",\"args\":");
@@ -351,16 +357,7 @@ void TraceWriter::AddSpan(const SpanEvent& span) {
     return;
   }
   char* p = BeginEvent(Reserve(kEventBytes + JsonBytes(span.name)));
-  p = Lit(p, "{\"ph\":\"X\",\"pid\":");
-  p = Int(p, span.rank);
-  p = Lit(p, ",\"tid\":");
-  p = Int(p, kSpanStream);
-  p = Lit(p, ",\"ts\":");
-  p = Micros(p, span.ts_ns);
-  p = Lit(p, ",\"dur\":");
-  p = Micros(p, span.dur_ns);
-  p = Lit(p, ",\"name\":");
-  p = JsonString(p, span.name);
+  p = CompleteEventHead(p, span.rank, kSpanStream, span.ts_ns, span.dur_ns, span.name);
   p = span.kind == SpanKind::kPhase ? Lit(p, ",\"cat\":\"phase\",\"args\":{")
                                     : Lit(p, ",\"cat\":\"step\",\"args\":{");
   bool first = true;
