@@ -762,4 +762,63 @@ TEST(CliTest, AnalyzeKinetoEightRankDirectoryAsOneRun) {
   EXPECT_NE(bad.err.find("unknown trace format 'perfetto'"), std::string::npos) << bad.err;
 }
 
+// The metrics CSV of `analyze PATH` without its first column (the trace's path).
+std::string MetricsWithoutPath(const std::string& csv) {
+  std::string out;
+  std::istringstream in(csv);
+  for (std::string line; std::getline(in, line);) out += line.substr(line.find(',') + 1) + "\n";
+  return out;
+}
+
+TEST(CliTest, GzipTraceIsStoredListedAndAnalysedLikeThePlainOne) {
+  const fs::path dir = Scratch("gzip_trace");
+  const std::string cfg = std::string(SHARDSCOPE_SOURCE_DIR) + "/python/tests/data/small.yaml";
+  const std::string run = "run --config " + cfg + " --experiment v2lite_tp2 --json --out ";
+  Result plain = RunCli(run + (dir / "plain").string());
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  Result gz = RunCli(run + (dir / "gz").string() + " --trace-compression gzip");
+  ASSERT_EQ(gz.exit_code, 0) << gz.err;
+  const std::string plain_trace = nlohmann::json::parse(plain.out)[0]["trace"];
+  const std::string gz_trace = nlohmann::json::parse(gz.out)[0]["trace"];
+  EXPECT_NE(plain_trace.find(".trace"), std::string::npos);
+  ASSERT_GE(gz_trace.size(), 9u);
+  EXPECT_EQ(gz_trace.substr(gz_trace.size() - 9), ".trace.gz") << gz_trace;
+  // Nothing else in the store: no temporary file, one metadata file.
+  std::vector<std::string> names;
+  for (const auto& f : FilesUnder(dir / "gz")) names.push_back(fs::path(f).filename().string());
+  EXPECT_EQ(names.size(), 2u);
+
+  Result list = RunCli("traces list --json --root " + (dir / "gz").string());
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  auto listed = nlohmann::json::parse(list.out);
+  ASSERT_EQ(listed.size(), 1u) << list.out;
+  EXPECT_EQ(listed[0]["trace"], gz_trace);
+
+  // The same metrics from either file, and the gzip one finds its metadata.
+  Result a = RunCli("analyze --format csv " + plain_trace);
+  Result b = RunCli("analyze --format csv " + gz_trace);
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_EQ(MetricsWithoutPath(a.out), MetricsWithoutPath(b.out));
+  Result bj = RunCli("analyze --format json " + gz_trace);
+  EXPECT_NE(bj.out.find("metadata_"), std::string::npos) << bj.out.substr(0, 500);
+  // A directory holding only the gzip trace is found too.
+  Result d = RunCli("analyze --format csv " + (dir / "gz").string());
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  EXPECT_EQ(MetricsWithoutPath(d.out), MetricsWithoutPath(b.out));
+
+  // Truncated: a clear error naming the file, exit 2.
+  std::string bytes = ReadFile(gz_trace);
+  const fs::path cut = dir / "cut.trace.gz";
+  std::ofstream(cut, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  Result c = RunCli("analyze " + cut.string());
+  EXPECT_EQ(c.exit_code, 2) << c.err;
+  EXPECT_NE(c.err.find(cut.string()), std::string::npos) << c.err;
+  EXPECT_NE(c.err.find("truncated"), std::string::npos) << c.err;
+
+  Result bad = RunCli(run + (dir / "bad").string() + " --trace-compression zip");
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("none or gzip"), std::string::npos) << bad.err;
+}
+
 }  // namespace

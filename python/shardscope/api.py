@@ -94,11 +94,13 @@ def check(experiment=None, config=None, skip_invalid=False):
 
 def run(experiment=None, backend=None, config=None, trace=True, out="traces", trace_file=None,
         decode_steps=None, calibration=None, algorithm="auto", hostfile=None, mpirun_args=(),
-        skip_invalid=False):
+        skip_invalid=False, trace_compression=None):
     """Runs experiments as ``shardscope run --json`` does and returns its results: a dict
     (a list for several). ``backend``: "sim", "cpu" (real ranks over MPI; the result holds
     the generated ``tokens`` of every request), or None for each experiment's own. Traces go
-    to the store under ``out`` (or to ``trace_file``) unless ``trace=False``."""
+    to the store under ``out`` (or to ``trace_file``) unless ``trace=False``;
+    ``trace_compression``: "none" or "gzip" (``trace_{timestamp}.trace.gz``), None for each
+    experiment's own."""
     path, name = _reference(experiment, config)
     if decode_steps is not None and (not isinstance(decode_steps, int) or decode_steps < 0):
         raise InputError(f"decode_steps: expected an integer ≥ 0 or None, got {decode_steps!r}")
@@ -106,7 +108,8 @@ def run(experiment=None, backend=None, config=None, trace=True, out="traces", tr
         path, name, skip_invalid, backend or "", os.fspath(out),
         os.fspath(trace_file) if trace_file else "", bool(trace),
         -1 if decode_steps is None else decode_steps, os.fspath(calibration or ""), algorithm,
-        os.fspath(hostfile or ""), list(mpirun_args), shardscope_binary())
+        os.fspath(hostfile or ""), list(mpirun_args), shardscope_binary(),
+        trace_compression or "")
     _warn_skipped(skipped)
     return _one_or_list(results)
 

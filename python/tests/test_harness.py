@@ -32,3 +32,18 @@ def test_harness_bad_input_exits_2_with_the_cli_message(tmp_path):
     assert p.returncode == 2
     assert p.stderr.strip() == "shardscope: error: " + cli_error(
         "run", "--config", str(tmp_path / "none.yaml"))
+
+
+def test_collector_finds_and_reads_a_gzip_trace(tmp_path):
+    collector = ss.TraceCollector(tmp_path / "traces")
+    written = collector.collect("v2lite_tp2", config=SMALL, decode_steps=2,
+                                trace_compression="gzip")
+    assert len(written) == 1
+    assert written[0]["trace"].endswith(".trace.gz")
+    with open(written[0]["trace"], "rb") as f:
+        assert f.read(2) == b"\x1f\x8b"
+    assert written[0]["metadata"]["experiment"]["trace_compression"] == "gzip"
+    plain = ss.run("v2lite_tp2", config=SMALL, decode_steps=2, out=tmp_path / "plain")
+    got = ss.MetricsCalculator().compute_all_metrics(written[0]["trace"])
+    want = ss.MetricsCalculator().compute_all_metrics(plain["trace"])
+    assert got == want

@@ -12,6 +12,7 @@
 #include "analysis/metric_families.h"
 #include "analysis/workload_card.h"
 #include "trace/trace_reader.h"
+#include "trace/trace_store.h"
 
 namespace shardscope::analysis {
 namespace fs = std::filesystem;
@@ -130,20 +131,17 @@ StatusOr<AnalysisResult> AnalyzeTraceFile(const std::string& path, const Analyze
   RunCollector collector(&data);
   ASSIGN_OR_RETURN(result.stats, trace::ReadTrace(path, &collector));
   // A store trace's sidecar metadata holds the full experiment.
-  fs::path p(path);
-  std::string name = p.filename().string();
-  if (name.rfind("trace_", 0) == 0 && EndsWith(name, ".trace")) {
-    fs::path meta = p.parent_path() / ("metadata_" + name.substr(6, name.size() - 6 - 6) + ".json");
+  if (std::string meta = trace::StoreMetadataPathFor(path); !meta.empty()) {
     std::ifstream in(meta);
     if (in) {
       std::stringstream ss;
       ss << in.rdbuf();
       nlohmann::json m = nlohmann::json::parse(ss.str(), nullptr, false);
       if (!m.is_object()) {
-        return InvalidArgument("{}: not a JSON object (the metadata of {})", meta.string(), path);
+        return InvalidArgument("{}: not a JSON object (the metadata of {})", meta, path);
       }
       data.metadata = std::move(m);
-      result.metadata_path = meta.string();
+      result.metadata_path = meta;
     }
   }
   if (!options.extra_metadata.empty()) MergeMissingMetadata(&data.metadata, options.extra_metadata);
@@ -217,10 +215,10 @@ StatusOr<std::vector<AnalysisResult>> AnalyzePaths(const std::vector<std::string
 }
 
 bool IsTraceFileName(std::string_view name) {
-  // Ours (.trace), Chrome/Kineto/XLA JSON (.json, .json.gz, .pt.trace.json), NCCL
+  // Ours (.trace, .trace.gz), Chrome/Kineto/XLA JSON (.json, .json.gz, .pt.trace.json), NCCL
   // profiler event lines (.jsonl) and JAX profiler XSpace (.xplane.pb).
   for (std::string_view ext :
-       {".trace", ".json", ".json.gz", ".jsonl", ".jsonl.gz", ".xplane.pb"}) {
+       {".trace", ".trace.gz", ".json", ".json.gz", ".jsonl", ".jsonl.gz", ".xplane.pb"}) {
     if (EndsWith(name, ext)) return true;
   }
   return false;

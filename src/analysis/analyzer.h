@@ -65,7 +65,7 @@ StatusOr<std::vector<AnalysisResult>> AnalyzePaths(const std::vector<std::string
                                                    const AnalyzeOptions& options = {});
 
 // Whether a directory listing picks up the file `name`: every format the
-// importers read — *.trace, *.json, *.json.gz, *.jsonl(.gz), *.xplane.pb.
+// importers read — *.trace, *.trace.gz, *.json, *.json.gz, *.jsonl(.gz), *.xplane.pb.
 bool IsTraceFileName(std::string_view name);
 
 // Expands PATH arguments: a file stays itself; a directory yields every trace

@@ -479,6 +479,10 @@ StatusOr<CpuRunResult> RunCpuExperiment(const Experiment& experiment,
   if (!options.write_trace) args.push_back("--no-trace");
   if (!options.trace_file.empty()) args.insert(args.end(), {"--trace-file", options.trace_file});
   args.insert(args.end(), {"--trace-root", options.trace_root});
+  // The ranks reload the experiment from its YAML: a --trace-compression given
+  // to `run` goes with them.
+  args.insert(args.end(), {"--trace-compression",
+                           std::string(TraceCompressionName(experiment.trace_compression))});
   if (options.warmup_iterations) {
     args.insert(args.end(), {"--warmup", std::to_string(*options.warmup_iterations)});
   }

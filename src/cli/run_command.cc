@@ -52,6 +52,7 @@ struct RunFlags {
   std::string mpirun_args;  // backend cpu: split at spaces
   run::RunOptions run;
   bool no_trace = false;
+  std::string trace_compression;  // empty: each experiment's own
 };
 
 std::vector<std::string> SplitAtSpaces(const std::string& s) {
@@ -72,6 +73,11 @@ void PrintResults(const std::vector<run::RunResult>& results, bool json) {
 int RunRun(RunFlags f) {
   auto selected = LoadSelectedExperiments(f.experiments);
   if (!selected.ok()) return ReportError(selected.status());
+  if (!f.trace_compression.empty()) {
+    auto c = ParseTraceCompression(f.trace_compression);
+    if (!c.ok()) return ReportError(c.status().WithPrefix("--trace-compression"));
+    for (Experiment& e : *selected) e.trace_compression = *c;
+  }
   run::RunOptions& options = f.run;
   options.config_path = f.experiments.config;
   options.write_trace = !f.no_trace;
@@ -143,6 +149,9 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
                   "default: all, up to 1024)")
       ->check(CLI::Range(int64_t{0}, std::numeric_limits<int64_t>::max()));
   cmd->add_flag("--no-trace", f->no_trace, "do not write traces (summary only)");
+  cmd->add_option("--trace-compression", f->trace_compression,
+                  "none or gzip (trace_{timestamp}.trace.gz, written on parallel threads; "
+                  "default: each experiment's trace_compression)");
   cmd->add_option("--hostfile", f->run.hostfile,
                   "backend cpu: mpirun host file, to place ranks on several nodes")
       ->check(CLI::ExistingFile);

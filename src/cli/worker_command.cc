@@ -12,6 +12,7 @@ namespace {
 
 struct WorkerOptions {
   std::string config, experiment, expect_digest, fault;
+  std::string trace_compression;  // the launcher's --trace-compression, if given
   runtime::CpuRunOptions run;
   bool no_trace = false;
   int64_t warmup = -1, iterations = -1;
@@ -24,6 +25,9 @@ StatusOr<Experiment> FindExperiment(const WorkerOptions& o) {
   for (Experiment& e : all) {
     if (e.name != o.experiment) continue;
     e.backend = Backend::kCpu;
+    if (!o.trace_compression.empty()) {
+      ASSIGN_OR_RETURN(e.trace_compression, ParseTraceCompression(o.trace_compression));
+    }
     if (!o.expect_digest.empty() && runtime::ExperimentDigest(e) != o.expect_digest) {
       return Unimplemented(
           "not implemented: backend cpu for experiment '{}' changed in memory (command-line "
@@ -64,6 +68,7 @@ void AddWorkerCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--trace-root", o->run.trace_root);
   cmd->add_option("--trace-file", o->run.trace_file);
   cmd->add_flag("--no-trace", o->no_trace);
+  cmd->add_option("--trace-compression", o->trace_compression);
   cmd->add_option("--warmup", o->warmup);
   cmd->add_option("--iterations", o->iterations);
   cmd->add_option("--fault", o->fault);  // as SHARDSCOPE_FAULT

@@ -13,6 +13,7 @@
 #include "cluster/cluster.h"
 #include "config/serving.h"
 #include "core/dtype.h"
+#include "core/trace_compression.h"
 #include "model/model.h"
 
 namespace shardscope {
@@ -90,6 +91,8 @@ struct Experiment {
   // Decode steps written to the trace in full (the first N); the rest are
   // simulated and counted in the run's summary but leave no events. -1: all.
   int64_t trace_steps = -1;
+  // The trace file's compression (gzip: `<name>.trace.gz`).
+  TraceCompression trace_compression = TraceCompression::kNone;
   Claims claims;
   // A served workload (requests over time, a scheduler per replica); none: the
   // fixed batch above. The simulator serves it (serve/serving_simulator.h).

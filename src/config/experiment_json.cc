@@ -133,6 +133,9 @@ json ExperimentToJson(const Experiment& e) {
               {"compute", "FLOP/s"}}}};
   // Only when set, so traces of experiments without it keep their bytes.
   if (e.trace_steps >= 0) j["trace_steps"] = e.trace_steps;
+  if (e.trace_compression != TraceCompression::kNone) {
+    j["trace_compression"] = TraceCompressionName(e.trace_compression);
+  }
   if (e.serving) j["serving"] = ServingToJson(*e.serving);
   return j;
 }

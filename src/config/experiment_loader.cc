@@ -49,6 +49,7 @@ const std::vector<std::string> kExperimentKeys = {"name",
                                                   "backend",
                                                   "enable_profiling",
                                                   "trace_steps",
+                                                  "trace_compression",
                                                   "seed",
                                                   "claims",
                                                   "routing",
@@ -404,6 +405,11 @@ StatusOr<Experiment> ReadExperiment(const YAML::Node& node, const YamlContext& c
   e.backend = *b;
   RETURN_IF_ERROR(exp.Optional("enable_profiling", &e.enable_profiling));
   RETURN_IF_ERROR(exp.OptionalAtLeast("trace_steps", 0, &e.trace_steps));
+  std::string compression = "none";
+  RETURN_IF_ERROR(exp.Optional("trace_compression", &compression));
+  auto c = ParseTraceCompression(compression);
+  if (!c.ok()) return ctx.Child("trace_compression").Error(c.status().message());
+  e.trace_compression = *c;
   RETURN_IF_ERROR(ReadClaims(exp, &e));
   ASSIGN_OR_RETURN(e.serving, ReadServing(exp, e.model, path));
   return e;

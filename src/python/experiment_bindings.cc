@@ -93,7 +93,7 @@ py::tuple Run(const std::string& config, const std::string& name, bool skip_inva
               const std::string& trace_file, bool write_trace, int64_t decode_steps,
               const std::string& calibration, const std::string& algorithm,
               const std::string& hostfile, const std::vector<std::string>& mpirun_args,
-              const std::string& worker_binary) {
+              const std::string& worker_binary, const std::string& trace_compression) {
   run::RunOptions o;
   o.config_path = config;
   o.trace_root = trace_root;
@@ -122,6 +122,11 @@ py::tuple Run(const std::string& config, const std::string& name, bool skip_inva
       RETURN_IF_ERROR(trace::TraceStore(trace_root).CheckRoot().WithPrefix("out"));
     }
     ASSIGN_OR_RETURN(s, Select(config, name, skip_invalid));
+    if (!trace_compression.empty()) {
+      StatusOr<TraceCompression> c = ParseTraceCompression(trace_compression);
+      if (!c.ok()) return c.status().WithPrefix("trace_compression");
+      for (Experiment& e : s.experiments) e.trace_compression = *c;
+    }
     return RunSelected(s, backend, o);
   });
   return Result(Unwrap(std::move(out)), s);
@@ -142,7 +147,7 @@ void RegisterExperimentBindings(py::module_& m) {
         py::arg("write_trace") = true, py::arg("decode_steps") = -1, py::arg("calibration") = "",
         py::arg("algorithm") = "auto", py::arg("hostfile") = "",
         py::arg("mpirun_args") = std::vector<std::string>{}, py::arg("worker_binary") = "",
-        "(run results, skipped) as `shardscope run --json`");
+        py::arg("trace_compression") = "", "(run results, skipped) as `shardscope run --json`");
 }
 
 }  // namespace shardscope::python

@@ -44,15 +44,19 @@ StatusOr<std::unique_ptr<RunRecorder>> RunRecorder::Open(const Experiment& e, co
                                                          const std::string& trace_root,
                                                          const std::string& trace_file) {
   std::unique_ptr<trace::TraceWriter> writer;
+  const bool gzip = e.trace_compression == TraceCompression::kGzip;
   if (!trace_file.empty()) {
-    ASSIGN_OR_RETURN(writer, trace::TraceWriter::Open(trace_file, metadata));
+    // Gzip when asked or when the name ends in ".gz"; the name is the user's.
+    trace::TraceWriterOptions options;
+    if (gzip) options.gzip = true;
+    ASSIGN_OR_RETURN(writer, trace::TraceWriter::Open(trace_file, metadata, options));
     return std::unique_ptr<RunRecorder>(new RunRecorder(std::move(writer), trace_file, ""));
   }
   trace::TraceStore store(trace_root);
   trace::StoredTrace stored;
   const trace::RunKey key{e.model.name, e.parallel.strategy, e.workload.batch_size,
                           e.workload.sequence_length};
-  ASSIGN_OR_RETURN(writer, store.Create(key, metadata, &stored));
+  ASSIGN_OR_RETURN(writer, store.Create(key, metadata, &stored, e.trace_compression));
   return std::unique_ptr<RunRecorder>(
       new RunRecorder(std::move(writer), stored.trace_path, stored.metadata_path));
 }

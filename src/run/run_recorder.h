@@ -31,7 +31,8 @@ class RunRecorder {
  public:
   // Opens `trace_file` when non-empty (no metadata file), else a new trace in
   // the store under `trace_root`, keyed by the experiment's model, strategy,
-  // batch and sequence length. Fails on an I/O error.
+  // batch and sequence length; compressed as the experiment's trace_compression
+  // says (a trace_file ending in ".gz" is gzipped too). Fails on an I/O error.
   static StatusOr<std::unique_ptr<RunRecorder>> Open(const Experiment& experiment,
                                                      const nlohmann::json& metadata,
                                                      const std::string& trace_root,

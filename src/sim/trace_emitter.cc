@@ -69,10 +69,11 @@ void TraceEmitter::WritePhase(const PhaseProgram& program, const PhaseResult& re
       writer_->AddOp(e);
       if (op.is_comm() && ToNs(t.start) > ToNs(t.post)) {
         // The wait for the last peer, on a track of its own.
-        trace::OpEvent w;
+        trace::OpEvent& w = wait_;
         w.rank = rank;
         w.stream = kWaitTrackBase + static_cast<int32_t>(op.stream);
-        w.name = "wait." + e.name;
+        w.name.assign("wait.");
+        w.name += e.name;
         w.category = trace::Category::kOther;
         w.kind = "sync_wait";
         w.ts_ns = ToNs(t.post);

@@ -42,7 +42,8 @@ class TraceEmitter {
   const Experiment& experiment_;
   const Placement& placement_;
   std::string dtype_;
-  trace::OpEvent event_;  // reused: keeps its vectors' capacity
+  trace::OpEvent event_;  // reused: keeps its strings' and vectors' capacity
+  trace::OpEvent wait_;   // the sync-wait event, likewise
   // Per rank: end of the last decode step written; empty until one is written.
   std::vector<double> written_decode_end_;
 };

@@ -88,6 +88,7 @@ class GzipSource : public ByteSource {
     std::memcpy(in_buf_.data(), prefix.data(), prefix.size());
     zs_.next_in = reinterpret_cast<Bytef*>(in_buf_.data());
     zs_.avail_in = static_cast<uInt>(prefix.size());
+    consumed_ = static_cast<int64_t>(prefix.size());
   }
   ~GzipSource() override {
     if (ok_) inflateEnd(&zs_);

@@ -57,6 +57,15 @@ std::string UtcTimestamp() {
                      utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec, ts.tv_nsec / 1000);
 }
 
+std::string StoreMetadataPathFor(const std::string& trace_path) {
+  static const std::regex kTrace(R"(trace_(.+)\.trace(\.gz)?)");
+  fs::path p(trace_path);
+  std::smatch m;
+  std::string name = p.filename().string();
+  if (!std::regex_match(name, m, kTrace)) return "";
+  return (p.parent_path() / ("metadata_" + m[1].str() + ".json")).string();
+}
+
 std::string SanitizePathComponent(std::string_view s) {
   std::string out;
   for (char c : s) {
@@ -101,7 +110,8 @@ Status TraceStore::CheckRoot() const {
 
 StatusOr<std::unique_ptr<TraceWriter>> TraceStore::Create(const RunKey& key,
                                                           const nlohmann::json& metadata,
-                                                          StoredTrace* stored) const {
+                                                          StoredTrace* stored,
+                                                          TraceCompression compression) const {
   if (key.batch_size < 1 || key.sequence_length < 1) {
     return InvalidArgument("trace store: batch size and sequence length must be >= 1 (got {}, {})",
                            key.batch_size, key.sequence_length);
@@ -130,13 +140,14 @@ StatusOr<std::unique_ptr<TraceWriter>> TraceStore::Create(const RunKey& key,
     }
   }
   nlohmann::json full = StoreMetadata(metadata, key, timestamp);
-  std::string trace_path = fmt::format("{}/trace_{}.trace", dir, timestamp);
+  const bool gzip = compression == TraceCompression::kGzip;
+  std::string trace_path = fmt::format("{}/trace_{}.trace{}", dir, timestamp, gzip ? ".gz" : "");
   full["run"]["trace_file"] = fs::path(trace_path).filename().string();
   RETURN_IF_ERROR(WriteWholeFileAtomically(
       metadata_path, full.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"));
   TraceWriterOptions options;
   options.overwrite = false;
-  options.gzip = false;
+  options.gzip = gzip;
   ASSIGN_OR_RETURN(auto writer, TraceWriter::Open(trace_path, full, options));
   if (stored) {
     stored->key = key;
@@ -153,7 +164,7 @@ StatusOr<std::vector<StoredTrace>> TraceStore::List(const ListFilter& filter) co
   if (!fs::exists(root_, ec)) return out;
   if (!fs::is_directory(root_, ec)) return InvalidArgument("{}: not a directory", root_);
   static const std::regex kRunDir(R"(batch_(\d+)_seq_(\d+))");
-  static const std::regex kFile(R"((trace|metadata)_(.+)\.(trace|json))");
+  static const std::regex kFile(R"((trace|metadata)_(.+)\.(trace|trace\.gz|json))");
   auto dirs = [&](const fs::path& p) {
     std::vector<fs::path> v;
     for (const auto& e : fs::directory_iterator(p, ec)) {
@@ -178,7 +189,7 @@ StatusOr<std::vector<StoredTrace>> TraceStore::List(const ListFilter& filter) co
           std::smatch f;
           if (!e.is_regular_file(ec) || !std::regex_match(name, f, kFile)) continue;
           bool is_trace = f[1] == "trace";
-          if (is_trace != (f[3] == "trace")) continue;
+          if (is_trace != (f[3] != "json")) continue;
           StoredTrace& t = by_timestamp[f[2]];
           t.key = key;
           t.timestamp = f[2];

@@ -2,6 +2,7 @@
 // describe it:
 //   {root}/{model}/{strategy}/batch_{B}_seq_{S}/trace_{timestamp}.trace
 //   {root}/{model}/{strategy}/batch_{B}_seq_{S}/metadata_{timestamp}.json
+// A gzip-compressed trace is trace_{timestamp}.trace.gz.
 // Timestamps are UTC "YYYYMMDDTHHMMSS.ffffff" (plus "_N" on a collision); the
 // metadata file is created with O_EXCL, so two writers never share a timestamp
 // and nothing is overwritten. Thread-compatible; safe across processes.
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "core/trace_compression.h"
 #include "trace/trace_writer.h"
 
 namespace shardscope::trace {
@@ -49,9 +51,11 @@ class TraceStore {
   // Picks a fresh timestamp in the run's directory (created as needed), writes
   // metadata_{ts}.json — `metadata` (the resolved experiment, plan, cluster,
   // backend) plus tool version, units and the run key — and returns a writer
-  // whose Close() publishes trace_{ts}.trace. `*stored` receives the paths.
-  StatusOr<std::unique_ptr<TraceWriter>> Create(const RunKey& key, const nlohmann::json& metadata,
-                                                StoredTrace* stored = nullptr) const;
+  // whose Close() publishes trace_{ts}.trace (.trace.gz with gzip). `*stored`
+  // receives the paths.
+  StatusOr<std::unique_ptr<TraceWriter>> Create(
+      const RunKey& key, const nlohmann::json& metadata, StoredTrace* stored = nullptr,
+      TraceCompression compression = TraceCompression::kNone) const;
 
   // InvalidArgument when the root exists and is not a directory (a missing root
   // is created by Create). Callers check before long runs; Create checks too.
@@ -73,6 +77,9 @@ class TraceStore {
 // (version, trace format version), "units" and "run" (the RunKey).
 nlohmann::json StoreMetadata(const nlohmann::json& metadata, const RunKey& key,
                              const std::string& timestamp);
+// The metadata file beside a store trace (trace_{ts}.trace or .trace.gz →
+// metadata_{ts}.json in the same folder); empty when `trace_path` is not named so.
+std::string StoreMetadataPathFor(const std::string& trace_path);
 // The current UTC time as "YYYYMMDDTHHMMSS.ffffff".
 std::string UtcTimestamp();
 // A directory name made of [A-Za-z0-9._+-]; anything else becomes '_'.

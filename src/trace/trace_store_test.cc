@@ -90,5 +90,42 @@ TEST(TraceStoreTest, MissingRootIsEmpty) {
   EXPECT_TRUE(list->empty());
 }
 
+TEST(TraceStoreTest, GzipTraceIsNamedListedAndPairedWithItsMetadata) {
+  ScratchDir dir;
+  TraceStore store(dir.path());
+  RunKey key{"m", "s", 2, 3};
+  StoredTrace stored;
+  auto writer = store.Create(key, nlohmann::json::object(), &stored, TraceCompression::kGzip);
+  ASSERT_TRUE(writer.ok()) << writer.status().ToString();
+  OpEvent op;
+  op.name = "matmul";
+  op.dur_ns = 5;
+  (*writer)->AddOp(op);
+  ASSERT_TRUE((*writer)->Close().ok());
+  EXPECT_EQ(stored.trace_path,
+            dir.File("m/s/batch_2_seq_3/trace_" + stored.timestamp + ".trace.gz"));
+  const std::string bytes = ReadWholeFile(stored.trace_path);
+  ASSERT_GE(bytes.size(), 2u);
+  EXPECT_EQ(static_cast<unsigned char>(bytes[0]), 0x1f);  // gzip magic
+  auto list = store.List();
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->size(), 1u);
+  EXPECT_TRUE((*list)[0].complete());
+  EXPECT_EQ((*list)[0].trace_path, stored.trace_path);
+  EXPECT_EQ(StoreMetadataPathFor(stored.trace_path), stored.metadata_path);
+  auto trace = ReadTraceFile(stored.trace_path);
+  ASSERT_TRUE(trace.ok()) << trace.status().ToString();
+  EXPECT_EQ(trace->ops.size(), 1u);
+}
+
+TEST(TraceStoreTest, MetadataPathOnlyForStoreNames) {
+  EXPECT_EQ(StoreMetadataPathFor("/a/trace_20260101T000000.000001.trace"),
+            "/a/metadata_20260101T000000.000001.json");
+  EXPECT_EQ(StoreMetadataPathFor("/a/trace_x_1.trace.gz"), "/a/metadata_x_1.json");
+  EXPECT_EQ(StoreMetadataPathFor("/a/run.trace"), "");
+  EXPECT_EQ(StoreMetadataPathFor("/a/trace_x.json"), "");
+  EXPECT_EQ(StoreMetadataPathFor("/a/trace_x.trace.zst"), "");
+}
+
 }  // namespace
 }  // namespace shardscope::trace

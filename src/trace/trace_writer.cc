@@ -7,19 +7,22 @@
 
 #include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 
 namespace shardscope::trace {
 namespace {
 
-constexpr size_t kFlushBytes = 1 << 20;
+// A full block is handed to the background writer.
+constexpr size_t kBlockBytes = size_t{4} << 20;
+// Room per event beyond its strings and arrays (keys, punctuation, numbers).
+constexpr size_t kEventBytes = 2048;
+constexpr size_t kIntBytes = 21;  // "-9223372036854775808" and a comma
 
 bool EndsWith(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
-
-void AppendInt(int64_t v, std::string* out) { fmt::format_to(std::back_inserter(*out), "{}", v); }
 
 // Renames without replacing an existing file: link + unlink (atomic: link fails on EEXIST).
 int RenameNoReplace(const char* from, const char* to) {
@@ -35,43 +38,119 @@ std::string DirName(const std::string& path) {
   return path.substr(0, slash);
 }
 
+// The formatting primitives: each writes at `p` (the caller has reserved room)
+// and returns the end.
+template <size_t N>
+[[gnu::always_inline]] inline char* Lit(char* p, const char (&s)[N]) {
+  std::memcpy(p, s, N - 1);
+  return p + N - 1;
+}
+
+[[gnu::always_inline]] inline char* Put(char* p, std::string_view s) {
+  std::memcpy(p, s.data(), s.size());
+  return p + s.size();
+}
+
+[[gnu::always_inline]] inline char* Int(char* p, int64_t v) {
+  return std::to_chars(p, p + kIntBytes, v).ptr;
+}
+
+// ns as microseconds with exactly three decimals: 1500 -> "1.500".
+[[gnu::always_inline]] inline char* Micros(char* p, int64_t ns) {
+  uint64_t mag = ns < 0 ? 0 - static_cast<uint64_t>(ns) : static_cast<uint64_t>(ns);
+  if (ns < 0) *p++ = '-';
+  p = std::to_chars(p, p + kIntBytes, mag / 1000).ptr;
+  unsigned frac = static_cast<unsigned>(mag % 1000);
+  p[0] = '.';
+  p[1] = static_cast<char>('0' + frac / 100);
+  p[2] = static_cast<char>('0' + frac / 10 % 10);
+  p[3] = static_cast<char>('0' + frac % 10);
+  return p + 4;
+}
+
+// Room JsonString may need for `s`: quotes and a 6-byte escape per byte.
+inline size_t JsonBytes(std::string_view s) { return 2 + 6 * s.size(); }
+
+inline bool NeedsEscape(unsigned char c) { return c < 0x20 || c == '"' || c == '\\'; }
+
+char* JsonString(char* p, std::string_view s) {
+  *p++ = '"';
+  size_t i = 0;
+  while (i < s.size()) {
+    // The plain run, copied at once.
+    size_t j = i;
+    while (j < s.size() && !NeedsEscape(static_cast<unsigned char>(s[j]))) ++j;
+    p = Put(p, s.substr(i, j - i));
+    if (j == s.size()) break;
+    unsigned char c = static_cast<unsigned char>(s[j]);
+    *p++ = '\\';
+    switch (c) {
+      case '"':
+        *p++ = '"';
+        break;
+      case '\\':
+        *p++ = '\\';
+        break;
+      case '\n':
+        *p++ = 'n';
+        break;
+      case '\t':
+        *p++ = 't';
+        break;
+      case '\r':
+        *p++ = 'r';
+        break;
+      default: {
+        static constexpr char kHex[] = "0123456789abcdef";
+        p = Lit(p, "u00");
+        *p++ = kHex[c >> 4];
+        *p++ = kHex[c & 15];
+      }
+    }
+    i = j + 1;
+  }
+  *p++ = '"';
+  return p;
+}
+
+// An "X" event up to its name: {"ph":"X","pid":…,"tid":…,"ts":…,"dur":…,"name":"…"
+char* CompleteEventHead(char* p, int32_t rank, int32_t tid, int64_t ts, int64_t dur,
+                        std::string_view name) {
+  p = Lit(p, "{\"ph\":\"X\",\"pid\":");
+  p = Int(p, rank);
+  p = Lit(p, ",\"tid\":");
+  p = Int(p, tid);
+  p = Lit(p, ",\"ts\":");
+  p = Micros(p, ts);
+  p = Lit(p, ",\"dur\":");
+  p = Micros(p, dur);
+  p = Lit(p, ",\"name\":");
+  return JsonString(p, name);
+}
+
+template <typename T>
+char* IntArray(char* p, const std::vector<T>& v) {
+  *p++ = '[';
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) *p++ = ',';
+    p = Int(p, v[i]);
+  }
+  *p++ = ']';
+  return p;
+}
+
 }  // namespace
 
 void AppendJsonString(std::string_view s, std::string* out) {
-  out->push_back('"');
-  for (char ch : s) {
-    unsigned char c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '"':
-        out->append("\\\"");
-        break;
-      case '\\':
-        out->append("\\\\");
-        break;
-      case '\n':
-        out->append("\\n");
-        break;
-      case '\t':
-        out->append("\\t");
-        break;
-      case '\r':
-        out->append("\\r");
-        break;
-      default:
-        if (c < 0x20) {
-          fmt::format_to(std::back_inserter(*out), "\\u{:04x}", c);
-        } else {
-          out->push_back(ch);
-        }
-    }
-  }
-  out->push_back('"');
+  size_t at = out->size();
+  out->resize(at + JsonBytes(s));
+  char* end = JsonString(out->data() + at, s);
+  out->resize(static_cast<size_t>(end - out->data()));
 }
 
 void AppendMicros(int64_t ns, std::string* out) {
-  uint64_t mag = ns < 0 ? 0 - static_cast<uint64_t>(ns) : static_cast<uint64_t>(ns);
-  if (ns < 0) out->push_back('-');
-  fmt::format_to(std::back_inserter(*out), "{}.{:03}", mag / 1000, mag % 1000);
+  char buf[32];
+  out->append(buf, Micros(buf, ns));
 }
 
 StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::Open(const std::string& path,
@@ -79,6 +158,14 @@ StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::Open(const std::string& path
                                                          const TraceWriterOptions& options) {
   if (!metadata.is_object() && !metadata.is_null()) {
     return InvalidArgument("trace {}: metadata must be a JSON object", path);
+  }
+  std::string meta;
+  try {
+    meta = metadata.is_null()
+               ? "{}"
+               : metadata.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  } catch (const std::exception& e) {
+    return InvalidArgument("trace {}: metadata cannot be serialised: {}", path, e.what());
   }
   static std::atomic<int64_t> counter{0};
   std::string temp =
@@ -91,40 +178,31 @@ StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::Open(const std::string& path
                    std::strerror(errno));
   }
   std::unique_ptr<TraceWriter> w(new TraceWriter(path, temp, fd, options));
-  std::string meta;
-  try {
-    meta = metadata.is_null()
-               ? "{}"
-               : metadata.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  } catch (const std::exception& e) {
-    return InvalidArgument("trace {}: metadata cannot be serialised: {}", path, e.what());
-  }
-  w->buffer_.append("{\"displayTimeUnit\":\"ns\",\"otherData\":");
-  w->buffer_.append(meta);
-  w->buffer_.append(",\"traceEvents\":[");
+  constexpr std::string_view kHead = "{\"displayTimeUnit\":\"ns\",\"otherData\":";
+  constexpr std::string_view kEvents = ",\"traceEvents\":[";
+  char* p = w->Reserve(kHead.size() + meta.size() + kEvents.size());
+  p = Put(p, kHead);
+  p = Put(p, meta);
+  p = Put(p, kEvents);
+  w->End(p);
   return w;
 }
 
 TraceWriter::TraceWriter(std::string path, std::string temp_path, int fd,
                          const TraceWriterOptions& options)
     : path_(std::move(path)), temp_path_(std::move(temp_path)), fd_(fd), options_(options) {
-  gzip_ = options.gzip.value_or(EndsWith(path_, ".gz"));
-  buffer_.reserve(kFlushBytes + 4096);
-  if (gzip_) {
-    zs_ = std::make_unique<z_stream>();
-    std::memset(zs_.get(), 0, sizeof(z_stream));
-    // windowBits 15 + 16: gzip header and trailer.
-    if (deflateInit2(zs_.get(), options.gzip_level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
-        Z_OK) {
-      zs_.reset();
-      Fail(InternalError("trace {}: zlib deflateInit2 failed", path_));
-    }
-    zbuffer_.resize(1 << 18);
-  }
+  BlockWriterOptions o;
+  o.gzip = options.gzip.value_or(EndsWith(path_, ".gz"));
+  o.gzip_level = options.gzip_level;
+  o.threads = options.gzip_threads;
+  // Room past the hand-off size, so most events fit without a second block.
+  o.block_bytes = kBlockBytes + kEventBytes * 64;
+  out_ = std::make_unique<BlockWriter>(fd_, temp_path_, o);
+  block_ = out_->NewBlock();
 }
 
 TraceWriter::~TraceWriter() {
-  if (zs_) deflateEnd(zs_.get());
+  out_.reset();  // stops its threads before the file goes
   if (fd_ >= 0) close(fd_);
   if (!closed_ || !status_.ok()) unlink(temp_path_.c_str());
 }
@@ -133,73 +211,53 @@ void TraceWriter::Fail(Status status) {
   if (status_.ok()) status_ = std::move(status);
 }
 
-void TraceWriter::BeginEvent() {
-  buffer_.append(events_ == 0 ? "\n" : ",\n");
-  ++events_;
-}
-
-void TraceWriter::MaybeFlush() {
-  if (buffer_.size() >= kFlushBytes) Fail(Flush(false));
-}
-
-Status TraceWriter::WriteFd(const char* data, size_t size) {
-  while (size > 0) {
-    ssize_t n = write(fd_, data, size);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return IoError("trace {}: write failed: {}", temp_path_, std::strerror(errno));
+char* TraceWriter::Reserve(size_t n) {
+  if (block_.size + n > block_.capacity) {
+    if (block_.size > 0) {
+      Fail(out_->Write(std::move(block_)));
+      block_ = out_->NewBlock();
     }
-    data += n;
-    size -= static_cast<size_t>(n);
+    block_.Reserve(n);  // one event larger than a block
   }
-  return Status::Ok();
+  return block_.data.get() + block_.size;
 }
 
-Status TraceWriter::Flush(bool finish) {
-  if (!status_.ok()) return status_;
-  uncompressed_bytes_ += static_cast<int64_t>(buffer_.size());
-  if (!gzip_) {
-    RETURN_IF_ERROR(WriteFd(buffer_.data(), buffer_.size()));
-    buffer_.clear();
-    return Status::Ok();
+void TraceWriter::End(char* end) {
+  block_.size = static_cast<size_t>(end - block_.data.get());
+  if (block_.size >= kBlockBytes) {
+    Fail(out_->Write(std::move(block_)));
+    block_ = out_->NewBlock();
   }
-  zs_->next_in = reinterpret_cast<Bytef*>(buffer_.data());
-  zs_->avail_in = static_cast<uInt>(buffer_.size());
-  int flush = finish ? Z_FINISH : Z_NO_FLUSH;
-  while (true) {
-    zs_->next_out = reinterpret_cast<Bytef*>(zbuffer_.data());
-    zs_->avail_out = static_cast<uInt>(zbuffer_.size());
-    int rc = deflate(zs_.get(), flush);
-    if (rc == Z_STREAM_ERROR) return InternalError("trace {}: zlib deflate failed", path_);
-    RETURN_IF_ERROR(WriteFd(zbuffer_.data(), zbuffer_.size() - zs_->avail_out));
-    if (finish ? rc == Z_STREAM_END : zs_->avail_out != 0) break;
-  }
-  buffer_.clear();
-  return Status::Ok();
+}
+
+char* TraceWriter::BeginEvent(char* p) {
+  p = events_ == 0 ? Lit(p, "\n") : Lit(p, ",\n");
+  ++events_;
+  return p;
 }
 
 void TraceWriter::NameProcess(int32_t rank, std::string_view name) {
   if (!status_.ok()) return;
-  BeginEvent();
-  buffer_.append("{\"ph\":\"M\",\"pid\":");
-  AppendInt(rank, &buffer_);
-  buffer_.append(",\"tid\":0,\"name\":\"process_name\",\"args\":{\"name\":");
-  AppendJsonString(name, &buffer_);
-  buffer_.append("}}");
-  MaybeFlush();
+  char* p = BeginEvent(Reserve(kEventBytes + JsonBytes(name)));
+  p = Lit(p, "{\"ph\":\"M\",\"pid\":");
+  p = Int(p, rank);
+  p = Lit(p, ",\"tid\":0,\"name\":\"process_name\",\"args\":{\"name\":");
+  p = JsonString(p, name);
+  p = Lit(p, "}}");
+  End(p);
 }
 
 void TraceWriter::NameThread(int32_t rank, int32_t stream, std::string_view name) {
   if (!status_.ok()) return;
-  BeginEvent();
-  buffer_.append("{\"ph\":\"M\",\"pid\":");
-  AppendInt(rank, &buffer_);
-  buffer_.append(",\"tid\":");
-  AppendInt(stream, &buffer_);
-  buffer_.append(",\"name\":\"thread_name\",\"args\":{\"name\":");
-  AppendJsonString(name, &buffer_);
-  buffer_.append("}}");
-  MaybeFlush();
+  char* p = BeginEvent(Reserve(kEventBytes + JsonBytes(name)));
+  p = Lit(p, "{\"ph\":\"M\",\"pid\":");
+  p = Int(p, rank);
+  p = Lit(p, ",\"tid\":");
+  p = Int(p, stream);
+  p = Lit(p, ",\"name\":\"thread_name\",\"args\":{\"name\":");
+  p = JsonString(p, name);
+  p = Lit(p, "}}");
+  End(p);
 }
 
 void TraceWriter::AddOp(const OpEvent& op) {
@@ -221,101 +279,74 @@ void TraceWriter::AddOp(const OpEvent& op) {
                          op.name, op.rank, op.experts.size(), op.expert_tokens.size()));
     return;
   }
-  std::string& b = buffer_;
-  BeginEvent();
-  b.append("{\"ph\":\"X\",\"pid\":");
-  AppendInt(op.rank, &b);
-  b.append(",\"tid\":");
-  AppendInt(op.stream, &b);
-  b.append(",\"ts\":");
-  AppendMicros(op.ts_ns, &b);
-  b.append(",\"dur\":");
-  AppendMicros(op.dur_ns, &b);
-  b.append(",\"name\":");
-  AppendJsonString(op.name, &b);
-  b.append(",\"cat\":\"");
-  b.append(CategoryName(op.category));
-  b.append("\",\"args\":{");
-  bool first = true;
-  auto key = [&](std::string_view k) {
-    if (!first) b.push_back(',');
-    first = false;
-    b.push_back('"');
-    b.append(k);
-    b.append("\":");
-  };
-  auto int_field = [&](std::string_view k, int64_t v, int64_t unset) {
-    if (v == unset) return;
-    key(k);
-    AppendInt(v, &b);
-  };
+  const size_t room = kEventBytes + JsonBytes(op.name) + JsonBytes(op.kind) + JsonBytes(op.dtype) +
+                      kIntBytes * (op.group.size() + op.bytes_per_peer.size() + op.experts.size() +
+                                   op.expert_tokens.size());
+  char* p = BeginEvent(Reserve(room));
+  p = CompleteEventHead(p, op.rank, op.stream, op.ts_ns, op.dur_ns, op.name);
+  p = Lit(p, ",\"cat\":\"");
+  p = Put(p, CategoryName(op.category));
+  p = Lit(p, "\",\"args\":");
+  // Every arg is written with a leading comma; the first one's becomes the "{".
+  char* const open = p;
+#define SHARDSCOPE_INT_ARG(field, key, unset) \
+  if (op.field != (unset)) {                  \
+    p = Lit(p, ",\"" key "\":");              \
+    p = Int(p, op.field);                     \
+  }
   if (!op.kind.empty()) {
-    key("kind");
-    AppendJsonString(op.kind, &b);
+    p = Lit(p, ",\"kind\":");
+    p = JsonString(p, op.kind);
   }
   if (op.phase != Phase::kNone) {
-    key("phase");
-    AppendJsonString(PhaseName(op.phase), &b);
+    p = Lit(p, ",\"phase\":");
+    p = JsonString(p, PhaseName(op.phase));
   }
-  int_field("step", op.step, -1);
-  int_field("layer", op.layer, -1);
-  int_field("micro_batch", op.micro_batch, -1);
-  int_field("sp_step", op.sp_step, -1);
-  int_field("flops", op.flops, 0);
-  int_field("bytes_read", op.bytes_read, 0);
-  int_field("bytes_written", op.bytes_written, 0);
+  SHARDSCOPE_INT_ARG(step, "step", -1)
+  SHARDSCOPE_INT_ARG(layer, "layer", -1)
+  SHARDSCOPE_INT_ARG(micro_batch, "micro_batch", -1)
+  SHARDSCOPE_INT_ARG(sp_step, "sp_step", -1)
+  SHARDSCOPE_INT_ARG(flops, "flops", 0)
+  SHARDSCOPE_INT_ARG(bytes_read, "bytes_read", 0)
+  SHARDSCOPE_INT_ARG(bytes_written, "bytes_written", 0)
   if (op.collective != Collective::kNone) {
-    key("collective");
-    AppendJsonString(CollectiveName(op.collective), &b);
+    p = Lit(p, ",\"collective\":");
+    p = JsonString(p, CollectiveName(op.collective));
   }
   if (op.dim != GroupDim::kNone) {
-    key("dim");
-    AppendJsonString(GroupDimName(op.dim), &b);
+    p = Lit(p, ",\"dim\":");
+    p = JsonString(p, GroupDimName(op.dim));
   }
   if (!op.group.empty()) {
-    key("group");
-    b.push_back('[');
-    for (size_t i = 0; i < op.group.size(); ++i) {
-      if (i) b.push_back(',');
-      AppendInt(op.group[i], &b);
-    }
-    b.push_back(']');
+    p = Lit(p, ",\"group\":");
+    p = IntArray(p, op.group);
   }
-  int_field("peer", op.peer, -1);
-  int_field("root", op.root, -1);
-  int_field("seq", op.seq, -1);
-  int_field("bytes", op.bytes, 0);
+  SHARDSCOPE_INT_ARG(peer, "peer", -1)
+  SHARDSCOPE_INT_ARG(root, "root", -1)
+  SHARDSCOPE_INT_ARG(seq, "seq", -1)
+  SHARDSCOPE_INT_ARG(bytes, "bytes", 0)
+#undef SHARDSCOPE_INT_ARG
   if (!op.bytes_per_peer.empty()) {
-    key("bytes_per_peer");
-    b.push_back('[');
-    for (size_t i = 0; i < op.bytes_per_peer.size(); ++i) {
-      if (i) b.push_back(',');
-      AppendInt(op.bytes_per_peer[i], &b);
-    }
-    b.push_back(']');
+    p = Lit(p, ",\"bytes_per_peer\":");
+    p = IntArray(p, op.bytes_per_peer);
   }
   if (!op.dtype.empty()) {
-    key("dtype");
-    AppendJsonString(op.dtype, &b);
+    p = Lit(p, ",\"dtype\":");
+    p = JsonString(p, op.dtype);
   }
   if (!op.expert_tokens.empty()) {
-    key("experts");
-    b.push_back('[');
-    for (size_t i = 0; i < op.experts.size(); ++i) {
-      if (i) b.push_back(',');
-      AppendInt(op.experts[i], &b);
-    }
-    b.push_back(']');
-    key("expert_tokens");
-    b.push_back('[');
-    for (size_t i = 0; i < op.expert_tokens.size(); ++i) {
-      if (i) b.push_back(',');
-      AppendInt(op.expert_tokens[i], &b);
-    }
-    b.push_back(']');
+    p = Lit(p, ",\"experts\":");
+    p = IntArray(p, op.experts);
+    p = Lit(p, ",\"expert_tokens\":");
+    p = IntArray(p, op.expert_tokens);
   }
-  b.append("}}");
-  MaybeFlush();
+  if (p == open) {
+    *p++ = '{';
+  } else {
+    *open = '{';
+  }
+  p = Lit(p, "}}");
+  End(p);
 }
 
 void TraceWriter::AddSpan(const SpanEvent& span) {
@@ -325,62 +356,53 @@ void TraceWriter::AddSpan(const SpanEvent& span) {
                          span.name, span.rank));
     return;
   }
-  std::string& b = buffer_;
-  BeginEvent();
-  b.append("{\"ph\":\"X\",\"pid\":");
-  AppendInt(span.rank, &b);
-  b.append(",\"tid\":");
-  AppendInt(kSpanStream, &b);
-  b.append(",\"ts\":");
-  AppendMicros(span.ts_ns, &b);
-  b.append(",\"dur\":");
-  AppendMicros(span.dur_ns, &b);
-  b.append(",\"name\":");
-  AppendJsonString(span.name, &b);
-  b.append(span.kind == SpanKind::kPhase ? ",\"cat\":\"phase\",\"args\":{"
-                                         : ",\"cat\":\"step\",\"args\":{");
+  char* p = BeginEvent(Reserve(kEventBytes + JsonBytes(span.name)));
+  p = CompleteEventHead(p, span.rank, kSpanStream, span.ts_ns, span.dur_ns, span.name);
+  p = span.kind == SpanKind::kPhase ? Lit(p, ",\"cat\":\"phase\",\"args\":{")
+                                    : Lit(p, ",\"cat\":\"step\",\"args\":{");
   bool first = true;
   if (span.phase != Phase::kNone) {
-    b.append("\"phase\":");
-    AppendJsonString(PhaseName(span.phase), &b);
+    p = Lit(p, "\"phase\":");
+    p = JsonString(p, PhaseName(span.phase));
     first = false;
   }
   if (span.step != -1) {
-    if (!first) b.push_back(',');
-    b.append("\"step\":");
-    AppendInt(span.step, &b);
+    if (!first) *p++ = ',';
+    p = Lit(p, "\"step\":");
+    p = Int(p, span.step);
   }
-  b.append("}}");
-  MaybeFlush();
+  p = Lit(p, "}}");
+  End(p);
 }
 
 void TraceWriter::AddCounter(const CounterEvent& counter) {
   if (!status_.ok()) return;
+  size_t room = kEventBytes + JsonBytes(counter.name);
   for (const auto& [series, value] : counter.values) {
     if (!std::isfinite(value)) {
       Fail(InvalidArgument("trace {}: counter '{}' series '{}' on rank {} is not finite", path_,
                            counter.name, series, counter.rank));
       return;
     }
+    room += JsonBytes(series) + 48;
   }
-  std::string& b = buffer_;
-  BeginEvent();
-  b.append("{\"ph\":\"C\",\"pid\":");
-  AppendInt(counter.rank, &b);
-  b.append(",\"tid\":0,\"ts\":");
-  AppendMicros(counter.ts_ns, &b);
-  b.append(",\"name\":");
-  AppendJsonString(counter.name, &b);
-  b.append(",\"args\":{");
+  char* p = BeginEvent(Reserve(room));
+  p = Lit(p, "{\"ph\":\"C\",\"pid\":");
+  p = Int(p, counter.rank);
+  p = Lit(p, ",\"tid\":0,\"ts\":");
+  p = Micros(p, counter.ts_ns);
+  p = Lit(p, ",\"name\":");
+  p = JsonString(p, counter.name);
+  p = Lit(p, ",\"args\":{");
   for (size_t i = 0; i < counter.values.size(); ++i) {
-    if (i) b.push_back(',');
-    AppendJsonString(counter.values[i].first, &b);
-    b.push_back(':');
+    if (i) *p++ = ',';
+    p = JsonString(p, counter.values[i].first);
+    *p++ = ':';
     // Shortest text that reads back to the same double.
-    fmt::format_to(std::back_inserter(b), "{}", counter.values[i].second);
+    p = fmt::format_to(p, "{}", counter.values[i].second);
   }
-  b.append("}}");
-  MaybeFlush();
+  p = Lit(p, "}}");
+  End(p);
 }
 
 void TraceWriter::AddAll(const Trace& trace) {
@@ -399,8 +421,10 @@ Status TraceWriter::Close() {
   }
   closed_ = true;
   RETURN_IF_ERROR(status_);
-  buffer_.append("\n]}\n");
-  Status s = Flush(true);
+  char* p = Reserve(8);
+  block_.size = static_cast<size_t>(Lit(p, "\n]}\n") - block_.data.get());
+  Status s = out_->Finish(std::move(block_));
+  block_ = TextBlock();
   if (s.ok() && fsync(fd_) != 0) {
     s = IoError("trace {}: fsync failed: {}", temp_path_, std::strerror(errno));
   }

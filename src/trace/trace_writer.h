@@ -2,7 +2,9 @@
 // docs/trace_format.md) in memory independent of the trace's length. Events go
 // to a temporary file beside the target; Close() flushes, fsyncs and renames it,
 // so a crash never leaves a half-written trace under the final name. A path
-// ending in ".gz" is gzip-compressed. Not thread-safe: one writer per thread.
+// ending in ".gz" is gzip-compressed. Text is formatted into 4 MiB blocks that
+// background threads write (and compress, in parallel: trace/block_writer.h)
+// while the next block fills. Not thread-safe: one writer per thread.
 //
 //   ASSIGN_OR_RETURN(auto writer, TraceWriter::Open("run.trace", metadata));
 //   writer->NameProcess(0, "rank 0 · node 0 · gpu 0");
@@ -15,8 +17,6 @@
 #ifndef SHARDSCOPE_TRACE_TRACE_WRITER_H_
 #define SHARDSCOPE_TRACE_TRACE_WRITER_H_
 
-#include <zlib.h>
-
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -25,6 +25,7 @@
 #include <string_view>
 
 #include "core/status.h"
+#include "trace/block_writer.h"
 #include "trace/trace_event.h"
 
 namespace shardscope::trace {
@@ -34,7 +35,8 @@ struct TraceWriterOptions {
   bool overwrite = true;
   // Gzip the output; by default when the path ends in ".gz".
   std::optional<bool> gzip;
-  int gzip_level = 1;  // fast: traces compress well even at level 1
+  int gzip_level = 1;    // fast: traces compress well even at level 1
+  int gzip_threads = 0;  // compressing threads; 0: one per hardware thread
 };
 
 class TraceWriter {
@@ -67,28 +69,28 @@ class TraceWriter {
   // The temporary file being written (for cleanup by a signal handler).
   const std::string& temp_path() const { return temp_path_; }
   int64_t events_written() const { return events_; }
-  int64_t bytes_written() const { return uncompressed_bytes_; }
+  // JSON text written so far (before compression).
+  int64_t bytes_written() const { return out_->bytes_in() + static_cast<int64_t>(block_.size); }
 
  private:
   TraceWriter(std::string path, std::string temp_path, int fd, const TraceWriterOptions& options);
-  void BeginEvent();
-  void MaybeFlush();
-  Status Flush(bool finish);
-  Status WriteFd(const char* data, size_t size);
+  // Room for `n` more bytes in the current block (handing a full one to out_);
+  // returns where to write them. End() records how far was written.
+  char* Reserve(size_t n);
+  void End(char* end);
+  // The separator before an event ("\n" first, ",\n" after).
+  char* BeginEvent(char* p);
   void Fail(Status status);
 
   const std::string path_;
   const std::string temp_path_;
   int fd_ = -1;
   TraceWriterOptions options_;
-  bool gzip_ = false;
-  std::unique_ptr<z_stream> zs_;
-  std::string buffer_;  // pending JSON text
-  std::string zbuffer_;
+  std::unique_ptr<BlockWriter> out_;
+  TextBlock block_;  // being filled
   Status status_;
   bool closed_ = false;
   int64_t events_ = 0;
-  int64_t uncompressed_bytes_ = 0;
 };
 
 // Writes a whole in-memory trace to `path`.
