@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "plan/placement.h"
 #include "plan/plan_loader.h"
@@ -117,6 +118,54 @@ TEST(SearchTest, FindsTheOnlyPlanThatFits) {
   EXPECT_EQ(r->best()->candidate.parallel.tp, 4);
   EXPECT_GT(r->best()->figures.per_gpu, 0);
   EXPECT_LE(r->best()->figures.per_gpu, r->best()->figures.bound_per_gpu);
+}
+
+// A decode-bound workload where expert parallelism beats tensor parallelism, worked
+// out by hand. Mixtral-8x7B (bf16): experts 8 × 32 layers × 3·4096·14336 params = 90.2 GB,
+// attention 32 × 41.9 M params = 2.7 GB, embedding + head 0.5 GB: 93.4 GB, more than one
+// 80 GB GPU. Four GPUs, each in its own host on 2.5 Gbit/s Ethernet (0.3125 GB/s per
+// direction), 64 requests decoding at a 128-token context:
+//  - tp4 all-reduces the 64 × 4096 bf16 activations (524 kB) twice per layer; a ring sends
+//    2 · 3/4 of it per rank: ≥ 2 · 32 · 786 kB / 0.3125 GB/s = 161 ms per token on the
+//    network alone (a decode layer waits for its all-reduce);
+//  - tp2 likewise sends 2 · 1/2 · 524 kB: ≥ 107 ms per token;
+//  - ep4 serves 16 requests per GPU: each layer sends 3/4 of its 16 × 2 (top-2) token
+//    copies (8 kB each) out and back, 2 · 196.6 kB → 40.3 ms per token at full link speed,
+//    and reads its 2 experts and the replicated rest, 25.7 GB, at 3.35 TB/s: 7.7 ms. Even
+//    at half the peak of both, ep4 takes ≤ 96 ms, less than tp2's and tp4's floors.
+// So the best TPOT is ep4's.
+TEST(SearchTest, ExpertParallelismBeatsTensorParallelismOnASlowNetwork) {
+  SearchInput in = Load(R"(
+experiments:
+  - name: s
+    model: mixtral-8x7b
+    hardware:
+      base: h100-sxm
+      nodes: 4
+      devices_per_node: 1
+      scale_up: {domain_size: 1}
+      scale_out: {nic_gbit_s: 2.5}
+    batch_size: 64
+    sequence_length: 128
+    tokens_to_generate: 4
+    search: {tp: [1, 2, 4], ep: [1, 4], pp: [1], sp: [1], dp: [1], batch_sizes: [64],
+             objective: tpot}
+)");
+  auto r = RunSearch(in.experiment, in.spec);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  std::map<std::string, const Evaluation*> by_label;
+  for (const Evaluation& e : r->evaluations) by_label[PlanLabel(e.candidate)] = &e;
+  ASSERT_EQ(by_label.size(), 4u);  // single, tp2, tp4, ep4 (the rest exceed 4 devices)
+  EXPECT_EQ(by_label["single b64"]->outcome, Outcome::kNoMemoryFit);
+  EXPECT_GT(by_label["single b64"]->figures.memory_peak, 93.4e9);
+  for (const char* plan : {"tp2 b64", "tp4 b64", "ep4 b64"}) {
+    ASSERT_EQ(by_label[plan]->outcome, Outcome::kSimulated) << plan;
+  }
+  EXPECT_GE(by_label["tp2 b64"]->figures.tpot, 0.107);
+  EXPECT_GE(by_label["tp4 b64"]->figures.tpot, 0.161);
+  EXPECT_LE(by_label["ep4 b64"]->figures.tpot, 0.096);
+  ASSERT_NE(r->best(), nullptr);
+  EXPECT_EQ(PlanLabel(r->best()->candidate), "ep4 b64");
 }
 
 // A wider space: every plan the search simulates passes `check` (valid, fits),
