@@ -60,7 +60,8 @@ done < "$tmp/untraced.list"
 serving_config="$(dirname "$config")/serving.yaml"
 if [ -f "$serving_config" ]; then
   echo "Serving the requests of $serving_config..." >&2
-  "$bin" run --config "$serving_config" --backend sim --no-trace > "$tmp/serving.txt"
+  # Traced (request spans per replica, a few hundred kB each) so the report shows them.
+  "$bin" run --config "$serving_config" --backend sim --out "$traces" > "$tmp/serving.txt"
 fi
 
 # The real CPU run of the same plan, when the CPU backend (MPI + OpenBLAS) is built.
@@ -82,6 +83,9 @@ fi
 # One report over exactly the traces this run wrote.
 /usr/bin/python3 "$here/run_summary.py" traces "$tmp/traced.json" "$tmp/cpu.json" > "$tmp/traces.list"
 mapfile -t written < "$tmp/traces.list"
+if [ -f "$tmp/serving.txt" ]; then
+  mapfile -t -O "${#written[@]}" written < <(sed -n 's/^  trace //p' "$tmp/serving.txt")
+fi
 if [ ${#written[@]} -gt 0 ]; then
   "$bin" report "${written[@]}" -o "$tmp/report.html" --title "ShardScope: the default experiments" > /dev/null
 fi
@@ -92,9 +96,4 @@ done
 # Writes $out/run.txt (every run) and prints the short summary.
 /usr/bin/python3 "$here/run_summary.py" summary "$out/run.json" "$out/cpu.json" "$out" "$traces" \
   "$out/traced.json" \
-  "$tmp/cpu.note"
-if [ -f "$out/serving.txt" ]; then
-  echo
-  echo "Served workloads (mean / p50 / p90 / p99; all figures in $out/serving.txt):"
-  grep -E '^[A-Za-z0-9_.-]+ \(served|^  (TTFT|TPOT) |^  throughput' "$out/serving.txt"
-fi
+  "$tmp/cpu.note" "$out/serving.txt"

@@ -72,6 +72,37 @@ def du(paths):
     return total
 
 
+def served_summary(path):
+    """One line per served run of `shardscope run`'s text output, and its traces."""
+    if not path or not os.path.exists(path):
+        return [], []
+    lines, traces, name, fig = [], [], None, {}
+
+    def flush():
+        if name:
+            lines.append(f"  {name[:40]:40} TTFT p50 {fig.get('TTFT', ('-', '-'))[0]:>8} "
+                         f"p99 {fig.get('TTFT', ('-', '-'))[1]:>8}   TPOT p50 "
+                         f"{fig.get('TPOT', ('-', '-'))[0]:>8} p99 {fig.get('TPOT', ('-', '-'))[1]:>8}"
+                         f"   {fig.get('rate', '-')}")
+
+    with open(path) as f:
+        for line in f:
+            if not line.startswith(" ") and "(served" in line:
+                flush()
+                name, fig = line.split(" (served")[0], {}
+            elif line.startswith("  TTFT ") or line.startswith("  TPOT "):
+                # "  TTFT             35.2 ms / 32.3 ms / 54.2 ms / 77.1 ms": mean / p50 / p90 / p99
+                parts = [p.strip() for p in line[6:].split("/")]
+                if len(parts) == 4:
+                    fig[line.split()[0]] = (parts[1], parts[3])
+            elif line.startswith("  throughput "):
+                fig["rate"] = line.split(",")[0].replace("  throughput ", "")
+            elif line.startswith("  trace "):
+                traces.append(line[len("  trace "):].strip())
+    flush()
+    return lines, traces
+
+
 def main(argv):
     mode = argv[1]
     if mode in ("traced", "untraced"):
@@ -164,7 +195,12 @@ def main(argv):
         print("\n".join(verdicts[:40]))
         if len(verdicts) > 40:
             print(f"  ... {len(verdicts) - 40} more in {out}/check.txt")
-    written = [r["trace"] for r in runs + cpu if r.get("trace")]
+    served, served_traces = served_summary(argv[8] if len(argv) > 8 else "")
+    if served:
+        print(f"Served workloads ({len(served)} runs; TTFT from arrival; every percentile in "
+              f"{out}/serving.txt):")
+        print("\n".join(served))
+    written = [r["trace"] for r in runs + cpu if r.get("trace")] + served_traces
     print("Files:")
     print(f"  {out}/check.txt, {out}/plan.txt   full check and plan text (.json beside them)")
     print(f"  {out}/run.txt                  every run with its trace path")

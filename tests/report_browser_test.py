@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Opens `shardscope report` pages in headless Chromium and checks they draw.
 
-Reports of a simulated run, a sweep, a foreign Kineto trace and (when the CPU
-backend is built) a real CPU run are loaded in headless Chromium; the test fails
+Reports of a simulated run, a sweep, a served workload swept over its arrival
+rate, a foreign Kineto trace and (when the CPU backend is built) a real CPU run
+are loaded in headless Chromium; the test fails
 on any console message (the page logs nothing when all is well) or when a chart
 drew no marks (every <canvas> carries data-marks, the elements Chart.js made).
 Exits 77 (ctest: skipped) with a message when Chromium or Chart.js is missing.
@@ -31,6 +32,13 @@ experiments:
     parallelism: {{strategy: expert, ep_size: [2, 4]}}
     batch_size: 4
     sequence_length: [16, 32]
+  - name: tiny_served
+    parallelism: {{strategy: tensor, tp_size: 2}}
+    workload:
+      arrivals: {{process: poisson, rate_per_s: [50, 200]}}
+      prompt_tokens: 16
+      output_tokens: 4
+      requests: 20
   - name: tiny_cpu_tp2
     model: tiny-dense
     hardware: local-cpu
@@ -129,7 +137,8 @@ def main(argv):
         runs = json.loads(sim.stdout)
         single = [r["trace"] for r in runs if r["experiment"] == "tiny_tp2"]
         sweep = [r["trace"] for r in runs if r["experiment"].startswith("tiny_moe_ep_sweep")]
-        pages = {"sim": single, "sweep": sweep,
+        served = [r["trace"] for r in runs if r["experiment"].startswith("tiny_served")]
+        pages = {"sim": single, "sweep": sweep, "served": served,
                  "kineto": [os.path.join(source, "..", "shared", "testdata", "kineto", "sglang_Qwen3-8B_decode.json.gz")]}
         cpu = run([binary, "run", "--config", cfg, "--experiment", "tiny_cpu_tp2", "--out", store, "--json"])
         if cpu.returncode == 0:

@@ -84,6 +84,38 @@ TEST(ServingTest, ReadsDisaggregation) {
       << bad.status().message();
 }
 
+// The load and the scheduler's caps sweep like any number: nested fields, the
+// defaults' other fields kept, points named after the values.
+TEST(ServingTest, TheLoadAndTheSchedulerCapsSweep) {
+  auto exps = Load(R"(
+    workload: {arrivals: {process: poisson, rate_per_s: [0.5, 2]}, prompt_tokens: 5,
+               output_tokens: 5, requests: [10, 20]}
+    scheduler: {max_num_seqs: [8, 64], block_size: 32}
+)");
+  ASSERT_TRUE(exps.ok()) << exps.status().message();
+  ASSERT_EQ(exps->size(), 8u);
+  const Experiment& last = exps->back();
+  EXPECT_EQ(exps->front().name, "s_rate0.5_req10_seqs8");
+  EXPECT_EQ(last.name, "s_rate2_req20_seqs64");
+  EXPECT_EQ(last.sweep_name, "s");
+  ASSERT_TRUE(last.serving.has_value());
+  EXPECT_DOUBLE_EQ(last.serving->arrivals.rate, 2);
+  EXPECT_EQ(last.serving->requests, 20);
+  EXPECT_EQ(last.serving->scheduler.max_num_seqs, 64);
+  EXPECT_EQ(last.serving->scheduler.block_size, 32);
+  EXPECT_DOUBLE_EQ((*exps)[2].serving->arrivals.rate, 0.5);
+  EXPECT_EQ((*exps)[2].serving->requests, 20);
+  auto bad = Load(R"(
+    workload: {arrivals: {process: poisson, rate_per_s: [1, 1]}, prompt_tokens: 5,
+               output_tokens: 5, requests: 2}
+)");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("field 'workload.arrivals.rate_per_s': sweep lists 1 "
+                                        "more than once"),
+            std::string::npos)
+      << bad.status().message();
+}
+
 TEST(ServingTest, FixedBatchExperimentsHaveNone) {
   auto exps = Load("    tokens_to_generate: 2\n");
   ASSERT_TRUE(exps.ok()) << exps.status().message();

@@ -104,10 +104,11 @@ StatusOr<std::vector<ReportRun>> LoadReportRuns(const std::vector<std::string>& 
 
 json BuildReportData(const std::vector<ReportRun>& runs, const std::vector<ReportRun>& baseline,
                      const std::string& title) {
-  std::vector<Section> sections = {
-      SummarySection(runs), BreakdownSection(runs), TimelineSection(runs),
-      TrafficSection(runs), BandwidthSection(runs), MemorySection(runs),
-      ExpertSection(runs),  SweepSection(runs),     ComparisonSection(baseline, runs)};
+  std::vector<Section> sections = {SummarySection(runs),   BreakdownSection(runs),
+                                   TimelineSection(runs),  TrafficSection(runs),
+                                   BandwidthSection(runs), MemorySection(runs),
+                                   ExpertSection(runs),    SweepSection(runs),
+                                   ServingSection(runs),   ComparisonSection(baseline, runs)};
   json runs_json = json::array();
   for (const ReportRun& r : runs) {
     runs_json.push_back(

@@ -1,5 +1,6 @@
 #include "report/html_report.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -157,6 +158,53 @@ TEST(HtmlSectionsTest, SweepDrawsEachMetricAgainstTheSweptValue) {
   ASSERT_EQ(ttft["data"]["datasets"].size(), 2u);  // one line per sequence length
   EXPECT_EQ(ttft["data"]["datasets"][0]["label"], "sequence length (tokens) 128");
   EXPECT_EQ(ttft["data"]["datasets"][0]["data"][1], json({{"x", 16.0}, {"y", 2.0}}));  // ms
+}
+
+// A served run as the store's metadata holds it: per-request percentiles at a
+// Poisson rate, TTFT growing with the rate (hand-picked numbers).
+ReportRun ServedRun(double rate, double ttft_p50, double ttft_p99) {
+  ReportRun r;
+  r.label = fmt::format("serve_rate{:g}", rate);
+  const json stat = {{"mean", 0.02}, {"p50", 0.02}, {"p90", 0.03}, {"p99", 0.05}};
+  json m = {
+      {"ttft_s", {{"mean", ttft_p50}, {"p50", ttft_p50}, {"p90", ttft_p99}, {"p99", ttft_p99}}},
+      {"tpot_s", stat},
+      {"itl_s", stat},
+      {"e2e_latency_s", stat},
+      {"queueing_delay_s", stat},
+      {"requests_per_s", rate * 0.9},
+      {"goodput_requests_per_s", rate * 0.5},
+      {"output_tokens_per_s", rate * 100}};
+  r.metadata = {{"experiment",
+                 {{"name", r.label},
+                  {"sweep", "serve"},
+                  {"serving", {{"workload", {{"arrivals", {{"rate_per_s", rate}}}}}}}}},
+                {"sim", {{"serving", {{"metrics", m}}}}}};
+  return r;
+}
+
+TEST(HtmlSectionsTest, ServedRunsShowLatencyPercentilesAndTheLoadCurve) {
+  EXPECT_TRUE(ServingSection({SweepRun(8, 128, 1e-3)}).charts.empty());
+  EXPECT_NE(ServingSection({SweepRun(8, 128, 1e-3)}).note.find("No served run"), std::string::npos);
+  std::vector<ReportRun> runs = {ServedRun(4, 0.1, 0.3), ServedRun(1, 0.05, 0.08),
+                                 ServedRun(16, 2.0, 6.0)};
+  Section s = ServingSection(runs);
+  // 5 latency bar charts + requests/s + tokens/s per run; the sweep: TTFT, TPOT, throughput.
+  ASSERT_EQ(s.charts.size(), 10u);
+  const json& ttft_bars = s.charts[0].config;
+  EXPECT_EQ(s.charts[0].id, "serving-ttft_s");
+  ASSERT_EQ(ttft_bars["data"]["datasets"].size(), 3u);  // p50, p90, p99
+  EXPECT_EQ(ttft_bars["data"]["datasets"][2]["label"], "p99");
+  const json& curve = s.charts[7].config;
+  EXPECT_EQ(s.charts[7].id, "serving-sweep-0-ttft_s");
+  EXPECT_EQ(curve["options"]["scales"]["x"]["title"]["text"], "arrival rate (requests/s)");
+  // Sorted by rate: 1, 4, 16 req/s; p99 TTFT in seconds (the axis picks s for 6 s).
+  const json& p99 = curve["data"]["datasets"][2]["data"];
+  ASSERT_EQ(p99.size(), 3u);
+  EXPECT_EQ(p99[0], json({{"x", 1.0}, {"y", 0.08}}));
+  EXPECT_EQ(p99[2], json({{"x", 16.0}, {"y", 6.0}}));
+  const json& goodput = s.charts[9].config["data"]["datasets"][1]["data"];
+  EXPECT_EQ(goodput[1], json({{"x", 4.0}, {"y", 2.0}}));
 }
 
 TEST(HtmlTimelineTest, BinsEachRanksOpsAndMarksPhases) {

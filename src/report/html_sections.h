@@ -44,6 +44,8 @@ Section BandwidthSection(const std::vector<ReportRun>& runs);
 Section MemorySection(const std::vector<ReportRun>& runs);
 Section ExpertSection(const std::vector<ReportRun>& runs);
 Section SweepSection(const std::vector<ReportRun>& runs);
+// Served runs' per-request latencies and throughput, and serving sweeps.
+Section ServingSection(const std::vector<ReportRun>& runs);
 // Baseline run i against proposed run i (a single baseline against every proposed run).
 Section ComparisonSection(const std::vector<ReportRun>& baseline,
                           const std::vector<ReportRun>& proposed);

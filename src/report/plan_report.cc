@@ -35,7 +35,8 @@ std::string Header(const Experiment& e) {
   out += fmt::format("  cluster  {}: {} node{} × {} {}\n", c.name, c.num_nodes,
                      c.num_nodes == 1 ? "" : "s", c.devices_per_node, c.device.name);
   out += fmt::format("  plan     {} = {} rank{} ({}), order {}\n", PlanLabel(e.parallel),
-                     e.parallel.world_size(), e.parallel.world_size() == 1 ? "" : "s", e.parallel.strategy, [&] {
+                     e.parallel.world_size(), e.parallel.world_size() == 1 ? "" : "s",
+                     e.parallel.strategy, [&] {
                        std::string o;
                        for (Dim d : e.parallel.order)
                          o += (o.empty() ? "" : ",") + std::string(DimName(d));
