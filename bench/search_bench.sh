@@ -2,7 +2,8 @@
 # Times `shardscope search` (docs/search.md) on the searches of bench/search_bench.yaml:
 # each full search in one process, DeepSeek-V3 at device budgets 32/64/128 (how time grows
 # with the number of candidates), and under mpirun on 2 ranks when MPI is built. Prints a
-# Markdown table: candidates enumerated, simulated, wall seconds. Results: docs/BENCHMARKS.md.
+# Markdown table: candidates enumerated, simulated, CPU seconds (user + sys of every rank:
+# the fair figure on a shared machine) and wall seconds. Results: docs/BENCHMARKS.md.
 #
 #   bench/search_bench.sh [BUILD_DIR]
 set -euo pipefail
@@ -18,8 +19,8 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "commit: $(git -C "$root" rev-parse --short HEAD), $(date -u +%Y-%m-%d)"
 echo
-echo "| search | ranks | candidates | simulated | wall s |"
-echo "|---|---|---|---|---|"
+echo "| search | ranks | candidates | simulated | CPU s | wall s |"
+echo "|---|---|---|---|---|---|"
 
 # run LABEL RANKS EXPERIMENT [FLAGS...]
 run() {
@@ -27,16 +28,15 @@ run() {
   shift 3
   local launcher=()
   if [[ $ranks -gt 1 ]]; then launcher=(mpirun --oversubscribe -np "$ranks"); fi
-  local start end
-  start=$(date +%s.%N)
-  "${launcher[@]}" "$bin" search --config "$config" --experiment "$exp" --json "$tmp/r.json" "$@" \
+  /usr/bin/time -f "%e %U %S" -o "$tmp/time.txt" \
+    "${launcher[@]}" "$bin" search --config "$config" --experiment "$exp" --json "$tmp/r.json" "$@" \
     >"$tmp/out.txt"
-  end=$(date +%s.%N)
-  python3 - "$tmp/r.json" "$label" "$ranks" "$start" "$end" <<'PY'
+  python3 - "$tmp/r.json" "$label" "$ranks" "$tmp/time.txt" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
+wall, user, sys_s = (float(v) for v in open(sys.argv[4]).read().split()[-3:])
 print(f"| {sys.argv[2]} | {sys.argv[3]} | {r['enumerated']} | {r['counts']['simulated']} | "
-      f"{float(sys.argv[5]) - float(sys.argv[4]):.1f} |")
+      f"{user + sys_s:.1f} | {wall:.1f} |")
 PY
 }
 

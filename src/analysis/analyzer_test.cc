@@ -155,6 +155,38 @@ TEST(AnalyzerTest, TrafficIntervalsWithinAndAcrossParallelDimensions) {
   EXPECT_NEAR(value("comm_interarrival.mean[dims pp -> tp]"), 15e-6, 1e-15);
 }
 
+// Found on a DeepSeek-V3 EP=128 trace: a rank whose all-to-all sends nothing
+// (bytes_per_peer all zero, no total written) made every traffic metric "not
+// available: comm ops without a message size".
+TEST(AnalyzerTest, AnAllToAllThatSendsNothingIsSizedZero) {
+  ScratchDir dir;
+  trace::Trace t;
+  for (int32_t rank : {0, 1}) {
+    trace::OpEvent op;
+    op.rank = rank;
+    op.category = trace::Category::kComm;
+    op.dur_ns = 1000;
+    op.collective = Collective::kAllToAll;
+    op.dim = trace::GroupDim::kEp;
+    op.group = {0, 1};
+    op.bytes_per_peer = rank == 0 ? std::vector<int64_t>{0, 300} : std::vector<int64_t>{0, 0};
+    op.bytes = rank == 0 ? 300 : 0;
+    t.ops.push_back(op);
+  }
+  std::string path = dir.File("a2a.json");
+  ASSERT_TRUE(trace::WriteTrace(t, path).ok());
+  auto r = AnalyzeTraceFile(path);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const Metric* traffic = r->metrics.Find("traffic_bytes");
+  ASSERT_NE(traffic, nullptr);
+  ASSERT_TRUE(traffic->value.has_value()) << traffic->unavailable;
+  EXPECT_DOUBLE_EQ(*traffic->value, 300);
+  const Metric* cell = r->metrics.Find("traffic_matrix[rank 0 -> rank 1]");
+  ASSERT_NE(cell, nullptr);
+  ASSERT_TRUE(cell->value.has_value());
+  EXPECT_DOUBLE_EQ(*cell->value, 300);
+}
+
 trace::OpEvent ExpertGemm(int32_t rank, trace::Phase phase, int32_t step,
                           std::vector<int32_t> experts, std::vector<int64_t> tokens) {
   trace::OpEvent e;

@@ -114,7 +114,9 @@ void RunCollector::OnOp(const trace::OpEvent& op) {
   rd.mem_bytes[p] += static_cast<double>(op.bytes_read) + static_cast<double>(op.bytes_written);
   if (op.category == Category::kComm) {
     bool p2p = op.collective == Collective::kSend || op.collective == Collective::kRecv;
-    if (op.bytes <= 0) {
+    // An all-to-all(v) that sends nothing lists its zeros per peer: sized, 0 bytes
+    // (our traces leave out a total of 0, as every default).
+    if (op.bytes <= 0 && op.bytes_per_peer.empty()) {
       ++rd.comm_ops_without_bytes;
       ++data_->comm_ops_without_bytes;
     }

@@ -120,6 +120,8 @@ constexpr std::string_view kScript = R"(<script>
   });
   document.body.setAttribute('data-charts-drawn', String(drawn));
   document.body.setAttribute('data-charts-failed', String(failed));
+  // Milliseconds from navigation start until every chart is drawn (docs/BENCHMARKS.md).
+  document.body.setAttribute('data-render-ms', String(Math.round(performance.now())));
 })();
 </script>
 )";
