@@ -11,6 +11,7 @@
 
 #include "analysis/metric_families.h"
 #include "analysis/workload_card.h"
+#include "trace/tee_sink.h"
 #include "trace/trace_reader.h"
 #include "trace/trace_store.h"
 
@@ -129,7 +130,10 @@ StatusOr<AnalysisResult> AnalyzeTraceFile(const std::string& path, const Analyze
   result.format = std::string(importers::TraceFormatName(format));
   RunData data;
   RunCollector collector(&data);
-  ASSIGN_OR_RETURN(result.stats, trace::ReadTrace(path, &collector));
+  trace::TraceSink* also = options.also_read_by ? options.also_read_by(path) : nullptr;
+  trace::TeeSink tee(&collector, also);
+  ASSIGN_OR_RETURN(result.stats, trace::ReadTrace(path, also ? static_cast<trace::TraceSink*>(&tee)
+                                                             : &collector));
   // A store trace's sidecar metadata holds the full experiment.
   if (std::string meta = trace::StoreMetadataPathFor(path); !meta.empty()) {
     std::ifstream in(meta);

@@ -4,6 +4,7 @@
 #ifndef SHARDSCOPE_ANALYSIS_ANALYZER_H_
 #define SHARDSCOPE_ANALYSIS_ANALYZER_H_
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -38,6 +39,9 @@ struct AnalyzeOptions {
   std::optional<importers::TraceFormat> format;
   // How the clocks of the ranks of a multi-file set are aligned (importers/trace_set.h).
   importers::ClockAlignment alignment = importers::ClockAlignment::kAsRecorded;
+  // For a ShardScope trace file: a sink that also sees its events as they are read
+  // (the report's timeline), so the trace is read once; null (or no function): none.
+  std::function<trace::TraceSink*(const std::string& path)> also_read_by;
 };
 
 // Computes every metric; sorts each rank's ops by start time in place.

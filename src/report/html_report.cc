@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "report/html_page.h"
 #include "report/html_section_util.h"
@@ -83,18 +84,26 @@ Status WriteAtomically(const std::string& output, const std::string& content) {
 
 StatusOr<std::vector<ReportRun>> LoadReportRuns(const std::vector<std::string>& paths,
                                                 const analysis::AnalyzeOptions& options) {
+  // Our own traces are binned into a timeline while the analyzer reads them: one
+  // pass per file (a run of one file; foreign traces get none).
+  std::map<std::string, TimelineSink> timelines;
+  analysis::AnalyzeOptions with_timelines = options;
+  with_timelines.also_read_by = [&timelines](const std::string& path) -> trace::TraceSink* {
+    return &timelines[path];
+  };
   ASSIGN_OR_RETURN(std::vector<analysis::AnalysisResult> results,
-                   analysis::AnalyzePaths(paths, options));
+                   analysis::AnalyzePaths(paths, with_timelines));
   std::vector<ReportRun> runs;
   for (analysis::AnalysisResult& a : results) {
     ReportRun r;
     r.metadata = ReadMetadata(a.metadata_path);
     r.label = RunLabel(r.metadata, a);
-    // Only our own traces are binned into a timeline (one file per run).
     if (a.format == "shardscope" && a.trace_paths.size() <= 1) {
       const std::string& file = a.trace_paths.empty() ? a.trace_path : a.trace_paths.front();
-      StatusOr<Timeline> t = ReadTimeline(file);
-      if (t.ok()) r.timeline = std::move(*t);
+      if (auto it = timelines.find(file); it != timelines.end()) {
+        r.timeline = it->second.Finish();
+        timelines.erase(it);
+      }
     }
     r.analysis = std::move(a);
     runs.push_back(std::move(r));

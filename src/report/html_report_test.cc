@@ -220,5 +220,21 @@ TEST(HtmlTimelineTest, BinsEachRanksOpsAndMarksPhases) {
   EXPECT_EQ(t->marks.front().second, "prefill");
 }
 
+// The report bins the timeline during the analyzer's read of the trace (one pass):
+// the same timeline as a read of its own.
+TEST(HtmlTimelineTest, TheAnalyzersReadGivesTheSameTimeline) {
+  StatusOr<Timeline> alone = ReadTimeline(kTrace);
+  auto runs = LoadReportRuns({kTrace}, {});
+  ASSERT_TRUE(alone.ok() && runs.ok());
+  ASSERT_EQ(runs->size(), 1u);
+  const Timeline& t = runs->front().timeline;
+  EXPECT_FALSE(t.empty());
+  EXPECT_EQ(t.begin_ns, alone->begin_ns);
+  EXPECT_EQ(t.end_ns, alone->end_ns);
+  EXPECT_EQ(t.busy, alone->busy);
+  EXPECT_EQ(t.marks, alone->marks);
+  EXPECT_NE(runs->front().analysis.metrics.Find("ttft"), nullptr);
+}
+
 }  // namespace
 }  // namespace shardscope::report
