@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <regex>
+#include <tuple>
 
 #include "report/html_charts.h"
 #include "report/html_page.h"
@@ -205,6 +206,34 @@ TEST(HtmlSectionsTest, ServedRunsShowLatencyPercentilesAndTheLoadCurve) {
   EXPECT_EQ(p99[2], json({{"x", 16.0}, {"y", 6.0}}));
   const json& goodput = s.charts[9].config["data"]["datasets"][1]["data"];
   EXPECT_EQ(goodput[1], json({{"x", 4.0}, {"y", 2.0}}));
+}
+
+TEST(HtmlSectionsTest, TrafficIntervalsPerDimensionAndPair) {
+  ReportRun r;
+  r.label = "tp2pp2";
+  analysis::MetricSet& m = r.analysis.metrics;
+  // Hand-picked: tp calls 20 us apart (p50 18, p99 30), a tp call followed by a pp send
+  // after 3.5 us, and overlapping pp calls (a negative gap).
+  for (auto [scope, mean, p50, p99] : std::vector<std::tuple<std::string, double, double, double>>{
+           {"dim tp", 20e-6, 18e-6, 30e-6},
+           {"dim pp", -1e-6, -1e-6, 0},
+           {"dims tp -> pp", 3.5e-6, 3e-6, 5e-6}}) {
+    m.Add("comm_gap.mean", scope, mean, "s");
+    m.Add("comm_gap.p50", scope, p50, "s");
+    m.Add("comm_gap.p99", scope, p99, "s");
+  }
+  m.Add("comm_gap.mean", "rank 0", 1.0, "s");  // not a dimension: not drawn
+  Section s = TrafficSection({r});
+  ASSERT_EQ(s.charts.size(), 1u);  // gaps; no inter-arrival metrics, no traffic matrix
+  EXPECT_EQ(s.charts[0].id, "traffic-comm_gap-0");
+  const json& data = s.charts[0].config["data"];
+  EXPECT_EQ(data["labels"], json({"tp", "pp", "tp -> pp"}));
+  ASSERT_EQ(data["datasets"].size(), 3u);
+  EXPECT_EQ(data["datasets"][1]["label"], "mean");
+  // In us on the axis (the chart's display unit).
+  EXPECT_DOUBLE_EQ(data["datasets"][1]["data"][0].get<double>(), 20.0);
+  EXPECT_DOUBLE_EQ(data["datasets"][0]["data"][1].get<double>(), -1.0);
+  EXPECT_DOUBLE_EQ(data["datasets"][2]["data"][2].get<double>(), 5.0);
 }
 
 TEST(HtmlTimelineTest, BinsEachRanksOpsAndMarksPhases) {

@@ -145,16 +145,48 @@ Section TimelineSection(const std::vector<ReportRun>& runs) {
   return s;
 }
 
+namespace {
+
+// Gap and inter-arrival percentiles per parallel dimension and dimension pair.
+void AddIntervalCharts(const ReportRun& r, size_t index, Section* s) {
+  const analysis::MetricSet& m = r.analysis.metrics;
+  for (const std::string family : {"comm_gap", "comm_interarrival"}) {
+    std::vector<std::string> labels;
+    Series p50{"p50", {}}, mean{"mean", {}}, p99{"p99", {}};
+    for (const analysis::Metric& x : m.metrics()) {
+      if (x.name != family + ".mean" || !x.value) continue;
+      if (!x.scope.starts_with("dim ") && !x.scope.starts_with("dims ")) continue;
+      labels.push_back(x.scope.substr(x.scope.find(' ') + 1));
+      mean.values.push_back(*x.value);
+      p50.values.push_back(ValueOf(m, family + ".p50[" + x.scope + "]"));
+      p99.values.push_back(ValueOf(m, family + ".p99[" + x.scope + "]"));
+    }
+    if (labels.empty()) continue;
+    const bool gap = family == "comm_gap";
+    s->charts.push_back(BarChart(
+        fmt::format("traffic-{}-{}", family, index),
+        fmt::format("{} within and across parallel dimensions: {}",
+                    gap ? "Gaps between comm calls" : "Inter-arrival times of comm calls", r.label),
+        labels, {p50, mean, p99}, "dimension (D -> E: a call of D followed by one of E)",
+        gap ? "gap" : "inter-arrival time", "s", false));
+  }
+}
+
+}  // namespace
+
 Section TrafficSection(const std::vector<ReportRun>& runs) {
   Section s{"traffic", "Traffic", "", {}, {}};
   s.note =
       "Bytes on the wire from each rank to each other rank (the collectives' algorithms "
-      "decomposed into transfers), and per collective and parallel dimension. Gap and "
-      "inter-arrival distributions are not computed by the analyzer yet.";
-  size_t i = 0;
+      "decomposed into transfers), and per collective and parallel dimension. Traffic "
+      "intervals: the gap (next call's start − this call's end; negative when they overlap) "
+      "and the inter-arrival time (start to start) of each rank's consecutive comm calls within "
+      "each parallel dimension and from one dimension to the next (docs/metrics.md).";
+  size_t i = 0, runs_seen = 0;
   std::vector<std::string> why;
   for (const ReportRun& r : DetailRuns(runs, &s.note)) {
     const analysis::MetricSet& m = r.analysis.metrics;
+    AddIntervalCharts(r, runs_seen++, &s);
     std::vector<std::vector<double>> matrix = TrafficMatrix(m);
     if (matrix.empty()) {
       std::string reason = UnavailableOf(m, "traffic_matrix");
