@@ -208,6 +208,28 @@ TEST(HtmlSectionsTest, ServedRunsShowLatencyPercentilesAndTheLoadCurve) {
   EXPECT_EQ(goodput[1], json({{"x", 4.0}, {"y", 2.0}}));
 }
 
+TEST(HtmlSectionsTest, SummaryPutsEachRunAgainstItsRecordedBounds) {
+  ReportRun sim = SweepRun(8, 128, 3e-3);  // TTFT 3 ms in its trace
+  sim.analysis.metrics.Add("tpot", "", 2e-3, "s");
+  sim.metadata["sim"] = {
+      {"bounds", {{"ttft_s", 1e-3}, {"tpot_s", 1.6e-3}, {"dominant", "memory bandwidth"}}}};
+  ReportRun measured = SweepRun(16, 128, 1e-3);  // no bounds: no row
+  Section s = SummarySection({sim, measured});
+  const Table* bounds = nullptr;
+  for (const Table& t : s.tables) {
+    if (t.title.starts_with("Physical bounds")) bounds = &t;
+  }
+  ASSERT_NE(bounds, nullptr);
+  ASSERT_EQ(bounds->rows.size(), 1u);
+  const std::vector<std::string>& row = bounds->rows[0];
+  EXPECT_EQ(row[0], "ep8");
+  EXPECT_EQ(row[3], "3.00×");  // 3 ms / 1 ms
+  EXPECT_EQ(row[6], "1.25×");  // 2 ms / 1.6 ms
+  EXPECT_EQ(row[7], "memory bandwidth");
+  EXPECT_EQ(SummarySection({measured}).note.find("1.00×") != std::string::npos, true);
+  EXPECT_NE(SummarySection({measured}).note.find("No run here carries bounds"), std::string::npos);
+}
+
 TEST(HtmlSectionsTest, TrafficIntervalsPerDimensionAndPair) {
   ReportRun r;
   r.label = "tp2pp2";

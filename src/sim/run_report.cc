@@ -28,8 +28,10 @@ std::string Num(double v) { return std::isnan(v) ? "-" : FormatSi(v); }
 StatusOr<RunReport> BuildRunReport(const Experiment& e, const SimOptions& options) {
   ASSIGN_OR_RETURN(Placement pl, Placement::Create(e));
   RunReport r{e, {}, {}, PlanMemory(e, pl), {}};
-  ASSIGN_OR_RETURN(r.sim, SimulateExperiment(e, options));
   ASSIGN_OR_RETURN(r.bounds, ComputeBounds(e, pl));
+  SimOptions with_bounds = options;
+  with_bounds.bounds = &r.bounds;  // into the trace metadata, for the report
+  ASSIGN_OR_RETURN(r.sim, SimulateExperiment(e, with_bounds));
   for (const ClaimCheck& c : CheckClaims(e, r.bounds, r.memory)) {
     r.claims.push_back({c, Simulated(c.key, r.sim, r.memory)});
   }

@@ -71,6 +71,19 @@ PhaseFigures Figures(const PhaseProgram& program, const PhaseResult& r,
   return f;
 }
 
+// The bounds as the report reads them (docs/trace_format.md, metadata `sim.bounds`).
+json BoundsJson(const Bounds& b) {
+  json j = {{"ttft_s", b.ttft.seconds()},
+            {"ttft_dominant", BoundKindName(b.ttft.dominant())},
+            {"total_s", b.total},
+            {"dominant", BoundKindName(b.total_dominant)}};
+  if (b.has_decode) {
+    j["tpot_s"] = b.tpot.seconds();
+    j["tpot_dominant"] = BoundKindName(b.tpot.dominant());
+  }
+  return j;
+}
+
 }  // namespace
 
 json SimOptionsToJson(const SimOptions& o) {
@@ -101,12 +114,12 @@ StatusOr<SimResult> SimulateExperiment(const Experiment& experiment, const SimOp
   std::unique_ptr<run::RunRecorder> recorder;
   std::unique_ptr<TraceEmitter> emitter;
   if (options.write_trace) {
-    const json meta =
-        run::RunMetadata(recorded, placement, "sim",
-                         {{"options", SimOptionsToJson(options)},
-                          {"calibration", calibration.source},
-                          {"requested_tokens_to_generate", experiment.workload.tokens_to_generate},
-                          {"simulated_decode_steps", result.decode_steps_simulated}});
+    json sim_meta = {{"options", SimOptionsToJson(options)},
+                     {"calibration", calibration.source},
+                     {"requested_tokens_to_generate", experiment.workload.tokens_to_generate},
+                     {"simulated_decode_steps", result.decode_steps_simulated}};
+    if (options.bounds) sim_meta["bounds"] = BoundsJson(*options.bounds);
+    const json meta = run::RunMetadata(recorded, placement, "sim", sim_meta);
     ASSIGN_OR_RETURN(
         recorder, run::RunRecorder::Open(experiment, meta, options.trace_root, options.trace_file));
     result.trace_path = recorder->trace_path();

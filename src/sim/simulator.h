@@ -15,6 +15,7 @@
 
 #include "config/experiment.h"
 #include "core/status.h"
+#include "estimate/bounds.h"
 #include "run/latency.h"
 #include "sim/collectives.h"
 
@@ -38,6 +39,9 @@ struct SimOptions {
   std::function<void(const std::string&)> progress;
   // Asked before each phase: true stops the run with kCancelled, no trace left.
   std::function<bool()> cancelled;
+  // The experiment's physical bounds, recorded in the trace metadata (sim.bounds) for
+  // the report; null: not recorded. Not owned.
+  const Bounds* bounds = nullptr;
 };
 
 nlohmann::json SimOptionsToJson(const SimOptions& options);
