@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <initializer_list>
+#include <set>
 #include <sstream>
 
 #include "core/units.h"
@@ -64,6 +65,39 @@ Status FirstInt(const nlohmann::json& m, std::string_view source, std::initializ
   return Status::Ok();
 }
 
+// The nodes the run's ranks occupy (not the cluster's size): the distinct nodes of
+// plan.rank_to_device (global device indices), else ranks placed in order.
+Status NodesUsed(const nlohmann::json& m, std::string_view source,
+                 const std::optional<int64_t>& ranks, std::optional<int64_t>* nodes) {
+  std::optional<int64_t> per_node;
+  RETURN_IF_ERROR(FirstInt(
+      m, source, {{"cluster", "devices_per_node"}, {"experiment", "cluster", "devices_per_node"}},
+      &per_node));
+  if (!per_node || *per_node < 1) return Status::Ok();
+  if (const nlohmann::json* devices = At(m, {"plan", "rank_to_device"})) {
+    if (!devices->is_array()) {
+      return InvalidArgument(
+          "{}: metadata field 'plan.rank_to_device' is a JSON {}, expected an "
+          "array of device indices",
+          source, devices->type_name());
+    }
+    std::set<int64_t> used;
+    for (const nlohmann::json& d : *devices) {
+      if (!d.is_number_integer()) {
+        return InvalidArgument(
+            "{}: metadata field 'plan.rank_to_device' holds a JSON {}, "
+            "expected device indices",
+            source, d.type_name());
+      }
+      used.insert(d.get<int64_t>() / *per_node);
+    }
+    if (!used.empty()) *nodes = static_cast<int64_t>(used.size());
+    return Status::Ok();
+  }
+  if (ranks && *ranks > 0) *nodes = (*ranks + *per_node - 1) / *per_node;
+  return Status::Ok();
+}
+
 }  // namespace
 
 bool RunIdentity::empty() const {
@@ -96,14 +130,14 @@ StatusOr<RunIdentity> RunIdentityFromMetadata(const nlohmann::json& m, std::stri
       &id.dtype));
   RETURN_IF_ERROR(FirstString(
       m, source, {{"run", "backend"}, {"backend"}, {"experiment", "backend"}}, &id.backend));
-  RETURN_IF_ERROR(
-      FirstInt(m, source,
-               {{"run", "nodes"}, {"experiment", "cluster", "num_nodes"}, {"cluster", "num_nodes"}},
-               &id.nodes));
+  // An experiment that is no sweep's records its own name as the sweep.
+  if (id.sweep == id.experiment) id.sweep.clear();
   RETURN_IF_ERROR(FirstInt(
       m, source,
       {{"run", "ranks"}, {"plan", "world_size"}, {"experiment", "parallelism", "world_size"}},
       &id.ranks));
+  RETURN_IF_ERROR(FirstInt(m, source, {{"run", "nodes"}}, &id.nodes));
+  if (!id.nodes) RETURN_IF_ERROR(NodesUsed(m, source, id.ranks, &id.nodes));
   return id;
 }
 

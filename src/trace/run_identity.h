@@ -16,12 +16,12 @@
 namespace shardscope::trace {
 
 struct RunIdentity {
-  std::string experiment;  // "tp4_deepseek_v2_lite"
-  std::string sweep;       // the sweep the experiment expands, if any
-  std::string hardware;    // the cluster's name, "h100-sxm"
-  std::string dtype;       // the workload dtype, "bf16"
-  std::string backend;     // "sim", "cpu"
-  std::optional<int64_t> nodes;
+  std::string experiment;        // "tp4_deepseek_v2_lite"
+  std::string sweep;             // the sweep the experiment expands, if any
+  std::string hardware;          // the cluster's name, "h100-sxm"
+  std::string dtype;             // the workload dtype, "bf16"
+  std::string backend;           // "sim", "cpu"
+  std::optional<int64_t> nodes;  // the nodes the ranks occupy, not the cluster's size
   std::optional<int64_t> ranks;
 
   // No field known: a foreign trace, or metadata without an experiment.
@@ -41,9 +41,10 @@ struct IdentityFilter {
 
 // Reads `metadata` (as the store and the run recorder write it, docs/trace_format.md):
 // each field from "run" (written by the store since issue 16) or else from where the
-// experiment's JSON keeps it: experiment.name / .sweep, experiment.cluster.name,
-// experiment.workload.dtype, backend, cluster.num_nodes, plan.world_size. Missing
-// fields stay empty. InvalidArgument naming `source` and the field when a field has
+// experiment's JSON keeps it: experiment.name / .sweep (kept only when it differs from
+// the name), experiment.cluster.name, experiment.workload.dtype, backend,
+// plan.world_size; nodes from plan.rank_to_device and cluster.devices_per_node.
+// Missing fields stay empty. InvalidArgument naming `source` and the field when a field has
 // the wrong type.
 StatusOr<RunIdentity> RunIdentityFromMetadata(const nlohmann::json& metadata,
                                               std::string_view source);

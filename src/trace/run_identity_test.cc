@@ -11,10 +11,12 @@ TEST(RunIdentityTest, ReadsTheExperimentJsonWhereRunHasNoFields) {
   // The layout of metadata written before the store recorded "run.experiment" & co.
   auto m = nlohmann::json::parse(R"({
     "experiment": {"name": "seed001_sp16_ring", "sweep": "seq_sweep", "backend": "cpu",
-                   "cluster": {"name": "h100-sxm", "num_nodes": 2},
+                   "cluster": {"name": "h100-sxm", "num_nodes": 16, "devices_per_node": 8},
                    "workload": {"dtype": "bf16"}, "parallelism": {"world_size": 16}},
     "backend": "sim",
-    "plan": {"world_size": 16},
+    "cluster": {"num_nodes": 16, "devices_per_node": 8},
+    "plan": {"world_size": 16, "rank_to_device": [0, 1, 2, 3, 4, 5, 6, 7,
+                                                  8, 9, 10, 11, 12, 13, 14, 15]},
     "run": {"model": "llama", "strategy": "ring"}})");
   auto id = RunIdentityFromMetadata(m, "meta.json");
   ASSERT_TRUE(id.ok()) << id.status().ToString();
@@ -29,6 +31,25 @@ TEST(RunIdentityTest, ReadsTheExperimentJsonWhereRunHasNoFields) {
   EXPECT_EQ(RunIdentityJson(*id).dump(),
             R"({"experiment":"seed001_sp16_ring","sweep":"seq_sweep","hardware":"h100-sxm",)"
             R"("dtype":"bf16","backend":"sim","nodes":2,"ranks":16})");
+}
+
+TEST(RunIdentityTest, NodesAreTheOnesTheRanksOccupyNotTheClustersSize) {
+  auto two_ranks = nlohmann::json::parse(R"({
+    "experiment": {"name": "tp2", "sweep": "tp2", "cluster": {"num_nodes": 16, "devices_per_node": 8}},
+    "plan": {"world_size": 2, "rank_to_device": [0, 1]}})");
+  auto id = RunIdentityFromMetadata(two_ranks, "m.json");
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  EXPECT_EQ(id->nodes, 1);
+  EXPECT_EQ(id->sweep, "");  // not a sweep: the loader records the name as the sweep
+  EXPECT_EQ(NodesAndRanks(*id), "1 node · 2 ranks");
+  // Without the placement, ranks fill nodes in order.
+  auto no_plan = nlohmann::json::parse(
+      R"({"cluster": {"devices_per_node": 8}, "experiment": {"parallelism": {"world_size": 12}}})");
+  EXPECT_EQ(RunIdentityFromMetadata(no_plan, "m.json")->nodes, 2);
+  auto bad = nlohmann::json::parse(
+      R"({"cluster": {"devices_per_node": 8}, "plan": {"rank_to_device": ["gpu0"]}})");
+  EXPECT_NE(RunIdentityFromMetadata(bad, "m.json").status().message().find("plan.rank_to_device"),
+            std::string::npos);
 }
 
 TEST(RunIdentityTest, RunFieldsWinAndMissingOnesStayEmpty) {

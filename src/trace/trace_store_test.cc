@@ -128,7 +128,7 @@ nlohmann::json RunMetadataOf(const std::string& experiment, const std::string& h
   return {{"experiment",
            {{"name", experiment},
             {"sweep", ""},
-            {"cluster", {{"name", hardware}, {"num_nodes", 1}}},
+            {"cluster", {{"name", hardware}, {"num_nodes", 4}, {"devices_per_node", 8}}},
             {"workload", {{"dtype", dtype}}},
             {"backend", backend}}},
           {"backend", backend},
