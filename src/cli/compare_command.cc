@@ -44,7 +44,9 @@ void AddCompareCommand(CLI::App& app, int* exit_code) {
       ->required();
   cmd->add_option("--baseline", options->baseline, "the run the ratios are to (one trace)");
   cmd->add_option("--format", options->format, "md, json or csv")->default_str("md");
-  cmd->add_option("--metric", options->metrics, "only these metrics");
+  // One name per --metric, so that the run paths after it stay runs.
+  cmd->add_option("--metric", options->metrics, "only these metrics (repeat for more)")
+      ->allow_extra_args(false);
   cmd->add_flag("--per-rank", options->per_rank,
                 "every rank, group and layer row instead of their min, median and max");
   cmd->callback([options, exit_code] {
