@@ -290,6 +290,21 @@ TEST(StoreCliTest, CompareTakesAStoreAndABaseline) {
   }
 }
 
+TEST(StoreCliTest, CompareFiltersTheStoresRunsLikeTheList) {
+  const Store& s = ThreeRuns();
+  CliResult c =
+      RunShardscope("compare --format json --metric ttft --hardware h100-sxm " + s.root.string());
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  auto j = nlohmann::json::parse(c.out);
+  ASSERT_EQ(j["runs"].size(), 2u) << c.out;
+  for (const auto& r : j["runs"]) EXPECT_EQ(r["hardware"], "h100-sxm");
+  CliResult none = RunShardscope("compare --backend cpu " + s.root.string());
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.err.find("no run under " + s.root.string() + " matches the filters"),
+            std::string::npos)
+      << none.err;
+}
+
 TEST(StoreCliTest, CompareOfSixteenRankRunsIsSummarised) {
   static const Store s = Simulate("sixteen_ranks", kSixteenRanks);
   ASSERT_EQ(s.traces.size(), 2u);

@@ -222,7 +222,8 @@ def _optional(values):
     return pd.array([math.nan if v is None else v for v in values], dtype="float64")
 
 
-def compare_runs(paths, baseline=None, metrics=None, per_rank=False):
+def compare_runs(paths, baseline=None, metrics=None, per_rank=False, experiment=None,
+                 hardware=None, dtype=None, backend=None):
     """Several runs side by side, as ``shardscope compare PATH... [--baseline PATH]``: the
     runs under ``paths`` (trace files, run directories, store roots), the baseline first
     (``baseline``, else the first run). A tidy DataFrame with one row per metric and run:
@@ -231,9 +232,12 @@ def compare_runs(paths, baseline=None, metrics=None, per_rank=False):
     and for metrics of each rank, group or layer (scope with ``*``) unless ``per_rank``:
     ``value`` the median over them, ``min``, ``max`` and ``instances``. The same rows as
     ``shardscope compare --format csv``; ``df.attrs["runs"]`` holds the runs (label, trace,
-    metadata, identity) and ``df.attrs["baseline"]`` the baseline's label."""
+    metadata, identity) and ``df.attrs["baseline"]`` the baseline's label. ``experiment``
+    (an experiment's or a sweep's name), ``hardware``, ``dtype``, ``backend`` keep only the
+    stored runs under ``paths`` that match, as ``compare --experiment`` & co. do."""
     c = _shardscope.compare(_paths(paths), os.fspath(baseline or ""), list(metrics or []),
-                            bool(per_rank))
+                            bool(per_rank), experiment or "", hardware or "", dtype or "",
+                            backend or "")
     runs = c["runs"]
     rows = {k: [] for k in COMPARISON_COLUMNS}
     for m in c["metrics"]:

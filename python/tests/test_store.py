@@ -119,6 +119,8 @@ def test_compare_runs_takes_a_store_and_a_baseline(store):
     assert df.attrs["baseline"] == "tp2_a100"
     assert len(df.attrs["runs"]) == 3
     assert df["ratio"].iloc[0] == 1.0
+    fp32 = ss.compare_runs(root, baseline=traces[0], dtype="fp32", metrics=["ttft"])
+    assert [r["experiment"] for r in fp32.attrs["runs"]] == ["tp2_h100", "tp2_h100_fp32"]
     full = ss.compare_runs(traces[:2], per_rank=True, metrics=["comm_time"])
     assert "rank 1" in set(full["scope"])
     assert full["instances"].isna().all()

@@ -13,6 +13,7 @@ struct CompareOptions {
   std::string format = "md";
   std::vector<std::string> metrics;
   bool per_rank = false;
+  trace::IdentityFilter runs;
 };
 
 Status RunCompare(const CompareOptions& o) {
@@ -20,6 +21,7 @@ Status RunCompare(const CompareOptions& o) {
   report::CompareOptions options;
   options.metric_names = o.metrics;
   options.per_rank = o.per_rank;
+  options.runs = o.runs;
   std::vector<analysis::AnalysisResult> runs;
   ASSIGN_OR_RETURN(report::Comparison comparison,
                    report::CompareTraces(o.paths, o.baseline, options, &runs));
@@ -47,6 +49,11 @@ void AddCompareCommand(CLI::App& app, int* exit_code) {
   // One name per --metric, so that the run paths after it stay runs.
   cmd->add_option("--metric", options->metrics, "only these metrics (repeat for more)")
       ->allow_extra_args(false);
+  cmd->add_option("--experiment", options->runs.experiment,
+                  "only the stored runs of this experiment (or of this sweep)");
+  cmd->add_option("--hardware", options->runs.hardware, "only the stored runs on this hardware");
+  cmd->add_option("--dtype", options->runs.dtype, "only the stored runs in this dtype");
+  cmd->add_option("--backend", options->runs.backend, "only the stored runs of this backend");
   cmd->add_flag("--per-rank", options->per_rank,
                 "every rank, group and layer row instead of their min, median and max");
   cmd->callback([options, exit_code] {

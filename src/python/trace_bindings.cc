@@ -95,10 +95,13 @@ py::list Analyze(const std::vector<std::string>& paths, const std::vector<std::s
 }
 
 py::object Compare(const std::vector<std::string>& paths, const std::string& baseline,
-                   const std::vector<std::string>& metrics, bool per_rank) {
+                   const std::vector<std::string>& metrics, bool per_rank,
+                   const std::string& experiment, const std::string& hardware,
+                   const std::string& dtype, const std::string& backend) {
   report::CompareOptions options;
   options.metric_names = metrics;
   options.per_rank = per_rank;
+  options.runs = {experiment, hardware, dtype, backend};
   auto comparison = Unwrap(WithoutGil([&]() -> StatusOr<nlohmann::ordered_json> {
     if (paths.empty()) return InvalidArgument("compare: no trace paths given");
     ASSIGN_OR_RETURN(report::Comparison c, report::CompareTraces(paths, baseline, options));
@@ -140,6 +143,8 @@ void RegisterTraceBindings(py::module_& m) {
         "one dict per run under `paths` (as `shardscope analyze`), metrics as columns");
   m.def("compare", &Compare, py::arg("paths"), py::arg("baseline") = "",
         py::arg("metrics") = std::vector<std::string>{}, py::arg("per_rank") = false,
+        py::arg("experiment") = "", py::arg("hardware") = "", py::arg("dtype") = "",
+        py::arg("backend") = "",
         "the runs under `paths` side by side (as `shardscope compare --format json`)");
   m.def("list_traces", &ListTraces, py::arg("root") = "traces", py::arg("model") = "",
         py::arg("strategy") = "", py::arg("experiment") = "", py::arg("hardware") = "",

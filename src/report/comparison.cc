@@ -7,10 +7,10 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <set>
 
 #include "analysis/ccl_bench_names.h"
 #include "core/units.h"
+#include "trace/trace_store.h"
 
 namespace shardscope::report {
 namespace {
@@ -114,16 +114,6 @@ ComparisonRow RowOf(const Slot& s, size_t runs) {
     row.instances[i] = static_cast<int64_t>(values.size());
   }
   return row;
-}
-
-std::string CsvField(std::string_view s) {
-  if (s.find_first_of(",\"\n") == std::string_view::npos) return std::string(s);
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
 }
 
 std::string Number(double v) { return fmt::format("{:.9g}", v); }
@@ -339,7 +329,27 @@ StatusOr<Comparison> CompareTraces(const std::vector<std::string>& paths,
                                    const std::string& baseline_path, const CompareOptions& options,
                                    std::vector<analysis::AnalysisResult>* analyses) {
   namespace fs = std::filesystem;
-  ASSIGN_OR_RETURN(std::vector<analysis::AnalysisResult> runs, analysis::AnalyzePaths(paths));
+  std::vector<std::string> inputs = paths;
+  if (!options.runs.empty()) {
+    // Filtered on the metadata before any trace is read: a store holds many runs.
+    ASSIGN_OR_RETURN(std::vector<std::string> files, analysis::FindTraceFiles(paths));
+    inputs.clear();
+    for (const std::string& file : files) {
+      const std::string metadata = trace::StoreMetadataPathFor(file);
+      std::error_code ec;
+      if (metadata.empty() || !fs::exists(metadata, ec)) continue;  // nothing to match
+      ASSIGN_OR_RETURN(trace::RunIdentity identity, trace::ReadRunIdentity(metadata));
+      if (options.runs.Matches(identity)) inputs.push_back(file);
+    }
+    if (inputs.empty() && baseline_path.empty()) {
+      return InvalidArgument("compare: no run under {} matches the filters",
+                             fmt::join(paths, ", "));
+    }
+  }
+  std::vector<analysis::AnalysisResult> runs;
+  if (!inputs.empty()) {
+    ASSIGN_OR_RETURN(runs, analysis::AnalyzePaths(inputs));
+  }
   if (!baseline_path.empty()) {
     ASSIGN_OR_RETURN(std::vector<analysis::AnalysisResult> base,
                      analysis::AnalyzePaths({baseline_path}));

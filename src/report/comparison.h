@@ -23,6 +23,9 @@ namespace shardscope::report {
 struct CompareOptions {
   std::vector<std::string> metric_names;  // as analysis::SelectMetrics; empty: all
   bool per_rank = false;                  // every rank, group and layer row, unsummarised
+  // CompareTraces: only the store traces under the paths whose metadata matches (e.g. the
+  // runs of one sweep); empty: every run. The baseline is taken as named.
+  trace::IdentityFilter runs;
 };
 
 // One run, as the comparison names it.
@@ -66,10 +69,11 @@ Comparison CompareAnalyses(const std::vector<analysis::AnalysisResult>& runs, si
 
 // What `shardscope compare PATH... [--baseline PATH]` compares: the runs under
 // `paths` (analysis::AnalyzePaths: files, run directories, store roots), led by
-// the one run under `baseline_path` when given (else the first). Analyses and
-// their read summaries are returned through `analyses` when non-null. Errors:
-// the analyzer's; fewer than 2 runs; a baseline path holding several runs; a
-// metric name that selects nothing (analysis::CheckMetricNames).
+// the one run under `baseline_path` when given (else the first), filtered by
+// `options.runs`. Analyses and their read summaries are returned through
+// `analyses` when non-null. Errors: the analyzer's; a metadata file's
+// (trace::ReadRunIdentity); fewer than 2 runs; a baseline path holding several
+// runs; a metric name that selects nothing (analysis::CheckMetricNames).
 StatusOr<Comparison> CompareTraces(const std::vector<std::string>& paths,
                                    const std::string& baseline_path, const CompareOptions& options,
                                    std::vector<analysis::AnalysisResult>* analyses = nullptr);

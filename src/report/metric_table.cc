@@ -2,9 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <cmath>
 #include <nlohmann/json.hpp>
-#include <set>
 
 #include "analysis/ccl_bench_names.h"
 #include "core/units.h"
@@ -14,16 +12,6 @@ namespace {
 
 using analysis::Metric;
 using analysis::MetricSet;
-
-std::string CsvField(std::string_view s) {
-  if (s.find_first_of(",\"\n") == std::string_view::npos) return std::string(s);
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
 
 std::string Cell(const Metric* m) {
   if (m == nullptr) return "—";
@@ -64,6 +52,16 @@ std::string IdentityLine(const trace::RunIdentity& id) {
 }
 
 }  // namespace
+
+std::string CsvField(std::string_view s) {
+  if (s.find_first_of(",\"\n") == std::string_view::npos) return std::string(s);
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
 
 StatusOr<TableFormat> ParseTableFormat(std::string_view name) {
   if (name == "md" || name == "markdown") return TableFormat::kMarkdown;

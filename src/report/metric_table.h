@@ -18,6 +18,9 @@ namespace shardscope::report {
 enum class TableFormat { kMarkdown, kJson, kCsv };
 StatusOr<TableFormat> ParseTableFormat(std::string_view name);  // "md", "json", "csv"
 
+// `s` as one CSV field: quoted (with quotes doubled) when it holds a comma, quote or newline.
+std::string CsvField(std::string_view s);
+
 // A value with its unit for people: "1.23 ms", "4.5 GB/s", "0.731" (core/units.h).
 std::string FormatValue(double value, std::string_view unit);
 
