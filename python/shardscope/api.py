@@ -14,9 +14,15 @@ from shardscope import _shardscope
 from shardscope._binary import shardscope_binary
 from shardscope.errors import InputError
 
+# What identifies a run ShardScope recorded (empty for foreign traces).
+IDENTITY_COLUMNS = ["experiment", "hardware", "dtype", "backend"]
 # The columns of analyze(): one row per metric and scope.
-METRIC_COLUMNS = ["trace", "name", "scope_kind", "scope", "value", "unit", "aggregation",
-                  "unavailable"]
+METRIC_COLUMNS = ["trace", *IDENTITY_COLUMNS, "name", "scope_kind", "scope", "value", "unit",
+                  "aggregation", "unavailable"]
+# The columns of compare_runs(): one row per metric and run, as `shardscope compare
+# --format csv` prints them.
+COMPARISON_COLUMNS = ["metric", "scope", "unit", "run", "trace", *IDENTITY_COLUMNS, "value",
+                      "ratio", "min", "max", "instances", "unavailable"]
 
 
 def _warn_skipped(skipped):
@@ -138,8 +144,10 @@ def _scope_kind(scope):
 def _frame(run):
     c = run["columns"]
     n = len(c["name"])
+    identity = {k: [run["identity"][k]] * n for k in IDENTITY_COLUMNS}
     return pd.DataFrame({
         "trace": [run["trace"]] * n,
+        **identity,
         "name": c["name"],
         "scope_kind": [_scope_kind(s) for s in c["scope"]],
         "scope": c["scope"],
@@ -153,7 +161,7 @@ def _frame(run):
 def analyze_runs(paths, metrics=None, trace_format="auto", align_clocks="as-recorded",
                  workload_card=None):
     """The raw analyses behind analyze(): one dict per run (trace, trace_paths, format,
-    metadata_path, warnings, read_summary, columns)."""
+    identity, metadata_path, warnings, read_summary, columns)."""
     return _shardscope.analyze(_paths(paths), list(metrics or []), trace_format, align_clocks,
                                os.fspath(workload_card or ""))
 
@@ -163,7 +171,8 @@ def analyze(paths, metrics=None, trace_format="auto", align_clocks="as-recorded"
     """Every metric of docs/metrics.md for the traces under ``paths`` (a trace file, a run
     directory, a whole store; ours or foreign: Kineto, XLA, NCCL profiler) as one tidy
     DataFrame: one row per run, metric and scope, with ``value`` NaN and ``unavailable``
-    saying why where the trace cannot support a metric. ``metrics`` selects as ``analyze
+    saying why where the trace cannot support a metric; ``experiment``, ``hardware``,
+    ``dtype`` and ``backend`` say which run (empty for foreign traces). ``metrics`` selects as ``analyze
     --metric`` does (our names, a name's .suffixes and scopes, CCL-Bench names).
     ``df.attrs["runs"]`` holds each run's files, format and warnings."""
     runs = analyze_runs(paths, metrics, trace_format, align_clocks, workload_card)
@@ -192,7 +201,8 @@ def compare(baseline, proposed, metrics=None):
     """Two runs' metrics side by side, as ``shardscope compare``: baseline, proposed,
     ratio = proposed / baseline and change_percent = (proposed − baseline) / baseline · 100
     (NaN where the baseline is 0 or either value is missing). Each side is a trace path or
-    an analyze() DataFrame of one run."""
+    an analyze() DataFrame of one run. Every scope is a row of its own (as ``shardscope
+    compare --per-rank``); compare_runs() takes more runs and summarises ranks."""
     b = _one_run(baseline, metrics, "baseline")
     p = _one_run(proposed, metrics, "proposed")
     keys = ["name", "scope_kind", "scope"]
@@ -206,3 +216,50 @@ def compare(baseline, proposed, metrics=None):
     out["ratio"] = out["proposed"] / base
     out["change_percent"] = (out["proposed"] - base) / base * 100.0
     return out
+
+
+def _optional(values):
+    return pd.array([math.nan if v is None else v for v in values], dtype="float64")
+
+
+def compare_runs(paths, baseline=None, metrics=None, per_rank=False, experiment=None,
+                 hardware=None, dtype=None, backend=None):
+    """Several runs side by side, as ``shardscope compare PATH... [--baseline PATH]``: the
+    runs under ``paths`` (trace files, run directories, store roots), the baseline first
+    (``baseline``, else the first run). A tidy DataFrame with one row per metric and run:
+    ``metric``, ``scope``, ``unit``, ``run`` (its label), ``trace``, ``experiment``,
+    ``hardware``, ``dtype``, ``backend``, ``value``, ``ratio`` (value / the baseline's),
+    and for metrics of each rank, group or layer (scope with ``*``) unless ``per_rank``:
+    ``value`` the median over them, ``min``, ``max`` and ``instances``. The same rows as
+    ``shardscope compare --format csv``; ``df.attrs["runs"]`` holds the runs (label, trace,
+    metadata, identity) and ``df.attrs["baseline"]`` the baseline's label. ``experiment``
+    (an experiment's or a sweep's name), ``hardware``, ``dtype``, ``backend`` keep only the
+    stored runs under ``paths`` that match, as ``compare --experiment`` & co. do."""
+    c = _shardscope.compare(_paths(paths), os.fspath(baseline or ""), list(metrics or []),
+                            bool(per_rank), experiment or "", hardware or "", dtype or "",
+                            backend or "")
+    runs = c["runs"]
+    rows = {k: [] for k in COMPARISON_COLUMNS}
+    for m in c["metrics"]:
+        unavailable = m.get("unavailable", [""] * len(runs))
+        for i, r in enumerate(runs):
+            rows["metric"].append(m["metric"])
+            rows["scope"].append(m["scope"])
+            rows["unit"].append(m["unit"])
+            rows["run"].append(r["label"])
+            rows["trace"].append(r["trace"])
+            for k in IDENTITY_COLUMNS:
+                rows[k].append(r.get(k, ""))
+            rows["value"].append(m["values"][i])
+            rows["ratio"].append(m["ratios"][i])
+            rows["min"].append(m["min"][i] if m["summarised"] else None)
+            rows["max"].append(m["max"][i] if m["summarised"] else None)
+            rows["instances"].append(m["instances"][i] if m["summarised"] else None)
+            rows["unavailable"].append(unavailable[i])
+    for k in ("value", "ratio", "min", "max"):
+        rows[k] = _optional(rows[k])
+    rows["instances"] = pd.array(rows["instances"], dtype="Int64")
+    df = pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
+    df.attrs["runs"] = runs
+    df.attrs["baseline"] = c["baseline"]
+    return df

@@ -35,14 +35,19 @@ class TraceCollector:
         self.root = os.fspath(root)
 
     def list_traces(self, model_name=None, strategy=None, batch_size=None,
-                    sequence_length=None, backend=None, include_incomplete=False):
+                    sequence_length=None, backend=None, include_incomplete=False, *,
+                    experiment=None, hardware=None, dtype=None):
         """Stored traces matching every given filter, sorted by model, strategy, batch,
         sequence and timestamp; each a dict: trace, metadata (parsed, a TraceMetadata),
-        metadata_path, model, strategy, batch_size, sequence_length, timestamp, backend,
-        trace_bytes. A run still writing (no trace file yet) is left out unless
-        ``include_incomplete``."""
+        metadata_path, model, strategy, batch_size, sequence_length, timestamp, what the
+        run's metadata records of it — experiment, sweep, hardware, dtype, backend, nodes,
+        ranks (as ``shardscope traces list --json``) — and trace_bytes. ``experiment``
+        matches an experiment's name or its sweep's. A run still writing (no trace file
+        yet) is left out unless ``include_incomplete``."""
         out = []
-        for t in _shardscope.list_traces(self.root, model_name or "", strategy or ""):
+        for t in _shardscope.list_traces(self.root, model_name or "", strategy or "",
+                                         experiment or "", hardware or "", dtype or "",
+                                         backend or ""):
             if not t["complete"] and not include_incomplete:
                 continue
             if batch_size is not None and t["batch_size"] != batch_size:
@@ -50,8 +55,7 @@ class TraceCollector:
             if sequence_length is not None and t["sequence_length"] != sequence_length:
                 continue
             meta = _read_metadata(t) if t["metadata_path"] else {}
-            if backend is not None and meta.get("backend") != backend:
-                continue
+            identity = t["identity"]
             out.append({
                 "trace": t["trace"],
                 "metadata": TraceMetadata(meta, t["trace"], t["metadata_path"]),
@@ -61,7 +65,13 @@ class TraceCollector:
                 "batch_size": t["batch_size"],
                 "sequence_length": t["sequence_length"],
                 "timestamp": t["timestamp"],
-                "backend": meta.get("backend"),
+                "experiment": identity["experiment"],
+                "sweep": identity["sweep"],
+                "hardware": identity["hardware"],
+                "dtype": identity["dtype"],
+                "backend": identity["backend"] or None,
+                "nodes": identity["nodes"],
+                "ranks": identity["ranks"],
                 "trace_bytes": t["trace_bytes"],
             })
         return out

@@ -67,6 +67,15 @@ Status CheckForcedFormat(const AnalysisResult& r, const AnalyzeOptions& options)
   return Status::Ok();
 }
 
+// A run ShardScope recorded: the store's "run" block or the recorder's "experiment".
+bool RecordedByShardScope(const nlohmann::json& m) {
+  auto is_object = [&](const char* key) {
+    auto it = m.find(key);
+    return it != m.end() && it->is_object();
+  };
+  return m.is_object() && (is_object("run") || is_object("experiment"));
+}
+
 }  // namespace
 
 std::string RankScope(int32_t rank) { return fmt::format("rank {}", rank); }
@@ -147,6 +156,12 @@ StatusOr<AnalysisResult> AnalyzeTraceFile(const std::string& path, const Analyze
       data.metadata = std::move(m);
       result.metadata_path = meta;
     }
+  }
+  if (RecordedByShardScope(data.metadata)) {
+    ASSIGN_OR_RETURN(
+        result.identity,
+        trace::RunIdentityFromMetadata(data.metadata,
+                                       result.metadata_path.empty() ? path : result.metadata_path));
   }
   if (!options.extra_metadata.empty()) MergeMissingMetadata(&data.metadata, options.extra_metadata);
   RETURN_IF_ERROR(CheckForcedFormat(result, options));

@@ -17,6 +17,7 @@
 #include "importers/format_detect.h"
 #include "importers/trace_set.h"
 #include "trace/read_stats.h"
+#include "trace/run_identity.h"
 
 namespace shardscope::analysis {
 
@@ -26,6 +27,9 @@ struct AnalysisResult {
   std::vector<std::string> trace_paths;  // every file of the run
   std::string format;                    // importers::TraceFormatName of the files
   std::vector<std::string> warnings;     // e.g. ranks missing from a set, skewed clocks
+  // Experiment, hardware, dtype, backend, nodes, ranks of a run ShardScope recorded (its
+  // metadata has "experiment" or "run"); empty for foreign traces.
+  trace::RunIdentity identity;
   trace::ReadStats stats;
   MetricSet metrics;
 };
@@ -51,7 +55,7 @@ MetricSet ComputeMetrics(RunData* data);
 // "metadata_{ts}.json" beside it (which wins over the trace's otherData). A
 // foreign trace (Kineto, …) goes through its importer, as a set of one file.
 // Errors are the detector's and the reader's (missing, empty, not JSON,
-// unknown format, truncated).
+// unknown format, truncated), and a run identity field of the wrong type.
 StatusOr<AnalysisResult> AnalyzeTraceFile(const std::string& path,
                                           const AnalyzeOptions& options = {});
 

@@ -49,9 +49,11 @@ void AddAnalyzeCommand(CLI::App& app, int* exit_code) {
       "analyze", "Compute every metric of traces: a trace file, a run directory or a whole store");
   cmd->add_option("paths", options->paths, "trace files or directories")->required();
   cmd->add_option("--format", options->format, "md, json or csv")->default_str("md");
+  // One name per --metric, so that paths after it stay paths.
   cmd->add_option("--metric", options->metrics,
-                  "only these metrics (a name selects all its scopes and .suffixes); "
-                  "CCL-Bench names (avg_step_time, ...) too");
+                  "only these metrics (a name selects all its scopes and .suffixes; repeat for "
+                  "more); CCL-Bench names (avg_step_time, ...) too")
+      ->allow_extra_args(false);
   cmd->add_option("--workload-card", options->workload_card,
                   "a CCL-Bench workload card (YAML): fills model, hardware and plan figures "
                   "the trace's metadata lacks");

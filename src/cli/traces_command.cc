@@ -15,12 +15,15 @@ struct ListOptions {
   std::string root = "traces";
   std::string model;
   std::string strategy;
+  trace::IdentityFilter identity;
   bool json = false;
 };
 
+std::string OrDash(const std::string& s) { return s.empty() ? "—" : s; }
+
 Status RunList(const ListOptions& o) {
   trace::TraceStore store(o.root);
-  ASSIGN_OR_RETURN(auto traces, store.List({o.model, o.strategy}));
+  ASSIGN_OR_RETURN(auto traces, store.List({o.model, o.strategy, o.identity}));
   if (o.json) {
     nlohmann::ordered_json arr = nlohmann::ordered_json::array();
     for (const auto& t : traces) {
@@ -28,6 +31,15 @@ Status RunList(const ListOptions& o) {
                      {"strategy", t.key.strategy},
                      {"batch_size", t.key.batch_size},
                      {"sequence_length", t.key.sequence_length},
+                     {"experiment", t.identity.experiment},
+                     {"sweep", t.identity.sweep},
+                     {"hardware", t.identity.hardware},
+                     {"dtype", t.identity.dtype},
+                     {"backend", t.identity.backend},
+                     {"nodes", t.identity.nodes ? nlohmann::ordered_json(*t.identity.nodes)
+                                                : nlohmann::ordered_json(nullptr)},
+                     {"ranks", t.identity.ranks ? nlohmann::ordered_json(*t.identity.ranks)
+                                                : nlohmann::ordered_json(nullptr)},
                      {"timestamp", t.timestamp},
                      {"trace", t.trace_path},
                      {"metadata", t.metadata_path},
@@ -40,16 +52,23 @@ Status RunList(const ListOptions& o) {
   if (traces.empty()) {
     std::error_code ec;
     const bool missing = !std::filesystem::exists(o.root, ec);
-    std::cout << fmt::format(
-        "no traces under {}{}\n", o.root,
-        missing ? " (no such directory; `shardscope run --out` makes one)" : "");
+    const bool filtered = !o.model.empty() || !o.strategy.empty() || !o.identity.empty();
+    std::cout << fmt::format("no traces under {}{}\n", o.root,
+                             missing    ? " (no such directory; `shardscope run --out` makes one)"
+                             : filtered ? " match the filters"
+                                        : "");
     return Status::Ok();
   }
-  std::cout << "| model | strategy | batch | seq | timestamp | size | trace |\n"
-               "|---|---|---|---|---|---|---|\n";
+  std::cout << "| model | strategy | batch | seq | experiment | hardware | dtype | backend | nodes "
+               "· ranks "
+               "| timestamp | trace size | trace |\n"
+               "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& t : traces) {
-    std::cout << fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", t.key.model, t.key.strategy,
-                             t.key.batch_size, t.key.sequence_length, t.timestamp,
+    const trace::RunIdentity& id = t.identity;
+    std::cout << fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                             t.key.model, t.key.strategy, t.key.batch_size, t.key.sequence_length,
+                             OrDash(id.experiment), OrDash(id.hardware), OrDash(id.dtype),
+                             OrDash(id.backend), OrDash(trace::NodesAndRanks(id)), t.timestamp,
                              t.trace_path.empty() ? "—" : FormatBytes(double(t.trace_bytes)),
                              t.trace_path.empty() ? "(incomplete: no trace file)" : t.trace_path);
   }
@@ -62,10 +81,18 @@ void AddTracesCommand(CLI::App& app, int* exit_code) {
   auto* traces = app.add_subcommand("traces", "The trace store");
   traces->require_subcommand(1);
   auto options = std::make_shared<ListOptions>();
-  auto* list = traces->add_subcommand("list", "List stored traces (model, strategy, batch, seq)");
+  auto* list = traces->add_subcommand(
+      "list",
+      "List stored traces: model, strategy, batch, seq, and the experiment, hardware, dtype, "
+      "backend and size each run's metadata records");
   list->add_option("--root", options->root, "store root")->default_str("traces");
   list->add_option("--model", options->model, "only this model");
   list->add_option("--strategy", options->strategy, "only this strategy");
+  list->add_option("--experiment", options->identity.experiment,
+                   "only this experiment (or the experiments of this sweep)");
+  list->add_option("--hardware", options->identity.hardware, "only this hardware (cluster name)");
+  list->add_option("--dtype", options->identity.dtype, "only this dtype");
+  list->add_option("--backend", options->identity.backend, "only this backend (sim, cpu)");
   list->add_flag("--json", options->json, "JSON output");
   list->callback([options, exit_code] {
     Status s = RunList(*options);

@@ -1,5 +1,6 @@
-// analyze and list_traces: the analyzer's metrics as columns (the Python layer
-// makes a DataFrame of them without touching events) and the trace store.
+// analyze, compare and list_traces: the analyzer's metrics as columns (the Python
+// layer makes a DataFrame of them without touching events), comparisons of runs,
+// and the trace store.
 #include <pybind11/stl.h>
 
 #include <string>
@@ -10,6 +11,7 @@
 #include "analysis/workload_card.h"
 #include "python/bindings.h"
 #include "python/py_convert.h"
+#include "report/comparison.h"
 #include "trace/trace_store.h"
 
 namespace shardscope::python {
@@ -34,6 +36,22 @@ py::dict Columns(const analysis::MetricSet& metrics) {
   out["aggregation"] = aggregation;
   out["unavailable"] = unavailable;
   return out;
+}
+
+// Every identity field, "" or None where unknown, so that columns line up.
+py::dict Identity(const trace::RunIdentity& id) {
+  auto optional = [](const std::optional<int64_t>& v) {
+    return v ? py::object(py::int_(*v)) : py::object(py::none());
+  };
+  py::dict d;
+  d["experiment"] = id.experiment;
+  d["sweep"] = id.sweep;
+  d["hardware"] = id.hardware;
+  d["dtype"] = id.dtype;
+  d["backend"] = id.backend;
+  d["nodes"] = optional(id.nodes);
+  d["ranks"] = optional(id.ranks);
+  return d;
 }
 
 py::list Analyze(const std::vector<std::string>& paths, const std::vector<std::string>& metrics,
@@ -66,6 +84,7 @@ py::list Analyze(const std::vector<std::string>& paths, const std::vector<std::s
     d["trace_paths"] = r.trace_paths;
     d["metadata_path"] = r.metadata_path;
     d["format"] = r.format;
+    d["identity"] = Identity(r.identity);
     d["warnings"] = r.warnings;
     d["skipped_events"] = r.stats.skipped_total();
     d["read_summary"] = r.stats.Summary();
@@ -75,10 +94,28 @@ py::list Analyze(const std::vector<std::string>& paths, const std::vector<std::s
   return out;
 }
 
-py::list ListTraces(const std::string& root, const std::string& model,
-                    const std::string& strategy) {
+py::object Compare(const std::vector<std::string>& paths, const std::string& baseline,
+                   const std::vector<std::string>& metrics, bool per_rank,
+                   const std::string& experiment, const std::string& hardware,
+                   const std::string& dtype, const std::string& backend) {
+  report::CompareOptions options;
+  options.metric_names = metrics;
+  options.per_rank = per_rank;
+  options.runs = {experiment, hardware, dtype, backend};
+  auto comparison = Unwrap(WithoutGil([&]() -> StatusOr<nlohmann::ordered_json> {
+    if (paths.empty()) return InvalidArgument("compare: no trace paths given");
+    ASSIGN_OR_RETURN(report::Comparison c, report::CompareTraces(paths, baseline, options));
+    return report::ComparisonJson(c);
+  }));
+  return ToPython(comparison);
+}
+
+py::list ListTraces(const std::string& root, const std::string& model, const std::string& strategy,
+                    const std::string& experiment, const std::string& hardware,
+                    const std::string& dtype, const std::string& backend) {
   trace::TraceStore store(root);
-  auto traces = Unwrap(WithoutGil([&] { return store.List({model, strategy}); }));
+  const trace::ListFilter filter{model, strategy, {experiment, hardware, dtype, backend}};
+  auto traces = Unwrap(WithoutGil([&] { return store.List(filter); }));
   py::list out;
   for (const trace::StoredTrace& t : traces) {
     py::dict d;
@@ -91,6 +128,7 @@ py::list ListTraces(const std::string& root, const std::string& model,
     d["metadata_path"] = t.metadata_path;
     d["trace_bytes"] = t.trace_bytes;
     d["complete"] = t.complete();
+    d["identity"] = Identity(t.identity);
     out.append(std::move(d));
   }
   return out;
@@ -103,8 +141,15 @@ void RegisterTraceBindings(py::module_& m) {
         py::arg("trace_format") = "auto", py::arg("align_clocks") = "as-recorded",
         py::arg("workload_card") = "",
         "one dict per run under `paths` (as `shardscope analyze`), metrics as columns");
+  m.def("compare", &Compare, py::arg("paths"), py::arg("baseline") = "",
+        py::arg("metrics") = std::vector<std::string>{}, py::arg("per_rank") = false,
+        py::arg("experiment") = "", py::arg("hardware") = "", py::arg("dtype") = "",
+        py::arg("backend") = "",
+        "the runs under `paths` side by side (as `shardscope compare --format json`)");
   m.def("list_traces", &ListTraces, py::arg("root") = "traces", py::arg("model") = "",
-        py::arg("strategy") = "", "the store's traces (as `shardscope traces list --json`)");
+        py::arg("strategy") = "", py::arg("experiment") = "", py::arg("hardware") = "",
+        py::arg("dtype") = "", py::arg("backend") = "",
+        "the store's traces (as `shardscope traces list --json`)");
 }
 
 }  // namespace shardscope::python

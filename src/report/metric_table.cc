@@ -2,9 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <cmath>
 #include <nlohmann/json.hpp>
-#include <set>
 
 #include "analysis/ccl_bench_names.h"
 #include "core/units.h"
@@ -14,16 +12,6 @@ namespace {
 
 using analysis::Metric;
 using analysis::MetricSet;
-
-std::string CsvField(std::string_view s) {
-  if (s.find_first_of(",\"\n") == std::string_view::npos) return std::string(s);
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
 
 std::string Cell(const Metric* m) {
   if (m == nullptr) return "—";
@@ -46,7 +34,34 @@ nlohmann::ordered_json MetricJson(const Metric& m) {
   return j;
 }
 
+// "experiment tp4 · hardware h100-sxm · dtype bf16 · backend sim · 1 node · 4 ranks".
+std::string IdentityLine(const trace::RunIdentity& id) {
+  std::string out;
+  auto add = [&](std::string_view label, const std::string& v) {
+    if (v.empty()) return;
+    if (!out.empty()) out += " · ";
+    out += label.empty() ? v : fmt::format("{} {}", label, v);
+  };
+  add("experiment", id.experiment);
+  add("sweep", id.sweep);
+  add("hardware", id.hardware);
+  add("dtype", id.dtype);
+  add("backend", id.backend);
+  add("", trace::NodesAndRanks(id));
+  return out;
+}
+
 }  // namespace
+
+std::string CsvField(std::string_view s) {
+  if (s.find_first_of(",\"\n") == std::string_view::npos) return std::string(s);
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
 
 StatusOr<TableFormat> ParseTableFormat(std::string_view name) {
   if (name == "md" || name == "markdown") return TableFormat::kMarkdown;
@@ -62,9 +77,9 @@ std::string FormatValue(double v, std::string_view unit) {
   if (unit == "FLOP/s") return FormatFlops(v) + "/s";
   if (unit == "tokens/s") return FormatSi(v) + " tokens/s";
   if (unit == "tokens") return FormatSi(v) + " tokens";
-  if (unit == "count" || unit == "rank") return fmt::format("{:.10g}", v);
-  if (unit.empty() || unit == "ratio") return fmt::format("{:.4g}", v);
-  return fmt::format("{:.4g} {}", v, unit);  // units as CCL-Bench gives them: "%", "GB", "ms"
+  if (unit == "count" || unit == "rank") return FormatNumber(v, 10);
+  if (unit.empty() || unit == "ratio") return FormatNumber(v, 4);
+  return FormatNumber(v, 4) + " " + std::string(unit);  // as CCL-Bench gives them: "%", "GB", "ms"
 }
 
 std::string RenderAnalyses(const std::vector<analysis::AnalysisResult>& results,
@@ -78,21 +93,27 @@ std::string RenderAnalyses(const std::vector<analysis::AnalysisResult>& results,
       for (const Metric& m : filtered.metrics()) {
         metrics.push_back(MetricJson(m));
       }
-      all.push_back({{"trace", r.trace_path},
-                     {"metadata", r.metadata_path},
-                     {"read", r.stats.Summary()},
-                     {"skipped_events", r.stats.skipped_total()},
-                     {"metrics", metrics}});
+      nlohmann::ordered_json run = {{"trace", r.trace_path}, {"metadata", r.metadata_path}};
+      const nlohmann::ordered_json identity = trace::RunIdentityJson(r.identity);
+      for (const auto& [k, v] : identity.items()) run[k] = v;
+      run["read"] = r.stats.Summary();
+      run["skipped_events"] = r.stats.skipped_total();
+      run["metrics"] = std::move(metrics);
+      all.push_back(std::move(run));
     }
     return (results.size() == 1 ? all[0] : all).dump(2) + "\n";
   }
   if (format == TableFormat::kCsv) {
-    out = "trace,metric,scope,value,unit,aggregation,unavailable\n";
+    out =
+        "trace,experiment,hardware,dtype,backend,metric,scope,value,unit,aggregation,unavailable\n";
     for (const auto& r : results) {
       MetricSet filtered = analysis::SelectMetrics(r.metrics, metric_names);
+      const std::string run = fmt::format(
+          "{},{},{},{},{}", CsvField(r.trace_path), CsvField(r.identity.experiment),
+          CsvField(r.identity.hardware), CsvField(r.identity.dtype), CsvField(r.identity.backend));
       for (const Metric& m : filtered.metrics()) {
-        out += fmt::format("{},{},{},{},{},{},{}\n", CsvField(r.trace_path), CsvField(m.name),
-                           CsvField(m.scope), m.value ? Number(*m.value) : "", CsvField(m.unit),
+        out += fmt::format("{},{},{},{},{},{},{}\n", run, CsvField(m.name), CsvField(m.scope),
+                           m.value ? Number(*m.value) : "", CsvField(m.unit),
                            CsvField(m.aggregation), CsvField(m.unavailable));
       }
     }
@@ -101,6 +122,7 @@ std::string RenderAnalyses(const std::vector<analysis::AnalysisResult>& results,
   for (const auto& r : results) {
     out += fmt::format("## {}\n\n", r.trace_path);
     if (!r.metadata_path.empty()) out += fmt::format("metadata: {}\n\n", r.metadata_path);
+    if (!r.identity.empty()) out += fmt::format("run: {}\n\n", IdentityLine(r.identity));
     out += fmt::format("{}\n\n", r.stats.Summary());
     out += "| metric | scope | value | aggregation |\n|---|---|---|---|\n";
     MetricSet filtered = analysis::SelectMetrics(r.metrics, metric_names);
@@ -108,71 +130,6 @@ std::string RenderAnalyses(const std::vector<analysis::AnalysisResult>& results,
       out += fmt::format("| {} | {} | {} | {} |\n", m.name, m.scope, Cell(&m), m.aggregation);
     }
     out += "\n";
-  }
-  return out;
-}
-
-std::string RenderComparison(const analysis::AnalysisResult& baseline,
-                             const analysis::AnalysisResult& proposed,
-                             const std::vector<std::string>& metric_names, TableFormat format) {
-  MetricSet base = analysis::SelectMetrics(baseline.metrics, metric_names);
-  MetricSet prop = analysis::SelectMetrics(proposed.metrics, metric_names);
-  std::vector<std::string> keys;
-  std::set<std::string> seen;
-  for (const MetricSet* set : {&base, &prop}) {
-    for (const Metric& m : set->metrics()) {
-      if (seen.insert(m.key()).second) keys.push_back(m.key());
-    }
-  }
-  struct Row {
-    std::string key;
-    const Metric* b;
-    const Metric* p;
-    std::optional<double> ratio, change;
-  };
-  std::vector<Row> rows;
-  for (const std::string& key : keys) {
-    Row row{key, base.Find(key), prop.Find(key), std::nullopt, std::nullopt};
-    if (row.b && row.p && row.b->value && row.p->value && *row.b->value != 0) {
-      row.ratio = *row.p->value / *row.b->value;
-      row.change = (*row.p->value - *row.b->value) / std::fabs(*row.b->value) * 100.0;
-    }
-    rows.push_back(row);
-  }
-  if (format == TableFormat::kJson) {
-    nlohmann::ordered_json j = {{"baseline", baseline.trace_path},
-                                {"proposed", proposed.trace_path}};
-    nlohmann::ordered_json arr = nlohmann::ordered_json::array();
-    for (const Row& r : rows) {
-      const Metric* any = r.b ? r.b : r.p;
-      nlohmann::ordered_json e = {{"metric", r.key}, {"unit", any->unit}};
-      e["baseline"] = r.b && r.b->value ? nlohmann::ordered_json(*r.b->value) : nullptr;
-      e["proposed"] = r.p && r.p->value ? nlohmann::ordered_json(*r.p->value) : nullptr;
-      e["ratio"] = r.ratio ? nlohmann::ordered_json(*r.ratio) : nullptr;
-      e["change_percent"] = r.change ? nlohmann::ordered_json(*r.change) : nullptr;
-      arr.push_back(e);
-    }
-    j["metrics"] = arr;
-    return j.dump(2) + "\n";
-  }
-  if (format == TableFormat::kCsv) {
-    std::string out = "metric,unit,baseline,proposed,ratio,change_percent\n";
-    for (const Row& r : rows) {
-      const Metric* any = r.b ? r.b : r.p;
-      out += fmt::format("{},{},{},{},{},{}\n", CsvField(r.key), CsvField(any->unit),
-                         r.b && r.b->value ? Number(*r.b->value) : "",
-                         r.p && r.p->value ? Number(*r.p->value) : "",
-                         r.ratio ? Number(*r.ratio) : "", r.change ? Number(*r.change) : "");
-    }
-    return out;
-  }
-  std::string out =
-      fmt::format("baseline: {}\nproposed: {}\n\n", baseline.trace_path, proposed.trace_path);
-  out += "| metric | baseline | proposed | ratio | change |\n|---|---|---|---|---|\n";
-  for (const Row& r : rows) {
-    out += fmt::format("| {} | {} | {} | {} | {} |\n", r.key, Cell(r.b), Cell(r.p),
-                       r.ratio ? fmt::format("{:.4g}", *r.ratio) : "—",
-                       r.change ? fmt::format("{:+.1f} %", *r.change) : "—");
   }
   return out;
 }

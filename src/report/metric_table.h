@@ -1,5 +1,7 @@
-// Renders analyzer output as Markdown, JSON or CSV: one trace's metrics, or two
-// traces side by side with the ratio and the change in percent. Pure functions.
+// Renders analyzer output as Markdown, JSON or CSV: the metrics of one or more
+// runs, each named by its trace and, for a run ShardScope recorded, its identity
+// (experiment, hardware, dtype, backend). Comparisons are report/comparison.h.
+// Pure functions.
 #ifndef SHARDSCOPE_REPORT_METRIC_TABLE_H_
 #define SHARDSCOPE_REPORT_METRIC_TABLE_H_
 
@@ -16,19 +18,18 @@ namespace shardscope::report {
 enum class TableFormat { kMarkdown, kJson, kCsv };
 StatusOr<TableFormat> ParseTableFormat(std::string_view name);  // "md", "json", "csv"
 
-// A value with its unit for people: "1.23 ms", "4.5 GB/s", "0.731".
+// `s` as one CSV field: quoted (with quotes doubled) when it holds a comma, quote or newline.
+std::string CsvField(std::string_view s);
+
+// A value with its unit for people: "1.23 ms", "4.5 GB/s", "0.731" (core/units.h).
 std::string FormatValue(double value, std::string_view unit);
 
 // The analyses of one or more traces; `metric_names` selects as analysis::SelectMetrics
-// does: our names and CCL-Bench's (empty: all).
+// does: our names and CCL-Bench's (empty: all). A run's identity is a line under its
+// heading (Markdown), fields beside "trace" (JSON; absent for foreign traces) and the
+// columns experiment, hardware, dtype, backend after "trace" (CSV; empty for foreign).
 std::string RenderAnalyses(const std::vector<analysis::AnalysisResult>& results,
                            const std::vector<std::string>& metric_names, TableFormat format);
-
-// Every metric of either side: baseline, proposed, proposed / baseline, and
-// (proposed − baseline) / baseline in percent.
-std::string RenderComparison(const analysis::AnalysisResult& baseline,
-                             const analysis::AnalysisResult& proposed,
-                             const std::vector<std::string>& metric_names, TableFormat format);
 
 }  // namespace shardscope::report
 

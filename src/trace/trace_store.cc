@@ -97,6 +97,12 @@ nlohmann::json StoreMetadata(const nlohmann::json& metadata, const RunKey& key,
               {"batch_size", key.batch_size},
               {"sequence_length", key.sequence_length},
               {"timestamp", timestamp}};
+  // The identity up front, so that a reader of the file (or `traces list`) need not
+  // know where the experiment's JSON keeps each field.
+  if (auto id = RunIdentityFromMetadata(m, "metadata"); id.ok()) {
+    const nlohmann::ordered_json fields = RunIdentityJson(*id);
+    for (const auto& [field, value] : fields.items()) m["run"][field] = value;
+  }
   return m;
 }
 
@@ -200,7 +206,13 @@ StatusOr<std::vector<StoredTrace>> TraceStore::List(const ListFilter& filter) co
             t.metadata_path = e.path().string();
           }
         }
-        for (auto& [ts, t] : by_timestamp) out.push_back(std::move(t));
+        for (auto& [ts, t] : by_timestamp) {
+          if (!t.metadata_path.empty()) {
+            ASSIGN_OR_RETURN(t.identity, ReadRunIdentity(t.metadata_path));
+          }
+          if (!filter.identity.Matches(t.identity)) continue;
+          out.push_back(std::move(t));
+        }
       }
     }
   }

@@ -17,6 +17,7 @@
 
 #include "core/status.h"
 #include "core/trace_compression.h"
+#include "trace/run_identity.h"
 #include "trace/trace_writer.h"
 
 namespace shardscope::trace {
@@ -35,13 +36,16 @@ struct StoredTrace {
   std::string trace_path;     // empty when only the metadata exists
   std::string metadata_path;  // empty when only the trace exists
   int64_t trace_bytes = 0;
+  // From the metadata file (empty without one, or while it is being written).
+  RunIdentity identity;
   // Both files present: the run finished writing its trace.
   bool complete() const { return !trace_path.empty() && !metadata_path.empty(); }
 };
 
 struct ListFilter {
-  std::string model;     // empty: any
-  std::string strategy;  // empty: any
+  std::string model;             // empty: any
+  std::string strategy;          // empty: any
+  IdentityFilter identity = {};  // experiment, hardware, dtype, backend; empty: any
 };
 
 class TraceStore {
@@ -62,7 +66,10 @@ class TraceStore {
   Status CheckRoot() const;
 
   // Every trace under the root matching `filter`, sorted by model, strategy,
-  // batch, sequence and timestamp. A missing root is an empty store.
+  // batch, sequence and timestamp, each with the identity its metadata file
+  // records. A missing root is an empty store. Errors: a metadata file that
+  // cannot be read or parsed, or whose identity fields have the wrong type
+  // (ReadRunIdentity), naming the file.
   StatusOr<std::vector<StoredTrace>> List(const ListFilter& filter = {}) const;
 
   // {root}/{model}/{strategy}/batch_{B}_seq_{S}, path components sanitised.
@@ -74,7 +81,9 @@ class TraceStore {
 };
 
 // `metadata` with the fields every stored trace carries: "shardscope"
-// (version, trace format version), "units" and "run" (the RunKey).
+// (version, trace format version), "units" and "run" (the RunKey and, where
+// `metadata` knows them, the RunIdentity's fields: experiment, sweep, hardware,
+// dtype, backend, nodes, ranks).
 nlohmann::json StoreMetadata(const nlohmann::json& metadata, const RunKey& key,
                              const std::string& timestamp);
 // The metadata file beside a store trace (trace_{ts}.trace or .trace.gz →
