@@ -195,8 +195,10 @@ Compared CompareMetric(const std::string& baseline, const std::string& proposed,
   EXPECT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   for (const auto& m : j["metrics"]) {
-    if (m["metric"] == metric && m["ratio"].is_number()) {
-      return {m["baseline"].get<double>(), m["proposed"].get<double>(), m["ratio"].get<double>()};
+    if (m["metric"] == metric && m["scope"] == "" && m["values"].size() == 2 &&
+        m["values"][0].is_number() && m["values"][1].is_number() && m["ratios"][1].is_number()) {
+      return {m["values"][0].get<double>(), m["values"][1].get<double>(),
+              m["ratios"][1].get<double>()};
     }
   }
   ADD_FAILURE() << "compare gave no " << metric << ":\n" << r.out;
