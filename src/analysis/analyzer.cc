@@ -125,6 +125,15 @@ MetricSet ComputeMetrics(RunData* data) {
   return out;
 }
 
+std::map<int32_t, std::map<int32_t, int64_t>> ExpertTokensByLayer(const RunData& data) {
+  std::map<int32_t, std::map<int32_t, int64_t>> out;
+  for (const auto& [key, cell] : data.expert_load) {
+    auto& layer = out[std::get<2>(key)];
+    for (const auto& [expert, tokens] : cell.tokens) layer[expert] += tokens;
+  }
+  return out;
+}
+
 StatusOr<AnalysisResult> AnalyzeTraceFile(const std::string& path, const AnalyzeOptions& options) {
   importers::TraceFormat format;
   if (options.format) {
@@ -167,6 +176,7 @@ StatusOr<AnalysisResult> AnalyzeTraceFile(const std::string& path, const Analyze
   RETURN_IF_ERROR(CheckForcedFormat(result, options));
   data.format = result.format;
   result.metrics = ComputeMetrics(&data);
+  result.expert_tokens = ExpertTokensByLayer(data);
   return result;
 }
 
@@ -197,6 +207,7 @@ StatusOr<AnalysisResult> AnalyzeTraceSet(const std::vector<std::string>& paths,
   RETURN_IF_ERROR(CheckForcedFormat(result, options));
   data.format = result.format;
   result.metrics = ComputeMetrics(&data);
+  result.expert_tokens = ExpertTokensByLayer(data);
   if (set.world_size) {
     result.metrics.Add("world_size", "", *set.world_size, "count", "as the trace files declare");
     // One row (and one warning naming them), not a row per missing rank: a set

@@ -5,6 +5,7 @@
 #define SHARDSCOPE_ANALYSIS_ANALYZER_H_
 
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -32,7 +33,14 @@ struct AnalysisResult {
   trace::RunIdentity identity;
   trace::ReadStats stats;
   MetricSet metrics;
+  // Routed-expert tokens by MoE layer and global expert id, summed over phases, steps,
+  // ranks and micro-batches (the report's layer × expert heatmap; too many cells for
+  // metrics). Empty when the trace has no expert counts.
+  std::map<int32_t, std::map<int32_t, int64_t>> expert_tokens;
 };
+
+// The expert_tokens matrix of a run's data.
+std::map<int32_t, std::map<int32_t, int64_t>> ExpertTokensByLayer(const RunData& data);
 
 // How to analyse a trace; the defaults take it as it is.
 struct AnalyzeOptions {

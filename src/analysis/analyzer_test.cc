@@ -236,6 +236,10 @@ TEST(AnalyzerTest, ExpertLoadImbalanceAndCv) {
   // Over steps: experts 0..3 got 8, 4, 5, 3.
   EXPECT_DOUBLE_EQ(value("expert_load.tokens[layer 1]"), 20.0);
   EXPECT_DOUBLE_EQ(value("expert_load.tokens.max[layer 1]"), 8.0);
+  // The layer × expert matrix the report draws: the same sums, per expert.
+  auto matrix = ExpertTokensByLayer(data);
+  ASSERT_EQ(matrix.size(), 1u);
+  EXPECT_EQ(matrix.at(1), (std::map<int32_t, int64_t>{{0, 8}, {1, 4}, {2, 5}, {3, 3}}));
 }
 
 TEST(AnalyzerTest, ExpertLoadWithoutCountsIsNotAvailable) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 #include <regex>
 #include <tuple>
 
@@ -228,6 +229,28 @@ TEST(HtmlSectionsTest, SummaryPutsEachRunAgainstItsRecordedBounds) {
   EXPECT_EQ(row[7], "memory bandwidth");
   EXPECT_EQ(SummarySection({measured}).note.find("1.00×") != std::string::npos, true);
   EXPECT_NE(SummarySection({measured}).note.find("No run here carries bounds"), std::string::npos);
+}
+
+TEST(HtmlSectionsTest, ExpertHeatmapIsTokensOverTheLayerMean) {
+  ReportRun r;
+  r.label = "moe";
+  // Layer 3 (the first MoE layer): expert 0 got 10 tokens, expert 1 30 (mean 20).
+  r.analysis.expert_tokens = {{3, {{0, 10}, {1, 30}}}, {4, {{0, 20}, {1, 20}}}};
+  Section s = ExpertSection({r});
+  const Chart* heat = nullptr;
+  for (const Chart& c : s.charts) {
+    if (c.id == "experts-heatmap-0") heat = &c;
+  }
+  ASSERT_NE(heat, nullptr);
+  EXPECT_TRUE(heat->heatmap);
+  std::map<std::pair<int, int>, double> cells;
+  for (const json& p : heat->config["data"]["datasets"][0]["data"]) {
+    cells[{p["y"].get<int>(), p["x"].get<int>()}] = p["v"].get<double>();
+  }
+  EXPECT_EQ(cells.size(), 4u);  // dense layers 0-2 have no cells
+  EXPECT_DOUBLE_EQ(cells.at({3, 0}), 0.5);
+  EXPECT_DOUBLE_EQ(cells.at({3, 1}), 1.5);
+  EXPECT_DOUBLE_EQ(cells.at({4, 1}), 1.0);
 }
 
 TEST(HtmlSectionsTest, TrafficIntervalsPerDimensionAndPair) {

@@ -137,15 +137,47 @@ Section MemorySection(const std::vector<ReportRun>& runs) {
   return s;
 }
 
+namespace {
+
+// Tokens ÷ the layer's mean per expert, rows = layer numbers (dense layers empty).
+Chart ExpertHeatmap(const ReportRun& r, size_t index) {
+  const auto& tokens = r.analysis.expert_tokens;
+  int32_t experts = 0;
+  for (const auto& [layer, by_expert] : tokens) {
+    if (!by_expert.empty()) experts = std::max(experts, by_expert.rbegin()->first + 1);
+  }
+  std::vector<std::vector<double>> values(
+      static_cast<size_t>(tokens.rbegin()->first + 1),
+      std::vector<double>(static_cast<size_t>(experts), std::nan("")));
+  for (const auto& [layer, by_expert] : tokens) {
+    double sum = 0;
+    for (const auto& [e, n] : by_expert) sum += static_cast<double>(n);
+    const double mean = sum / experts;
+    if (layer < 0 || mean <= 0) continue;
+    std::vector<double>& row = values[static_cast<size_t>(layer)];
+    for (int32_t e = 0; e < experts; ++e) {
+      auto it = by_expert.find(e);
+      row[static_cast<size_t>(e)] =
+          (it == by_expert.end() ? 0.0 : static_cast<double>(it->second)) / mean;
+    }
+  }
+  return Heatmap(fmt::format("experts-heatmap-{}", index),
+                 "Tokens per expert ÷ layer mean: " + r.label, values, "expert", "layer",
+                 "tokens ÷ layer mean", "ratio");
+}
+
+}  // namespace
+
 Section ExpertSection(const std::vector<ReportRun>& runs) {
   Section s{"experts", "Expert load", "", {}, {}};
   s.note =
       "Per MoE layer: imbalance (max ÷ mean tokens) over experts and over EP ranks, mean over "
-      "steps. The analyzer reports per-layer aggregates; a layer × expert heatmap needs per-expert "
-      "counts it does not emit yet.";
+      "steps; and each expert's tokens (all phases and steps) as a share of its layer's mean, "
+      "layer by expert (1 = an even split; hot experts stand out).";
   size_t i = 0;
   for (const ReportRun& r : DetailRuns(runs, &s.note)) {
     const analysis::MetricSet& m = r.analysis.metrics;
+    if (!r.analysis.expert_tokens.empty()) s.charts.push_back(ExpertHeatmap(r, i));
     std::vector<double> layers;
     for (const analysis::Metric& x : m.metrics()) {
       int layer;
