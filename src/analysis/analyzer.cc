@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -134,6 +135,20 @@ std::map<int32_t, std::map<int32_t, int64_t>> ExpertTokensByLayer(const RunData&
   return out;
 }
 
+std::vector<SizeBandwidth> BandwidthBySize(const RunData& data) {
+  std::vector<SizeBandwidth> out;
+  for (size_t i = 0; i < data.bandwidth_by_size.size(); ++i) {
+    const SizeBucketSums& b = data.bandwidth_by_size[i];
+    if (b.ops == 0 || b.seconds <= 0) continue;
+    const size_t k = i % kSizeBuckets, cd = i / kSizeBuckets;
+    out.push_back({static_cast<Collective>(cd / trace::kNumGroupDims),
+                   static_cast<GroupDim>(cd % trace::kNumGroupDims),
+                   std::ldexp(1.0, static_cast<int>(k)), b.bytes / static_cast<double>(b.ops),
+                   b.ops, b.bus_bytes / b.seconds});
+  }
+  return out;
+}
+
 StatusOr<AnalysisResult> AnalyzeTraceFile(const std::string& path, const AnalyzeOptions& options) {
   importers::TraceFormat format;
   if (options.format) {
@@ -177,6 +192,7 @@ StatusOr<AnalysisResult> AnalyzeTraceFile(const std::string& path, const Analyze
   data.format = result.format;
   result.metrics = ComputeMetrics(&data);
   result.expert_tokens = ExpertTokensByLayer(data);
+  result.bandwidth_by_size = BandwidthBySize(data);
   return result;
 }
 
@@ -208,6 +224,7 @@ StatusOr<AnalysisResult> AnalyzeTraceSet(const std::vector<std::string>& paths,
   data.format = result.format;
   result.metrics = ComputeMetrics(&data);
   result.expert_tokens = ExpertTokensByLayer(data);
+  result.bandwidth_by_size = BandwidthBySize(data);
   if (set.world_size) {
     result.metrics.Add("world_size", "", *set.world_size, "count", "as the trace files declare");
     // One row (and one warning naming them), not a row per missing rank: a set

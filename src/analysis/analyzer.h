@@ -22,6 +22,17 @@
 
 namespace shardscope::analysis {
 
+// Bus bandwidth of the ops of one collective and dimension in one message-size bucket
+// [2^k, 2^(k+1)) bytes: Σ bytes × bus factor / Σ duration (nccl-tests' busbw).
+struct SizeBandwidth {
+  Collective collective = Collective::kNone;
+  GroupDim dim = GroupDim::kNone;
+  double bucket_bytes = 0;  // 2^k
+  double mean_bytes = 0;    // mean message size of its ops
+  int64_t ops = 0;
+  double busbw = 0;  // B/s
+};
+
 struct AnalysisResult {
   std::string trace_path;                // the file; for a multi-file set, "<dir> (N files)"
   std::string metadata_path;             // the sidecar metadata file used, if any
@@ -37,7 +48,13 @@ struct AnalysisResult {
   // ranks and micro-batches (the report's layer × expert heatmap; too many cells for
   // metrics). Empty when the trace has no expert counts.
   std::map<int32_t, std::map<int32_t, int64_t>> expert_tokens;
+  // Bus bandwidth against message size (the report's chart), buckets with ops only, by
+  // collective, dimension and size.
+  std::vector<SizeBandwidth> bandwidth_by_size;
 };
+
+// The bandwidth_by_size rows of a run's data.
+std::vector<SizeBandwidth> BandwidthBySize(const RunData& data);
 
 // The expert_tokens matrix of a run's data.
 std::map<int32_t, std::map<int32_t, int64_t>> ExpertTokensByLayer(const RunData& data);

@@ -187,6 +187,37 @@ TEST(AnalyzerTest, AnAllToAllThatSendsNothingIsSizedZero) {
   EXPECT_DOUBLE_EQ(*cell->value, 300);
 }
 
+// Bus bandwidth against message size, by hand: two all-reduces of 1 MiB (2^20) over 4
+// ranks taking 100 us and 300 us, one of 4 KiB taking 10 us. busbw = Σ bytes · 2(n−1)/n /
+// Σ time.
+TEST(AnalyzerTest, BusBandwidthAgainstMessageSize) {
+  RunData data;
+  RunCollector c(&data);
+  auto allreduce = [&](int64_t bytes, int64_t dur_ns) {
+    trace::OpEvent op;
+    op.category = trace::Category::kComm;
+    op.collective = Collective::kAllReduce;
+    op.dim = trace::GroupDim::kTp;
+    op.group = {0, 1, 2, 3};
+    op.bytes = bytes;
+    op.dur_ns = dur_ns;
+    c.OnOp(op);
+  };
+  allreduce(1 << 20, 100'000);
+  allreduce(1 << 20, 300'000);
+  allreduce(4096, 10'000);
+  std::vector<SizeBandwidth> rows = BandwidthBySize(data);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].bucket_bytes, 4096);
+  EXPECT_EQ(rows[0].ops, 1);
+  EXPECT_DOUBLE_EQ(rows[0].busbw, 4096 * 1.5 / 10e-6);
+  EXPECT_EQ(rows[1].bucket_bytes, 1 << 20);
+  EXPECT_EQ(rows[1].ops, 2);
+  EXPECT_EQ(rows[1].dim, trace::GroupDim::kTp);
+  EXPECT_DOUBLE_EQ(rows[1].mean_bytes, 1 << 20);
+  EXPECT_DOUBLE_EQ(rows[1].busbw, 2.0 * (1 << 20) * 1.5 / 400e-6);
+}
+
 trace::OpEvent ExpertGemm(int32_t rank, trace::Phase phase, int32_t step,
                           std::vector<int32_t> experts, std::vector<int64_t> tokens) {
   trace::OpEvent e;

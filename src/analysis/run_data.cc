@@ -1,6 +1,7 @@
 #include "analysis/run_data.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace shardscope::analysis {
 
@@ -68,6 +69,13 @@ double* RunCollector::TrafficCell(uint64_t key) {
   recent_traffic_[recent_traffic_next_] = {key, cell};
   recent_traffic_next_ = (recent_traffic_next_ + 1) % recent_traffic_.size();
   return cell;
+}
+
+size_t SizeBucketIndex(Collective c, GroupDim dim, double bytes) {
+  const int k = std::clamp(static_cast<int>(std::floor(std::log2(std::max(bytes, 1.0)))), 0,
+                           kSizeBuckets - 1);
+  return (static_cast<size_t>(c) * trace::kNumGroupDims + static_cast<size_t>(dim)) * kSizeBuckets +
+         static_cast<size_t>(k);
 }
 
 BandwidthSums& RunCollector::Bandwidth(int32_t group, Collective c) {
@@ -189,6 +197,16 @@ void RunCollector::OnOp(const trace::OpEvent& op) {
         if (op.dur_ns > 0) {
           bw.busbw.push_back(
               static_cast<float>(bytes * factor / (static_cast<double>(op.dur_ns) * 1e-9)));
+          if (data_->bandwidth_by_size.empty()) {
+            data_->bandwidth_by_size.resize(static_cast<size_t>(trace::kNumCollectives) *
+                                            trace::kNumGroupDims * kSizeBuckets);
+          }
+          SizeBucketSums& b =
+              data_->bandwidth_by_size[SizeBucketIndex(op.collective, op.dim, bytes)];
+          ++b.ops;
+          b.bytes += bytes;
+          b.bus_bytes += bytes * factor;
+          b.seconds += static_cast<double>(op.dur_ns) * 1e-9;
         }
       }
     }

@@ -87,6 +87,16 @@ struct BandwidthSums {
   std::vector<float> busbw;  // per op, B/s (ops with zero duration left out)
 };
 
+// Sums over the ops of one collective and dimension whose message size falls in
+// [2^k, 2^(k+1)) bytes: bus bandwidth against message size, as nccl-tests tables it.
+struct SizeBucketSums {
+  int64_t ops = 0;
+  double bytes = 0;      // Σ nccl-tests size
+  double bus_bytes = 0;  // Σ size × bus factor
+  double seconds = 0;    // Σ duration
+};
+inline constexpr int kSizeBuckets = 64;
+
 struct RunData {
   std::map<int32_t, RankData> ranks;
   std::vector<GroupInfo> groups;
@@ -97,6 +107,9 @@ struct RunData {
   std::array<double, trace::kNumCollectives> payload_by_collective{};
   std::array<double, trace::kNumGroupDims> payload_by_dim{};
   std::map<std::pair<int32_t, Collective>, BandwidthSums> bandwidth;
+  // Indexed (collective · kNumGroupDims + dim) · kSizeBuckets + k (SizeBucketIndex); empty
+  // until a sized comm op with a duration is seen.
+  std::vector<SizeBucketSums> bandwidth_by_size;
   int64_t comm_ops_outside_group = 0;  // comm ops whose rank is not in their group
   int64_t comm_ops_without_bytes = 0;  // Σ over ranks of RankData::comm_ops_without_bytes
   int64_t comm_ops_without_group = 0;  // Σ over ranks of RankData::comm_ops_without_group
@@ -109,6 +122,9 @@ struct RunData {
   std::map<std::tuple<Phase, int32_t, int32_t>, ExpertLoadCell> expert_load;
   nlohmann::json metadata = nlohmann::json::object();
 };
+
+// Where an op of `bytes` > 0 falls in RunData::bandwidth_by_size.
+size_t SizeBucketIndex(Collective c, GroupDim dim, double bytes);
 
 // nccl-tests bus-bandwidth factor for a collective over n ranks.
 double BusFactor(Collective c, int64_t n);

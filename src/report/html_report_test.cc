@@ -253,6 +253,26 @@ TEST(HtmlSectionsTest, ExpertHeatmapIsTokensOverTheLayerMean) {
   EXPECT_DOUBLE_EQ(cells.at({4, 1}), 1.0);
 }
 
+TEST(HtmlSectionsTest, BusBandwidthAgainstMessageSize) {
+  auto runs = LoadReportRuns({kTrace}, {});
+  ASSERT_TRUE(runs.ok()) << runs.status().message();
+  ASSERT_FALSE(runs->front().analysis.bandwidth_by_size.empty());
+  Section s = BandwidthSection(*runs);
+  const Chart* size = nullptr;
+  for (const Chart& c : s.charts) {
+    if (c.id == "busbw-size-0") size = &c;
+  }
+  ASSERT_NE(size, nullptr);
+  const json& datasets = size->config["data"]["datasets"];
+  ASSERT_GE(datasets.size(), 1u);
+  EXPECT_EQ(datasets[0]["label"], "all_reduce (tp)");
+  // Each point is its bucket's busbw, as the analyzer computed it.
+  const analysis::SizeBandwidth& b = runs->front().analysis.bandwidth_by_size.front();
+  EXPECT_EQ(datasets[0]["data"][0]["x"].get<double>(), b.bucket_bytes);
+  EXPECT_DOUBLE_EQ(b.busbw, 20e6);  // the golden trace's all-reduce: 20 MB/s of bus bandwidth
+  EXPECT_DOUBLE_EQ(datasets[0]["data"][0]["y"].get<double>(), 20.0);  // shown in MB/s
+}
+
 TEST(HtmlSectionsTest, TrafficIntervalsPerDimensionAndPair) {
   ReportRun r;
   r.label = "tp2pp2";

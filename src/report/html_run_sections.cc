@@ -28,14 +28,47 @@ double LargestOf(const std::vector<Series>& series) {
 
 }  // namespace
 
+namespace {
+
+// busbw against message size: one line per collective and dimension over the size
+// buckets (x: the bucket's 2^k bytes), the fastest link's peak dashed.
+Chart SizeChart(const ReportRun& r, std::string id, double peak) {
+  std::map<double, size_t> xs;
+  std::map<std::string, std::map<double, double>> lines;
+  for (const analysis::SizeBandwidth& b : r.analysis.bandwidth_by_size) {
+    xs[b.bucket_bytes] = 0;
+    std::string label(CollectiveName(b.collective));
+    if (b.dim != trace::GroupDim::kNone) label += fmt::format(" ({})", trace::GroupDimName(b.dim));
+    lines[label][b.bucket_bytes] = b.busbw;
+  }
+  std::vector<double> x;
+  for (const auto& [v, unused] : xs) x.push_back(v);
+  std::vector<Series> series;
+  for (const auto& [label, by_x] : lines) {
+    Series se{label, {}};
+    for (double v : x) {
+      auto it = by_x.find(v);
+      se.values.push_back(it == by_x.end() ? NAN : it->second);
+    }
+    series.push_back(std::move(se));
+  }
+  Series reference;
+  if (peak > 0) reference = {"link peak (fastest group)", std::vector<double>(x.size(), peak)};
+  return LineChart(std::move(id), "Bus bandwidth vs message size: " + r.label, x, series,
+                   "message size (B, buckets of [2^k, 2^(k+1)))", "bus bandwidth", "B/s",
+                   x.size() > 1, reference);
+}
+
+}  // namespace
+
 Section BandwidthSection(const std::vector<ReportRun>& runs) {
   Section s{"bandwidth", "Bus bandwidth per collective", "", {}, {}};
   s.note =
       "busbw (nccl-tests convention) per communication group and collective: the mean over its "
       "ops (Σ bytes × bus factor / Σ time) and the median op, with the peak of the links the "
-      "group spans drawn dashed. The analyzer keeps per-group sums, not per-op message sizes, so "
-      "bandwidth is shown per group rather than against message size. Up to 40 groups with the "
-      "most ops are drawn.";
+      "group spans drawn dashed (up to 40 groups with the most ops); and busbw against message "
+      "size per collective and parallel dimension (ops bucketed by powers of two, Σ bytes × bus "
+      "factor / Σ time per bucket, as nccl-tests tables it).";
   size_t i = 0;
   for (const ReportRun& r : DetailRuns(runs, &s.note)) {
     const analysis::MetricSet& m = r.analysis.metrics;
@@ -76,6 +109,9 @@ Section BandwidthSection(const std::vector<ReportRun>& runs) {
                             UnavailableOf(m, "busbw_util[" + groups.front().second + "]"));
     }
     s.charts.push_back(std::move(c));
+    if (!r.analysis.bandwidth_by_size.empty()) {
+      s.charts.push_back(SizeChart(r, fmt::format("busbw-size-{}", i - 1), peak_max));
+    }
   }
   return s;
 }
