@@ -204,10 +204,14 @@ StatusOr<AnalysisResult> AnalyzeTraceSet(const std::vector<std::string>& paths,
   importers::TraceSetOptions set_options;
   set_options.format = options.format;
   set_options.alignment = options.alignment;
-  ASSIGN_OR_RETURN(importers::TraceSetResult set,
-                   importers::ImportTraceSet(paths, set_options, &collector));
   result.trace_paths = paths;
   result.trace_path = SetLabel(paths);
+  trace::TraceSink* also = options.also_read_by ? options.also_read_by(result.trace_path) : nullptr;
+  trace::TeeSink tee(&collector, also);
+  ASSIGN_OR_RETURN(
+      importers::TraceSetResult set,
+      importers::ImportTraceSet(paths, set_options,
+                                also ? static_cast<trace::TraceSink*>(&tee) : &collector));
   std::set<std::string_view> formats;
   for (const importers::ImportResult& f : set.files) {
     formats.insert(importers::TraceFormatName(f.format));

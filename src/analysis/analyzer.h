@@ -68,8 +68,9 @@ struct AnalyzeOptions {
   std::optional<importers::TraceFormat> format;
   // How the clocks of the ranks of a multi-file set are aligned (importers/trace_set.h).
   importers::ClockAlignment alignment = importers::ClockAlignment::kAsRecorded;
-  // For a ShardScope trace file: a sink that also sees its events as they are read
-  // (the report's timeline), so the trace is read once; null (or no function): none.
+  // A sink that also sees a run's events as they are read or imported (the report's
+  // timeline), so the trace is read once; called with the run's trace_path (a file, or
+  // a set's label); null (or no function): none.
   std::function<trace::TraceSink*(const std::string& path)> also_read_by;
 };
 

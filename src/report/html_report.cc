@@ -84,8 +84,8 @@ Status WriteAtomically(const std::string& output, const std::string& content) {
 
 StatusOr<std::vector<ReportRun>> LoadReportRuns(const std::vector<std::string>& paths,
                                                 const analysis::AnalyzeOptions& options) {
-  // Our own traces are binned into a timeline while the analyzer reads them: one
-  // pass per file (a run of one file; foreign traces get none).
+  // Each run is binned into a timeline while the analyzer reads (or imports) it: one
+  // pass per run.
   std::map<std::string, TimelineSink> timelines;
   analysis::AnalyzeOptions with_timelines = options;
   with_timelines.also_read_by = [&timelines](const std::string& path) -> trace::TraceSink* {
@@ -98,12 +98,9 @@ StatusOr<std::vector<ReportRun>> LoadReportRuns(const std::vector<std::string>& 
     ReportRun r;
     r.metadata = ReadMetadata(a.metadata_path);
     r.label = RunLabel(r.metadata, a);
-    if (a.format == "shardscope" && a.trace_paths.size() <= 1) {
-      const std::string& file = a.trace_paths.empty() ? a.trace_path : a.trace_paths.front();
-      if (auto it = timelines.find(file); it != timelines.end()) {
-        r.timeline = it->second.Finish();
-        timelines.erase(it);
-      }
+    if (auto it = timelines.find(a.trace_path); it != timelines.end()) {
+      r.timeline = it->second.Finish();
+      timelines.erase(it);
     }
     r.analysis = std::move(a);
     runs.push_back(std::move(r));

@@ -314,6 +314,22 @@ TEST(HtmlTimelineTest, BinsEachRanksOpsAndMarksPhases) {
   EXPECT_EQ(t->marks.front().second, "prefill");
 }
 
+// Foreign traces get a timeline too, from the events their importer hands the analyzer.
+TEST(HtmlTimelineTest, AForeignTraceHasATimeline) {
+  const std::string kineto = std::string(SHARDSCOPE_SOURCE_DIR) +
+                             "/../shared/testdata/kineto/sglang_Qwen3-8B_decode.json.gz";
+  if (!std::filesystem::exists(kineto)) GTEST_SKIP() << "no " << kineto;
+  auto runs = LoadReportRuns({kineto}, {});
+  ASSERT_TRUE(runs.ok()) << runs.status().message();
+  ASSERT_EQ(runs->size(), 1u);
+  const Timeline& t = runs->front().timeline;
+  ASSERT_FALSE(t.empty());
+  EXPECT_GT(t.end_ns, t.begin_ns);
+  double compute = 0;  // a decode step of GPU kernels: some bins are busy computing
+  for (const auto& bin : t.busy.begin()->second) compute += bin[0];
+  EXPECT_GT(compute, 0);
+}
+
 // The report bins the timeline during the analyzer's read of the trace (one pass):
 // the same timeline as a read of its own.
 TEST(HtmlTimelineTest, TheAnalyzersReadGivesTheSameTimeline) {

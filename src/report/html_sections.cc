@@ -174,10 +174,8 @@ Section TimelineSection(const std::vector<ReportRun>& runs) {
     s.charts.push_back(TimelineChart(fmt::format("timeline-{}", i++), r));
   }
   if (!missing.empty()) {
-    s.note += fmt::format(
-        " No timeline for {} run(s) ({}): only ShardScope traces are binned; foreign traces "
-        "(Kineto, XLA, NCCL profiler) are analysed but not drawn over time yet.",
-        missing.size(), missing.front());
+    s.note += fmt::format(" No timeline for {} run(s) ({}): no timed op in the trace.",
+                          missing.size(), missing.front());
   }
   return s;
 }
