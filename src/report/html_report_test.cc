@@ -227,6 +227,17 @@ TEST(HtmlSectionsTest, SummaryPutsEachRunAgainstItsRecordedBounds) {
   EXPECT_EQ(row[3], "3.00×");  // 3 ms / 1 ms
   EXPECT_EQ(row[6], "1.25×");  // 2 ms / 1.6 ms
   EXPECT_EQ(row[7], "memory bandwidth");
+  // Claims get the bound in the claim's unit.
+  sim.metadata["experiment"]["claims"] = {{"tpot_ms", 1.0}};
+  Section with_claims = SummarySection({sim});
+  const Table* claims = nullptr;
+  for (const Table& t : with_claims.tables) {
+    if (t.title.starts_with("Claims")) claims = &t;
+  }
+  ASSERT_NE(claims, nullptr);
+  ASSERT_EQ(claims->rows.size(), 1u);
+  EXPECT_EQ(claims->rows[0][3], "2");    // this run: 2 ms
+  EXPECT_EQ(claims->rows[0][5], "1.6");  // the TPOT bound: 1.6 ms
   EXPECT_EQ(SummarySection({measured}).note.find("1.00×") != std::string::npos, true);
   EXPECT_NE(SummarySection({measured}).note.find("No run here carries bounds"), std::string::npos);
 }

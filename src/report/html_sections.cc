@@ -22,6 +22,33 @@ json Section::ToJson() const {
   return j;
 }
 
+namespace {
+
+// The simulator's bounds in a run's metadata (sim.bounds), or null.
+const json* RecordedBounds(const json& metadata) {
+  const json* b = &metadata;
+  for (const char* key : {"sim", "bounds"}) {
+    b = b->is_object() && b->contains(key) ? &(*b)[key] : nullptr;
+    if (!b) return nullptr;
+  }
+  return b->is_object() ? b : nullptr;
+}
+
+// A claim's physical limit in the claim's unit (ClaimedQuantity's), NaN when the
+// bounds do not give it (memory: the plan, not a bound; `shardscope check` says).
+double ClaimBound(const json& bounds, const std::string& claim) {
+  auto get = [&](const char* key) {
+    return bounds.contains(key) && bounds[key].is_number() ? bounds[key].get<double>() : NAN;
+  };
+  if (claim == "tps") return get("tps");
+  if (claim == "tpot_ms") return get("tpot_s") * 1e3;
+  if (claim == "ttft_ms") return get("ttft_s") * 1e3;
+  if (claim == "decode_tokens_per_s") return get("decode_tokens_per_s");
+  return NAN;
+}
+
+}  // namespace
+
 Section SummarySection(const std::vector<ReportRun>& runs) {
   Section s{"summary", "Summary", "", {}, {}};
   struct Column {
@@ -50,20 +77,23 @@ Section SummarySection(const std::vector<ReportRun>& runs) {
   s.tables.push_back(std::move(t));
 
   // Claims as the experiment states them against what the trace shows.
-  Table claims{"Claims: claimed vs this run",
-               {"run", "claim", "claimed", "this run", "this run ÷ claimed"},
+  Table claims{"Claims: claimed vs this run vs the physical bound",
+               {"run", "claim", "claimed", "this run", "this run ÷ claimed", "bound"},
                {}};
   for (const ReportRun& r : runs) {
     const json& c = ExperimentField(r.metadata, "claims");
     if (!c.is_object()) continue;
+    const json* b = RecordedBounds(r.metadata);
     for (const auto& [name, value] : c.items()) {
       if (!value.is_number()) continue;
       double claimed = value.get<double>();
       double got = ClaimedQuantity(r.analysis.metrics, name);
+      double bound = b ? ClaimBound(*b, name) : NAN;
       claims.rows.push_back(
           {r.label, name, fmt::format("{:.4g}", claimed),
            std::isfinite(got) ? fmt::format("{:.4g}", got) : "not in the trace",
-           std::isfinite(got) && claimed != 0 ? fmt::format("{:.3g}", got / claimed) : "—"});
+           std::isfinite(got) && claimed != 0 ? fmt::format("{:.3g}", got / claimed) : "—",
+           std::isfinite(bound) ? fmt::format("{:.4g}", bound) : "—"});
     }
   }
   if (!claims.rows.empty()) s.tables.push_back(std::move(claims));
@@ -74,11 +104,8 @@ Section SummarySection(const std::vector<ReportRun>& runs) {
                 "dominant bound"},
                {}};
   for (const ReportRun& r : runs) {
-    const json* b = &r.metadata;
-    for (const char* key : {"sim", "bounds"}) {
-      b = b && b->is_object() && b->contains(key) ? &(*b)[key] : nullptr;
-    }
-    if (!b || !b->is_object()) continue;
+    const json* b = RecordedBounds(r.metadata);
+    if (!b) continue;
     auto bound_cells = [&](const char* metric, const char* key, std::vector<std::string>* row) {
       const double got = ValueOf(r.analysis.metrics, metric);
       const double bound =

@@ -76,10 +76,13 @@ json BoundsJson(const Bounds& b) {
   json j = {{"ttft_s", b.ttft.seconds()},
             {"ttft_dominant", BoundKindName(b.ttft.dominant())},
             {"total_s", b.total},
+            {"tps", b.tps},
+            {"prefill_tokens_per_s", b.prefill_tokens_per_s},
             {"dominant", BoundKindName(b.total_dominant)}};
   if (b.has_decode) {
     j["tpot_s"] = b.tpot.seconds();
     j["tpot_dominant"] = BoundKindName(b.tpot.dominant());
+    j["decode_tokens_per_s"] = b.decode_tokens_per_s;
   }
   return j;
 }
