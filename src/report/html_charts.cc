@@ -206,7 +206,9 @@ Chart Heatmap(std::string id, std::string title, const std::vector<std::vector<d
     for (size_t k = 0; k < values[r].size(); ++k) {
       double v = values[r][k];
       if (!std::isfinite(v) || v <= 0) continue;
-      points.push_back({{"x", k}, {"y", r}, {"v", v / du.divisor}});
+      // 4 significant digits: a 256 × 58 heatmap stays a few hundred kB.
+      points.push_back(
+          {{"x", k}, {"y", r}, {"v", std::stod(fmt::format("{:.4g}", v / du.divisor))}});
       // Light to dark blue by value (linear), so zero cells stay blank.
       double t = largest > 0 ? v / largest : 0;
       int red = static_cast<int>(std::lround(222 - t * 214)),
