@@ -87,6 +87,28 @@ TEST(SearchCliTest, AnUnmetSloListsTheClosestPlans) {
   EXPECT_NE(r.err.find("the closest"), std::string::npos) << r.err;
 }
 
+TEST(SearchCliTest, AServedWorkloadIsRefusedNotSearchedAsAFixedBatch) {
+  const fs::path cfg = TempPath("served.yaml");
+  std::ofstream(cfg) << R"(
+experiments:
+  - name: s
+    model: tiny-dense
+    hardware: h100-sxm
+    batch_size: 4
+    sequence_length: 64
+    tokens_to_generate: 4
+    workload: {arrivals: {process: poisson, rate_per_s: 8}, prompt_tokens: 64, output_tokens: 4,
+               requests: 10}
+    search: {tp: [1, 2], pp: [1], sp: [1], dp: [1], batch_sizes: [4]}
+)";
+  Result r = RunCli("search --config " + cfg.string() + " --experiment s");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("field 'workload': search ranks plans on the fixed batch"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST(SearchCliTest, BadInputNamesTheField) {
   Result obj =
       RunCli("search --config " + kConfig + " --experiment fits_only_at_tp4 --objective speed");
