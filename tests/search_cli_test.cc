@@ -87,26 +87,48 @@ TEST(SearchCliTest, AnUnmetSloListsTheClosestPlans) {
   EXPECT_NE(r.err.find("the closest"), std::string::npos) << r.err;
 }
 
-TEST(SearchCliTest, AServedWorkloadIsRefusedNotSearchedAsAFixedBatch) {
+// A served workload is searched by serving it: each plan's p99 TTFT / TPOT and output
+// tokens/s are those `run` reports when the best plan is served on its own.
+TEST(SearchCliTest, AServedWorkloadIsSearchedByServingEachPlan) {
   const fs::path cfg = TempPath("served.yaml");
+  const fs::path best = TempPath("served_best.yaml"), json = TempPath("served.json");
   std::ofstream(cfg) << R"(
 experiments:
   - name: s
-    model: tiny-dense
-    hardware: h100-sxm
-    batch_size: 4
-    sequence_length: 64
-    tokens_to_generate: 4
-    workload: {arrivals: {process: poisson, rate_per_s: 8}, prompt_tokens: 64, output_tokens: 4,
-               requests: 10}
-    search: {tp: [1, 2], pp: [1], sp: [1], dp: [1], batch_sizes: [4]}
+    model: llama-3.1-8b
+    hardware: {base: h100-sxm, nodes: 1}
+    batch_size: 16
+    sequence_length: 512
+    tokens_to_generate: 32
+    workload: {arrivals: {process: poisson, rate_per_s: 20}, prompt_tokens: 512,
+               output_tokens: 32, requests: 60, warmup_requests: 5}
+    scheduler: {grid_points_per_octave: 2}
+    search: {tp: [1, 2, 4], pp: [1], sp: [1], dp: [1, 2], objective: tpot}
 )";
-  Result r = RunCli("search --config " + cfg.string() + " --experiment s");
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.out, "");
-  EXPECT_NE(r.err.find("field 'workload': search ranks plans on the fixed batch"),
-            std::string::npos)
-      << r.err;
+  Result r = RunCli("search --config " + cfg.string() + " --experiment s --json " + json.string() +
+                    " --write-best " + best.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(ReadWholeFile(json));
+  int simulated = 0;
+  for (const auto& p : j["plans"]) {
+    EXPECT_EQ(p["batch"], 16) << p;  // one replica set serves every request
+    if (p["outcome"] == "simulated") ++simulated;
+  }
+  EXPECT_GE(simulated, 4);  // tp 1, 2, 4, dp2, ...: none dominated, none bounded out
+  ASSERT_FALSE(j["ranked"].empty());
+  const auto& top = j["plans"][j["ranked"][0].get<size_t>()];
+  Result run = RunCli("run --json --no-trace --config " + best.string());
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  auto served = nlohmann::json::parse(run.out);
+  ASSERT_EQ(served.size(), 1u);
+  const auto& m = served[0]["metrics"];
+  EXPECT_DOUBLE_EQ(top["ttft_s"].get<double>(), m["ttft_s"]["p99"].get<double>());
+  EXPECT_DOUBLE_EQ(top["tpot_s"].get<double>(), m["tpot_s"]["p99"].get<double>());
+  EXPECT_DOUBLE_EQ(top["tokens_per_s"].get<double>(), m["output_tokens_per_s"].get<double>());
+  // Ranked by TPOT: no ranked plan has a lower p99 TPOT than the first.
+  for (const auto& k : j["ranked"]) {
+    EXPECT_GE(j["plans"][k.get<size_t>()]["tpot_s"].get<double>(), top["tpot_s"].get<double>());
+  }
 }
 
 TEST(SearchCliTest, BadInputNamesTheField) {

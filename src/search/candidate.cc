@@ -106,6 +106,9 @@ int64_t EnumerateCandidates(const Experiment& base, const SearchSpec& spec,
   std::vector<int64_t> batches =
       spec.batch_sizes.empty() ? PowersOfTwoUpTo(requests) : Within(spec.batch_sizes, requests);
   if (spec.batch_sizes.empty() && batches.back() != requests) batches.push_back(requests);
+  // A served workload's scheduler batches the arriving requests itself: one replica set
+  // (the plan's dp) serves them all.
+  if (base.serving) batches = {requests};
 
   int64_t count = 0;
   Candidate c;

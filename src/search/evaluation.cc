@@ -1,11 +1,14 @@
 #include "search/evaluation.h"
 
 #include <cmath>
+#include <limits>
 
 #include "core/units.h"
 #include "estimate/bounds.h"
 #include "plan/memory.h"
 #include "plan/placement.h"
+#include "serve/kv_budget.h"
+#include "serve/serving_simulator.h"
 #include "sim/simulator.h"
 
 namespace shardscope::search {
@@ -82,6 +85,17 @@ StatusOr<Evaluation> Screen(const Experiment& base, const SearchSpec& spec,
                   fmt::format("rank {} needs {:.1f} GB of the device's {:.1f} GB",
                               memory.Peak().rank, f.memory_peak / kGB, f.memory_capacity / kGB));
   }
+  if (base.serving) {
+    // A served plan must leave its replicas room for a KV cache (the scheduler's
+    // memory); the fixed-batch bounds are no limit on per-request figures (requests
+    // batch differently), so neither the SLO-bound nor the dominance rule applies.
+    if (StatusOr<serve::KvBudget> kv = serve::PlanKvBudget(e); !kv.ok()) {
+      return reject(Outcome::kNoMemoryFit, kv.status().message());
+    }
+    f.bound_per_gpu = f.bound_per_user = std::numeric_limits<double>::max();
+    ev.outcome = Outcome::kSimulated;
+    return ev;
+  }
   ASSIGN_OR_RETURN(Bounds bounds, ComputeBounds(e, placement));
   f.bound_ttft = bounds.ttft.seconds();
   f.bound_tpot = bounds.has_decode ? bounds.tpot.seconds() : 0;
@@ -113,6 +127,25 @@ StatusOr<Evaluation> Simulate(const Experiment& base, const SearchSpec& spec, Ev
   const Candidate& candidate = ev.candidate;
   const Experiment e = CandidateExperiment(base, candidate);
   Figures& f = ev.figures;
+  if (base.serving) {
+    // Served: p99 TTFT and TPOT (what SLOs bound), output tokens/s, per user 1 / mean TPOT.
+    serve::ServeOptions so;
+    so.sim.write_trace = false;
+    ASSIGN_OR_RETURN(serve::ServingResult served, serve::SimulateServing(e, so));
+    const serve::ServingMetrics& m = served.metrics;
+    f.ttft = m.ttft.p99;
+    f.tpot = m.tpot.p99;
+    f.total = m.e2e.mean;
+    f.tokens_per_s = m.output_tokens_per_s;
+    f.per_gpu = m.output_tokens_per_s_per_device;
+    f.per_user = m.tpot.mean > 0 ? 1.0 / m.tpot.mean : 0;
+    f.cost_per_mtok = f.tokens_per_s > 0 ? static_cast<double>(candidate.devices()) *
+                                               spec.gpu_hour_usd / 3600.0 / f.tokens_per_s * 1e6
+                                         : 0;
+    ev.meets_slo = m.rejected == 0 && (spec.slo.ttft_ms <= 0 || f.ttft * 1e3 <= spec.slo.ttft_ms) &&
+                   (spec.slo.tpot_ms <= 0 || f.tpot <= 0 || f.tpot * 1e3 <= spec.slo.tpot_ms);
+    return ev;
+  }
   sim::SimOptions options;
   options.write_trace = false;
   options.max_decode_steps = spec.decode_steps;

@@ -58,9 +58,11 @@ std::string RankedTable(const SearchResult& r, const std::vector<int64_t>& rows)
     const Figures& f = e.figures;
     out += fmt::format(
         "{:>3}  {:<{}}  {:>7}  {:>9.2f}  {:>9.3f}  {:>11.0f}  {:>10.1f}  {:>10.1f}  {:>7.1f}  "
-        "{:<16}  {:>9.2f}\n",
+        "{:<16}  {:>9}\n",
         ++n, PlanLabel(e.candidate), w, Devices(e.candidate), f.ttft * 1e3, f.tpot * 1e3,
-        f.tokens_per_s, f.per_gpu, f.per_user, f.memory_peak / kGB, f.dominant, f.sim_over_bound);
+        f.tokens_per_s, f.per_gpu, f.per_user, f.memory_peak / kGB,
+        f.dominant.empty() ? "—" : f.dominant,
+        f.sim_over_bound > 0 ? fmt::format("{:.2f}", f.sim_over_bound) : "—");
   }
   return out;
 }
@@ -81,6 +83,13 @@ std::string SearchReportText(const SearchResult& r) {
       "  model {} on cluster {} (budget {} devices); {} requests, prompt {}, {} generated, {}\n",
       b.model.name, b.cluster.name, DeviceBudget(b, s), b.workload.batch_size,
       b.workload.sequence_length, b.workload.tokens_to_generate, DTypeName(b.workload.dtype));
+  if (b.serving) {
+    out += fmt::format(
+        "  served workload: {} requests arriving as `workload:` says, each plan served by its own "
+        "scheduler; TTFT and TPOT are the p99 over requests, tokens/s output tokens, per user 1 / "
+        "mean TPOT; no fixed-batch bounds apply (—)\n",
+        b.serving->requests);
+  }
   out += fmt::format("  objective: {}; SLOs: {}\n", ObjectiveText(s), SloText(s.slo));
   out += fmt::format(
       "  candidates: {} enumerated; removed by plan validation {}, device budget {}, memory {}, "

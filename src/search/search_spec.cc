@@ -164,15 +164,6 @@ StatusOr<SearchInput> LoadSearchInput(const std::string& path, const std::string
         "expansions, e.g. '{}')",
         path, name, selected.size(), selected.front().name);
   }
-  if (selected.front().serving) {
-    // Ranking served plans needs per-request figures (and no fixed-batch bounds as
-    // their limits); until search simulates them, say so rather than rank the fixed batch.
-    return InvalidArgument(
-        "{}: experiment '{}': field 'workload': search ranks plans on the fixed batch "
-        "(batch_size, sequence_length, tokens_to_generate); searching a served workload is not "
-        "built yet. Search without `workload:`, then serve the best plans with `shardscope run`",
-        path, selected.front().name);
-  }
   SearchInput in;
   in.experiment = std::move(selected.front());
   for (size_t i = 0; i < list.size(); ++i) {
