@@ -56,12 +56,7 @@ Section SweepSection(const std::vector<ReportRun>& runs) {
   // Runs of one sweep: same experiment "sweep" (or name) in their metadata.
   std::map<std::string, std::vector<const ReportRun*>> sweeps;
   for (const ReportRun& r : runs) {
-    const json& sweep = ExperimentField(r.metadata, "sweep");
-    const json& name = ExperimentField(r.metadata, "name");
-    std::string key = sweep.is_string() && !sweep.get<std::string>().empty()
-                          ? sweep.get<std::string>()
-                      : name.is_string() ? name.get<std::string>()
-                                         : "";
+    std::string key = SweepKey(r.metadata);
     if (!key.empty()) sweeps[key].push_back(&r);
   }
   size_t i = 0;

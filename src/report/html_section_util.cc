@@ -57,6 +57,13 @@ std::vector<ReportRun> DetailRuns(const std::vector<ReportRun>& runs, std::strin
   return std::vector<ReportRun>(runs.begin(), runs.begin() + kMaxDetailRuns);
 }
 
+std::string SweepKey(const nlohmann::json& metadata) {
+  const nlohmann::json& sweep = ExperimentField(metadata, "sweep");
+  if (sweep.is_string() && !sweep.get<std::string>().empty()) return sweep.get<std::string>();
+  const nlohmann::json& name = ExperimentField(metadata, "name");
+  return name.is_string() ? name.get<std::string>() : "";
+}
+
 const json& ExperimentField(const json& metadata, const std::string& field) {
   static const json kNull;
   auto e = metadata.find("experiment");

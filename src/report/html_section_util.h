@@ -24,6 +24,8 @@ std::string CellOf(const analysis::MetricSet& m, const std::string& key);
 std::vector<int32_t> RanksOf(const analysis::MetricSet& m);
 // The first kMaxDetailRuns runs; appends a sentence to *note when runs are left out.
 std::vector<ReportRun> DetailRuns(const std::vector<ReportRun>& runs, std::string* note);
+// The sweep a run belongs to: its metadata's experiment "sweep", else its name ("" if none).
+std::string SweepKey(const nlohmann::json& metadata);
 // metadata["experiment"][field], or null.
 const nlohmann::json& ExperimentField(const nlohmann::json& metadata, const std::string& field);
 // A claim's quantity from the metrics in the claim's unit (tps, tpot_ms, ttft_ms,

@@ -69,13 +69,6 @@ double KnobValue(const ReportRun& r, const Knob& k) {
   return at->is_number() ? at->get<double>() : NAN;
 }
 
-std::string SweepKey(const ReportRun& r) {
-  const json& sweep = ExperimentField(r.metadata, "sweep");
-  if (sweep.is_string() && !sweep.get<std::string>().empty()) return sweep.get<std::string>();
-  const json& name = ExperimentField(r.metadata, "name");
-  return name.is_string() ? name.get<std::string>() : "";
-}
-
 // Per-run bars: latency percentiles, throughput and goodput.
 void AddRunCharts(const std::vector<const ReportRun*>& served, Section* s) {
   std::vector<std::string> labels;
@@ -108,7 +101,7 @@ void AddRunCharts(const std::vector<const ReportRun*>& served, Section* s) {
 // Each serving sweep: TTFT and TPOT percentiles and throughput against the knob.
 void AddSweepCharts(const std::vector<const ReportRun*>& served, Section* s) {
   std::map<std::string, std::vector<const ReportRun*>> sweeps;
-  for (const ReportRun* r : served) sweeps[SweepKey(*r)].push_back(r);
+  for (const ReportRun* r : served) sweeps[SweepKey(r->metadata)].push_back(r);
   size_t i = 0;
   for (const auto& [name, members] : sweeps) {
     if (members.size() < 2) continue;
