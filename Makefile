@@ -4,6 +4,9 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CONFIG ?= configs/experiments.yaml
 SHARDSCOPE := $(BUILD)/shardscope
+# A sanitizer report exits with this code, so a test expecting a CLI's exit 1 or 2
+# cannot mistake one for it.
+SANITIZER_EXIT := exitcode=86
 
 .PHONY: all bootstrap configure build build-cli run test test-minimal clean format
 
@@ -31,13 +34,18 @@ test: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 # The simulator, analyzer and importers without MPI, OpenBLAS and protobuf
-# (docs/architecture.md): builds in $(BUILD)-minimal and runs every test there.
+# (docs/architecture.md), built with AddressSanitizer + UndefinedBehaviorSanitizer
+# (no Python package: its extension would need the sanitizer runtime preloaded):
+# builds in $(BUILD)-minimal and runs every test there; any sanitizer report fails
+# its test. A compiler launcher such as ccache is taken from the environment
+# (CMAKE_CXX_COMPILER_LAUNCHER=ccache), on the first configure only.
 test-minimal: bootstrap
 	@cmake -S . -B $(BUILD)-minimal -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DSHARDSCOPE_WITH_MPI=OFF -DSHARDSCOPE_WITH_BLAS=OFF -DSHARDSCOPE_WITH_PROTOBUF=OFF \
-	  -DSHARDSCOPE_BUILD_BENCH=OFF >/dev/null
+	  -DSHARDSCOPE_BUILD_BENCH=OFF -DSHARDSCOPE_WITH_PYTHON=OFF -DSHARDSCOPE_SANITIZE=ON >/dev/null
 	@cmake --build $(BUILD)-minimal -j $(JOBS)
-	@cd $(BUILD)-minimal && ctest --output-on-failure -j $(JOBS)
+	@cd $(BUILD)-minimal && ASAN_OPTIONS=$(SANITIZER_EXIT) UBSAN_OPTIONS=print_stacktrace=1:$(SANITIZER_EXIT) \
+	  ctest --output-on-failure -j $(JOBS)
 
 format:
 	@clang-format -i $$(git ls-files '*.h' '*.cc')

@@ -276,6 +276,22 @@ TEST(KinetoImporterTest, MalformedEventsAreCountedAndSkipped) {
   EXPECT_EQ(stats.events, 7);
 }
 
+// Fuzzer finding (kineto_fuzzer): a step "number" of 23 characters kept being multiplied
+// by 10 after it was known to be invalid — signed overflow.
+TEST(KinetoImporterTest, LongProfilerStepNumberIsSkippedWithoutOverflow) {
+  const std::string json = R"({"schemaVersion": 1, "traceEvents": [
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#7vvvvvvvvvvvvvvvvvvvvvv", "pid": 9, "tid": 9, "ts": 1, "dur": 5},
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#99999999999999999999999", "pid": 9, "tid": 9, "ts": 1, "dur": 5},
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#123456789", "pid": 9, "tid": 9, "ts": 1, "dur": 5},
+  {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 2, "dur": 1}
+  ]})";
+  trace::ReadStats stats;
+  auto t = Import(json, &stats);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(stats.skipped["ProfilerStep# without a step number"], 2);
+  ASSERT_EQ(t->ops.size(), 1u);
+}
+
 TEST(KinetoImporterTest, TruncatedFilesAreDataLossAndDeliverNothing) {
   ScratchDir dir;
   std::string full = kSynthetic;

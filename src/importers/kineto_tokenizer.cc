@@ -274,8 +274,9 @@ bool KinetoTokenizer::AddStep(const Fields& f) {
     int64_t n = 0;
     std::string_view digits = f.name.substr(std::strlen("ProfilerStep#"));
     bool ok = !digits.empty() && digits.size() <= 9;
-    for (char c : digits) {
-      if (c < '0' || c > '9') ok = false;
+    for (size_t i = 0; ok && i < digits.size(); ++i) {  // ≤ 9 digits: no overflow
+      const char c = digits[i];
+      ok = c >= '0' && c <= '9';
       n = n * 10 + (c - '0');
     }
     if (!ok) return Fail("ProfilerStep# without a step number");
