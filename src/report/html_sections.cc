@@ -8,6 +8,7 @@
 #include "core/units.h"
 #include "report/html_section_util.h"
 #include "report/metric_table.h"
+#include "trace/json_path.h"
 
 namespace shardscope::report {
 
@@ -26,12 +27,8 @@ namespace {
 
 // The simulator's bounds in a run's metadata (sim.bounds), or null.
 const json* RecordedBounds(const json& metadata) {
-  const json* b = &metadata;
-  for (const char* key : {"sim", "bounds"}) {
-    b = b->is_object() && b->contains(key) ? &(*b)[key] : nullptr;
-    if (!b) return nullptr;
-  }
-  return b->is_object() ? b : nullptr;
+  const json* b = trace::JsonAt(metadata, {"sim", "bounds"});
+  return b && b->is_object() ? b : nullptr;
 }
 
 // A claim's physical limit in the claim's unit (ClaimedQuantity's), NaN when the

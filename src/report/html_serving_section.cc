@@ -5,11 +5,13 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <initializer_list>
 #include <map>
 #include <set>
 
 #include "report/html_section_util.h"
 #include "report/html_sections.h"
+#include "trace/json_path.h"
 
 namespace shardscope::report {
 
@@ -20,12 +22,8 @@ namespace {
 // The serving metrics of a run, or null when it was not a served run.
 const json& ServingMetrics(const ReportRun& r) {
   static const json kNull;
-  const json* at = &r.metadata;
-  for (const char* key : {"sim", "serving", "metrics"}) {
-    if (!at->is_object() || !at->contains(key)) return kNull;
-    at = &(*at)[key];
-  }
-  return at->is_object() ? *at : kNull;
+  const json* m = trace::JsonAt(r.metadata, {"sim", "serving", "metrics"});
+  return m && m->is_object() ? *m : kNull;
 }
 
 double Number(const json& metrics, const std::string& key, const char* stat = nullptr) {
@@ -48,25 +46,20 @@ constexpr const char* kPercentiles[] = {"p50", "p90", "p99"};
 // The load and scheduler fields a serving sweep may vary (experiment.serving.*),
 // preferred as x in this order.
 struct Knob {
-  const char* path[3];
+  std::initializer_list<const char*> path;  // under experiment.serving
   const char* label;
 };
-constexpr Knob kKnobs[] = {
+const Knob kKnobs[] = {
     {{"workload", "arrivals", "rate_per_s"}, "arrival rate (requests/s)"},
     {{"workload", "arrivals", "concurrency"}, "concurrency (requests)"},
-    {{"workload", "requests", nullptr}, "requests"},
-    {{"scheduler", "max_num_seqs", nullptr}, "max sequences per replica"},
-    {{"scheduler", "max_num_batched_tokens", nullptr}, "max batched tokens"},
+    {{"workload", "requests"}, "requests"},
+    {{"scheduler", "max_num_seqs"}, "max sequences per replica"},
+    {{"scheduler", "max_num_batched_tokens"}, "max batched tokens"},
 };
 
 double KnobValue(const ReportRun& r, const Knob& k) {
-  const json* at = &ExperimentField(r.metadata, "serving");
-  for (const char* key : k.path) {
-    if (!key) break;
-    if (!at->is_object() || !at->contains(key)) return NAN;
-    at = &(*at)[key];
-  }
-  return at->is_number() ? at->get<double>() : NAN;
+  const json* v = trace::JsonAt(ExperimentField(r.metadata, "serving"), k.path);
+  return v && v->is_number() ? v->get<double>() : NAN;
 }
 
 // Per-run bars: latency percentiles, throughput and goodput.

@@ -8,24 +8,12 @@
 #include <sstream>
 
 #include "core/units.h"
+#include "trace/json_path.h"
 
 namespace shardscope::trace {
 namespace {
 
 using Path = std::initializer_list<const char*>;
-
-// The value at `path` (keys into nested objects), or nullptr when a level is
-// missing, null or not an object.
-const nlohmann::json* At(const nlohmann::json& root, Path path) {
-  const nlohmann::json* j = &root;
-  for (const char* key : path) {
-    if (!j->is_object()) return nullptr;
-    auto it = j->find(key);
-    if (it == j->end() || it->is_null()) return nullptr;
-    j = &*it;
-  }
-  return j;
-}
 
 std::string Dotted(Path path) {
   std::string out;
@@ -37,7 +25,7 @@ std::string Dotted(Path path) {
 Status FirstString(const nlohmann::json& m, std::string_view source,
                    std::initializer_list<Path> paths, std::string* out) {
   for (Path path : paths) {
-    const nlohmann::json* j = At(m, path);
+    const nlohmann::json* j = JsonAt(m, path);
     if (j == nullptr) continue;
     if (!j->is_string()) {
       return InvalidArgument("{}: metadata field '{}' is a JSON {}, expected a string", source,
@@ -52,7 +40,7 @@ Status FirstString(const nlohmann::json& m, std::string_view source,
 Status FirstInt(const nlohmann::json& m, std::string_view source, std::initializer_list<Path> paths,
                 std::optional<int64_t>* out) {
   for (Path path : paths) {
-    const nlohmann::json* j = At(m, path);
+    const nlohmann::json* j = JsonAt(m, path);
     if (j == nullptr) continue;
     if (!j->is_number_integer()) {
       return InvalidArgument(
@@ -74,7 +62,7 @@ Status NodesUsed(const nlohmann::json& m, std::string_view source,
       m, source, {{"cluster", "devices_per_node"}, {"experiment", "cluster", "devices_per_node"}},
       &per_node));
   if (!per_node || *per_node < 1) return Status::Ok();
-  if (const nlohmann::json* devices = At(m, {"plan", "rank_to_device"})) {
+  if (const nlohmann::json* devices = JsonAt(m, {"plan", "rank_to_device"})) {
     if (!devices->is_array()) {
       return InvalidArgument(
           "{}: metadata field 'plan.rank_to_device' is a JSON {}, expected an "
