@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/ccl_bench_names.h"
+#include "analysis/stats.h"
 #include "core/units.h"
 #include "trace/trace_store.h"
 
@@ -59,12 +60,6 @@ std::vector<ComparedRun> NameRuns(const std::vector<analysis::AnalysisResult>& r
   return out;
 }
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
-}
-
 // The metrics of one (name, scope) over the runs: one per run, or the instances
 // of a summarised scope.
 struct Slot {
@@ -108,15 +103,14 @@ ComparisonRow RowOf(const Slot& s, size_t runs) {
       row.values[i] = values[0];
       continue;
     }
-    row.values[i] = Median(values);
-    row.min[i] = *std::min_element(values.begin(), values.end());
-    row.max[i] = *std::max_element(values.begin(), values.end());
-    row.instances[i] = static_cast<int64_t>(values.size());
+    const analysis::Summary summary = analysis::Summarize(&values);
+    row.values[i] = summary.p50;
+    row.min[i] = summary.min;
+    row.max[i] = summary.max;
+    row.instances[i] = summary.count;
   }
   return row;
 }
-
-std::string Number(double v) { return fmt::format("{:.9g}", v); }
 
 nlohmann::ordered_json Optional(const std::optional<double>& v) {
   return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
@@ -205,7 +199,9 @@ std::string RenderMarkdown(const Comparison& c) {
   return out;
 }
 
-nlohmann::ordered_json JsonOf(const Comparison& c) {
+}  // namespace
+
+nlohmann::ordered_json ComparisonJson(const Comparison& c) {
   nlohmann::ordered_json runs = nlohmann::ordered_json::array();
   for (const ComparedRun& r : c.runs) {
     nlohmann::ordered_json j = {{"label", r.label}, {"trace", r.trace}, {"metadata", r.metadata}};
@@ -248,11 +244,13 @@ nlohmann::ordered_json JsonOf(const Comparison& c) {
   return j;
 }
 
+namespace {
+
 std::string RenderCsv(const Comparison& c) {
   std::string out =
       "metric,scope,unit,run,trace,experiment,hardware,dtype,backend,value,ratio,min,max,"
       "instances,unavailable\n";
-  auto number = [](const std::optional<double>& v) { return v ? Number(*v) : std::string(); };
+  auto number = [](const std::optional<double>& v) { return v ? CsvNumber(*v) : std::string(); };
   for (const ComparisonRow& row : c.rows) {
     for (size_t i = 0; i < c.runs.size(); ++i) {
       const ComparedRun& r = c.runs[i];
@@ -380,12 +378,10 @@ StatusOr<Comparison> CompareTraces(const std::vector<std::string>& paths,
   return c;
 }
 
-nlohmann::ordered_json ComparisonJson(const Comparison& c) { return JsonOf(c); }
-
 std::string RenderComparison(const Comparison& c, TableFormat format) {
   switch (format) {
     case TableFormat::kJson:
-      return JsonOf(c).dump(2) + "\n";
+      return ComparisonJson(c).dump(2) + "\n";
     case TableFormat::kCsv:
       return RenderCsv(c);
     case TableFormat::kMarkdown:

@@ -19,8 +19,6 @@ std::string Cell(const Metric* m) {
   return FormatValue(*m->value, m->unit);
 }
 
-std::string Number(double v) { return fmt::format("{:.9g}", v); }
-
 nlohmann::ordered_json MetricJson(const Metric& m) {
   nlohmann::ordered_json j = {{"name", m.name}, {"scope", m.scope}};
   if (m.value) {
@@ -52,6 +50,8 @@ std::string IdentityLine(const trace::RunIdentity& id) {
 }
 
 }  // namespace
+
+std::string CsvNumber(double v) { return fmt::format("{:.9g}", v); }
 
 std::string CsvField(std::string_view s) {
   if (s.find_first_of(",\"\n") == std::string_view::npos) return std::string(s);
@@ -113,7 +113,7 @@ std::string RenderAnalyses(const std::vector<analysis::AnalysisResult>& results,
           CsvField(r.identity.hardware), CsvField(r.identity.dtype), CsvField(r.identity.backend));
       for (const Metric& m : filtered.metrics()) {
         out += fmt::format("{},{},{},{},{},{},{}\n", run, CsvField(m.name), CsvField(m.scope),
-                           m.value ? Number(*m.value) : "", CsvField(m.unit),
+                           m.value ? CsvNumber(*m.value) : "", CsvField(m.unit),
                            CsvField(m.aggregation), CsvField(m.unavailable));
       }
     }

@@ -20,6 +20,8 @@ StatusOr<TableFormat> ParseTableFormat(std::string_view name);  // "md", "json",
 
 // `s` as one CSV field: quoted (with quotes doubled) when it holds a comma, quote or newline.
 std::string CsvField(std::string_view s);
+// A number in CSV and machine output: 9 significant digits, no unit.
+std::string CsvNumber(double v);
 
 // A value with its unit for people: "1.23 ms", "4.5 GB/s", "0.731" (core/units.h).
 std::string FormatValue(double value, std::string_view unit);
