@@ -177,6 +177,7 @@ StatusOr<AnalysisResult> AnalyzeTraceFile(const std::string& path, const Analyze
       if (!m.is_object()) {
         return InvalidArgument("{}: not a JSON object (the metadata of {})", meta, path);
       }
+      result.metadata = m;
       data.metadata = std::move(m);
       result.metadata_path = meta;
     }

@@ -34,11 +34,12 @@ struct SizeBandwidth {
 };
 
 struct AnalysisResult {
-  std::string trace_path;                // the file; for a multi-file set, "<dir> (N files)"
-  std::string metadata_path;             // the sidecar metadata file used, if any
-  std::vector<std::string> trace_paths;  // every file of the run
-  std::string format;                    // importers::TraceFormatName of the files
-  std::vector<std::string> warnings;     // e.g. ranks missing from a set, skewed clocks
+  std::string trace_path;     // the file; for a multi-file set, "<dir> (N files)"
+  std::string metadata_path;  // the sidecar metadata file used, if any
+  nlohmann::json metadata = nlohmann::json::object();  // that file as parsed; {} without one
+  std::vector<std::string> trace_paths;                // every file of the run
+  std::string format;                                  // importers::TraceFormatName of the files
+  std::vector<std::string> warnings;  // e.g. ranks missing from a set, skewed clocks
   // Experiment, hardware, dtype, backend, nodes, ranks of a run ShardScope recorded (its
   // metadata has "experiment" or "run"); empty for foreign traces.
   trace::RunIdentity identity;

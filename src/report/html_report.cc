@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 
 #include "report/html_page.h"
@@ -19,13 +18,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-json ReadMetadata(const std::string& path) {
-  if (path.empty()) return json::object();
-  std::ifstream in(path);
-  json j = json::parse(in, nullptr, false);
-  return j.is_object() ? j : json::object();
-}
 
 // "name" for a lone run; sweeps and repeated names get their parallel degrees and sizes.
 std::string RunLabel(const json& metadata, const analysis::AnalysisResult& a) {
@@ -96,7 +88,7 @@ StatusOr<std::vector<ReportRun>> LoadReportRuns(const std::vector<std::string>& 
   std::vector<ReportRun> runs;
   for (analysis::AnalysisResult& a : results) {
     ReportRun r;
-    r.metadata = ReadMetadata(a.metadata_path);
+    r.metadata = std::move(a.metadata);  // the store's sidecar, as the analyzer read it
     r.label = RunLabel(r.metadata, a);
     if (auto it = timelines.find(a.trace_path); it != timelines.end()) {
       r.timeline = it->second.Finish();
