@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <functional>
+#include <initializer_list>
 #include <set>
 
 #include "cluster/cluster_yaml.h"
@@ -19,56 +20,50 @@ namespace {
 // Fields that may be given as a list to sweep, with the short tag used to name
 // the expanded experiments ("_seq4096").
 struct SweepField {
-  const char* section;  // "" for the experiment itself, else a sub-map ("a.b": nested)
+  std::initializer_list<const char*> section;  // the maps holding it: {} for the experiment
   const char* key;
   const char* tag;
 };
-constexpr SweepField kSweepFields[] = {
-    {"", "batch_size", "b"},
-    {"", "sequence_length", "seq"},
-    {"", "tokens_to_generate", "gen"},
-    {"", "seed", "seed"},
-    {"parallelism", "tp_size", "tp"},
-    {"parallelism", "pp_size", "pp"},
-    {"parallelism", "seq_parallel_size", "sp"},
-    {"parallelism", "dp_size", "dp"},
-    {"parallelism", "ep_size", "ep"},
-    {"parallelism", "micro_batches", "mb"},
+const SweepField kSweepFields[] = {
+    {{}, "batch_size", "b"},
+    {{}, "sequence_length", "seq"},
+    {{}, "tokens_to_generate", "gen"},
+    {{}, "seed", "seed"},
+    {{"parallelism"}, "tp_size", "tp"},
+    {{"parallelism"}, "pp_size", "pp"},
+    {{"parallelism"}, "seq_parallel_size", "sp"},
+    {{"parallelism"}, "dp_size", "dp"},
+    {{"parallelism"}, "ep_size", "ep"},
+    {{"parallelism"}, "micro_batches", "mb"},
     // Served workloads (config/serving.h): the load and the scheduler's caps.
-    {"workload.arrivals", "rate_per_s", "rate"},
-    {"workload.arrivals", "concurrency", "conc"},
-    {"workload", "requests", "req"},
-    {"scheduler", "max_num_seqs", "seqs"},
-    {"scheduler", "max_num_batched_tokens", "tokens"},
+    {{"workload", "arrivals"}, "rate_per_s", "rate"},
+    {{"workload", "arrivals"}, "concurrency", "conc"},
+    {{"workload"}, "requests", "req"},
+    {{"scheduler"}, "max_num_seqs", "seqs"},
+    {{"scheduler"}, "max_num_batched_tokens", "tokens"},
 };
 
 // The map holding a sweep field: the node itself, or its (nested) section;
 // undefined when a level is missing. (reset() rebinds; `=` would assign into
 // the node it holds.)
-YAML::Node SectionNode(const YAML::Node& node, std::string_view section) {
+YAML::Node SectionNode(const YAML::Node& node, const SweepField& f) {
   YAML::Node at;
   at.reset(node);
-  while (!section.empty()) {
-    const size_t dot = section.find('.');
-    const std::string part(section.substr(0, dot));
-    if (!at.IsDefined() || !at.IsMap() || !at[part].IsDefined())
+  for (const char* part : f.section) {
+    if (!at.IsDefined() || !at.IsMap() || !at[part].IsDefined()) {
       return YAML::Node(YAML::NodeType::Undefined);
+    }
     YAML::Node next = at[part];
     at.reset(next);
-    section = dot == std::string_view::npos ? std::string_view() : section.substr(dot + 1);
   }
   return at;
 }
 
 // The field's context: "workload.arrivals.rate_per_s" named level by level.
-YamlContext FieldContext(const YamlContext& ctx, std::string_view section, const char* key) {
+YamlContext FieldContext(const YamlContext& ctx, const SweepField& f) {
   YamlContext c = ctx;
-  while (!section.empty()) {
-    const size_t dot = section.find('.');
-    c = c.Child(std::string(section.substr(0, dot)));
-    section = dot == std::string_view::npos ? std::string_view() : section.substr(dot + 1);
-  }
-  return c.Child(key);
+  for (const char* part : f.section) c = c.Child(part);
+  return c.Child(f.key);
 }
 
 const std::vector<std::string> kExperimentKeys = {"name",
@@ -469,12 +464,12 @@ StatusOr<Sweep> ReadSweep(const YAML::Node& node, const YamlContext& ctx, int64_
   Sweep sweep;
   sweep.base = YAML::Clone(node);
   for (const SweepField& f : kSweepFields) {
-    YAML::Node holder = SectionNode(node, f.section);
+    YAML::Node holder = SectionNode(node, f);
     // (IsDefined first: yaml-cpp throws on type queries of missing nodes.)
     if (!holder.IsDefined() || !holder.IsMap()) continue;
     if (!holder[f.key].IsDefined() || !holder[f.key].IsSequence()) continue;
     YAML::Node values = holder[f.key];
-    YamlContext fctx = FieldContext(ctx, f.section, f.key);
+    YamlContext fctx = FieldContext(ctx, f);
     if (values.size() == 0) return fctx.Error("sweep list is empty");
     std::set<std::string> seen;
     for (size_t i = 0; i < values.size(); ++i) {
@@ -490,7 +485,7 @@ StatusOr<Sweep> ReadSweep(const YAML::Node& node, const YamlContext& ctx, int64_
           max_points));
     }
     sweep.points *= n;
-    SectionNode(sweep.base, f.section).remove(f.key);
+    SectionNode(sweep.base, f).remove(f.key);
     sweep.axes.push_back({&f, values});
   }
   return sweep;
@@ -501,7 +496,7 @@ YAML::Node SweepPointNode(const Sweep& sweep, const std::vector<size_t>& index) 
   YAML::Node copy = YAML::Clone(sweep.base);
   for (size_t a = 0; a < sweep.axes.size(); ++a) {
     const SweepField& f = *sweep.axes[a].field;
-    SectionNode(copy, f.section)[f.key] = sweep.axes[a].values[index[a]];
+    SectionNode(copy, f)[f.key] = sweep.axes[a].values[index[a]];
   }
   return copy;
 }
