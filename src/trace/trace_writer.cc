@@ -237,24 +237,24 @@ char* TraceWriter::BeginEvent(char* p) {
 }
 
 void TraceWriter::NameProcess(int32_t rank, std::string_view name) {
-  if (!status_.ok()) return;
-  char* p = BeginEvent(Reserve(kEventBytes + JsonBytes(name)));
-  p = Lit(p, "{\"ph\":\"M\",\"pid\":");
-  p = Int(p, rank);
-  p = Lit(p, ",\"tid\":0,\"name\":\"process_name\",\"args\":{\"name\":");
-  p = JsonString(p, name);
-  p = Lit(p, "}}");
-  End(p);
+  NameEvent(rank, 0, "process_name", name);
 }
 
 void TraceWriter::NameThread(int32_t rank, int32_t stream, std::string_view name) {
+  NameEvent(rank, stream, "thread_name", name);
+}
+
+void TraceWriter::NameEvent(int32_t rank, int32_t tid, std::string_view what,
+                            std::string_view name) {
   if (!status_.ok()) return;
   char* p = BeginEvent(Reserve(kEventBytes + JsonBytes(name)));
   p = Lit(p, "{\"ph\":\"M\",\"pid\":");
   p = Int(p, rank);
   p = Lit(p, ",\"tid\":");
-  p = Int(p, stream);
-  p = Lit(p, ",\"name\":\"thread_name\",\"args\":{\"name\":");
+  p = Int(p, tid);
+  p = Lit(p, ",\"name\":\"");
+  p = Put(p, what);
+  p = Lit(p, "\",\"args\":{\"name\":");
   p = JsonString(p, name);
   p = Lit(p, "}}");
   End(p);

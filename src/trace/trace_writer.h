@@ -77,6 +77,8 @@ class TraceWriter {
   // Room for `n` more bytes in the current block (handing a full one to out_);
   // returns where to write them. End() records how far was written.
   char* Reserve(size_t n);
+  // A metadata ("M") event: `what` is "process_name" or "thread_name".
+  void NameEvent(int32_t rank, int32_t tid, std::string_view what, std::string_view name);
   void End(char* end);
   // The separator before an event ("\n" first, ",\n" after).
   char* BeginEvent(char* p);
