@@ -73,7 +73,7 @@ void TimelineSink::Widen() {
 StatusOr<Timeline> ReadTimeline(const std::string& path, int bins) {
   TimelineSink sink;
   RETURN_IF_ERROR(trace::ReadTrace(path, &sink).status());
-  return sink.Finish(std::max(bins, 1));
+  return sink.Finish(bins);
 }
 
 }  // namespace shardscope::report
