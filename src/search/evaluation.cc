@@ -127,6 +127,7 @@ StatusOr<Evaluation> Simulate(const Experiment& base, const SearchSpec& spec, Ev
   const Candidate& candidate = ev.candidate;
   const Experiment e = CandidateExperiment(base, candidate);
   Figures& f = ev.figures;
+  bool rejects_requests = false;
   if (base.serving) {
     // Served: p99 TTFT and TPOT (what SLOs bound), output tokens/s, per user 1 / mean TPOT.
     serve::ServeOptions so;
@@ -139,31 +140,27 @@ StatusOr<Evaluation> Simulate(const Experiment& base, const SearchSpec& spec, Ev
     f.tokens_per_s = m.output_tokens_per_s;
     f.per_gpu = m.output_tokens_per_s_per_device;
     f.per_user = m.tpot.mean > 0 ? 1.0 / m.tpot.mean : 0;
-    f.cost_per_mtok = f.tokens_per_s > 0 ? static_cast<double>(candidate.devices()) *
-                                               spec.gpu_hour_usd / 3600.0 / f.tokens_per_s * 1e6
-                                         : 0;
-    ev.meets_slo = m.rejected == 0 && (spec.slo.ttft_ms <= 0 || f.ttft * 1e3 <= spec.slo.ttft_ms) &&
-                   (spec.slo.tpot_ms <= 0 || f.tpot <= 0 || f.tpot * 1e3 <= spec.slo.tpot_ms);
-    return ev;
+    rejects_requests = m.rejected > 0;
+  } else {
+    sim::SimOptions options;
+    options.write_trace = false;
+    options.max_decode_steps = spec.decode_steps;
+    ASSIGN_OR_RETURN(sim::SimResult sim, sim::SimulateExperiment(e, options));
+    f.ttft = sim.ttft;
+    f.tpot = sim.tpot;
+    f.total = sim.total;
+    const Rates rates =
+        RatesOf(e.workload, base.workload.batch_size, candidate.devices(), f.ttft, f.tpot, f.total);
+    f.tokens_per_s = rates.tokens_per_s;
+    f.per_gpu = rates.per_gpu;
+    f.per_user = rates.per_user;
+    f.sim_over_bound = f.bound_total > 0 ? f.total / f.bound_total : 0;
   }
-  sim::SimOptions options;
-  options.write_trace = false;
-  options.max_decode_steps = spec.decode_steps;
-  ASSIGN_OR_RETURN(sim::SimResult sim, sim::SimulateExperiment(e, options));
-  f.ttft = sim.ttft;
-  f.tpot = sim.tpot;
-  f.total = sim.total;
-  const Rates rates =
-      RatesOf(e.workload, base.workload.batch_size, candidate.devices(), f.ttft, f.tpot, f.total);
-  f.tokens_per_s = rates.tokens_per_s;
-  f.per_gpu = rates.per_gpu;
-  f.per_user = rates.per_user;
   f.cost_per_mtok = f.tokens_per_s > 0 ? static_cast<double>(candidate.devices()) *
                                              spec.gpu_hour_usd / 3600.0 / f.tokens_per_s * 1e6
                                        : 0;
-  f.sim_over_bound = f.bound_total > 0 ? f.total / f.bound_total : 0;
   ev.outcome = Outcome::kSimulated;
-  ev.meets_slo = (spec.slo.ttft_ms <= 0 || f.ttft * 1e3 <= spec.slo.ttft_ms) &&
+  ev.meets_slo = !rejects_requests && (spec.slo.ttft_ms <= 0 || f.ttft * 1e3 <= spec.slo.ttft_ms) &&
                  (spec.slo.tpot_ms <= 0 || f.tpot <= 0 || f.tpot * 1e3 <= spec.slo.tpot_ms);
   return ev;
 }
