@@ -60,6 +60,12 @@ struct Workload {
   int64_t tokens_to_generate = 1;
   DType dtype = DType::kBf16;     // weights and activations
   DType kv_dtype = DType::kBf16;  // KV cache
+  // Per-tensor dtypes of the vocabulary matrices (real FP8 checkpoints keep
+  // them in bf16); none: dtype. Tied embeddings use the embedding's.
+  std::optional<DType> lm_head_dtype;
+  std::optional<DType> embedding_dtype;
+  DType LmHeadDType() const { return lm_head_dtype.value_or(dtype); }
+  DType EmbeddingDType() const { return embedding_dtype.value_or(dtype); }
   uint64_t seed = 0;
   RoutingSpec routing;
   int64_t warmup_iterations = 10;

@@ -137,6 +137,8 @@ json ExperimentToJson(const Experiment& e) {
     j["trace_compression"] = TraceCompressionName(e.trace_compression);
   }
   if (e.serving) j["serving"] = ServingToJson(*e.serving);
+  if (w.lm_head_dtype) j["workload"]["lm_head_dtype"] = DTypeName(*w.lm_head_dtype);
+  if (w.embedding_dtype) j["workload"]["embedding_dtype"] = DTypeName(*w.embedding_dtype);
   return j;
 }
 

@@ -75,6 +75,8 @@ const std::vector<std::string> kExperimentKeys = {"name",
                                                   "tokens_to_generate",
                                                   "dtype",
                                                   "kv_dtype",
+                                                  "lm_head_dtype",
+                                                  "embedding_dtype",
                                                   "hardware",
                                                   "backend",
                                                   "enable_profiling",
@@ -360,6 +362,11 @@ Status ReadWorkload(const YamlMap& exp, Experiment* e) {
   RETURN_IF_ERROR(exp.OptionalAtLeast("tokens_to_generate", 1, &w.tokens_to_generate));
   ASSIGN_OR_RETURN(w.dtype, ReadDType(exp, "dtype", DType::kBf16));
   ASSIGN_OR_RETURN(w.kv_dtype, ReadDType(exp, "kv_dtype", w.dtype));
+  for (const auto& [key, field] : {std::pair{"lm_head_dtype", &w.lm_head_dtype},
+                                   std::pair{"embedding_dtype", &w.embedding_dtype}}) {
+    if (!exp.Has(key)) continue;
+    ASSIGN_OR_RETURN(*field, ReadDType(exp, key, w.dtype));
+  }
   int64_t seed = 0;
   RETURN_IF_ERROR(exp.OptionalAtLeast("seed", 0, &seed));
   w.seed = static_cast<uint64_t>(seed);

@@ -86,8 +86,18 @@ MemoryPlan PlanMemory(const Experiment& e, const Placement& pl) {
     // (geo.Vocab(c).count): the same as long as tp divides the vocabulary, and it
     // keeps the memory counters of existing traces unchanged when it does not.
     const double vocab_shard = static_cast<double>(m.vocab_size) / tp;
-    if (first) params += vocab_shard * h;
-    if (last && (!m.tie_embeddings || !first)) params += vocab_shard * h;
+    // Vocabulary matrices at their own dtypes (Workload::lm_head_dtype, …): the
+    // bytes they add over `dt`, 0 when they have the model's dtype.
+    double vocab_extra_bytes = 0;
+    if (first) {
+      params += vocab_shard * h;
+      vocab_extra_bytes += vocab_shard * h * (DTypeSize(w.EmbeddingDType()) - dt);
+    }
+    if (last && (!m.tie_embeddings || !first)) {
+      params += vocab_shard * h;
+      const DType head = m.tie_embeddings ? w.EmbeddingDType() : w.LmHeadDType();
+      vocab_extra_bytes += vocab_shard * h * (DTypeSize(head) - dt);
+    }
     if (last) params += h;  // final norm
     const int64_t local_experts = geo.experts_per_rank();
     for (int64_t layer : pl.LayersOfStage(stage)) {
@@ -101,7 +111,7 @@ MemoryPlan PlanMemory(const Experiment& e, const Placement& pl) {
       }
     }
     rm.weight_params = params;
-    rm.weights = params * dt;
+    rm.weights = params * dt + vocab_extra_bytes;
     // KV cache when the last token is generated: the prompt plus every generated
     // token but the last (which is sampled, never fed back), split over sp ranks.
     const double tokens =

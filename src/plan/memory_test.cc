@@ -33,6 +33,28 @@ TEST(MemoryTest, SingleRankHoldsEveryParameter) {
   }
 }
 
+// An FP8 model with its vocabulary matrices in bf16 (as real FP8 checkpoints
+// keep them): one more byte per element of the embedding and of the LM head,
+// on the stages that hold them; everything else unchanged.
+TEST(MemoryTest, VocabularyMatricesAtTheirOwnDtype) {
+  Experiment e = ZooExperiment("llama-3.1-8b", "h100-sxm", Sizes(2, 2), 1, 16);
+  e.workload.dtype = e.workload.kv_dtype = DType::kFp8;
+  ASSERT_FALSE(e.model.tie_embeddings);
+  const MemoryPlan fp8 = Plan(e);
+  e.workload.lm_head_dtype = DType::kBf16;
+  const MemoryPlan head = Plan(e);
+  e.workload.embedding_dtype = DType::kBf16;
+  const MemoryPlan both = Plan(e);
+  const double matrix = static_cast<double>(e.model.vocab_size) / 2 * e.model.hidden_size;
+  for (size_t r = 0; r < fp8.ranks.size(); ++r) {
+    const bool first = r < 2, last = r >= 2;  // order tp, …, pp: ranks 0–1 are stage 0
+    EXPECT_DOUBLE_EQ(head.ranks[r].weights - fp8.ranks[r].weights, last ? matrix : 0) << r;
+    EXPECT_DOUBLE_EQ(both.ranks[r].weights - head.ranks[r].weights, first ? matrix : 0) << r;
+    EXPECT_DOUBLE_EQ(both.ranks[r].weight_params, fp8.ranks[r].weight_params);
+    EXPECT_DOUBLE_EQ(both.ranks[r].kv_cache, fp8.ranks[r].kv_cache);
+  }
+}
+
 TEST(MemoryTest, StagesPartitionTheWeights) {
   Experiment e = ZooExperiment("llama-3.1-70b", "h100-sxm", Sizes(1, 4), 4, 16);
   MemoryPlan m = Plan(e);

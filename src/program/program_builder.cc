@@ -117,6 +117,10 @@ class RankBuilder {
     c_pp_ = pl_.Coord(rank, Dim::kPp);
     bpe_ = DTypeSize(e_.workload.dtype);
     kvb_ = DTypeSize(e_.workload.kv_dtype);
+    // Tied embeddings: one matrix, at the embedding's dtype.
+    headb_ =
+        DTypeSize(m_.tie_embeddings ? e_.workload.EmbeddingDType() : e_.workload.LmHeadDType());
+    embb_ = DTypeSize(e_.workload.EmbeddingDType());
     h_ = m_.hidden_size;
     seq_ = e_.workload.sequence_length;
     rep_tok_ = (!prefill_ && sp_ > 1) ? sp_ : 1;
@@ -333,7 +337,7 @@ class RankBuilder {
     const int64_t local_vocab = geo_.Vocab(c_tp_).count;
     Cost c;
     // A masked gather: the rows of this rank's vocabulary shard, for uniform ids.
-    c.read = tokens * kTokenIdBytes + tokens * h_ * bpe_ * local_vocab / vocab;
+    c.read = tokens * kTokenIdBytes + tokens * h_ * embb_ * local_vocab / vocab;
     c.written = tokens * h_ * bpe_;
     c.m = tokens, c.n = h_;
     Compute(OpRole::kEmbedding, c, rep_tok_);
@@ -349,7 +353,10 @@ class RankBuilder {
     if (c_sp_ == owner) {
       Norm(OpRole::kFinalNorm, n, h_, tp_ * rep_tok_);
       const int64_t local_vocab = geo_.Vocab(c_tp_).count;
-      Compute(OpRole::kLmHead, Gemm(n, h_, local_vocab, false, bpe_), rep_tok_);
+      Cost head = Gemm(n, h_, local_vocab, false, bpe_);
+      head.weight += h_ * local_vocab * (headb_ - bpe_);  // the head's own dtype
+      head.read += h_ * local_vocab * (headb_ - bpe_);
+      Compute(OpRole::kLmHead, head, rep_tok_);
       Cost local;  // argmax over the local logits: comparisons, no FLOPs
       local.read = n * local_vocab * bpe_;
       local.written = n * (tp_ > 1 ? kArgmaxBytes : kTokenIdBytes);
@@ -747,10 +754,11 @@ class RankBuilder {
   int64_t tp_ = 1, sp_ = 1, ep_ = 1, dp_ = 1, pp_ = 1;
   int64_t c_tp_ = 0, c_sp_ = 0, c_ep_ = 0, c_dp_ = 0, c_pp_ = 0;
   int64_t bpe_ = 2, kvb_ = 2, h_ = 0, seq_ = 0;
-  int64_t rep_tok_ = 1;  // decode ops replicated over the sp group
-  int64_t hq_ = 0;       // query heads on this rank
-  int64_t hkv_ = 0;      // GQA: KV heads on this rank
-  int64_t kv_rep_ = 1;   // GQA: ranks holding each KV head (tp / kv heads when tp exceeds them)
+  int64_t headb_ = 2, embb_ = 2;  // LM head and embedding weights' bytes per element
+  int64_t rep_tok_ = 1;           // decode ops replicated over the sp group
+  int64_t hq_ = 0;                // query heads on this rank
+  int64_t hkv_ = 0;               // GQA: KV heads on this rank
+  int64_t kv_rep_ = 1;  // GQA: ranks holding each KV head (tp / kv heads when tp exceeds them)
 
   // Context stamped on new ops.
   int32_t layer_ = -1, mb_ = 0, sp_step_ = -1;

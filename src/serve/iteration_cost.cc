@@ -14,6 +14,8 @@ IterationCost::IterationCost(Experiment replica, Placement placement,
       placement_(std::move(placement)),
       setup_(std::move(setup)),
       engine_(placement_, setup_->compute, setup_->topology, sim::EngineOptions{allreduce}),
+      replay_compute_(setup_->compute.WithoutLaunch()),
+      replay_engine_(placement_, replay_compute_, setup_->topology, sim::EngineOptions{allreduce}),
       per_octave_(per_octave),
       align_(replica_.parallel.sp > 1
                  ? (replica_.parallel.sp_variant == SpVariant::kZigzag ? 2 * replica_.parallel.sp
@@ -55,8 +57,9 @@ std::pair<int64_t, int64_t> IterationCost::GridPoints(int64_t x, int64_t per_oct
   return {aligned(lo, false), aligned(hi, true)};
 }
 
-StatusOr<double> IterationCost::AtGridPoint(bool prefill, int64_t requests, int64_t tokens) {
-  const auto key = std::make_tuple(prefill, requests, tokens);
+StatusOr<double> IterationCost::AtGridPoint(Kind kind, int64_t requests, int64_t tokens) {
+  const bool prefill = kind == Kind::kPrefill;
+  const auto key = std::make_tuple(kind, requests, tokens);
   if (auto it = cache_.find(key); it != cache_.end()) return it->second;
   Experiment e = replica_;
   e.workload.batch_size = requests;
@@ -65,7 +68,8 @@ StatusOr<double> IterationCost::AtGridPoint(bool prefill, int64_t requests, int6
   ASSIGN_OR_RETURN(ProgramBuilder builder, ProgramBuilder::Create(e, placement_));
   ASSIGN_OR_RETURN(PhaseProgram program,
                    builder.Build(prefill ? Phase::kPrefill : Phase::kDecode, 0));
-  ASSIGN_OR_RETURN(sim::PhaseResult r, engine_.Run(program));
+  sim::Engine& engine = kind == Kind::kDecodeReplay ? replay_engine_ : engine_;
+  ASSIGN_OR_RETURN(sim::PhaseResult r, engine.Run(program));
   const double seconds = *std::max_element(r.rank_end.begin(), r.rank_end.end());
   ++programs_simulated_;
   ops_simulated_ += r.ops;
@@ -73,7 +77,7 @@ StatusOr<double> IterationCost::AtGridPoint(bool prefill, int64_t requests, int6
   return seconds;
 }
 
-StatusOr<double> IterationCost::Interpolated(bool prefill, int64_t requests, int64_t tokens) {
+StatusOr<double> IterationCost::Interpolated(Kind kind, int64_t requests, int64_t tokens) {
   const auto [n0, n1] = GridPoints(requests, per_octave_, 1);
   const auto [t0, t1] = GridPoints(tokens, per_octave_, align_);
   auto weight = [](int64_t x, int64_t lo, int64_t hi) {
@@ -82,22 +86,22 @@ StatusOr<double> IterationCost::Interpolated(bool prefill, int64_t requests, int
   // Below the first aligned point (x < align) the weight is clamped to the point itself.
   const double wn = std::clamp(weight(requests, n0, n1), 0.0, 1.0);
   const double wt = std::clamp(weight(tokens, t0, t1), 0.0, 1.0);
-  ASSIGN_OR_RETURN(const double c00, AtGridPoint(prefill, n0, t0));
+  ASSIGN_OR_RETURN(const double c00, AtGridPoint(kind, n0, t0));
   double c01 = c00, c10 = c00, c11 = c00;
   if (t1 != t0) {
-    ASSIGN_OR_RETURN(c01, AtGridPoint(prefill, n0, t1));
+    ASSIGN_OR_RETURN(c01, AtGridPoint(kind, n0, t1));
   }
   if (n1 != n0) {
-    ASSIGN_OR_RETURN(c10, AtGridPoint(prefill, n1, t0));
+    ASSIGN_OR_RETURN(c10, AtGridPoint(kind, n1, t0));
   }
   if (n1 != n0 && t1 != t0) {
-    ASSIGN_OR_RETURN(c11, AtGridPoint(prefill, n1, t1));
+    ASSIGN_OR_RETURN(c11, AtGridPoint(kind, n1, t1));
   }
   return (1 - wn) * ((1 - wt) * c00 + wt * c01) + wn * ((1 - wt) * c10 + wt * c11);
 }
 
 StatusOr<double> IterationCost::Prefill(int64_t requests, int64_t tokens) {
-  return Interpolated(true, requests, tokens);
+  return Interpolated(Kind::kPrefill, requests, tokens);
 }
 
 StatusOr<double> IterationCost::PriorContextExtra(int64_t prior, int64_t chunk) {
@@ -108,8 +112,8 @@ StatusOr<double> IterationCost::PriorContextExtra(int64_t prior, int64_t chunk) 
   return std::max(0.0, whole - before - alone);
 }
 
-StatusOr<double> IterationCost::Decode(int64_t requests, int64_t context) {
-  return Interpolated(false, requests, context);
+StatusOr<double> IterationCost::Decode(int64_t requests, int64_t context, bool replay) {
+  return Interpolated(replay ? Kind::kDecodeReplay : Kind::kDecode, requests, context);
 }
 
 }  // namespace shardscope::serve

@@ -48,8 +48,13 @@ class IterationCost {
   // prefill from `prior` to `prior + chunk` tokens (Prefill(1, prior + chunk) −
   // Prefill(1, prior)), which carries the attention over the cached tokens.
   StatusOr<double> PriorContextExtra(int64_t prior, int64_t chunk);
-  // Seconds of one decode step of `requests` requests over `context` cached tokens.
-  StatusOr<double> Decode(int64_t requests, int64_t context);
+  // Seconds of one decode step of `requests` requests over `context` cached
+  // tokens; `replay`: its kernels replayed from a CUDA graph (no per-kernel
+  // launch; the replay itself is terms().IterationSeconds's).
+  StatusOr<double> Decode(int64_t requests, int64_t context, bool replay = false);
+  // The calibration's overhead terms (sim::OverheadTerms; all 0 by default).
+  const sim::OverheadTerms& terms() const { return setup_->calibration.terms; }
+  const sim::Calibration& calibration() const { return setup_->calibration; }
 
   int64_t programs_simulated() const { return programs_simulated_; }
   int64_t ops_simulated() const { return ops_simulated_; }
@@ -61,16 +66,19 @@ class IterationCost {
  private:
   IterationCost(Experiment replica, Placement placement, std::unique_ptr<const sim::SimSetup> setup,
                 sim::Algorithm allreduce, int64_t per_octave);
-  StatusOr<double> Interpolated(bool prefill, int64_t requests, int64_t tokens);
-  StatusOr<double> AtGridPoint(bool prefill, int64_t requests, int64_t tokens);
+  enum class Kind { kPrefill, kDecode, kDecodeReplay };
+  StatusOr<double> Interpolated(Kind kind, int64_t requests, int64_t tokens);
+  StatusOr<double> AtGridPoint(Kind kind, int64_t requests, int64_t tokens);
 
   Experiment replica_;  // the experiment with dp = 1
   Placement placement_;
   std::unique_ptr<const sim::SimSetup> setup_;
   sim::Engine engine_;
+  sim::ComputeModel replay_compute_;  // setup_->compute without launches
+  sim::Engine replay_engine_;         // decode steps replayed from a CUDA graph
   int64_t per_octave_;
   int64_t align_;  // prompt and context grid points are multiples of this
-  std::map<std::tuple<bool, int64_t, int64_t>, double> cache_;
+  std::map<std::tuple<Kind, int64_t, int64_t>, double> cache_;
   int64_t programs_simulated_ = 0, ops_simulated_ = 0;
 };
 

@@ -45,7 +45,8 @@ ServingMetrics ComputeServingMetrics(const std::vector<ServedRequest>& requests,
     e2e.push_back(r.finish - r.arrival);
     double t_out = 0;
     if (r.output > 1) {
-      t_out = (r.finish - r.first_token) / static_cast<double>(r.output - 1);
+      // Last token, not finish: the response overhead (calibration) is not a token's.
+      t_out = (r.last_token - r.first_token) / static_cast<double>(r.output - 1);
       tpot.push_back(t_out);
     }
     if ((slo.ttft <= 0 || t_first <= slo.ttft) && (slo.tpot <= 0 || t_out <= slo.tpot)) ++good;

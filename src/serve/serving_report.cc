@@ -1,5 +1,7 @@
 #include "serve/serving_report.h"
 
+#include <fmt/ranges.h>
+
 #include "config/experiment_json.h"
 #include "core/units.h"
 
@@ -66,6 +68,10 @@ std::string ServingReportText(const std::vector<ServingReport>& reports) {
         "{:.2f} (arrival rate × time in system {:.2f})\n",
         m.mean_batch, m.max_batch, 100 * m.mean_kv_occupancy, 100 * m.max_kv_occupancy,
         100 * m.busy_fraction, m.mean_in_system, m.arrival_rate * m.mean_time_in_system);
+    if (!r.terms.empty()) {
+      out += fmt::format("  fidelity terms on (calibration, docs/fidelity.md): {}\n",
+                         fmt::join(r.terms, ", "));
+    }
     if (!r.trace_path.empty()) out += fmt::format("  trace {}\n", r.trace_path);
   }
   return out;
@@ -73,24 +79,26 @@ std::string ServingReportText(const std::vector<ServingReport>& reports) {
 
 nlohmann::json ServingReportJson(const ServingReport& rep) {
   const ServingResult& r = rep.result;
-  return {{"experiment", rep.experiment.name},
-          {"backend", "sim"},
-          {"served", true},
-          {"ranks", r.devices},
-          {"replicas", r.replicas},
-          {"kv_blocks_per_replica", r.kv.blocks},
-          {"kv_block_size", r.kv.block_size},
-          {"kv_bytes_per_token", r.kv.bytes_per_token},
-          {"prefill_kv_blocks_per_instance", r.prefill_kv.blocks},
-          {"kv_transfers", r.kv_transfers},
-          {"kv_transfer_bytes", r.kv_transfer_bytes},
-          {"iteration_shapes_simulated", r.programs_simulated},
-          {"ops_simulated", r.ops_simulated},
-          {"calibration", r.calibration_source},
-          {"serving", ServingToJson(*rep.experiment.serving)},
-          {"metrics", ServingMetricsJson(r.metrics)},
-          {"trace", r.trace_path},
-          {"metadata", r.metadata_path}};
+  nlohmann::json j = {{"experiment", rep.experiment.name},
+                      {"backend", "sim"},
+                      {"served", true},
+                      {"ranks", r.devices},
+                      {"replicas", r.replicas},
+                      {"kv_blocks_per_replica", r.kv.blocks},
+                      {"kv_block_size", r.kv.block_size},
+                      {"kv_bytes_per_token", r.kv.bytes_per_token},
+                      {"prefill_kv_blocks_per_instance", r.prefill_kv.blocks},
+                      {"kv_transfers", r.kv_transfers},
+                      {"kv_transfer_bytes", r.kv_transfer_bytes},
+                      {"iteration_shapes_simulated", r.programs_simulated},
+                      {"ops_simulated", r.ops_simulated},
+                      {"calibration", r.calibration_source},
+                      {"serving", ServingToJson(*rep.experiment.serving)},
+                      {"metrics", ServingMetricsJson(r.metrics)},
+                      {"trace", r.trace_path},
+                      {"metadata", r.metadata_path}};
+  if (!r.terms.empty()) j["fidelity_terms"] = r.terms;  // only when on
+  return j;
 }
 
 }  // namespace shardscope::serve

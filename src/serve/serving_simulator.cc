@@ -12,6 +12,7 @@
 #include "serve/iteration_cost.h"
 #include "serve/replica_scheduler.h"
 #include "serve/request_source.h"
+#include "sim/simulator.h"
 
 namespace shardscope::serve {
 namespace {
@@ -37,6 +38,7 @@ struct Replica {
   bool busy = false;
   Iteration iteration;
   double end = 0;
+  int64_t iterations = 0;  // started so far (the first pays the cold start)
 };
 
 int64_t ToNs(double seconds) { return std::llround(seconds * 1e9); }
@@ -201,6 +203,8 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
         e.cluster.scale_out.nic_bandwidth_per_device;
   }
   result.calibration_source = costs[0]->calibration_source();
+  const double request_overhead = costs[0]->terms().request_overhead;
+  result.terms = sim::ActiveTerms(e, costs[0]->calibration());
 
   std::vector<ServedRequest> requests;
   {
@@ -274,11 +278,19 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
         seconds += extra;
       }
     }
+    // Calibrated overheads (0 by default): host scheduling, a CUDA-graph replay
+    // for decode-only iterations (whose kernels then pay no launch), cold start.
+    const sim::OverheadTerms& terms = rep.cost->terms();
+    const bool decode_only = it.prefill.empty();
     if (!it.decode.empty()) {
       ASSIGN_OR_RETURN(const double t, rep.cost->Decode(static_cast<int64_t>(it.decode.size()),
-                                                        std::llround(it.decode_context_mean())));
+                                                        std::llround(it.decode_context_mean()),
+                                                        decode_only && terms.cuda_graphs));
       seconds += t;
     }
+    seconds += terms.IterationSeconds(decode_only);
+    if (rep.iterations == 0) seconds += terms.cold_start;
+    ++rep.iterations;
     for (auto& [r, chunk] : it.prefill) {
       if (r->first_scheduled < 0) r->first_scheduled = now;
     }
@@ -331,7 +343,9 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
   // (a closed loop's refills) can share an iteration.
   std::vector<bool> dirty(replicas.size(), false);
   while (true) {
-    const double next_arrival = pending.empty() ? kNever : requests[pending.front()].arrival;
+    // A request reaches the scheduler request_overhead after it arrives.
+    const double next_arrival =
+        pending.empty() ? kNever : requests[pending.front()].arrival + request_overhead;
     const double next_transfer = transfers.empty() ? kNever : transfers.top().first;
     bool more_now = next_arrival <= now || next_transfer <= now;
     for (const Replica& rep : replicas) more_now = more_now || (rep.busy && rep.end <= now);
@@ -383,8 +397,9 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
         }
         --in_system;
         ++finished_count;
-        last_finish = std::max(last_finish, now);
-        if (closed) issue(now);
+        r->finish += rep.cost->terms().response_overhead;  // detokenise, respond
+        last_finish = std::max(last_finish, r->finish);
+        if (closed) issue(r->finish);
       }
       if (options.sim.progress &&
           finished_count * 10 >= next_progress * static_cast<int64_t>(requests.size())) {
@@ -405,8 +420,8 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
     }
     // A request arrives and is routed.
     advance(next_arrival);
-    first_arrival = std::min(first_arrival, now);
     ServedRequest& r = requests[pending.front()];
+    first_arrival = std::min(first_arrival, r.arrival);
     pending.pop_front();
     const size_t target = route(0, entry_replicas);
     r.replica = static_cast<int64_t>(target);

@@ -44,6 +44,7 @@ struct ServingResult {
   int64_t ops_simulated = 0;
   double end = 0;  // when the last request finished, seconds
   std::string calibration_source;
+  std::vector<std::string> terms;  // fidelity terms on (sim::ActiveTerms); empty: none
   std::string trace_path, metadata_path;
   std::vector<ServedRequest> requests;            // with keep_requests
   std::vector<double> iteration_seconds;          // with keep_requests: each iteration's time

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <map>
 
 #include "plan/test_experiments.h"
@@ -88,6 +89,50 @@ TEST(ServingSimulatorTest, RateToZeroGivesBatchOneTtftAndTpot) {
   }
   EXPECT_EQ(r->metrics.max_batch, 1);
   EXPECT_NEAR(r->metrics.queueing.max, 0, 1e-12);
+}
+
+// The calibration's serving terms at a rate near 0 (no request waits): each
+// request's TTFT is the fixed batch's (with the same iteration overhead) plus
+// the request overhead, its E2E adds the response overhead, TPOT neither; the
+// cold start falls on the replica's first iteration only. Under CUDA graphs
+// the decode steps are the fixed batch's too (both replay).
+TEST(ServingSimulatorTest, CalibratedServingTermsAtRateZero) {
+  const std::string path = ::testing::TempDir() + "/serving_terms.yaml";
+  std::ofstream(path) << "request_overhead_us: 3000\nresponse_overhead_us: 700\n"
+                         "iteration_overhead_us: 40\ncold_start_us: 90000\n"
+                         "cuda_graphs: true\ngraph_replay_us: 9\n";
+  const Experiment e = Served(Poisson(0.01), 512, 8, 6);
+  ServeOptions o = Options();
+  o.sim.calibration_file = path;
+  auto r = SimulateServing(e, o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  Experiment one = e;
+  one.serving.reset();
+  one.workload.batch_size = 1;
+  one.workload.sequence_length = 512;
+  one.workload.tokens_to_generate = 8;
+  sim::SimOptions so;
+  so.write_trace = false;
+  so.calibration_file = path;
+  auto fixed = sim::SimulateExperiment(one, so);
+  ASSERT_TRUE(fixed.ok()) << fixed.status().message();
+  const double cold = 0.09;
+  ASSERT_EQ(r->requests.size(), 6u);
+  for (const ServedRequest& q : r->requests) {
+    const double first = q.id == 0 ? 0 : cold;  // the fixed batch's TTFT has the cold start
+    EXPECT_NEAR(q.first_scheduled - q.arrival, 3e-3, 1e-9) << q.id;
+    EXPECT_NEAR(q.first_token - q.arrival, 3e-3 + fixed->ttft - first, 1e-9) << q.id;
+    EXPECT_NEAR((q.last_token - q.first_token) / 7, fixed->tpot, 1e-9 * fixed->tpot) << q.id;
+    EXPECT_NEAR(q.finish - q.last_token, 7e-4, 1e-12) << q.id;
+  }
+  EXPECT_NEAR(r->metrics.tpot.max, fixed->tpot, 1e-9 * fixed->tpot);
+  EXPECT_EQ(r->terms.size(), 5u);
+  // The same without the terms: every figure smaller.
+  auto plain = SimulateServing(e, Options());
+  ASSERT_TRUE(plain.ok());
+  EXPECT_LT(plain->metrics.ttft.max, r->metrics.ttft.max - 3e-3);
+  EXPECT_LT(plain->metrics.e2e.mean, r->metrics.e2e.mean - 3.7e-3);
+  EXPECT_TRUE(plain->terms.empty());
 }
 
 // A closed loop of max_num_seqs requests of equal lengths runs in lock step:

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 
 #include "core/yaml_reader.h"
 
@@ -144,7 +145,37 @@ Status Calibration::Validate() const {
   }
   for (const auto& [kind, e] : kinds) RETURN_IF_ERROR(check(e, OpKindName(kind)));
   RETURN_IF_ERROR(CheckFraction(network_efficiency, "network_efficiency"));
+  const std::pair<double, std::string_view> times[] = {
+      {terms.request_overhead, "request_overhead_us"},
+      {terms.response_overhead, "response_overhead_us"},
+      {terms.iteration_overhead, "iteration_overhead_us"},
+      {terms.graph_replay, "graph_replay_us"},
+      {terms.min_kernel, "min_kernel_us"},
+      {terms.fp8_quant_bytes_per_element, "fp8_quant_bytes_per_element"},
+      {terms.cold_start, "cold_start_us"}};
+  for (const auto& [v, name] : times) {
+    if (!(v >= 0) || !std::isfinite(v)) {
+      return InvalidArgument("{} must be finite and ≥ 0 (0: off; a term only adds time)", name);
+    }
+  }
   return Status::Ok();
+}
+
+std::vector<std::string> OverheadTerms::Active() const {
+  std::vector<std::string> out;
+  auto us = [&](double seconds, std::string_view name) {
+    if (seconds > 0) out.push_back(fmt::format("{} {:.6g} us", name, seconds * 1e6));
+  };
+  us(request_overhead, "request_overhead");
+  us(response_overhead, "response_overhead");
+  us(iteration_overhead, "iteration_overhead");
+  if (cuda_graphs) out.push_back(fmt::format("cuda_graphs (replay {:.6g} us)", graph_replay * 1e6));
+  us(min_kernel, "min_kernel");
+  if (fp8_quant_bytes_per_element > 0) {
+    out.push_back(fmt::format("fp8_quant {:.6g} B/element", fp8_quant_bytes_per_element));
+  }
+  us(cold_start, "cold_start");
+  return out;
 }
 
 Calibration DefaultCalibration(const DeviceSpec& device) {
@@ -187,8 +218,11 @@ StatusOr<Calibration> LoadCalibration(const std::string& path, const Calibration
   ASSIGN_OR_RETURN(YamlMap top, YamlMap::From(root, YamlContext{path, "", ""}));
   // "device" and "collectives" (the per-collective fits `shardscope calibrate`
   // writes) are informational: the network model uses network_efficiency.
-  RETURN_IF_ERROR(top.CheckKeys({"device", "ops", "network_efficiency", "launch_overhead_us",
-                                 "collectives", "node_memory_bandwidth_gb_s"}));
+  RETURN_IF_ERROR(
+      top.CheckKeys({"device", "ops", "network_efficiency", "launch_overhead_us", "collectives",
+                     "node_memory_bandwidth_gb_s", "request_overhead_us", "response_overhead_us",
+                     "iteration_overhead_us", "cuda_graphs", "graph_replay_us", "min_kernel_us",
+                     "fp8_quant_bytes_per_element", "cold_start_us"}));
   Calibration c = base;
   c.source = path;
   ASSIGN_OR_RETURN(YamlMap ops, top.Map("ops"));
@@ -218,6 +252,23 @@ StatusOr<Calibration> LoadCalibration(const std::string& path, const Calibration
                            node_gb_s);
   }
   if (node_gb_s > 0) c.node_memory_bandwidth = node_gb_s * 1e9;
+  // The terms the roofline leaves out, in µs in the file (0 or absent: off).
+  const std::pair<const char*, double*> terms_us[] = {
+      {"request_overhead_us", &c.terms.request_overhead},
+      {"response_overhead_us", &c.terms.response_overhead},
+      {"iteration_overhead_us", &c.terms.iteration_overhead},
+      {"graph_replay_us", &c.terms.graph_replay},
+      {"min_kernel_us", &c.terms.min_kernel},
+      {"cold_start_us", &c.terms.cold_start}};
+  for (const auto& [key, field] : terms_us) {
+    if (!top.Has(key)) continue;
+    double us = 0;
+    RETURN_IF_ERROR(top.Optional(key, &us));
+    *field = us * 1e-6;
+  }
+  RETURN_IF_ERROR(
+      top.Optional("fp8_quant_bytes_per_element", &c.terms.fp8_quant_bytes_per_element));
+  RETURN_IF_ERROR(top.Optional("cuda_graphs", &c.terms.cuda_graphs));
   Status valid = c.Validate();
   if (!valid.ok()) return valid.WithPrefix(path);
   return c;

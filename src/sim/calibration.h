@@ -9,6 +9,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "cluster/cluster.h"
 #include "core/status.h"
@@ -39,6 +40,35 @@ struct Efficiency {
   double half_rows = 0;
 };
 
+// Time the serving stack adds around the kernels. Every term only adds time.
+struct OverheadTerms {
+  double request_overhead = 0;    // s from a request's arrival to its first scheduling (serving)
+  double response_overhead = 0;   // s from its last token to the response (serving E2E)
+  double iteration_overhead = 0;  // s of host scheduling per iteration / step, before its kernels
+  // Decode iterations (decode only: no prefill, no chunk) replay a CUDA graph:
+  // one graph_replay per iteration instead of a launch per kernel.
+  bool cuda_graphs = false;
+  double graph_replay = 0;  // s per graph replay
+  double min_kernel = 0;    // s: the floor of a compute op's time (launch included)
+  // Bytes moved per input activation element by the quantisation and scaling
+  // ops before each FP8 GEMM (e.g. 5: amax read 2 + read 2 + write 1), as one
+  // elementwise kernel at the elementwise class's bandwidth; 0: not modelled.
+  double fp8_quant_bytes_per_element = 0;
+  double cold_start = 0;  // s added to the first iteration (prefill) only
+
+  bool any() const {
+    return request_overhead > 0 || response_overhead > 0 || iteration_overhead > 0 || cuda_graphs ||
+           min_kernel > 0 || fp8_quant_bytes_per_element > 0 || cold_start > 0;
+  }
+  // Each term that is on, as "name value" ("iteration_overhead 30 us"); empty: all off.
+  std::vector<std::string> Active() const;
+  // Seconds of host time before an iteration's kernels: iteration_overhead, plus
+  // graph_replay for a decode-only iteration under cuda_graphs.
+  double IterationSeconds(bool decode_only) const {
+    return iteration_overhead + (cuda_graphs && decode_only ? graph_replay : 0);
+  }
+};
+
 struct Calibration {
   std::string source;  // "default: h100" or the file it came from
   std::map<OpClass, Efficiency> classes;
@@ -50,6 +80,8 @@ struct Calibration {
   // Bytes/s the devices of a node share (ClusterSpec::node_memory_bandwidth),
   // as measured; < 0: the cluster's figure.
   double node_memory_bandwidth = -1;
+  // The terms the roofline leaves out (docs/fidelity.md), each off at 0.
+  OverheadTerms terms;
 
   const Efficiency& For(OpKind kind) const;
   // A per-kind override, else the entry of ClassOfShape(kind, rows).

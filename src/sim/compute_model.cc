@@ -33,17 +33,26 @@ ClusterSpec NodeBandwidthCluster(ClusterSpec cluster, const Calibration& calibra
 }
 
 StatusOr<ComputeModel> ComputeModel::Create(const DeviceSpec& device, DType dtype,
-                                            const Calibration& calibration,
-                                            double shared_bandwidth) {
+                                            const Calibration& calibration, double shared_bandwidth,
+                                            std::optional<DType> head_dtype) {
   ASSIGN_OR_RETURN(double peak, device.PeakFlops(dtype));
+  const DType head = head_dtype.value_or(dtype);
+  ASSIGN_OR_RETURN(double head_peak, device.PeakFlops(head));
   RETURN_IF_ERROR(calibration.Validate());
   if (!(peak > 0) || !(device.memory_bandwidth > 0)) {
     return InvalidArgument("device '{}' needs a positive peak and memory bandwidth", device.name);
   }
   const double launch =
       calibration.launch_overhead >= 0 ? calibration.launch_overhead : device.launch_overhead;
-  return ComputeModel(peak, device.memory_bandwidth, launch, std::max(0.0, shared_bandwidth),
+  return ComputeModel(peak, head_peak, dtype == DType::kFp8, head == DType::kFp8,
+                      device.memory_bandwidth, launch, std::max(0.0, shared_bandwidth),
                       calibration);
+}
+
+ComputeModel ComputeModel::WithoutLaunch() const {
+  ComputeModel m = *this;
+  m.launch_overhead_ = 0;
+  return m;
 }
 
 namespace {
@@ -79,16 +88,31 @@ double ComputeModel::FlopsEfficiency(const Op& op) const {
   return e.flops * rows / (rows + e.half_rows);
 }
 
+double ComputeModel::QuantSeconds(const Op& op) const {
+  const double per_element = calibration_.terms.fp8_quant_bytes_per_element;
+  if (per_element <= 0 || ClassOf(op.kind) != OpClass::kGemm || op.kind == OpKind::kRouter) {
+    return 0;
+  }
+  if (!(op.kind == OpKind::kLmHead ? head_fp8_ : fp8_)) return 0;
+  // One elementwise kernel over the m × k input activations (amax, scale, cast).
+  double rate = memory_bandwidth_ * calibration_.classes.at(OpClass::kElementwise).memory;
+  if (shared_bandwidth_ > 0) rate = std::min(rate, shared_bandwidth_);
+  const double elements = static_cast<double>(op.m) * static_cast<double>(op.k);
+  return elements > 0 ? elements * per_element / rate + launch_overhead_ : 0;
+}
+
 double ComputeModel::Seconds(const Op& op) const {
   if (op.is_comm()) return 0;
   if (op.flops == 0 && op.bytes_read == 0 && op.bytes_written == 0) return 0;
   const Efficiency& e = For(op);
-  const double flops_time = static_cast<double>(op.flops) / (peak_flops_ * FlopsEfficiency(op));
+  const double peak = op.kind == OpKind::kLmHead ? head_peak_flops_ : peak_flops_;
+  const double flops_time = static_cast<double>(op.flops) / (peak * FlopsEfficiency(op));
   const double bytes = static_cast<double>(op.bytes_read + op.bytes_written);
   double rate = memory_bandwidth_ * e.memory;
   if (shared_bandwidth_ > 0) rate = std::min(rate, shared_bandwidth_);
   const double memory_time = bytes / rate;
-  return std::max(flops_time, memory_time) + launch_overhead_;
+  const double t = std::max(flops_time, memory_time) + launch_overhead_ + QuantSeconds(op);
+  return std::max(t, calibration_.terms.min_kernel);
 }
 
 }  // namespace shardscope::sim

@@ -1,15 +1,20 @@
 // ComputeModel: how long one compute op takes on one device.
 //   time = max(FLOPs / (peak · e_flops(shape)),
 //              bytes / min(bandwidth · e_mem, shared)) + launch
+//          [+ FP8 quantisation of the input activations], at least min_kernel
 // with the efficiencies of the op's class from a Calibration (all ≤ 1, so the
 // result never beats FLOPs / peak or bytes / bandwidth), and `shared` the
 // device's part of a memory bus it shares with the node's other busy devices
-// (the cores of a CPU host; none on GPUs). An op with no FLOPs and no bytes
-// (an empty micro-batch) takes no time. Immutable; thread-safe.
+// (the cores of a CPU host; none on GPUs). The optional terms of
+// Calibration::terms (min_kernel, fp8_quant_bytes_per_element) only add time.
+// The LM head and embedding run at their own dtype's peak (head_dtype). An op
+// with no FLOPs and no bytes (an empty micro-batch) takes no time. Immutable;
+// thread-safe.
 #ifndef SHARDSCOPE_SIM_COMPUTE_MODEL_H_
 #define SHARDSCOPE_SIM_COMPUTE_MODEL_H_
 
 #include <array>
+#include <optional>
 
 #include "cluster/cluster.h"
 #include "core/status.h"
@@ -37,11 +42,17 @@ ClusterSpec NodeBandwidthCluster(ClusterSpec cluster, const Calibration& calibra
 
 class ComputeModel {
  public:
-  // Fails when the device lists no peak for `dtype` (or a wider type).
-  // `shared_bandwidth`: SharedBandwidthPerDevice, the cap on any op's memory
-  // rate; 0 for none.
+  // Fails when the device lists no peak for `dtype` or `head_dtype` (or a wider
+  // type). `shared_bandwidth`: SharedBandwidthPerDevice, the cap on any op's
+  // memory rate; 0 for none. `head_dtype`: the LM head's and embedding's
+  // (Workload::lm_head_dtype); none: `dtype`.
   static StatusOr<ComputeModel> Create(const DeviceSpec& device, DType dtype,
-                                       const Calibration& calibration, double shared_bandwidth = 0);
+                                       const Calibration& calibration, double shared_bandwidth = 0,
+                                       std::optional<DType> head_dtype = std::nullopt);
+
+  // The same model with no per-kernel launch overhead: kernels replayed from a
+  // CUDA graph (the graph's replay is paid once per iteration by the caller).
+  ComputeModel WithoutLaunch() const;
 
   // Seconds for a compute op (comm ops: 0; the network model times them).
   double Seconds(const Op& op) const;
@@ -54,8 +65,12 @@ class ComputeModel {
   double shared_bandwidth() const { return shared_bandwidth_; }
 
  private:
-  ComputeModel(double peak, double bandwidth, double launch, double shared, Calibration calibration)
+  ComputeModel(double peak, double head_peak, bool fp8, bool head_fp8, double bandwidth,
+               double launch, double shared, Calibration calibration)
       : peak_flops_(peak),
+        head_peak_flops_(head_peak),
+        fp8_(fp8),
+        head_fp8_(head_fp8),
         memory_bandwidth_(bandwidth),
         launch_overhead_(launch),
         shared_bandwidth_(shared),
@@ -69,7 +84,12 @@ class ComputeModel {
   // The entry for the op's kind and shape regime (calibration_.For(kind, rows)).
   const Efficiency& For(const Op& op) const;
 
+  // Seconds of the quantisation and scaling ops before an FP8 GEMM (0: none).
+  double QuantSeconds(const Op& op) const;
+
   double peak_flops_;
+  double head_peak_flops_;  // the LM head's
+  bool fp8_, head_fp8_;     // GEMMs (the LM head's) run in FP8: quantised inputs
   double memory_bandwidth_;
   double launch_overhead_;
   double shared_bandwidth_;  // 0: no shared bus

@@ -168,3 +168,120 @@ TEST(ComputeModelTest, ConcurrentDevicesPerNode) {
 
 }  // namespace
 }  // namespace shardscope::sim
+
+namespace shardscope::sim {
+namespace {
+
+// The calibration's optional terms (docs/fidelity.md): each off at 0, each
+// only adds time, each read from the file.
+Calibration WithTerms(const DeviceSpec& d, OverheadTerms terms) {
+  Calibration c = DefaultCalibration(d);
+  c.terms = terms;
+  return c;
+}
+
+TEST(ComputeModelTest, MinimumKernelDurationFloorsShortOpsOnly) {
+  const DeviceSpec d = H100();
+  OverheadTerms t;
+  t.min_kernel = 5e-6;
+  auto off = ComputeModel::Create(d, DType::kBf16, DefaultCalibration(d));
+  auto on = ComputeModel::Create(d, DType::kBf16, WithTerms(d, t));
+  ASSERT_TRUE(off.ok() && on.ok());
+  const Op tiny = Gemm(1, 64, 64);  // ~ the 2 µs launch alone
+  ASSERT_LT(off->Seconds(tiny), 5e-6);
+  EXPECT_DOUBLE_EQ(on->Seconds(tiny), 5e-6);
+  const Op big = Gemm(4096, 4096, 4096);
+  ASSERT_GT(off->Seconds(big), 5e-6);
+  EXPECT_DOUBLE_EQ(on->Seconds(big), off->Seconds(big));
+}
+
+TEST(ComputeModelTest, Fp8QuantisationAddsOneElementwisePassOverTheInput) {
+  const DeviceSpec d = H100();
+  OverheadTerms t;
+  t.fp8_quant_bytes_per_element = 5;
+  const Calibration calib = WithTerms(d, t);
+  auto fp8_off = ComputeModel::Create(d, DType::kFp8, DefaultCalibration(d));
+  auto fp8_on = ComputeModel::Create(d, DType::kFp8, calib);
+  auto bf16_on = ComputeModel::Create(d, DType::kBf16, calib);
+  ASSERT_TRUE(fp8_off.ok() && fp8_on.ok() && bf16_on.ok());
+  const Op op = Gemm(512, 4096, 7168);  // m × k = 512 × 7168 input elements
+  const double quant =
+      512.0 * 7168 * 5 / (d.memory_bandwidth * calib.classes.at(OpClass::kElementwise).memory) +
+      d.launch_overhead;
+  EXPECT_NEAR(fp8_on->Seconds(op) - fp8_off->Seconds(op), quant, 1e-15);
+  // Not an FP8 GEMM: nothing to quantise.
+  auto bf16_off = ComputeModel::Create(d, DType::kBf16, DefaultCalibration(d));
+  EXPECT_DOUBLE_EQ(bf16_on->Seconds(op), bf16_off->Seconds(op));
+  // Nor the router (kept in high precision) or an elementwise op.
+  Op router = op;
+  router.kind = OpKind::kRouter;
+  EXPECT_DOUBLE_EQ(fp8_on->Seconds(router), fp8_off->Seconds(router));
+}
+
+TEST(ComputeModelTest, Bf16LmHeadOfAnFp8ModelRunsAtTheBf16Peak) {
+  const DeviceSpec d = H100();
+  OverheadTerms t;
+  t.fp8_quant_bytes_per_element = 5;
+  auto all_fp8 = ComputeModel::Create(d, DType::kFp8, WithTerms(d, t));
+  auto bf16_head = ComputeModel::Create(d, DType::kFp8, WithTerms(d, t), 0, DType::kBf16);
+  ASSERT_TRUE(all_fp8.ok() && bf16_head.ok());
+  Op head = Gemm(8192, 8192, 8192);  // FLOP-bound
+  head.kind = OpKind::kLmHead;
+  const double e = bf16_head->FlopsEfficiency(head);
+  const double launch = d.launch_overhead;
+  ASSERT_GT(*d.PeakFlops(DType::kFp8), *d.PeakFlops(DType::kBf16));
+  EXPECT_NEAR(bf16_head->Seconds(head) - launch,
+              static_cast<double>(head.flops) / (*d.PeakFlops(DType::kBf16) * e), 1e-12);
+  // The FP8 head pays the quantisation pass too; the bf16 one does not.
+  const double quant = 8192.0 * 8192 * 5 / (d.memory_bandwidth * 0.85) + launch;
+  EXPECT_NEAR(all_fp8->Seconds(head) - launch - quant,
+              static_cast<double>(head.flops) / (*d.PeakFlops(DType::kFp8) * e), 1e-12);
+  // Other GEMMs keep the model's dtype.
+  EXPECT_DOUBLE_EQ(bf16_head->Seconds(Gemm(8192, 8192, 8192)),
+                   all_fp8->Seconds(Gemm(8192, 8192, 8192)));
+}
+
+TEST(ComputeModelTest, GraphReplayedKernelsPayNoLaunch) {
+  const DeviceSpec d = H100();
+  auto model = ComputeModel::Create(d, DType::kBf16, DefaultCalibration(d));
+  ASSERT_TRUE(model.ok());
+  const ComputeModel replay = model->WithoutLaunch();
+  const Op op = Gemm(1, 4096, 4096);
+  ASSERT_GT(d.launch_overhead, 0);
+  EXPECT_NEAR(model->Seconds(op) - replay.Seconds(op), d.launch_overhead, 1e-15);
+}
+
+TEST(ComputeModelTest, CalibrationFileReadsTheTermsAndRejectsNegativeOnes) {
+  const DeviceSpec d = H100();
+  const std::string path = ::testing::TempDir() + "/terms.yaml";
+  {
+    std::ofstream f(path);
+    f << "request_overhead_us: 1500\nresponse_overhead_us: 200\niteration_overhead_us: 30\n"
+         "cuda_graphs: true\ngraph_replay_us: 12\nmin_kernel_us: 3\n"
+         "fp8_quant_bytes_per_element: 5\ncold_start_us: 40000\n";
+  }
+  auto c = LoadCalibration(path, DefaultCalibration(d));
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_DOUBLE_EQ(c->terms.request_overhead, 1.5e-3);
+  EXPECT_DOUBLE_EQ(c->terms.response_overhead, 2e-4);
+  EXPECT_DOUBLE_EQ(c->terms.iteration_overhead, 3e-5);
+  EXPECT_TRUE(c->terms.cuda_graphs);
+  EXPECT_DOUBLE_EQ(c->terms.graph_replay, 1.2e-5);
+  EXPECT_DOUBLE_EQ(c->terms.min_kernel, 3e-6);
+  EXPECT_DOUBLE_EQ(c->terms.fp8_quant_bytes_per_element, 5);
+  EXPECT_DOUBLE_EQ(c->terms.cold_start, 0.04);
+  EXPECT_EQ(c->terms.Active().size(), 7u);  // graph_replay is cuda_graphs' entry
+  EXPECT_DOUBLE_EQ(c->terms.IterationSeconds(true), 3e-5 + 1.2e-5);
+  EXPECT_DOUBLE_EQ(c->terms.IterationSeconds(false), 3e-5);
+  EXPECT_TRUE(DefaultCalibration(d).terms.Active().empty());
+  {
+    std::ofstream f(path);
+    f << "min_kernel_us: -1\n";
+  }
+  auto bad = LoadCalibration(path, DefaultCalibration(d));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("min_kernel_us"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace shardscope::sim

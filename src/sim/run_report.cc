@@ -1,5 +1,7 @@
 #include "sim/run_report.h"
 
+#include <fmt/ranges.h>
+
 #include <cmath>
 #include <limits>
 
@@ -69,6 +71,10 @@ std::string RunReportText(const std::vector<RunReport>& reports) {
           "times above assume it did\n",
           r.experiment.name, FormatBytes(r.memory.Peak().total()), FormatBytes(r.memory.capacity));
     }
+    if (!s.terms.empty()) {
+      out += fmt::format("  {}: fidelity terms on (calibration, docs/fidelity.md): {}\n",
+                         r.experiment.name, fmt::join(s.terms, ", "));
+    }
     if (s.decode_steps_simulated < s.decode_steps) {
       out += fmt::format(
           "  {}: simulated the first {} of {} decode steps (--decode-steps, default at most 1024) "
@@ -109,28 +115,30 @@ nlohmann::json RunReportJson(const RunReport& r) {
          {"bound", c.check.bound},
          {"possible", c.check.possible}});
   }
-  return {{"experiment", r.experiment.name},
-          {"ttft_s", s.ttft},
-          {"tpot_s", s.tpot},
-          {"decode_steps", s.decode_steps},
-          {"decode_steps_simulated", s.decode_steps_simulated},
-          {"run_s", s.total},
-          {"decode_tokens_per_s", s.decode_tokens_per_s},
-          {"prefill_tokens_per_s", s.prefill_tokens_per_s},
-          {"tps", s.tps},
-          {"comm_fraction", s.comm_fraction()},
-          {"exposed_comm_s", s.exposed_comm_seconds},
-          {"memory_peak_bytes", r.memory.Peak().total()},
-          {"memory_capacity_bytes", r.memory.capacity},
-          {"fits_in_memory", r.memory.Fits()},
-          {"bound_ttft_s", r.bounds.ttft.seconds()},
-          {"bound_tpot_s", r.bounds.tpot.seconds()},
-          {"ops", s.ops},
-          {"transfers", s.transfers},
-          {"calibration", s.calibration_source},
-          {"trace", s.trace_path},
-          {"metadata", s.metadata_path},
-          {"claims", claims}};
+  nlohmann::json j = {{"experiment", r.experiment.name},
+                      {"ttft_s", s.ttft},
+                      {"tpot_s", s.tpot},
+                      {"decode_steps", s.decode_steps},
+                      {"decode_steps_simulated", s.decode_steps_simulated},
+                      {"run_s", s.total},
+                      {"decode_tokens_per_s", s.decode_tokens_per_s},
+                      {"prefill_tokens_per_s", s.prefill_tokens_per_s},
+                      {"tps", s.tps},
+                      {"comm_fraction", s.comm_fraction()},
+                      {"exposed_comm_s", s.exposed_comm_seconds},
+                      {"memory_peak_bytes", r.memory.Peak().total()},
+                      {"memory_capacity_bytes", r.memory.capacity},
+                      {"fits_in_memory", r.memory.Fits()},
+                      {"bound_ttft_s", r.bounds.ttft.seconds()},
+                      {"bound_tpot_s", r.bounds.tpot.seconds()},
+                      {"ops", s.ops},
+                      {"transfers", s.transfers},
+                      {"calibration", s.calibration_source},
+                      {"trace", s.trace_path},
+                      {"metadata", s.metadata_path},
+                      {"claims", claims}};
+  if (!s.terms.empty()) j["fidelity_terms"] = s.terms;  // only when on: outputs stay as they were
+  return j;
 }
 
 }  // namespace shardscope::sim

@@ -14,13 +14,16 @@ StatusOr<std::unique_ptr<const SimSetup>> MakeSimSetup(const Experiment& experim
       ComputeModel::Create(
           experiment.cluster.device, experiment.workload.dtype, calibration,
           SharedBandwidthPerDevice(NodeBandwidthCluster(experiment.cluster, calibration),
-                                   ConcurrentDevicesPerNode(experiment))));
+                                   ConcurrentDevicesPerNode(experiment)),
+          experiment.model.tie_embeddings ? experiment.workload.EmbeddingDType()
+                                          : experiment.workload.LmHeadDType()));
   ClusterSpec network_cluster = experiment.cluster;
   network_cluster.scale_up.bandwidth_per_device *= calibration.network_efficiency;
   network_cluster.scale_up.link_bandwidth *= calibration.network_efficiency;
   network_cluster.scale_out.nic_bandwidth_per_device *= calibration.network_efficiency;
-  return std::unique_ptr<const SimSetup>(
-      new SimSetup{std::move(calibration), std::move(compute), Topology(network_cluster)});
+  ComputeModel replay = compute.WithoutLaunch();
+  return std::unique_ptr<const SimSetup>(new SimSetup{
+      std::move(calibration), std::move(compute), Topology(network_cluster), std::move(replay)});
 }
 
 }  // namespace shardscope::sim

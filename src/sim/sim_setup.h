@@ -21,6 +21,8 @@ struct SimSetup {
   Calibration calibration;
   ComputeModel compute;
   Topology topology;
+  // Kernels replayed from a CUDA graph (calibration.terms.cuda_graphs): no launch each.
+  ComputeModel replay_compute;
 };
 
 // Fails on a bad calibration file (empty path: the device family's defaults)

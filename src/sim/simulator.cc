@@ -89,6 +89,18 @@ json BoundsJson(const Bounds& b) {
 
 }  // namespace
 
+std::vector<std::string> ActiveTerms(const Experiment& experiment, const Calibration& calibration) {
+  std::vector<std::string> out = calibration.terms.Active();
+  const Workload& w = experiment.workload;
+  if (w.LmHeadDType() != w.dtype) {
+    out.push_back(fmt::format("lm_head_dtype {}", DTypeName(w.LmHeadDType())));
+  }
+  if (w.EmbeddingDType() != w.dtype) {
+    out.push_back(fmt::format("embedding_dtype {}", DTypeName(w.EmbeddingDType())));
+  }
+  return out;
+}
+
 json SimOptionsToJson(const SimOptions& o) {
   return {{"calibration_file", o.calibration_file},
           {"allreduce_algorithm", AlgorithmName(o.allreduce)},
@@ -102,9 +114,35 @@ StatusOr<SimResult> SimulateExperiment(const Experiment& experiment, const SimOp
                    MakeSimSetup(experiment, options.calibration_file));
   const Calibration& calibration = setup->calibration;
   Engine engine(placement, setup->compute, setup->topology, EngineOptions{options.allreduce});
+  // Decode steps under CUDA graphs replay their kernels: no launch per kernel.
+  const OverheadTerms& terms = calibration.terms;
+  std::optional<Engine> replay_engine;
+  if (terms.cuda_graphs) {
+    replay_engine.emplace(placement, setup->replay_compute, setup->topology,
+                          EngineOptions{options.allreduce});
+  }
+  auto engine_of = [&](Phase phase) -> Engine& {
+    return phase == Phase::kDecode && replay_engine ? *replay_engine : engine;
+  };
+  // Host time before a phase's kernels (0 without the calibration's terms):
+  // the scheduler's iteration, a graph replay for decode steps, and the cold
+  // start before the first (prefill). It is inside the phase's window (TTFT,
+  // TPOT) and trace span, before its first op.
+  auto host_seconds = [&](Phase phase) {
+    return terms.IterationSeconds(phase == Phase::kDecode) +
+           (phase == Phase::kPrefill ? terms.cold_start : 0.0);
+  };
+  auto delayed = [&](Phase phase, const std::vector<double>& begin) {
+    const double host = host_seconds(phase);
+    if (host <= 0) return begin;
+    std::vector<double> out = begin;
+    for (double& t : out) t += host;
+    return out;
+  };
 
   SimResult result;
   result.calibration_source = calibration.source;
+  result.terms = ActiveTerms(experiment, calibration);
   result.decode_steps = std::max<int64_t>(experiment.workload.tokens_to_generate - 1, 0);
   result.decode_steps_simulated = options.max_decode_steps >= 0
                                       ? std::min(result.decode_steps, options.max_decode_steps)
@@ -148,7 +186,9 @@ StatusOr<SimResult> SimulateExperiment(const Experiment& experiment, const SimOp
       (phase == Phase::kPrefill ? prefill : decode) = std::move(built);
     }
     *program = phase == Phase::kPrefill ? &*prefill : &*decode;
-    return same_ops ? engine.RunSameGraph(**program, start) : engine.Run(**program, start);
+    const std::vector<double> begin = delayed(phase, start);
+    Engine& e = engine_of(phase);
+    return same_ops ? e.RunSameGraph(**program, begin) : e.Run(**program, begin);
   };
   auto run_phase = [&](Phase phase, int64_t step) -> Status {
     if (options.cancelled && options.cancelled()) {
@@ -178,7 +218,7 @@ StatusOr<SimResult> SimulateExperiment(const Experiment& experiment, const SimOp
       }
     }
     start = r.rank_end;
-    engine.Recycle(std::move(r));
+    engine_of(phase).Recycle(std::move(r));
     return Status::Ok();
   };
   RETURN_IF_ERROR(run_phase(Phase::kPrefill, 0));

@@ -17,6 +17,7 @@
 #include "core/status.h"
 #include "estimate/bounds.h"
 #include "run/latency.h"
+#include "sim/calibration.h"
 #include "sim/collectives.h"
 
 namespace shardscope::sim {
@@ -80,9 +81,16 @@ struct SimResult {
   int64_t transfers = 0;  // network transfers simulated
   std::vector<PhaseFigures> phases;
   std::string calibration_source;
+  // The fidelity terms that were on (ActiveTerms); empty: none.
+  std::vector<std::string> terms;
   std::string trace_path;  // empty without write_trace
   std::string metadata_path;
 };
+
+// The fidelity terms on for `experiment` under `calibration`, for run
+// summaries: the calibration's overhead terms (OverheadTerms::Active) and the
+// vocabulary matrices' own dtypes where they differ from the model's.
+std::vector<std::string> ActiveTerms(const Experiment& experiment, const Calibration& calibration);
 
 // Fails with a clear message on an invalid plan, a deadlocked program, a bad
 // calibration file or an I/O error; the backend of `experiment` is ignored.

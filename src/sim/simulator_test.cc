@@ -7,7 +7,10 @@
 #include <sstream>
 
 #include "estimate/bounds.h"
+#include "plan/placement.h"
 #include "plan/test_experiments.h"
+#include "program/program_builder.h"
+#include "sim/compute_model.h"
 
 namespace shardscope::sim {
 namespace {
@@ -137,6 +140,101 @@ TEST(SimulatorTest, CancelledStopsBeforeTheNextPhaseAndLeavesNoTrace) {
   int files = 0;
   for (auto& f : std::filesystem::recursive_directory_iterator(store)) files += f.is_regular_file();
   EXPECT_EQ(files, 0) << "a cancelled run left files in the store";
+}
+
+}  // namespace
+}  // namespace shardscope::sim
+
+namespace shardscope::sim {
+namespace {
+
+std::string TermsFile(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+SimResult Simulate(const Experiment& e, const std::string& calibration = "") {
+  SimOptions o;
+  o.write_trace = false;
+  o.calibration_file = calibration;
+  auto r = SimulateExperiment(e, o);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  return r.ok() ? *r : SimResult{};
+}
+
+Experiment OneRank() {
+  ParallelSpec p;
+  p.strategy = "test";
+  return testing::ZooExperiment("tiny-dense", "h100-sxm", p, 2, 64, 5);
+}
+
+// The per-iteration scheduler cost is host time before every phase's kernels:
+// TTFT and every decode step grow by exactly it; the cold start only the
+// first (prefill): TTFT, not TPOT (a steady-state figure).
+TEST(SimulatorTermsTest, IterationOverheadAndColdStart) {
+  const Experiment e = OneRank();
+  const SimResult off = Simulate(e);
+  const SimResult on =
+      Simulate(e, TermsFile("iter.yaml", "iteration_overhead_us: 50\ncold_start_us: 20000\n"));
+  EXPECT_NEAR(on.ttft - off.ttft, 50e-6 + 20e-3, 1e-12);
+  EXPECT_NEAR(on.tpot - off.tpot, 50e-6, 1e-12);
+  EXPECT_NEAR(on.total - off.total, 20e-3 + 5 * 50e-6, 1e-11);
+  EXPECT_TRUE(off.terms.empty());
+  ASSERT_EQ(on.terms.size(), 2u);
+  EXPECT_EQ(on.terms[0], "iteration_overhead 50 us");
+  EXPECT_EQ(on.terms[1], "cold_start 20000 us");
+}
+
+// Under CUDA graphs a decode step pays one replay instead of a launch per
+// kernel; prefill is not replayed. One rank runs its ops one after another,
+// so the step changes by replay − launch × (kernels that run).
+TEST(SimulatorTermsTest, CudaGraphsReplaceDecodeLaunchesByOneReplay) {
+  const Experiment e = OneRank();
+  const SimResult off = Simulate(e);
+  const SimResult on =
+      Simulate(e, TermsFile("graphs.yaml", "cuda_graphs: true\ngraph_replay_us: 8\n"));
+  auto pl = Placement::Create(e);
+  ASSERT_TRUE(pl.ok());
+  auto builder = ProgramBuilder::Create(e, *pl);
+  ASSERT_TRUE(builder.ok());
+  auto decode = builder->Build(Phase::kDecode, 0);
+  ASSERT_TRUE(decode.ok());
+  auto model = ComputeModel::Create(e.cluster.device, e.workload.dtype,
+                                    DefaultCalibration(e.cluster.device));
+  ASSERT_TRUE(model.ok());
+  int64_t kernels = 0;
+  for (const Op& op : decode->ranks[0].ops) kernels += !op.is_comm() && model->Seconds(op) > 0;
+  ASSERT_GT(kernels, 10);
+  const double launch = e.cluster.device.launch_overhead;
+  EXPECT_NEAR(on.ttft, off.ttft, 1e-15);
+  EXPECT_NEAR(on.tpot - off.tpot, 8e-6 - launch * static_cast<double>(kernels), 1e-12);
+}
+
+// The bf16 LM head of an FP8 model reads twice the head's weight bytes and
+// runs at the bf16 peak: never faster than the all-FP8 model, and the summary
+// says the term is on.
+TEST(SimulatorTermsTest, Bf16LmHeadOfAnFp8Model) {
+  Experiment e = OneRank();
+  e.workload.dtype = e.workload.kv_dtype = DType::kFp8;
+  const SimResult fp8 = Simulate(e);
+  e.workload.lm_head_dtype = DType::kBf16;
+  const SimResult head = Simulate(e);
+  EXPECT_GT(head.tpot, fp8.tpot);
+  EXPECT_GT(head.ttft, fp8.ttft);
+  ASSERT_EQ(head.terms.size(), 1u);
+  EXPECT_EQ(head.terms[0], "lm_head_dtype bf16");
+  auto pl = Placement::Create(e);
+  ASSERT_TRUE(pl.ok());
+  auto builder = ProgramBuilder::Create(e, *pl);
+  ASSERT_TRUE(builder.ok());
+  auto decode = builder->Build(Phase::kDecode, 0);
+  ASSERT_TRUE(decode.ok());
+  for (const Op& op : decode->ranks[0].ops) {
+    if (op.kind != OpKind::kLmHead) continue;
+    EXPECT_EQ(op.weight_bytes, 2 * e.model.hidden_size * e.model.vocab_size);
+    EXPECT_EQ(op.bytes_read - op.weight_bytes, op.m * op.k);  // fp8 activations
+  }
 }
 
 }  // namespace
