@@ -316,6 +316,42 @@ StatusOr<CalibrationResult> Calibrate(const std::vector<std::string>& paths,
     result.calibration.network_efficiency = std::clamp(Median(efficiencies), 1e-3, 1.0);
   }
 
+  // The overhead terms a trace shows. The minimum kernel time: the shortest
+  // compute kernel measured (a floor no modelled op goes under). The iteration
+  // cost: the median host gap between consecutive decode steps of a rank.
+  {
+    TermFit k{"min_kernel_us", static_cast<int64_t>(samples.kernel_seconds.size())};
+    if (k.samples < options.min_samples) {
+      k.why_not = fmt::format("too few compute kernels ({} < {})", k.samples, options.min_samples);
+    } else {
+      k.fitted = true;
+      k.seconds = *std::min_element(samples.kernel_seconds.begin(), samples.kernel_seconds.end());
+      k.note = fmt::format("the shortest of {} compute kernels", k.samples);
+      result.calibration.terms.min_kernel = k.seconds;
+    }
+    result.terms.push_back(k);
+    TermFit g{"iteration_overhead_us", static_cast<int64_t>(samples.step_gaps.size())};
+    if (g.samples == 0) {
+      g.why_not = "no consecutive decode steps (foreign traces name no steps)";
+    } else if (g.samples < options.min_samples) {
+      g.why_not = fmt::format("too few step gaps ({} < {})", g.samples, options.min_samples);
+    } else {
+      g.fitted = true;
+      g.seconds = Median(samples.step_gaps);
+      g.note = fmt::format("median host gap between consecutive decode steps ({} gaps)", g.samples);
+      result.calibration.terms.iteration_overhead = g.seconds;
+    }
+    result.terms.push_back(g);
+    const char* unseen = "not visible in a trace of one run: set it by hand (docs/fidelity.md)";
+    for (const char* name :
+         {"request_overhead_us", "response_overhead_us", "graph_replay_us (cuda_graphs)",
+          "fp8_quant_bytes_per_element", "cold_start_us"}) {
+      TermFit t{name};
+      t.why_not = unseen;
+      result.terms.push_back(t);
+    }
+  }
+
   const bool any_comm = std::any_of(result.collectives.begin(), result.collectives.end(),
                                     [](const CollectiveFit& f) { return f.why_not.empty(); });
   if (!result.launch_fitted && !any_comm) {
@@ -353,6 +389,9 @@ std::string CalibrationYaml(const CalibrationResult& r) {
   }
   if (r.launch_fitted) {
     out += fmt::format("launch_overhead_us: {:.4g}\n", r.calibration.launch_overhead * 1e6);
+  }
+  for (const TermFit& t : r.terms) {
+    if (t.fitted) out += fmt::format("{}: {:.4g}  # {}\n", t.name, t.seconds * 1e6, t.note);
   }
   if (r.node_bandwidth_fitted) {
     out += fmt::format(
@@ -445,6 +484,14 @@ std::string CalibrationSummary(const CalibrationResult& r) {
     out += fmt::format(
         "\nnode memory bandwidth {:.3g} GB/s (fitted from the runs whose ranks shared it)\n",
         r.calibration.node_memory_bandwidth * 1e-9);
+  }
+  if (!r.terms.empty()) {
+    out += "\n| term | samples | value | note |\n|---|---|---|---|\n";
+    for (const TermFit& t : r.terms) {
+      out += fmt::format("| {} | {} | {} | {} |\n", t.name, t.samples,
+                         t.fitted ? fmt::format("{:.4g} µs", t.seconds * 1e6) : "not fitted",
+                         t.fitted ? t.note : t.why_not);
+    }
   }
   if (!r.unused.empty()) {
     out += "\nevents not used:\n";

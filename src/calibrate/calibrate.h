@@ -60,6 +60,16 @@ struct CollectiveFit {
   std::string note;     // e.g. why it does not set network_efficiency
 };
 
+// An overhead term (sim::OverheadTerms) as far as the traces show it.
+struct TermFit {
+  std::string name;  // its key in the file ("min_kernel_us")
+  int64_t samples = 0;
+  bool fitted = false;
+  double seconds = 0;   // fitted value
+  std::string why_not;  // when not fitted
+  std::string note;     // how it was taken
+};
+
 struct CalibrationResult {
   std::vector<std::string> files;
   std::string device;  // device name ("" unknown)
@@ -72,6 +82,10 @@ struct CalibrationResult {
   std::vector<CollectiveFit> collectives;
   bool network_fitted = false;
   std::map<std::string, int64_t> unused;  // events not used: reason → count
+  // min_kernel_us and iteration_overhead_us; the other terms (serving, CUDA
+  // graphs, FP8 quantisation, cold start) are not visible in one trace: always
+  // listed as not fitted, saying why.
+  std::vector<TermFit> terms;
 };
 
 // Reads the traces and fits. Errors: CollectSamples's, an unknown --hardware,

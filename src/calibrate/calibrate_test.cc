@@ -6,6 +6,8 @@
 #include <fstream>
 
 #include "config/experiment_json.h"
+#include "plan/test_experiments.h"
+#include "sim/simulator.h"
 #include "trace/trace_writer.h"
 
 namespace shardscope::calibrate {
@@ -294,6 +296,58 @@ TEST_F(CalibrateTest, FitsTheNodeMemoryBusOfTwoBusyRanks) {
   auto loaded = sim::LoadCalibration(out, sim::DefaultCalibration(TestCluster().device));
   ASSERT_TRUE(loaded.ok()) << loaded.status().message();
   EXPECT_NEAR(loaded->node_memory_bandwidth, 30e9, 30e9 * 0.01);
+}
+
+const TermFit& FindTerm(const CalibrationResult& r, const std::string& name) {
+  for (const TermFit& t : r.terms) {
+    if (t.name == name) return t;
+  }
+  ADD_FAILURE() << "no term " << name;
+  static TermFit none;
+  return none;
+}
+
+// A simulated run with known overhead terms gives them back: the host gap
+// before each decode step's first op is the iteration overhead, the shortest
+// kernel the minimum kernel time (every op is at least that, some exactly).
+TEST_F(CalibrateTest, RecoversTheIterationOverheadAndMinimumKernelOfASimulatedRun) {
+  ParallelSpec p;
+  p.tp = 2;
+  p.strategy = "test";
+  const Experiment e = testing::ZooExperiment("tiny-dense", "h100-sxm", p, 2, 64, 9);
+  const std::string terms = Path("terms.yaml");
+  std::ofstream(terms) << "iteration_overhead_us: 25\nmin_kernel_us: 6\n";
+  sim::SimOptions o;
+  o.calibration_file = terms;
+  o.trace_file = Path("sim.trace");
+  auto simulated = sim::SimulateExperiment(e, o);
+  ASSERT_TRUE(simulated.ok()) << simulated.status().message();
+  auto r = Calibrate({o.trace_file}, {});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const TermFit& gap = FindTerm(*r, "iteration_overhead_us");
+  ASSERT_TRUE(gap.fitted) << gap.why_not;
+  EXPECT_EQ(gap.samples, 2 * 7);          // 2 ranks × 7 pairs of consecutive steps (8 steps)
+  EXPECT_NEAR(gap.seconds, 25e-6, 2e-9);  // ns rounding of the trace
+  const TermFit& floor = FindTerm(*r, "min_kernel_us");
+  ASSERT_TRUE(floor.fitted) << floor.why_not;
+  EXPECT_NEAR(floor.seconds, 6e-6, 1e-9);
+  EXPECT_FALSE(FindTerm(*r, "cold_start_us").fitted);
+  EXPECT_FALSE(FindTerm(*r, "cold_start_us").why_not.empty());
+  // The file carries them.
+  const std::string out = Path("calibration.yaml");
+  ASSERT_TRUE(WriteNewFile(out, CalibrationYaml(*r), false).ok());
+  auto loaded = sim::LoadCalibration(out, sim::DefaultCalibration(e.cluster.device));
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  EXPECT_NEAR(loaded->terms.iteration_overhead, 25e-6, 2e-9);
+  EXPECT_NEAR(loaded->terms.min_kernel, 6e-6, 1e-9);
+  // Without the terms the simulated steps follow each other with no gap.
+  sim::SimOptions plain = o;
+  plain.calibration_file.clear();
+  plain.trace_file = Path("plain.trace");
+  ASSERT_TRUE(sim::SimulateExperiment(e, plain).ok());
+  auto r0 = Calibrate({plain.trace_file}, {});
+  ASSERT_TRUE(r0.ok());
+  EXPECT_NEAR(FindTerm(*r0, "iteration_overhead_us").seconds, 0, 2e-9);
 }
 
 TEST(GemmRowsTest, SmallerRootOfTheShape) {

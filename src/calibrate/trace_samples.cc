@@ -107,9 +107,18 @@ class SampleSink : public trace::TraceSink {
     if (op.bytes_read < 0) return Fail(op, "args.bytes_read", "is negative");
     if (op.bytes_written < 0) return Fail(op, "args.bytes_written", "is negative");
     if (op.bytes < 0) return Fail(op, "args.bytes", "is negative");
+    if (op.phase == trace::Phase::kDecode && op.step >= 0 &&
+        (op.category == trace::Category::kCompute || op.category == trace::Category::kComm)) {
+      auto [it, inserted] = steps_[op.rank].try_emplace(op.step, op.ts_ns, op.ts_ns + op.dur_ns);
+      if (!inserted) {
+        it->second.first = std::min(it->second.first, op.ts_ns);
+        it->second.second = std::max(it->second.second, op.ts_ns + op.dur_ns);
+      }
+    }
     if (op.dur_ns == 0) return Unused("op with zero duration");
     if (op.category == trace::Category::kComm) return AddComm(op);
     if (op.category != trace::Category::kCompute) return Unused("op neither compute nor comm");
+    out_->kernel_seconds.push_back(static_cast<double>(op.dur_ns) * 1e-9);
     StatusOr<OpKind> kind = sim::ParseOpKind(op.kind);
     if (!kind.ok() || *kind == OpKind::kComm)
       return Unused("compute op without a ShardScope op kind (e.g. a foreign kernel)");
@@ -143,6 +152,13 @@ class SampleSink : public trace::TraceSink {
       }
     }
     for (const auto& [key, c] : calls_) out_->comm.push_back(c);
+    for (const auto& [rank, steps] : steps_) {
+      for (auto it = steps.begin(), next = std::next(it); next != steps.end(); it = next++) {
+        if (next->first != it->first + 1) continue;  // only consecutive steps
+        const int64_t gap = next->second.first - it->second.second;
+        if (gap >= 0) out_->step_gaps.push_back(static_cast<double>(gap) * 1e-9);
+      }
+    }
     std::optional<ClusterSpec> cluster = ClusterFromMetadata(metadata_);
     if (cluster) {
       const double shared = SharedBandwidthFromMetadata(metadata_, *cluster);
@@ -209,6 +225,8 @@ class SampleSink : public trace::TraceSink {
   int64_t unmatched_ = 0;
   std::vector<PendingRows> pending_rows_;
   std::map<CallKey, CommCallSample> calls_;
+  // Decode steps' ops: rank → step → (first start, last end) ns.
+  std::map<int32_t, std::map<int32_t, std::pair<int64_t, int64_t>>> steps_;
 };
 
 }  // namespace

@@ -46,6 +46,13 @@ struct TraceSamples {
   std::optional<ClusterSpec> cluster;
   std::optional<DType> dtype;             // the workload's, which the ops' FLOPs and bytes assume
   std::map<std::string, int64_t> unused;  // events not used: reason → count
+  // What the overhead terms (sim::OverheadTerms) are fitted from: every compute
+  // kernel's duration, foreign ones included (the shortest bounds the minimum
+  // kernel time), and each host gap between consecutive decode steps of a rank
+  // (the next step's first op start − the previous step's last op end: the
+  // iteration cost, which runs before a step's kernels).
+  std::vector<double> kernel_seconds;
+  std::vector<double> step_gaps;
 };
 
 // Reads every file. Errors: the importers' (missing file, unknown format,

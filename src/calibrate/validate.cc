@@ -1,5 +1,6 @@
 #include "calibrate/validate.h"
 
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -124,6 +125,7 @@ StatusOr<ValidationResult> ValidateExperiment(const Experiment& experiment,
                 : options.sim_trace;
   ASSIGN_OR_RETURN(sim::SimResult simulated, sim::SimulateExperiment(experiment, sim_options));
   result.calibration = simulated.calibration_source;
+  result.terms = simulated.terms;
   StatusOr<Side> sim_side = Measure(sim_options.trace_file);
   if (temporary) fs::remove(sim_options.trace_file);
   if (!sim_side.ok()) return sim_side.status().WithPrefix("the simulated trace");
@@ -189,6 +191,9 @@ StatusOr<std::string> RenderValidation(const ValidationResult& r, const std::str
   if (format == "md") {
     out = fmt::format("experiment {}; measured {}; simulated with {}\n", r.experiment,
                       r.measured_trace, r.calibration);
+    if (!r.terms.empty()) {
+      out += fmt::format("fidelity terms on: {}\n", fmt::join(r.terms, ", "));
+    }
     for (const std::string& w : r.warnings) out += "warning: " + w + "\n";
     out +=
         "\n| scope | metric / op kind | unit | simulated | measured | error |\n"

@@ -35,7 +35,8 @@ struct ValidationRow {
 struct ValidationResult {
   std::string experiment;
   std::string measured_trace;
-  std::string calibration;  // the simulator's calibration source
+  std::string calibration;         // the simulator's calibration source
+  std::vector<std::string> terms;  // fidelity terms on (sim::ActiveTerms); empty: none
   std::vector<ValidationRow> rows;
   std::vector<std::string> warnings;  // e.g. the trace names another experiment
 };
