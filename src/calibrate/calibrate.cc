@@ -202,7 +202,9 @@ StatusOr<CalibrationResult> Calibrate(const std::vector<std::string>& paths,
   }
   if (samples.compute.empty()) {
     for (ClassFit& f : result.classes) {
-      f.why_not = "no compute op with a ShardScope op kind and FLOPs or bytes in the traces";
+      f.why_not =
+          "no compute op with a ShardScope op kind and FLOPs or bytes in the traces (foreign "
+          "kernels have shapes only when a matrix product with Input Dims launched them)";
     }
   }
   double launch = default_launch;

@@ -1,10 +1,12 @@
 #include "calibrate/calibrate.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 
+#include "cluster/cluster_yaml.h"
 #include "config/experiment_json.h"
 #include "plan/test_experiments.h"
 #include "sim/simulator.h"
@@ -361,9 +363,88 @@ TEST(GemmRowsTest, SmallerRootOfTheShape) {
   EXPECT_EQ(GemmRows(0, 10, 10, 4), 0);
 }
 
-// ../shared/testdata/kineto: real PyTorch traces. Their kernels carry no
-// ShardScope op kinds or FLOPs, so every compute class says why it is not
-// fitted; NCCL kernels with sizes give communication fits where there are enough.
+// GEMMs on a Hopper GPU: tensor-core tiles of 64 rows make the ramp long.
+const sim::Efficiency kHopperGemm{0.7, 0.8, 64};
+
+// A Kineto trace (PyTorch profiler, recorded with shapes) of bf16 matrix
+// products on an H100 whose kernel times are the compute model's with known
+// parameters: each kernel reaches its shape through its launch (correlation id)
+// and the launch's host op (External id; the Input Dims and Input type). The
+// fit must give the parameters back.
+TEST_F(CalibrateTest, RecoversTheTrueParametersOfASyntheticKinetoTrace) {
+  auto cluster = LoadZooCluster("h100-sxm", DefaultHardwareDir());
+  ASSERT_TRUE(cluster.ok()) << cluster.status().message();
+  const DeviceRoofs roofs{*cluster->device.PeakFlops(DType::kBf16),
+                          cluster->device.memory_bandwidth};
+  std::string events;
+  double t = 0;  // µs
+  int64_t id = 0;
+  auto add = [&](const std::string& name, const nlohmann::json& dims, double seconds) {
+    ++id;
+    const double host = t, launch = t + 1, kernel = t + 5, dur = seconds * 1e6;
+    events += fmt::format(
+        R"({{"ph": "X", "cat": "cpu_op", "name": "{}", "pid": 100, "tid": 10, "ts": {:.3f}, )"
+        R"("dur": 4.0, "args": {{"External id": {}, "Input Dims": {}, )"
+        R"("Input type": ["c10::BFloat16", "c10::BFloat16", "c10::BFloat16"]}}}},)"
+        "\n",
+        name, host, id, dims.dump());
+    events += fmt::format(
+        R"({{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 100, )"
+        R"("tid": 10, "ts": {:.3f}, "dur": 2.0, "args": {{"External id": {}, "correlation": {}}}}},)"
+        "\n",
+        launch, id, 1000 + id);
+    events += fmt::format(
+        R"({{"ph": "X", "cat": "kernel", "name": "sm90_xmma_gemm_{}", "pid": 0, "tid": 7, )"
+        R"("ts": {:.3f}, "dur": {:.3f}, "args": {{"correlation": {}}}}},)"
+        "\n",
+        id, kernel, dur, 1000 + id);
+    t = kernel + dur + 10;
+  };
+  const double k = 4096, n = 4096;
+  for (int rep = 0; rep < 3; ++rep) {
+    for (double m : {2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0, 2048.0}) {
+      const ShapeSample s{2 * m * n * k, 2 * (m * k + k * n + m * n), m, 0, 1};
+      add("aten::mm", nlohmann::json::array({{m, k}, {k, n}}),
+          ModelSeconds(kHopperGemm, roofs, kLaunch, s));
+    }
+    for (double width : {1024.0, 4096.0, 14336.0}) {  // addmm: bias first; m = 1
+      const ShapeSample s{2 * width * k, 2 * (k + k * width + width), 1, 0, 1};
+      add("aten::addmm", nlohmann::json::array({{width}, {1, k}, {k, width}}),
+          ModelSeconds(kGemv, roofs, kLaunch, s));
+    }
+  }
+  events.resize(events.size() - 2);  // the last ",\n"
+  const std::string path = Path("kineto.pt.trace.json");
+  std::ofstream(path) << R"({"schemaVersion": 1, "deviceProperties": [{"name": "NVIDIA H100"}],)"
+                      << "\n\"traceEvents\": [\n"
+                      << events << "\n]}\n";
+  CalibrateOptions o;
+  o.hardware = "h100-sxm";
+  auto r = Calibrate({path}, o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->dtype, DType::kBf16);  // from the ops' Input type: the trace has no metadata
+  ASSERT_TRUE(r->launch_fitted);
+  EXPECT_NEAR(r->calibration.launch_overhead, kLaunch, kLaunch * 0.01);
+  const ClassFit& gemm = Find(*r, "gemm");
+  ASSERT_TRUE(gemm.fitted) << gemm.why_not;
+  EXPECT_EQ(gemm.samples, 3 * 11);
+  EXPECT_EQ(gemm.shapes, 11);
+  EXPECT_NEAR(gemm.result.flops, kHopperGemm.flops, kHopperGemm.flops * 0.01);
+  EXPECT_NEAR(gemm.result.memory, kHopperGemm.memory, kHopperGemm.memory * 0.01);
+  EXPECT_NEAR(gemm.result.half_rows, kHopperGemm.half_rows, kHopperGemm.half_rows * 0.05);
+  const ClassFit& gemv = Find(*r, "gemv");
+  ASSERT_TRUE(gemv.fitted) << gemv.why_not;
+  EXPECT_EQ(gemv.samples, 3 * 3);
+  EXPECT_NEAR(gemv.result.memory, kGemv.memory, kGemv.memory * 0.01);
+  // Classes the trace has no shapes for say why.
+  const ClassFit& attention = Find(*r, "attention");
+  EXPECT_FALSE(attention.fitted);
+  EXPECT_NE(attention.why_not.find("(0 < 5)"), std::string::npos) << attention.why_not;
+}
+
+// ../shared/testdata/kineto: real PyTorch traces. Kernels launched by a matrix
+// product recorded with shapes are GEMM samples; every class without enough
+// says why it is not fitted; NCCL kernels with sizes give communication fits.
 TEST_F(CalibrateTest, KinetoTracesGiveAFileOrSayWhyNotPerClass) {
   const fs::path data = fs::path(SHARDSCOPE_SOURCE_DIR) / ".." / "shared" / "testdata" / "kineto";
   if (!fs::exists(data / "nccl_data.json.gz")) GTEST_SKIP() << "no " << data;

@@ -119,7 +119,10 @@ class SampleSink : public trace::TraceSink {
     if (op.category == trace::Category::kComm) return AddComm(op);
     if (op.category != trace::Category::kCompute) return Unused("op neither compute nor comm");
     out_->kernel_seconds.push_back(static_cast<double>(op.dur_ns) * 1e-9);
-    StatusOr<OpKind> kind = sim::ParseOpKind(op.kind);
+    // A foreign kernel given a matrix product's shape (the Kineto importer's
+    // "gemm") stands for the GEMM class: a GEMM kind fits no override of its own.
+    StatusOr<OpKind> kind =
+        op.kind == "gemm" ? StatusOr<OpKind>(OpKind::kFfnUp) : sim::ParseOpKind(op.kind);
     if (!kind.ok() || *kind == OpKind::kComm)
       return Unused("compute op without a ShardScope op kind (e.g. a foreign kernel)");
     if (op.flops == 0 && op.bytes_read == 0 && op.bytes_written == 0) {
@@ -134,6 +137,11 @@ class SampleSink : public trace::TraceSink {
       int64_t sum = 0, active = 0;
       for (int64_t t : op.expert_tokens) sum += t, active += t > 0;
       s.rows = active > 0 ? static_cast<double>(sum) / static_cast<double>(active) : 0;
+    } else if (auto own = ParseDType(op.dtype); own.ok() && op.kind == "gemm") {
+      // The op says its element size (foreign GEMMs): rows now, and the run's dtype.
+      s.rows = GemmRows(s.flops, static_cast<double>(op.bytes_read),
+                        static_cast<double>(op.bytes_written), DTypeSize(*own));
+      ++op_dtypes_[*own];
     } else if (sim::ClassOf(*kind) == sim::OpClass::kGemm && *kind != OpKind::kExpertGemm) {
       pending_rows_.push_back({out_->compute.size(), op.bytes_read, op.bytes_written});
     }
@@ -172,6 +180,12 @@ class SampleSink : public trace::TraceSink {
             path_, cluster->device.name, out_->cluster->device.name);
       }
       out_->cluster = cluster;
+    }
+    if (!dtype && !op_dtypes_.empty()) {  // no metadata: the ops' own, the most common
+      dtype =
+          std::max_element(op_dtypes_.begin(), op_dtypes_.end(), [](const auto& a, const auto& b) {
+            return a.second < b.second;
+          })->first;
     }
     if (dtype) out_->dtype = dtype;
     return Status::Ok();
@@ -224,6 +238,7 @@ class SampleSink : public trace::TraceSink {
   int64_t index_ = 0;
   int64_t unmatched_ = 0;
   std::vector<PendingRows> pending_rows_;
+  std::map<DType, int64_t> op_dtypes_;  // GEMMs that name their dtype, by dtype
   std::map<CallKey, CommCallSample> calls_;
   // Decode steps' ops: rank → step → (first start, last end) ns.
   std::map<int32_t, std::map<int32_t, std::pair<int64_t, int64_t>>> steps_;

@@ -25,26 +25,33 @@ bool GetStringOrArray(od::value& v, std::string* out, bool no_escapes) {
 }
 
 // "Input Dims": [[65536, 384], [], …] — the element count of the first input
-// (-1 when it is a scalar or the list is empty).
-bool FirstInputElements(od::value& v, int64_t* out) {
+// (-1 when it is a scalar or the list is empty), and the dims of the first
+// three inputs (a GEMM's operands; an input that is not a plain shape: empty).
+bool InputDims(od::value& v, int64_t* out, std::array<std::vector<int64_t>, 3>* shapes) {
   *out = -1;
   od::array inputs;
   if (v.get_array().get(inputs) != simdjson::SUCCESS) return false;
+  size_t index = 0;
   for (auto input : inputs) {
     od::array dims;
     if (input.get_array().get(dims) != simdjson::SUCCESS) return false;
     int64_t n = 1;
     bool any = false, odd = false;
+    std::vector<int64_t>* shape = index < shapes->size() ? &(*shapes)[index] : nullptr;
+    if (shape) shape->clear();
     for (auto d : dims) {  // read to the end, so the parser stays in step
       int64_t x = 0;
       od::value dv;
       if (d.get(dv) != simdjson::SUCCESS) return false;
       // A tensor list ([[…], […]]) or an odd value: not one message, size unknown.
-      odd = odd || !trace::GetJsonInt(dv, &x) || x < 0 || __builtin_mul_overflow(n, x, &n);
+      const bool bad = !trace::GetJsonInt(dv, &x) || x < 0;
+      odd = odd || bad || __builtin_mul_overflow(n, x, &n);
+      if (shape && !bad) shape->push_back(x);
       any = true;
     }
-    if (any && !odd) *out = n;
-    break;  // the first input only
+    if (shape && odd) shape->clear();
+    if (index == 0 && any && !odd) *out = n;
+    if (++index == shapes->size()) break;  // the operands only
   }
   return true;
 }
@@ -105,7 +112,7 @@ bool ParseEventArgs(od::value& value, bool is_meta, bool no_escapes, EventArgs* 
         } else if (KeyIs(k, "In split size")) {
           ok = GetStringOrArray(v, &comm->in_split, no_escapes);
         } else if (KeyIs(k, "Input Dims")) {
-          ok = FirstInputElements(v, &comm->shape_nelems);
+          ok = InputDims(v, &comm->shape_nelems, &comm->inputs);
           if (comm->shape_nelems > 0) comm->any = true;
         } else if (KeyIs(k, "Input type")) {
           ok = FirstInputType(v, &comm->shape_dtype, no_escapes);

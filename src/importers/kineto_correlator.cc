@@ -112,18 +112,71 @@ void KinetoCorrelator::BuildIndex() {
       host_by_external_id_.emplace(host[i].external_id, static_cast<int32_t>(i));
     }
   }
+  std::vector<HostGemm>& gemms = events_->host_gemms;
+  std::sort(gemms.begin(), gemms.end(), [](const HostGemm& a, const HostGemm& b) {
+    return a.tid < b.tid || (a.tid == b.tid && a.ts < b.ts);
+  });
+  for (size_t i = 0; i < gemms.size(); ++i) {
+    if (gemms[i].external_id >= 0) {
+      gemm_by_external_id_.emplace(gemms[i].external_id, static_cast<int32_t>(i));
+    }
+  }
   indexed_ = true;
 }
 
-const CommArgs* KinetoCorrelator::FindHostArgs(const GpuOp& op,
-                                               std::optional<Collective>* name_collective) {
+const RuntimeCall* KinetoCorrelator::LaunchOf(const GpuOp& op) {
   const std::vector<RuntimeCall>& runtime = events_->runtime;
-  const std::vector<HostComm>& host = events_->host_comms;
   if (op.correlation < 0 || runtime.empty()) return nullptr;
   if (!indexed_) BuildIndex();
   auto rt = std::lower_bound(runtime.begin(), runtime.end(), op.correlation,
                              [](const RuntimeCall& r, int64_t c) { return r.correlation < c; });
   if (rt == runtime.end() || rt->correlation != op.correlation) return nullptr;
+  return &*rt;
+}
+
+void KinetoCorrelator::ResolveCompute(const GpuOp& op, trace::OpEvent* ev) {
+  if (events_->host_gemms.empty()) return;
+  const RuntimeCall* rt = LaunchOf(op);
+  if (rt == nullptr) return;
+  const std::vector<HostGemm>& gemms = events_->host_gemms;
+  auto encloses = [&](const HostGemm& g) {
+    return g.tid == rt->tid && g.ts <= rt->ts && rt->ts <= g.end;
+  };
+  const HostGemm* found = nullptr;
+  if (rt->external_id >= 0) {
+    auto h = gemm_by_external_id_.find(rt->external_id);
+    if (h != gemm_by_external_id_.end() && encloses(gemms[h->second])) found = &gemms[h->second];
+  }
+  if (found == nullptr) {
+    // The innermost (latest-starting) product enclosing the launch on its thread.
+    auto it =
+        std::upper_bound(gemms.begin(), gemms.end(), std::make_pair(rt->tid, rt->ts),
+                         [](const std::pair<int64_t, int64_t>& key, const HostGemm& g) {
+                           return key.first < g.tid || (key.first == g.tid && key.second < g.ts);
+                         });
+    for (int looked = 0; it != gemms.begin() && looked < 16; ++looked) {
+      --it;
+      if (it->tid != rt->tid) break;
+      if (encloses(*it)) {
+        found = &*it;
+        break;
+      }
+    }
+  }
+  if (found == nullptr) return;
+  ev->kind = "gemm";
+  ev->flops = found->flops;
+  ev->bytes_read = found->bytes_read;
+  ev->bytes_written = found->bytes_written;
+  ev->dtype = found->dtype;
+  Note("compute kernel given the shape of the host matrix product that launched it");
+}
+
+const CommArgs* KinetoCorrelator::FindHostArgs(const GpuOp& op,
+                                               std::optional<Collective>* name_collective) {
+  const std::vector<HostComm>& host = events_->host_comms;
+  const RuntimeCall* rt = LaunchOf(op);
+  if (rt == nullptr) return nullptr;
   // Newer PyTorch: the launch carries the External id of the record_param_comms
   // around it (older versions write the correlation there: the enclosure check
   // keeps a coincidence from joining).

@@ -40,6 +40,10 @@ class KinetoCorrelator {
   // Fills ev's collective, kind, bytes, bytes_per_peer, group, dim and peer
   // for the communication kernel `op`, as far as the trace says.
   void ResolveComm(const GpuOp& op, trace::OpEvent* ev);
+  // Gives the compute kernel `op` the kind "gemm", FLOPs, bytes and dtype of the
+  // host matrix product that launched it (the launch's External id, else the
+  // innermost one enclosing the launch on its thread); nothing when none did.
+  void ResolveCompute(const GpuOp& op, trace::OpEvent* ev);
 
  private:
   // The args of the host collective call that launched `op`, or null;
@@ -47,6 +51,8 @@ class KinetoCorrelator {
   const CommArgs* FindHostArgs(const GpuOp& op, std::optional<trace::Collective>* name_collective);
   // Sorts the launches by correlation id and the host calls by (thread, start).
   void BuildIndex();
+  // The launch of `op` (by correlation id), or null.
+  const RuntimeCall* LaunchOf(const GpuOp& op);
   void FillFromArgs(const CommArgs& a, trace::Collective c, trace::OpEvent* ev);
   std::vector<int32_t> GroupOf(const CommArgs& a, std::string* why_unknown);
   void Note(const std::string& what) { ++stats_->notes[what]; }
@@ -56,6 +62,7 @@ class KinetoCorrelator {
   trace::ReadStats* const stats_;
   bool indexed_ = false;
   std::unordered_map<int64_t, int32_t> host_by_external_id_;  // record_param_comms with args
+  std::unordered_map<int64_t, int32_t> gemm_by_external_id_;  // host_gemms
 };
 
 }  // namespace shardscope::importers::kineto

@@ -5,6 +5,7 @@
 #ifndef SHARDSCOPE_IMPORTERS_KINETO_EVENTS_H_
 #define SHARDSCOPE_IMPORTERS_KINETO_EVENTS_H_
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -30,10 +31,13 @@ struct CommArgs {
   // recorded with shapes): the message when the msg nelems args are absent.
   int64_t shape_nelems = -1;
   std::string shape_dtype;
+  // The dims of the first three inputs (a GEMM host op's operands); empty: not given.
+  std::array<std::vector<int64_t>, 3> inputs;
   bool any = false;
 
   void Clear() {  // keeps the strings' capacity: called for every event
     in_nelems = out_nelems = group_size = rank = rank_start = rank_stride = shape_nelems = -1;
+    for (std::vector<int64_t>& dims : inputs) dims.clear();
     for (std::string* str : {&collective, &dtype, &in_split, &out_split, &pg_ranks, &pg_name,
                              &pg_desc, &shape_dtype}) {
       str->clear();
@@ -67,6 +71,14 @@ struct HostComm {
   std::optional<trace::Collective> collective;  // from the name (nccl:…, c10d::…) or the args
 };
 
+// A host matrix product (HostRole::kGemm) with the shape its Input Dims give:
+// the cost of the kernels it launches.
+struct HostGemm {
+  int64_t tid = 0, ts = 0, end = 0, external_id = -1;
+  int64_t flops = 0, bytes_read = 0, bytes_written = 0;
+  std::string dtype;  // ShardScope's name ("bf16", "fp32", "fp8")
+};
+
 // A step annotation.
 struct StepMark {
   int64_t ts = 0, dur = 0;
@@ -87,6 +99,7 @@ struct KinetoEvents {
   std::vector<CommArgs> comm_args;
   std::vector<RuntimeCall> runtime;
   std::vector<HostComm> host_comms;
+  std::vector<HostGemm> host_gemms;
   std::vector<StepMark> steps;
   std::map<std::pair<int64_t, int64_t>, std::string> thread_names;  // (pid, tid)
   std::vector<IgnoredCount> ignored;

@@ -233,7 +233,11 @@ void Delivery::DeliverOps() {
     ev.category = op.category;
     ev.ts_ns = op.ts + base_ns_;
     ev.dur_ns = op.dur;
-    if (op.comm) correlator.ResolveComm(op, &ev);
+    if (op.comm) {
+      correlator.ResolveComm(op, &ev);
+    } else if (op.category == trace::Category::kCompute) {
+      correlator.ResolveCompute(op, &ev);
+    }
     sink_->OnOp(ev);
     ++stats_->ops;
   }

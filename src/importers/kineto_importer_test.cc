@@ -201,6 +201,49 @@ TEST(KinetoImporterTest, TruncatedRankListsFallBackOrStayUnknown) {
   EXPECT_EQ(stats.notes["group unknown: \"Process Group Ranks\" truncated and no other source"], 1);
 }
 
+// Compute kernels get the shape of the host matrix product that launched them
+// (correlation id → launch → External id, else the innermost product enclosing
+// the launch on its thread): kind "gemm", FLOPs, bytes and dtype (issue 15).
+TEST(KinetoImporterTest, GemmKernelsGetTheirHostOpsShape) {
+  const std::string json = R"json({"traceEvents": [
+{"ph": "X", "cat": "cpu_op", "name": "aten::linear", "pid": 7, "tid": 3, "ts": 99, "dur": 60,
+ "args": {"External id": 4, "Input Dims": [[8, 512], [256, 512], [256]], "Input type": ["c10::BFloat16", "c10::BFloat16", "c10::BFloat16"]}},
+{"ph": "X", "cat": "cpu_op", "name": "aten::addmm", "pid": 7, "tid": 3, "ts": 100, "dur": 50,
+ "args": {"External id": 5, "Input Dims": [[256], [8, 512], [512, 256], [], []], "Input type": ["c10::BFloat16", "c10::BFloat16", "c10::BFloat16", "Scalar", "Scalar"]}},
+{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 7, "tid": 3, "ts": 110, "dur": 5,
+ "args": {"correlation": 21, "External id": 5}},
+{"ph": "X", "cat": "kernel", "name": "gemm_bias", "pid": 0, "tid": 7, "ts": 120, "dur": 10, "args": {"correlation": 21}},
+{"ph": "X", "cat": "cpu_op", "name": "aten::bmm", "pid": 7, "tid": 3, "ts": 200, "dur": 50,
+ "args": {"Input Dims": [[4, 16, 64], [4, 64, 32]], "Input type": ["float", "float"]}},
+{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 7, "tid": 3, "ts": 210, "dur": 5,
+ "args": {"correlation": 22}},
+{"ph": "X", "cat": "kernel", "name": "gemm_batched", "pid": 0, "tid": 7, "ts": 220, "dur": 10, "args": {"correlation": 22}},
+{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 7, "tid": 3, "ts": 300, "dur": 5,
+ "args": {"correlation": 23}},
+{"ph": "X", "cat": "kernel", "name": "elementwise", "pid": 0, "tid": 7, "ts": 310, "dur": 10, "args": {"correlation": 23}}
+]})json";
+  trace::ReadStats stats;
+  auto t = Import(json, &stats);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  const trace::OpEvent* bias = FindOp(*t, "gemm_bias");
+  ASSERT_NE(bias, nullptr);
+  EXPECT_EQ(bias->kind, "gemm");
+  EXPECT_EQ(bias->flops, 2 * 8 * 512 * 256);
+  EXPECT_EQ(bias->bytes_read, (8 * 512 + 512 * 256) * 2);
+  EXPECT_EQ(bias->bytes_written, 8 * 256 * 2);
+  EXPECT_EQ(bias->dtype, "bf16");
+  const trace::OpEvent* batched = FindOp(*t, "gemm_batched");  // no External id: enclosure
+  ASSERT_NE(batched, nullptr);
+  EXPECT_EQ(batched->kind, "gemm");
+  EXPECT_EQ(batched->flops, 2 * 4 * 16 * 64 * 32);
+  EXPECT_EQ(batched->bytes_read, 4 * (16 * 64 + 64 * 32) * 4);
+  EXPECT_EQ(batched->dtype, "fp32");
+  const trace::OpEvent* other = FindOp(*t, "elementwise");  // launched by no product
+  ASSERT_NE(other, nullptr);
+  EXPECT_EQ(other->kind, "");
+  EXPECT_EQ(other->flops, 0);
+}
+
 // issue 17: a trace recorded with shapes sizes its collectives on the host side
 // (record_param_comms / nccl:<collective>: "Input Dims", "Input type") while the
 // kernel has no "In msg nelems"; we reported "not available".

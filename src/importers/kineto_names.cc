@@ -216,6 +216,13 @@ HostRole RoleOfHostName(std::string_view name, Kind kind, std::string_view cat, 
     return HostRole::kNone;
   }
   switch (name.empty() ? '\0' : name[0]) {
+    case 'a':
+      if (kind == Kind::kHostOp &&
+          (Eq(name, "aten::mm") || Eq(name, "aten::addmm") || Eq(name, "aten::bmm") ||
+           Eq(name, "aten::baddbmm") || Eq(name, "aten::_scaled_mm"))) {
+        return HostRole::kGemm;
+      }
+      return HostRole::kNone;
     case 'P':
       if (name.starts_with("ProfilerStep#")) {
         *step = StepSource::kProfilerStep;

@@ -96,7 +96,9 @@ inline Kind KindOfCat(std::string_view cat) {
 enum class StepSource : uint8_t { kProfilerStep = 0, kVllmExecute, kSglangRunBatch };
 
 // A host op the importer keeps: a step annotation or a collective call.
-enum class HostRole : uint8_t { kNone, kStep, kComm };
+// kGemm: a host op whose "Input Dims" give a matrix product's shape (aten::mm,
+// addmm, bmm, baddbmm, _scaled_mm): the kernels it launches get FLOPs and bytes.
+enum class HostRole : uint8_t { kNone, kStep, kComm, kGemm };
 
 // The role of a host op (kind kHostOp or kPython) named `name` in category
 // `cat`; *step says which annotation when it is kStep.

@@ -97,7 +97,12 @@ TEST(KinetoRulesTest, CategoriesAndHostRoles) {
             HostRole::kComm);
   EXPECT_EQ(kineto::RoleOfHostName("nccl:all_reduce", Kind::kHostOp, "cpu_op", &step),
             HostRole::kComm);
-  EXPECT_EQ(kineto::RoleOfHostName("aten::mm", Kind::kHostOp, "cpu_op", &step), HostRole::kNone);
+  EXPECT_EQ(kineto::RoleOfHostName("aten::mm", Kind::kHostOp, "cpu_op", &step), HostRole::kGemm);
+  EXPECT_EQ(kineto::RoleOfHostName("aten::addmm", Kind::kHostOp, "cpu_op", &step), HostRole::kGemm);
+  // A composite op: its shape is its inner mm's.
+  EXPECT_EQ(kineto::RoleOfHostName("aten::linear", Kind::kHostOp, "cpu_op", &step),
+            HostRole::kNone);
+  EXPECT_EQ(kineto::RoleOfHostName("aten::add", Kind::kHostOp, "cpu_op", &step), HostRole::kNone);
   EXPECT_EQ(kineto::DimOfDescription("mesh_tp"), trace::GroupDim::kTp);
   EXPECT_EQ(kineto::DimOfDescription("default_pg"), trace::GroupDim::kNone);
 }

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "core/dtype.h"
 #include "importers/kineto_args.h"
 #include "importers/kineto_names.h"
 #include "trace/json_value.h"
@@ -73,6 +74,7 @@ class KinetoTokenizer final : public trace::EventParser {
   bool AddRuntimeCall(const Fields& f);
   bool AddStep(const Fields& f);
   bool AddHostComm(const Fields& f);
+  bool AddHostGemm(const Fields& f);
   bool AddGpuOp(const Fields& f);
 
   bool Fail(std::string_view reason) {
@@ -311,6 +313,43 @@ bool KinetoTokenizer::AddHostComm(const Fields& f) {
   return true;
 }
 
+// A host matrix product is kept for the join only; it counts as ignored. Its
+// FLOPs and bytes come from the operands' dims (aten::mm: [m,k],[k,n]; addmm:
+// bias,[m,k],[k,n]; bmm: [b,m,k],[b,k,n]; baddbmm: bias first) at the first
+// operand's element size; an op whose dims do not say is not kept.
+bool KinetoTokenizer::AddHostGemm(const Fields& f) {
+  Ignore("cat", f.cat);
+  const bool bias = Eq(f.name, "aten::addmm") || Eq(f.name, "aten::baddbmm");
+  const std::vector<int64_t>& a = args_.inputs[bias ? 1 : 0];
+  const std::vector<int64_t>& b = args_.inputs[bias ? 2 : 1];
+  const bool batched = Eq(f.name, "aten::bmm") || Eq(f.name, "aten::baddbmm");
+  const size_t rank = batched ? 3 : 2;
+  if (a.size() != rank || b.size() != rank) return true;
+  const int64_t batch = batched ? a[0] : 1;
+  const int64_t m = a[rank - 2], k = a[rank - 1], n = b[rank - 1];
+  if (b[rank - 2] != k || (batched && b[0] != batch) || m <= 0 || k <= 0 || n <= 0) return true;
+  // The first operand's type ("Input type" lists the bias first for addmm: the same type).
+  const std::string_view type = args_.shape_dtype;
+  std::optional<DType> dtype;
+  if (type == "float") dtype = DType::kFp32;
+  if (type == "c10::BFloat16") dtype = DType::kBf16;
+  if (type == "c10::Half") dtype = DType::kFp16;
+  if (type.starts_with("c10::Float8_")) dtype = DType::kFp8;
+  if (!dtype) return true;
+  const int64_t s = DTypeSize(*dtype);
+  HostGemm g;
+  g.tid = f.tid_int ? f.tid : -1;
+  g.ts = f.ts;
+  g.end = f.ts + f.dur;
+  g.external_id = f.args.external_id;
+  g.flops = 2 * batch * m * n * k;
+  g.bytes_read = batch * (m * k + k * n) * s;
+  g.bytes_written = batch * m * n * s;
+  g.dtype = std::string(DTypeName(*dtype));
+  events_->host_gemms.push_back(std::move(g));
+  return true;
+}
+
 bool KinetoTokenizer::AddGpuOp(const Fields& f) {
   if (!f.pid_seen) return Fail("GPU event without pid");
   if (!f.pid_int) return Fail("GPU event pid is not an integer (the device)");
@@ -372,7 +411,10 @@ bool KinetoTokenizer::ParseEvent(Root& root, const char* readable_end) {
   if (f.kind == Kind::kRuntime) return AddRuntimeCall(f);
   if (!f.has_dur) return Fail("X event without dur");
   if (f.dur < 0) return Fail("negative dur");
-  if (IsHost(f.kind)) return f.role == HostRole::kStep ? AddStep(f) : AddHostComm(f);
+  if (IsHost(f.kind)) {
+    if (f.role == HostRole::kStep) return AddStep(f);
+    return f.role == HostRole::kGemm ? AddHostGemm(f) : AddHostComm(f);
+  }
   return AddGpuOp(f);
 }
 
