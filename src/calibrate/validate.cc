@@ -8,6 +8,7 @@
 #include <set>
 
 #include "analysis/analyzer.h"
+#include "calibrate/measured_routing.h"
 #include "importers/importer.h"
 #include "sim/simulator.h"
 
@@ -123,7 +124,22 @@ StatusOr<ValidationResult> ValidateExperiment(const Experiment& experiment,
                    fmt::format("shardscope_validate_{}_{}.trace", getpid(), experiment.name))
                       .string()
                 : options.sim_trace;
-  ASSIGN_OR_RETURN(sim::SimResult simulated, sim::SimulateExperiment(experiment, sim_options));
+  Experiment simulated_experiment = experiment;
+  if (options.measured_routing && experiment.model.is_moe()) {
+    ASSIGN_OR_RETURN(MeasuredRouting routing, ReadMeasuredRouting(measured_trace, experiment));
+    if (!routing.layer_weights.empty()) {
+      simulated_experiment = WithMeasuredRouting(experiment, routing);
+      result.routing = fmt::format(
+          "the measured split per layer ({}, {} layers; busiest EP rank {:.2f}× the mean)",
+          routing.source, routing.layer_weights.size(), routing.imbalance);
+    } else {
+      result.warnings.push_back(
+          "the measured trace records no routed-token split: simulated with the experiment's "
+          "routing");
+    }
+  }
+  ASSIGN_OR_RETURN(sim::SimResult simulated,
+                   sim::SimulateExperiment(simulated_experiment, sim_options));
   result.calibration = simulated.calibration_source;
   result.terms = simulated.terms;
   StatusOr<Side> sim_side = Measure(sim_options.trace_file);
@@ -194,6 +210,7 @@ StatusOr<std::string> RenderValidation(const ValidationResult& r, const std::str
     if (!r.terms.empty()) {
       out += fmt::format("fidelity terms on: {}\n", fmt::join(r.terms, ", "));
     }
+    if (!r.routing.empty()) out += fmt::format("routing: {}\n", r.routing);
     for (const std::string& w : r.warnings) out += "warning: " + w + "\n";
     out +=
         "\n| scope | metric / op kind | unit | simulated | measured | error |\n"

@@ -21,6 +21,9 @@ struct ValidateOptions {
   std::string calibration_file;  // empty: the device family's defaults
   // Where the simulated trace goes; empty: a temporary file, removed after.
   std::string sim_trace;
+  // MoE: simulate with the measured run's split of tokens per layer
+  // (measured_routing.h) instead of the experiment's routing distribution.
+  bool measured_routing = true;
 };
 
 struct ValidationRow {
@@ -37,6 +40,7 @@ struct ValidationResult {
   std::string measured_trace;
   std::string calibration;         // the simulator's calibration source
   std::vector<std::string> terms;  // fidelity terms on (sim::ActiveTerms); empty: none
+  std::string routing;             // how the simulated run was routed, when taken from the trace
   std::vector<ValidationRow> rows;
   std::vector<std::string> warnings;  // e.g. the trace names another experiment
 };

@@ -2,9 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
+#include "calibrate/measured_routing.h"
 #include "plan/test_experiments.h"
 #include "sim/simulator.h"
 
@@ -106,6 +108,59 @@ TEST_F(ValidateTest, MissingMeasuredTraceIsAnError) {
   auto r = ValidateExperiment(TinyTp2(), (dir_ / "absent.trace").string(), {});
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("absent.trace"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace shardscope::calibrate
+
+namespace shardscope::calibrate {
+namespace {
+
+// A tiny MoE over EP2 whose "measured" run routed 3 of every 4 tokens to EP
+// rank 0's experts (the real router's uneven split) while the experiment says
+// uniform: validate takes the split from the trace's dispatch all-to-alls and
+// simulates the run it measured; with the experiment's routing it would not.
+TEST(MeasuredRoutingTest, ValidateSimulatesTheMeasuredSplit) {
+  ParallelSpec p;
+  p.ep = 2;
+  p.strategy = "ep2";
+  Experiment e = testing::ZooExperiment("tiny-moe-mla", "local-cpu", p, 4, 64, 3);
+  e.name = "tiny_moe_ep2";
+  e.workload.dtype = DType::kFp32;
+  Experiment skewed = e;
+  skewed.workload.routing.kind = RoutingKind::kFixed;
+  skewed.workload.routing.fixed_weights = {3, 3, 3, 3, 1, 1, 1, 1};  // experts 0–3 on EP rank 0
+  const fs::path dir = fs::temp_directory_path() / "measured_routing_test";
+  fs::create_directories(dir);
+  sim::SimOptions o;
+  o.trace_file = (dir / "measured.trace").string();
+  ASSERT_TRUE(sim::SimulateExperiment(skewed, o).ok());
+
+  auto routing = ReadMeasuredRouting(o.trace_file, e);
+  ASSERT_TRUE(routing.ok()) << routing.status().message();
+  EXPECT_EQ(routing->source, "dispatch all-to-all");
+  ASSERT_EQ(routing->layer_weights.size(), 1u);  // layer 1, the MoE layer
+  const std::vector<double>& w = routing->layer_weights.at(1);
+  ASSERT_EQ(w.size(), 8u);
+  const double rank0 = w[0] + w[1] + w[2] + w[3], rank1 = w[4] + w[5] + w[6] + w[7];
+  EXPECT_NEAR(rank0 / (rank0 + rank1), 0.75, 0.01);
+  EXPECT_NEAR(routing->imbalance, 1.5, 0.02);
+
+  auto measured = ValidateExperiment(e, o.trace_file, {});
+  ASSERT_TRUE(measured.ok()) << measured.status().message();
+  EXPECT_NE(measured->routing.find("dispatch all-to-all"), std::string::npos);
+  ValidateOptions plain;
+  plain.measured_routing = false;
+  auto assumed = ValidateExperiment(e, o.trace_file, plain);
+  ASSERT_TRUE(assumed.ok()) << assumed.status().message();
+  EXPECT_TRUE(assumed->routing.empty());
+  const ValidationRow* with = Row(*measured, "run", "ttft");
+  const ValidationRow* without = Row(*assumed, "run", "ttft");
+  ASSERT_TRUE(with && without && with->error() && without->error());
+  EXPECT_LT(std::abs(*with->error()), 0.005);
+  EXPECT_GT(std::abs(*without->error()), 0.02);
+  EXPECT_LT(*without->error(), 0);  // uniform routing is the optimistic one
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -41,6 +41,9 @@ void AddValidateCommand(CLI::App& app, int* exit_code) {
                   "calibration file for the simulator (shardscope calibrate)");
   cmd->add_option("--sim-trace", args->options.sim_trace, "keep the simulated trace in this file");
   cmd->add_option("--format", args->format, "md or csv")->default_str("md");
+  cmd->add_flag(
+      "--experiment-routing", [args](int64_t) { args->options.measured_routing = false; },
+      "MoE: route as the experiment says, not by the measured run's split per layer");
   cmd->callback([args, exit_code] {
     Status s = RunValidate(*args);
     *exit_code = s.ok() ? kExitOk : ReportError(s);

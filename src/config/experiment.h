@@ -39,6 +39,9 @@ struct RoutingSpec {
   RoutingKind kind = RoutingKind::kUniform;
   double zipf_s = 1.0;                // zipf: expert of popularity rank i gets ∝ 1/i^s
   std::vector<double> fixed_weights;  // fixed: one weight per routed expert
+  // fixed: per model layer, its own weights (one per routed expert), in place of
+  // fixed_weights — e.g. a measured run's split (`shardscope validate`).
+  std::map<int64_t, std::vector<double>> layer_weights;
 };
 
 struct ParallelSpec {

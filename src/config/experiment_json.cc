@@ -90,6 +90,13 @@ json ExperimentToJson(const Experiment& e) {
   json routing = {{"distribution", RoutingKindName(w.routing.kind)}};
   if (w.routing.kind == RoutingKind::kZipf) routing["s"] = w.routing.zipf_s;
   if (w.routing.kind == RoutingKind::kFixed) routing["weights"] = w.routing.fixed_weights;
+  if (!w.routing.layer_weights.empty()) {
+    json layers = json::object();
+    for (const auto& [layer, weights] : w.routing.layer_weights) {
+      layers[std::to_string(layer)] = weights;
+    }
+    routing["layer_weights"] = layers;
+  }
   json claims = json::object();
   for (const auto& [k, v] : e.claims) claims[k] = v;
   json j = {{"name", e.name},

@@ -75,17 +75,27 @@ StatusOr<ExpertRouting> ExpertRouting::Create(const RoutingSpec& spec, int64_t n
   if (spec.kind == RoutingKind::kZipf && !(spec.zipf_s >= 0)) {
     return InvalidArgument("zipf routing exponent must be ≥ 0, got {}", spec.zipf_s);
   }
-  if (spec.kind == RoutingKind::kFixed) {
-    if (static_cast<int64_t>(spec.fixed_weights.size()) != num_experts) {
-      return InvalidArgument("fixed routing gives {} weights for {} routed experts",
-                             spec.fixed_weights.size(), num_experts);
+  auto check = [&](const std::vector<double>& weights, const std::string& what) -> Status {
+    if (static_cast<int64_t>(weights.size()) != num_experts) {
+      return InvalidArgument("fixed routing gives {} weights{} for {} routed experts",
+                             weights.size(), what, num_experts);
     }
     double sum = 0;
-    for (double w : spec.fixed_weights) {
-      if (!(w >= 0)) return InvalidArgument("fixed routing weight {} is negative", w);
+    for (double w : weights) {
+      if (!(w >= 0)) return InvalidArgument("fixed routing weight {}{} is negative", w, what);
       sum += w;
     }
-    if (!(sum > 0)) return InvalidArgument("fixed routing weights sum to 0");
+    if (!(sum > 0)) return InvalidArgument("fixed routing weights{} sum to 0", what);
+    return Status::Ok();
+  };
+  if (spec.kind == RoutingKind::kFixed) {
+    // Layers without weights of their own use fixed_weights (uniform when empty).
+    if (!spec.fixed_weights.empty() || spec.layer_weights.empty()) {
+      RETURN_IF_ERROR(check(spec.fixed_weights, ""));
+    }
+    for (const auto& [layer, weights] : spec.layer_weights) {
+      RETURN_IF_ERROR(check(weights, fmt::format(" of layer {}", layer)));
+    }
   }
   ExpertRouting r;
   r.spec_ = spec;
@@ -104,8 +114,13 @@ std::vector<double> ExpertRouting::Probabilities(int64_t layer) const {
   const auto e = static_cast<size_t>(num_experts_);
   std::vector<double> p(e, 1.0 / static_cast<double>(e));
   if (spec_.kind == RoutingKind::kFixed) {
-    const double sum = std::accumulate(spec_.fixed_weights.begin(), spec_.fixed_weights.end(), 0.0);
-    for (size_t i = 0; i < e; ++i) p[i] = spec_.fixed_weights[i] / sum;
+    auto own = spec_.layer_weights.find(layer);
+    const std::vector<double>& w =
+        own != spec_.layer_weights.end() ? own->second : spec_.fixed_weights;
+    if (!w.empty()) {
+      const double sum = std::accumulate(w.begin(), w.end(), 0.0);
+      for (size_t i = 0; i < e; ++i) p[i] = w[i] / sum;
+    }
   } else if (spec_.kind == RoutingKind::kZipf) {
     std::vector<int64_t> perm(e);
     std::iota(perm.begin(), perm.end(), 0);

@@ -105,5 +105,26 @@ TEST(ExpertRoutingTest, FixedWeightsSplitExactly) {
   EXPECT_FALSE(ExpertRouting::Create(fixed, 4, 0).ok());
 }
 
+// Per-layer weights (a measured run's split) replace fixed_weights in their
+// layer; layers without any are uniform when fixed_weights is empty.
+TEST(ExpertRoutingTest, LayerWeightsSplitTheirLayerOnly) {
+  RoutingSpec fixed;
+  fixed.kind = RoutingKind::kFixed;
+  fixed.layer_weights[2] = {1, 0, 0, 3};
+  auto f = ExpertRouting::Create(fixed, 4, 0);
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  EXPECT_EQ(f->Counts(2, 40, 1), (std::vector<int64_t>{10, 0, 0, 30}));
+  EXPECT_EQ(f->Counts(1, 40, 1), (std::vector<int64_t>{10, 10, 10, 10}));
+  fixed.fixed_weights = {1, 1, 2, 0};
+  auto g = ExpertRouting::Create(fixed, 4, 0);
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g->Counts(1, 40, 1), (std::vector<int64_t>{10, 10, 20, 0}));
+  EXPECT_EQ(g->Counts(2, 40, 1), (std::vector<int64_t>{10, 0, 0, 30}));
+  fixed.layer_weights[3] = {1, 1};
+  auto bad = ExpertRouting::Create(fixed, 4, 0);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("of layer 3"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace shardscope
