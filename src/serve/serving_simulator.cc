@@ -225,6 +225,9 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
   size_t issued = 0;
   auto issue = [&](double at) {
     if (issued >= requests.size()) return;
+    // Arrivals stay in order: a closed loop's refill after a response overhead
+    // (calibration) can be issued before a rejected request's, at `now`.
+    if (closed && !pending.empty()) at = std::max(at, requests[pending.back()].arrival);
     if (closed && spec.duration > 0 && at > spec.duration) return;
     requests[issued].arrival = at;
     pending.push_back(issued++);

@@ -135,6 +135,28 @@ TEST(ServingSimulatorTest, CalibratedServingTermsAtRateZero) {
   EXPECT_TRUE(plain->terms.empty());
 }
 
+// A closed loop of one: the next request arrives when the previous response is
+// sent, after its last token and the response overhead; arrivals stay in order.
+TEST(ServingSimulatorTest, ClosedLoopRefillsAfterTheResponseOverhead) {
+  const std::string path = ::testing::TempDir() + "/response_terms.yaml";
+  std::ofstream(path) << "response_overhead_us: 500\nrequest_overhead_us: 200\n";
+  ArrivalSpec loop;
+  loop.process = ArrivalProcess::kClosedLoop;
+  loop.concurrency = 1;
+  const Experiment e = Served(loop, 256, 4, 5);
+  ServeOptions o = Options();
+  o.sim.calibration_file = path;
+  auto r = SimulateServing(e, o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->requests.size(), 5u);
+  for (size_t i = 0; i < r->requests.size(); ++i) {
+    const ServedRequest& q = r->requests[i];
+    EXPECT_NEAR(q.finish - q.last_token, 5e-4, 1e-12) << i;
+    EXPECT_NEAR(q.first_scheduled - q.arrival, 2e-4, 1e-12) << i;
+    if (i > 0) EXPECT_DOUBLE_EQ(q.arrival, r->requests[i - 1].finish) << i;
+  }
+}
+
 // A closed loop of max_num_seqs requests of equal lengths runs in lock step:
 // its throughput is the fixed batch's at that batch size.
 TEST(ServingSimulatorTest, SaturationThroughputIsTheFixedBatchAtMaxBatch) {

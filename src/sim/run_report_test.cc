@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "plan/test_experiments.h"
 
 namespace shardscope::sim {
@@ -34,6 +36,34 @@ TEST(RunReportTest, APlanThatDoesNotFitIsMarkedInTheTableAndJson) {
   ASSERT_TRUE(small.ok()) << small.status().message();
   EXPECT_EQ(RunReportText({*small}).find("DOES NOT FIT"), std::string::npos);
   EXPECT_TRUE(RunReportJson(*small)["fits_in_memory"].get<bool>());
+}
+
+// The summary says which fidelity terms were on, and says nothing of them when
+// none is (its output then is what it always was).
+TEST(RunReportTest, SaysWhichFidelityTermsWereOn) {
+  const std::string path = ::testing::TempDir() + "/report_terms.yaml";
+  std::ofstream(path) << "iteration_overhead_us: 30\ncuda_graphs: true\ngraph_replay_us: 10\n";
+  ParallelSpec p;
+  SimOptions o;
+  o.write_trace = false;
+  o.calibration_file = path;
+  Experiment e = ZooExperiment("llama-3.1-8b", "h100-sxm", p, 1, 128, 3);
+  e.workload.dtype = DType::kFp8;
+  e.workload.lm_head_dtype = DType::kBf16;
+  auto on = BuildRunReport(e, o);
+  ASSERT_TRUE(on.ok()) << on.status().message();
+  const std::string text = RunReportText({*on});
+  EXPECT_NE(text.find("fidelity terms on (calibration, docs/fidelity.md): iteration_overhead 30 "
+                      "us, cuda_graphs (replay 10 us), lm_head_dtype bf16"),
+            std::string::npos)
+      << text;
+  const auto j = RunReportJson(*on);
+  ASSERT_TRUE(j.contains("fidelity_terms"));
+  EXPECT_EQ(j["fidelity_terms"].size(), 3u);
+  auto off = Report("llama-3.1-8b", 1);
+  ASSERT_TRUE(off.ok());
+  EXPECT_EQ(RunReportText({*off}).find("fidelity terms"), std::string::npos);
+  EXPECT_FALSE(RunReportJson(*off).contains("fidelity_terms"));
 }
 
 }  // namespace
