@@ -161,13 +161,15 @@ Status Calibration::Validate() const {
   return Status::Ok();
 }
 
-std::vector<std::string> OverheadTerms::Active() const {
+std::vector<std::string> OverheadTerms::Active(bool serving) const {
   std::vector<std::string> out;
   auto us = [&](double seconds, std::string_view name) {
     if (seconds > 0) out.push_back(fmt::format("{} {:.6g} us", name, seconds * 1e6));
   };
-  us(request_overhead, "request_overhead");
-  us(response_overhead, "response_overhead");
+  if (serving) {
+    us(request_overhead, "request_overhead");
+    us(response_overhead, "response_overhead");
+  }
   us(iteration_overhead, "iteration_overhead");
   if (cuda_graphs) out.push_back(fmt::format("cuda_graphs (replay {:.6g} us)", graph_replay * 1e6));
   us(min_kernel, "min_kernel");

@@ -60,8 +60,9 @@ struct OverheadTerms {
     return request_overhead > 0 || response_overhead > 0 || iteration_overhead > 0 || cuda_graphs ||
            min_kernel > 0 || fp8_quant_bytes_per_element > 0 || cold_start > 0;
   }
-  // Each term that is on, as "name value" ("iteration_overhead 30 us"); empty: all off.
-  std::vector<std::string> Active() const;
+  // Each term that is on, as "name value" ("iteration_overhead 30 us"); empty:
+  // all off. `serving`: with the request and response overheads (served runs only).
+  std::vector<std::string> Active(bool serving = true) const;
   // Seconds of host time before an iteration's kernels: iteration_overhead, plus
   // graph_replay for a decode-only iteration under cuda_graphs.
   double IterationSeconds(bool decode_only) const {

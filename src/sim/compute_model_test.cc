@@ -270,7 +270,8 @@ TEST(ComputeModelTest, CalibrationFileReadsTheTermsAndRejectsNegativeOnes) {
   EXPECT_DOUBLE_EQ(c->terms.min_kernel, 3e-6);
   EXPECT_DOUBLE_EQ(c->terms.fp8_quant_bytes_per_element, 5);
   EXPECT_DOUBLE_EQ(c->terms.cold_start, 0.04);
-  EXPECT_EQ(c->terms.Active().size(), 7u);  // graph_replay is cuda_graphs' entry
+  EXPECT_EQ(c->terms.Active().size(), 7u);                   // graph_replay is cuda_graphs' entry
+  EXPECT_EQ(c->terms.Active(/*serving=*/false).size(), 5u);  // no request, response overhead
   EXPECT_DOUBLE_EQ(c->terms.IterationSeconds(true), 3e-5 + 1.2e-5);
   EXPECT_DOUBLE_EQ(c->terms.IterationSeconds(false), 3e-5);
   EXPECT_TRUE(DefaultCalibration(d).terms.Active().empty());

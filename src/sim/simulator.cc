@@ -90,7 +90,8 @@ json BoundsJson(const Bounds& b) {
 }  // namespace
 
 std::vector<std::string> ActiveTerms(const Experiment& experiment, const Calibration& calibration) {
-  std::vector<std::string> out = calibration.terms.Active();
+  // The request and response overheads act on served runs only.
+  std::vector<std::string> out = calibration.terms.Active(experiment.serving.has_value());
   const Workload& w = experiment.workload;
   if (w.LmHeadDType() != w.dtype) {
     out.push_back(fmt::format("lm_head_dtype {}", DTypeName(w.LmHeadDType())));

@@ -88,7 +88,8 @@ struct SimResult {
 };
 
 // The fidelity terms on for `experiment` under `calibration`, for run
-// summaries: the calibration's overhead terms (OverheadTerms::Active) and the
+// summaries: the calibration's overhead terms (OverheadTerms::Active; the
+// request and response overheads for served experiments only) and the
 // vocabulary matrices' own dtypes where they differ from the model's.
 std::vector<std::string> ActiveTerms(const Experiment& experiment, const Calibration& calibration);
 
