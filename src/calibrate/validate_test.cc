@@ -163,5 +163,35 @@ TEST(MeasuredRoutingTest, ValidateSimulatesTheMeasuredSplit) {
   fs::remove_all(dir);
 }
 
+// Without expert parallelism there is no all-to-all: the split comes from the
+// experts' recorded token counts, expert by expert.
+TEST(MeasuredRoutingTest, WithoutAllToAllsTheExpertTokenCounts) {
+  ParallelSpec p;
+  p.strategy = "tp1";
+  Experiment e = testing::ZooExperiment("tiny-moe-mla", "local-cpu", p, 2, 64, 2);
+  e.workload.dtype = DType::kFp32;
+  Experiment skewed = e;
+  skewed.workload.routing.kind = RoutingKind::kFixed;
+  skewed.workload.routing.fixed_weights = {8, 4, 2, 1, 1, 1, 1, 0};
+  const fs::path dir = fs::temp_directory_path() / "measured_routing_tokens_test";
+  fs::create_directories(dir);
+  sim::SimOptions o;
+  o.trace_file = (dir / "measured.trace").string();
+  ASSERT_TRUE(sim::SimulateExperiment(skewed, o).ok());
+  auto routing = ReadMeasuredRouting(o.trace_file, e);
+  ASSERT_TRUE(routing.ok()) << routing.status().message();
+  EXPECT_EQ(routing->source, "expert token counts");
+  ASSERT_EQ(routing->layer_weights.count(1), 1u);
+  const std::vector<double>& w = routing->layer_weights.at(1);
+  double sum = 0;
+  for (double x : w) sum += x;
+  ASSERT_GT(sum, 0);
+  EXPECT_NEAR(w[0] / sum, 8.0 / 18, 0.01);
+  EXPECT_NEAR(w[3] / sum, 1.0 / 18, 0.01);
+  EXPECT_EQ(w[7], 0);
+  EXPECT_DOUBLE_EQ(routing->imbalance, 1);  // one EP rank holds every expert
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace shardscope::calibrate
