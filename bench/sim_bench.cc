@@ -59,15 +59,19 @@ void RunEngine(benchmark::State& state, const char* experiment, Phase phase,
   Fixture f(Named(experiment));
   auto prog = f.builder.Build(phase, 0);
   if (!prog.ok()) std::abort();
-  int64_t items = 0;
+  int64_t items = 0, ops = 0, transfers = 0;
   Engine engine(f.placement, f.compute, f.topology);
   if (same_graph && !engine.Run(*prog).ok()) std::abort();
   for (auto _ : state) {
     auto r = same_graph ? engine.RunSameGraph(*prog) : engine.Run(*prog);
     if (!r.ok()) std::abort();
     items += r->ops + r->transfers;
+    ops = r->ops;
+    transfers = r->transfers;
     engine.Recycle(std::move(*r));
   }
+  state.counters["ops"] = static_cast<double>(ops);  // per run
+  state.counters["transfers"] = static_cast<double>(transfers);
   state.SetItemsProcessed(items);
   state.counters["ops+transfers/s"] =
       benchmark::Counter(static_cast<double>(items), benchmark::Counter::kIsRate);

@@ -25,7 +25,7 @@ inline void Prefetch(const void* p, size_t bytes) {
 
 enum class EventKind : uint8_t {
   kRankStart,   // a = rank: post its ops that wait for nothing
-  kOpDone,      // a = global op index of a compute op
+  kPost,        // a = global op index of a comm op that is ready then
   kStageStart,  // a = collective instance: its stage's latency has passed
 };
 
@@ -205,25 +205,18 @@ class PhaseRun {
     queue_.push(Event(time + 0.0, next_seq_++, kind, a));  // + 0.0: -0 becomes +0
   }
   Status Post(int64_t g, double now);
-  // Posts compute op g: it starts now, its end is an event.
-  void StartCompute(int64_t g, double now) {
-    OpTiming& t = timing_[g];
-    t.post = t.start = now;
-    Push(now + s_.op[g].duration, EventKind::kOpDone, g);
-    // A comm op right after it is usually posted when it ends: fetch the
-    // fields Rendezvous reads of that (cold) Op meanwhile.
-    if (g + 1 < static_cast<int64_t>(s_.op.size()) && s_.op[g + 1].comm) {
-      const Op& next = OpAt(g + 1);
-      __builtin_prefetch(&next.id);
-      __builtin_prefetch(&next.collective);
-      __builtin_prefetch(&next.bytes_per_peer);
-    }
-  }
   Status Rendezvous(int64_t g, double now);
   Status StartInstance(int64_t id, double now);
   Status BeginStage(int64_t id, double now);
   Status StartTransfer(int64_t id, double now);
   Status StageDone(int64_t id, double now);
+  // Op g ended at timing_[g].end (≥ now, the event loop's time). Finishes it
+  // and, depth first, every compute op that becomes ready through it: a compute
+  // op's times depend on its predecessors only, so its end is known when it
+  // becomes ready, and it needs no event (this rank's ops run in order, not
+  // interleaved with every other rank's, which keeps them in cache). A comm op
+  // that becomes ready is posted now, or by an event at its time: posts (and
+  // everything on the network) stay in time order.
   Status Complete(int64_t g, double now);
   const Op& OpAt(int64_t g) const {
     const int32_t r = s_.op[g].rank;
@@ -252,6 +245,7 @@ class PhaseRun {
   std::vector<int32_t> members_;            // global op per instance and group position
   std::deque<CollectivePlan> own_plans_;    // all-to-all plans (not cached); stable addresses
   FlatIndex collective_index_, p2p_index_;  // (group, seq) and (dim, src, dst, seq) → instance
+  std::vector<int32_t> chain_;              // Complete's stack of finished ops
   EventHeap queue_;
   uint64_t next_seq_ = 0;
   int64_t comm_ops_ = 0;
@@ -360,12 +354,12 @@ Status PhaseRun::Mismatch(int64_t g, int64_t other, std::string_view what) const
       s_.op[g].rank, a.id, OpName(a), s_.op[other].rank, b.id, OpName(b), what);
 }
 Status PhaseRun::Post(int64_t g, double now) {
-  if (!s_.op[g].comm) {
-    StartCompute(g, now);
-    return Status::Ok();
-  }
-  timing_[g].post = now;
-  return Rendezvous(g, now);
+  OpTiming& t = timing_[g];
+  t.post = now;
+  if (s_.op[g].comm) return Rendezvous(g, now);
+  t.start = now;
+  t.end = now + s_.op[g].duration;
+  return Complete(g, now);
 }
 
 Status PhaseRun::Rendezvous(int64_t g, double now) {
@@ -510,35 +504,50 @@ Status PhaseRun::StageDone(int64_t id, double now) {
     timing_[members_[i]].algorithm = inst.plan->algorithm;
   }
   // By index: completing may add instances and members and move both vectors.
-  for (int64_t i = begin; i < end; ++i) RETURN_IF_ERROR(Complete(members_[i], now));
+  for (int64_t i = begin; i < end; ++i) {
+    timing_[members_[i]].end = now;
+    RETURN_IF_ERROR(Complete(members_[i], now));
+  }
   return Status::Ok();
 }
 
 Status PhaseRun::Complete(int64_t g, double now) {
-  timing_[g].end = now;
-  Engine::Scratch::OpState& st = s_.op[g];
-  // This rank's next ops come after every other rank's events: fetch their
-  // state now (ranks interleave, too many streams for the hardware prefetcher).
-  if (g + kStateAhead < static_cast<int64_t>(s_.op.size())) {
-    __builtin_prefetch(&s_.op[g + kStateAhead]);
-    __builtin_prefetch(&timing_[g + kStateAhead], 1);
-  }
-  if (st.succ_end + kSuccAhead < static_cast<int32_t>(s_.succ.size())) {
-    __builtin_prefetch(&s_.succ[st.succ_end + kSuccAhead]);
-  }
-  st.pending = -1;  // finished
-  ++done_;
-  double& end = s_.rank_end[st.rank];
-  end = std::max(end, now);
-  for (int32_t i = st.succ_begin; i < st.succ_end; ++i) {
-    const int32_t s = s_.succ[i];
-    Engine::Scratch::OpState& next = s_.op[s];
-    if (--next.pending != 0) continue;
-    if (!next.comm) {
-      StartCompute(s, now);  // cannot fail: no Status on the hot path
-    } else {
-      timing_[s].post = now;
-      RETURN_IF_ERROR(Rendezvous(s, now));
+  // A stack of finished ops whose successors are still to update; a nested
+  // call (through Rendezvous) works above `base` and empties its part.
+  const size_t base = chain_.size();
+  chain_.push_back(static_cast<int32_t>(g));
+  while (chain_.size() > base) {
+    const int32_t f = chain_.back();
+    chain_.pop_back();
+    Engine::Scratch::OpState& st = s_.op[f];
+    const double end = timing_[f].end;
+    // The rank's next ops are usually next: fetch their state and timings.
+    if (f + kStateAhead < static_cast<int64_t>(s_.op.size())) {
+      __builtin_prefetch(&s_.op[f + kStateAhead]);
+      __builtin_prefetch(&timing_[f + kStateAhead], 1);
+    }
+    if (st.succ_end + kSuccAhead < static_cast<int32_t>(s_.succ.size())) {
+      __builtin_prefetch(&s_.succ[st.succ_end + kSuccAhead]);
+    }
+    st.pending = -1;  // finished
+    ++done_;
+    double& rank_end = s_.rank_end[st.rank];
+    rank_end = std::max(rank_end, end);
+    for (int32_t i = st.succ_begin; i < st.succ_end; ++i) {
+      const int32_t n = s_.succ[i];
+      Engine::Scratch::OpState& next = s_.op[n];
+      OpTiming& t = timing_[n];
+      t.post = std::max(t.post, end);  // ready when its last predecessor ends
+      if (--next.pending != 0) continue;
+      if (!next.comm) {
+        t.start = t.post;
+        t.end = t.post + next.duration;
+        chain_.push_back(n);
+      } else if (t.post == now) {
+        RETURN_IF_ERROR(Rendezvous(n, now));
+      } else {
+        Push(t.post, EventKind::kPost, n);
+      }
     }
   }
   return Status::Ok();
@@ -581,11 +590,12 @@ StatusOr<PhaseResult> PhaseRun::Run(const std::vector<double>& rank_start, bool 
     switch (e.kind()) {
       case EventKind::kRankStart:
         for (int64_t g = s_.offset[e.a()]; g < s_.offset[e.a() + 1]; ++g) {
-          if (s_.op[g].pending == 0) RETURN_IF_ERROR(Post(g, t));
+          // Ops that wait for nothing (not those made ready meanwhile).
+          if (s_.op[g].preds == 0) RETURN_IF_ERROR(Post(g, t));
         }
         break;
-      case EventKind::kOpDone:
-        RETURN_IF_ERROR(Complete(e.a(), t));
+      case EventKind::kPost:
+        RETURN_IF_ERROR(Rendezvous(e.a(), t));
         break;
       case EventKind::kStageStart:
         RETURN_IF_ERROR(StartTransfer(e.a(), t));
