@@ -87,6 +87,33 @@ void BM_EngineDecodeStepDsv3Ep128SameGraph(benchmark::State& state) {
 }
 BENCHMARK(BM_EngineDecodeStepDsv3Ep128SameGraph)->Unit(benchmark::kMillisecond);
 
+// Decode steps as SimulateExperiment runs them: the program updated to the
+// next step (untimed: BM_UpdateDecodeStepDsv3Ep128), then the engine on the
+// previous step's graph, reading again only the ops the update changed.
+void BM_EngineDecodeStepsDsv3Ep128Updated(benchmark::State& state) {
+  Fixture f(Named(kDsv3Ep128));
+  auto prog = f.builder.Build(Phase::kDecode, 0);
+  if (!prog.ok()) std::abort();
+  Engine engine(f.placement, f.compute, f.topology);
+  if (!engine.Run(*prog).ok()) std::abort();
+  int64_t items = 0, step = 0;
+  UpdatedOps updated;
+  for (auto _ : state) {
+    state.PauseTiming();
+    bool same_ops = false;
+    if (!f.builder.Update(*prog, ++step % 31, &same_ops, &updated).ok() || !same_ops) std::abort();
+    state.ResumeTiming();
+    auto r = engine.RunSameGraph(*prog, {}, &updated);
+    if (!r.ok()) std::abort();
+    items += r->ops + r->transfers;
+    engine.Recycle(std::move(*r));
+  }
+  state.SetItemsProcessed(items);
+  state.counters["ops+transfers/s"] =
+      benchmark::Counter(static_cast<double>(items), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_EngineDecodeStepsDsv3Ep128Updated)->Unit(benchmark::kMillisecond);
+
 void BM_EnginePrefillSeed001Ring(benchmark::State& state) {
   RunEngine(state, "seed001_sp16_ring", Phase::kPrefill);
 }

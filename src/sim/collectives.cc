@@ -151,36 +151,38 @@ Stage SwitchedAllToAll(const Topology& topo, const CollectiveCall& c) {
   }
   // Per member: bytes up and down, within its domain and across.
   std::vector<int64_t> up_in(n), up_out(n), down_in(n), down_out(n);
-  int64_t in_pair = -1, out_pair = -1;  // a pair of each kind that moved bytes
+  bool any_in = false, any_out = false;  // bytes moved within a domain, across
   for (size_t i = 0; i < n && i < rows; ++i) {
-    const std::vector<int64_t>& row = borrowed ? *c.per_peer_rows[i] : c.per_peer[i];
+    const std::span<const int64_t> row =
+        borrowed ? c.per_peer_rows[i] : std::span<const int64_t>(c.per_peer[i]);
     if (borrowed && i + 1 < rows) {  // the ops' rows are cold: fetch the next one meanwhile
-      const std::vector<int64_t>& next = *c.per_peer_rows[i + 1];
+      const std::span<const int64_t> next = c.per_peer_rows[i + 1];
       const char* p = reinterpret_cast<const char*>(next.data());
-      for (size_t o = 0; o < next.size() * sizeof(int64_t); o += 64) __builtin_prefetch(p + o);
+      for (size_t o = 0; o < next.size_bytes(); o += 64) __builtin_prefetch(p + o);
     }
-    const int64_t a = c.devices[i];
+    const int64_t a = c.devices[i], own = domain[i];
+    const int64_t* peer = c.devices.data();
+    const int64_t* dom = domain.data();
     int64_t in = 0, out = 0;
     const size_t m = std::min(n, row.size());
-    for (size_t j = 0; j < m; ++j) {  // branch-free: most pairs move bytes
-      const bool moves = i != j && row[j] > 0 && a != c.devices[j];  // else it stays local
-      const int64_t bytes = moves ? row[j] : 0;
-      const bool same = domain[i] == domain[j];
-      in += same ? bytes : 0;
-      out += same ? 0 : bytes;
-      down_in[j] += same ? bytes : 0;
-      down_out[j] += same ? 0 : bytes;
-      if (moves) (same ? in_pair : out_pair) = static_cast<int64_t>(i * n + j);
+    // Branch-free (most pairs move bytes). The member's own part (j = i, the
+    // same device) stays local.
+    for (size_t j = 0; j < m; ++j) {
+      const int64_t bytes = row[j] > 0 && peer[j] != a ? row[j] : 0;
+      const int64_t same = -static_cast<int64_t>(dom[j] == own);  // all ones or zero
+      in += bytes & same;
+      out += bytes & ~same;
+      down_in[j] += bytes & same;
+      down_out[j] += bytes & ~same;
     }
     up_in[i] = in;
     up_out[i] = out;
+    any_in = any_in || in > 0;
+    any_out = any_out || out > 0;
   }
   Stage st;
-  for (int64_t pair : {in_pair, out_pair}) {
-    if (pair >= 0) {
-      st.latency = std::max(st.latency, topo.Latency(c.devices[pair / n], c.devices[pair % n]));
-    }
-  }
+  if (any_in) st.latency = topo.SwitchLatency();
+  if (any_out) st.latency = std::max(st.latency, topo.NicLatency());
   // Link ids grow with the device within each kind (topology.h): for members
   // in device order, four passes give the loads in link order.
   const bool ascending = std::is_sorted(c.devices.begin(), c.devices.end()) &&
@@ -225,9 +227,10 @@ CollectivePlan Direct(const Topology& topo, const CollectiveCall& c) {
     std::vector<int32_t> used;
     const size_t n = c.devices.size();
     for (size_t i = 0; i < n && i < rows; ++i) {
-      const std::vector<int64_t>& row = borrowed ? *c.per_peer_rows[i] : c.per_peer[i];
+      const std::span<const int64_t> row =
+        borrowed ? c.per_peer_rows[i] : std::span<const int64_t>(c.per_peer[i]);
       if (borrowed && i + 1 < rows) {  // the ops' rows are cold: fetch the next one meanwhile
-        const std::vector<int64_t>& next = *c.per_peer_rows[i + 1];
+        const std::span<const int64_t> next = c.per_peer_rows[i + 1];
         const char* p = reinterpret_cast<const char*>(next.data());
         for (size_t o = 0; o < next.size() * sizeof(int64_t); o += 64) __builtin_prefetch(p + o);
       }

@@ -138,17 +138,19 @@ StatusOr<SimResult> SimulateExperiment(const Experiment& experiment, const SimOp
   // place from step to step; while its ops stay the same (only their costs
   // change), the engine reuses its dependency graph too.
   std::optional<PhaseProgram> prefill, decode;
+  UpdatedOps updated;  // what each Update changed, for the engine to read again
   auto simulate = [&](Phase phase, int64_t step,
                       const PhaseProgram** program) -> StatusOr<PhaseResult> {
     bool same_ops = false;
     if (phase == Phase::kDecode && decode) {
-      RETURN_IF_ERROR(builder.Update(*decode, step, &same_ops));
+      RETURN_IF_ERROR(builder.Update(*decode, step, &same_ops, &updated));
     } else {
       ASSIGN_OR_RETURN(PhaseProgram built, builder.Build(phase, step));
       (phase == Phase::kPrefill ? prefill : decode) = std::move(built);
     }
     *program = phase == Phase::kPrefill ? &*prefill : &*decode;
-    return same_ops ? engine.RunSameGraph(**program, start) : engine.Run(**program, start);
+    return same_ops ? engine.RunSameGraph(**program, start, &updated)
+                    : engine.Run(**program, start);
   };
   auto run_phase = [&](Phase phase, int64_t step) -> Status {
     if (options.cancelled && options.cancelled()) {
