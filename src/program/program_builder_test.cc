@@ -677,8 +677,8 @@ TEST(ProgramBuilderTest, UpdateListsTheOpsItChanged) {
         std::vector<int32_t> want;
         for (size_t i = 0; i < now.size(); ++i) {
           auto costs = [](const Op& o) {
-            return std::make_tuple(o.flops, o.bytes_read, o.bytes_written, o.weight_bytes, o.m,
-                                   o.n, o.k, o.replication, o.expert_tokens, o.peer, o.bytes,
+            return std::make_tuple(o.flops, o.bytes_read, o.bytes_written, o.weight_bytes, o.m, o.n,
+                                   o.k, o.replication, o.expert_tokens, o.peer, o.bytes,
                                    o.bytes_per_peer, o.bytes_from_peer);
           };
           const bool rebuilt = now.size() != was.size() || now[i].role != was[i].role;

@@ -228,7 +228,7 @@ CollectivePlan Direct(const Topology& topo, const CollectiveCall& c) {
     const size_t n = c.devices.size();
     for (size_t i = 0; i < n && i < rows; ++i) {
       const std::span<const int64_t> row =
-        borrowed ? c.per_peer_rows[i] : std::span<const int64_t>(c.per_peer[i]);
+          borrowed ? c.per_peer_rows[i] : std::span<const int64_t>(c.per_peer[i]);
       if (borrowed && i + 1 < rows) {  // the ops' rows are cold: fetch the next one meanwhile
         const std::span<const int64_t> next = c.per_peer_rows[i + 1];
         const char* p = reinterpret_cast<const char*>(next.data());

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <bit>
-#include <unordered_map>
 #include <limits>
+#include <unordered_map>
 
 #include "sim/network.h"
 
@@ -320,8 +320,8 @@ Status PhaseRun::Build() {
       st.duration = 0;
       if (op.is_comm()) {
         st.comm = static_cast<int32_t>(s_.comm.size());
-        s_.comm.push_back({op.bytes_per_peer, op.group_id, op.peer, op.seq, op.bytes,
-                           op.collective, op.dim});
+        s_.comm.push_back(
+            {op.bytes_per_peer, op.group_id, op.peer, op.seq, op.bytes, op.collective, op.dim});
       } else {
         st.duration = compute_.Seconds(op);
       }
