@@ -59,15 +59,19 @@ void RunEngine(benchmark::State& state, const char* experiment, Phase phase,
   Fixture f(Named(experiment));
   auto prog = f.builder.Build(phase, 0);
   if (!prog.ok()) std::abort();
-  int64_t items = 0;
+  int64_t items = 0, ops = 0, transfers = 0;
   Engine engine(f.placement, f.compute, f.topology);
   if (same_graph && !engine.Run(*prog).ok()) std::abort();
   for (auto _ : state) {
     auto r = same_graph ? engine.RunSameGraph(*prog) : engine.Run(*prog);
     if (!r.ok()) std::abort();
     items += r->ops + r->transfers;
+    ops = r->ops;
+    transfers = r->transfers;
     engine.Recycle(std::move(*r));
   }
+  state.counters["ops"] = static_cast<double>(ops);  // per run
+  state.counters["transfers"] = static_cast<double>(transfers);
   state.SetItemsProcessed(items);
   state.counters["ops+transfers/s"] =
       benchmark::Counter(static_cast<double>(items), benchmark::Counter::kIsRate);
@@ -82,6 +86,33 @@ void BM_EngineDecodeStepDsv3Ep128SameGraph(benchmark::State& state) {
   RunEngine(state, kDsv3Ep128, Phase::kDecode, true);
 }
 BENCHMARK(BM_EngineDecodeStepDsv3Ep128SameGraph)->Unit(benchmark::kMillisecond);
+
+// Decode steps as SimulateExperiment runs them: the program updated to the
+// next step (untimed: BM_UpdateDecodeStepDsv3Ep128), then the engine on the
+// previous step's graph, reading again only the ops the update changed.
+void BM_EngineDecodeStepsDsv3Ep128Updated(benchmark::State& state) {
+  Fixture f(Named(kDsv3Ep128));
+  auto prog = f.builder.Build(Phase::kDecode, 0);
+  if (!prog.ok()) std::abort();
+  Engine engine(f.placement, f.compute, f.topology);
+  if (!engine.Run(*prog).ok()) std::abort();
+  int64_t items = 0, step = 0;
+  UpdatedOps updated;
+  for (auto _ : state) {
+    state.PauseTiming();
+    bool same_ops = false;
+    if (!f.builder.Update(*prog, ++step % 31, &same_ops, &updated).ok() || !same_ops) std::abort();
+    state.ResumeTiming();
+    auto r = engine.RunSameGraph(*prog, {}, &updated);
+    if (!r.ok()) std::abort();
+    items += r->ops + r->transfers;
+    engine.Recycle(std::move(*r));
+  }
+  state.SetItemsProcessed(items);
+  state.counters["ops+transfers/s"] =
+      benchmark::Counter(static_cast<double>(items), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_EngineDecodeStepsDsv3Ep128Updated)->Unit(benchmark::kMillisecond);
 
 void BM_EnginePrefillSeed001Ring(benchmark::State& state) {
   RunEngine(state, "seed001_sp16_ring", Phase::kPrefill);

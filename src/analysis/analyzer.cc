@@ -123,6 +123,7 @@ MetricSet ComputeMetrics(RunData* data) {
   AddCommMetrics(ctx, sync, &out);
   AddUtilizationMetrics(ctx, &out);
   AddExpertLoadMetrics(ctx, &out);
+  AddRequestMetrics(ctx, &out);
   return out;
 }
 

@@ -50,6 +50,8 @@ void AddTimeMetrics(const Context& ctx, const SyncResult& sync, MetricSet* out);
 void AddCommMetrics(const Context& ctx, const SyncResult& sync, MetricSet* out);
 void AddUtilizationMetrics(const Context& ctx, MetricSet* out);
 void AddExpertLoadMetrics(const Context& ctx, MetricSet* out);
+// Per-request serving figures, only for traces with request spans.
+void AddRequestMetrics(const Context& ctx, MetricSet* out);
 
 }  // namespace shardscope::analysis
 

@@ -107,6 +107,8 @@ void RunCollector::AddExpertTokens(const trace::OpEvent& op) {
 
 void RunCollector::OnOp(const trace::OpEvent& op) {
   if (!op.experts.empty()) AddExpertTokens(op);
+  if (op.request.id >= 0) data_->requests.push_back({op.rank, op.ts_ns, op.end_ns(), op.request});
+  if (op.kind == "iteration") data_->iterations[op.rank].emplace_back(op.ts_ns, op.end_ns());
   RankData& rd = Rank(op.rank);
   OpRec rec;
   rec.ts = op.ts_ns;
@@ -219,6 +221,12 @@ void RunCollector::OnSpan(const trace::SpanEvent& span) {
 }
 
 void RunCollector::OnCounter(const trace::CounterEvent& counter) {
+  if (counter.name == "serving") {
+    for (const auto& [series, value] : counter.values) {
+      if (series == "decode") data_->iteration_decodes[{counter.rank, counter.ts_ns}] = value;
+    }
+    return;
+  }
   if (counter.name != "memory") return;
   RankData& rd = Rank(counter.rank);
   double total = 0;

@@ -97,6 +97,13 @@ struct SizeBucketSums {
 };
 inline constexpr int kSizeBuckets = 64;
 
+// A served request's span (trace_format.md, "Request spans"): arrival to finish.
+struct RequestRec {
+  int32_t replica = 0;  // the span's pid
+  int64_t arrival_ns = 0, finish_ns = 0;
+  trace::RequestArgs args;
+};
+
 struct RunData {
   std::map<int32_t, RankData> ranks;
   std::vector<GroupInfo> groups;
@@ -118,6 +125,13 @@ struct RunData {
   // The trace format (importers::TraceFormatName, e.g. "kineto"); set by the analyzer, so
   // reasons name what that format calls a field. Empty: ours.
   std::string format;
+  // Served runs: every request span, and each replica's iterations [start, end)
+  // (ops of kind "iteration") in trace order.
+  std::vector<RequestRec> requests;
+  std::map<int32_t, std::vector<std::pair<int64_t, int64_t>>> iterations;
+  // (replica, iteration start) → requests decoded in it (the "serving" counter's
+  // "decode" series; absent in traces without it).
+  std::map<std::pair<int32_t, int64_t>, double> iteration_decodes;
   // Keyed by (phase, step, layer); only ops with expert counts.
   std::map<std::tuple<Phase, int32_t, int32_t>, ExpertLoadCell> expert_load;
   nlohmann::json metadata = nlohmann::json::object();

@@ -97,8 +97,9 @@ struct PendingIds {
 class RankBuilder {
  public:
   // `ops`: empty to build; the rank's ops of another decode step to patch.
+  // `changed` (patching, optional): gets the ids of the ops written with other costs.
   RankBuilder(const ProgramBuilder& pb, RoutingCache& cache, int64_t rank, Phase phase,
-              int64_t step, std::vector<Op>& ops)
+              int64_t step, std::vector<Op>& ops, std::vector<int32_t>* changed = nullptr)
       : e_(pb.experiment()),
         m_(e_.model),
         pl_(pb.placement()),
@@ -109,7 +110,8 @@ class RankBuilder {
         prefill_(phase == Phase::kPrefill),
         step_(step),
         patch_(!ops.empty()),
-        ops_(ops) {
+        ops_(ops),
+        changed_(changed) {
     const ParallelSpec& p = e_.parallel;
     tp_ = p.tp, sp_ = p.sp, ep_ = p.ep, dp_ = p.dp, pp_ = p.pp;
     c_tp_ = pl_.Coord(rank, Dim::kTp), c_sp_ = pl_.Coord(rank, Dim::kSp);
@@ -194,6 +196,12 @@ class RankBuilder {
     return op;
   }
 
+  // Patching: notes that `op` is being written with costs other than its own.
+  void Changed(const Op& op) {
+    if (!patch_ || changed_ == nullptr || &op == &scratch_) return;
+    if (changed_->empty() || changed_->back() != op.id) changed_->push_back(op.id);
+  }
+
   // Adds deps (built ops only: a patched op keeps the deps it was built with).
   template <typename Range>
   void AddDeps(Op& op, const Range& deps) const {
@@ -210,6 +218,11 @@ class RankBuilder {
   int32_t Compute(OpRole role, const Cost& c, int64_t replication,
                   std::initializer_list<int32_t> deps = {}) {
     Op& op = NewOp(role, Stream::kCompute);
+    if (op.flops != c.flops || op.bytes_read != c.read || op.bytes_written != c.written ||
+        op.weight_bytes != c.weight || op.m != c.m || op.n != c.n || op.k != c.k ||
+        op.replication != replication) {
+      Changed(op);
+    }
     op.flops = c.flops, op.bytes_read = c.read, op.bytes_written = c.written;
     op.weight_bytes = c.weight;
     op.m = c.m, op.n = c.n, op.k = c.k;
@@ -226,6 +239,7 @@ class RankBuilder {
   int32_t Collect(Collective coll, Dim d, OpRole role, int64_t bytes,
                   std::initializer_list<int32_t> deps) {
     Op& op = NewOp(role, CommStream(d));
+    if (op.bytes != bytes) Changed(op);
     op.bytes = bytes;
     last_ = &op;
     if (patch_) return op.id;  // collective, group and seq as built
@@ -240,6 +254,7 @@ class RankBuilder {
   int32_t PointToPoint(Collective coll, Dim d, int64_t peer, OpRole role, int64_t bytes,
                        std::initializer_list<int32_t> deps) {
     Op& op = NewOp(role, CommStream(d));
+    if (op.bytes != bytes) Changed(op);
     op.bytes = bytes;
     last_ = &op;
     if (patch_) return op.id;  // collective, peer and seq as built
@@ -376,7 +391,9 @@ class RankBuilder {
     if (prefill_ && sp_ > 1) {
       ready =
           Collect(Collective::kBroadcast, Dim::kSp, OpRole::kTokenIds, n * kTokenIdBytes, {ready});
-      last_->peer = RankWith(Dim::kSp, owner);
+      const int64_t peer = RankWith(Dim::kSp, owner);
+      if (last_->peer != peer) Changed(*last_);
+      last_->peer = peer;
     }
     emitted_.back().ready = ready;
   }
@@ -717,6 +734,10 @@ class RankBuilder {
     gate_up.weight = active * (h_ * up + (bias ? up : 0)) * bpe_;
     gate_up.read = tokens * h_ * bpe_ + gate_up.weight;
     Compute(OpRole::kExpertGateUp, gate_up, rep_tok_);
+    if (!std::equal(per_expert.begin(), per_expert.end(), last_->expert_tokens.begin(),
+                    last_->expert_tokens.end())) {
+      Changed(*last_);
+    }
     last_->expert_tokens.assign(per_expert.begin(), per_expert.end());
     ActivationOp(OpRole::kExpertActivation, tokens, local);
     const bool down_bias = bias && c_tp_ == 0;
@@ -734,10 +755,18 @@ class RankBuilder {
     const int32_t id =
         Collect(Collective::kAllToAll, Dim::kEp, role, total * h_ * bpe_, {last_compute_});
     Op& op = *last_;
+    bool same = op.bytes_per_peer.size() == to.size() && op.bytes_from_peer.size() == from.size();
     op.bytes_per_peer.resize(to.size());
     op.bytes_from_peer.resize(from.size());
-    for (size_t i = 0; i < to.size(); ++i) op.bytes_per_peer[i] = to[i] * h_ * bpe_;
-    for (size_t i = 0; i < from.size(); ++i) op.bytes_from_peer[i] = from[i] * h_ * bpe_;
+    for (size_t i = 0; i < to.size(); ++i) {
+      same = same && op.bytes_per_peer[i] == to[i] * h_ * bpe_;
+      op.bytes_per_peer[i] = to[i] * h_ * bpe_;
+    }
+    for (size_t i = 0; i < from.size(); ++i) {
+      same = same && op.bytes_from_peer[i] == from[i] * h_ * bpe_;
+      op.bytes_from_peer[i] = from[i] * h_ * bpe_;
+    }
+    if (!same) Changed(op);
     return id;
   }
 
@@ -765,6 +794,7 @@ class RankBuilder {
 
   const bool patch_;                 // writing over the ops of another decode step
   std::vector<Op>& ops_;             // the rank's ops (appended to, or patched)
+  std::vector<int32_t>* changed_;    // patching: ids of ops written with other costs
   size_t cursor_ = 0;                // patching: the next existing op
   bool mismatch_ = false;            // patching: the sequence differs from the existing one
   Op scratch_;                       // patching: absorbs the writes after a mismatch
@@ -853,7 +883,8 @@ StatusOr<PhaseProgram> ProgramBuilder::Build(Phase phase, int64_t decode_step) c
   return program;
 }
 
-Status ProgramBuilder::Update(PhaseProgram& program, int64_t decode_step, bool* same_ops) const {
+Status ProgramBuilder::Update(PhaseProgram& program, int64_t decode_step, bool* same_ops,
+                              UpdatedOps* updated) const {
   if (same_ops) *same_ops = false;
   if (decode_step < 0) {
     return InvalidArgument("experiment '{}': no decode step {}", experiment_.name, decode_step);
@@ -871,18 +902,26 @@ Status ProgramBuilder::Update(PhaseProgram& program, int64_t decode_step, bool* 
   RoutingCache cache(experiment_.parallel, micro_batches_, experiment_.model.num_layers,
                      experiment_.model.moe.num_routed_experts);
   bool patched = true;  // every rank in place so far
+  if (updated) updated->by_rank.assign(program.ranks.size(), {});
   for (int64_t r = 0; r < placement_.world_size(); ++r) {
     std::vector<Op>& ops = program.ranks[r].ops;
+    std::vector<int32_t>* changed = updated ? &updated->by_rank[r] : nullptr;
     // A rank without ops is built (RankBuilder patches existing ops only).
     const bool was_empty = ops.empty();
-    if (!RankBuilder(*this, cache, r, Phase::kDecode, decode_step, ops).Run(0)) {
+    bool rebuilt = was_empty;
+    if (!RankBuilder(*this, cache, r, Phase::kDecode, decode_step, ops, changed).Run(0)) {
       // Another op sequence (under sp the KV append moves around the ring): rebuild.
       const size_t expected_ops = ops.size();
       ops.clear();
       RankBuilder(*this, cache, r, Phase::kDecode, decode_step, ops).Run(expected_ops);
       patched = false;
+      rebuilt = true;
     }
     if (was_empty && !ops.empty()) patched = false;
+    if (rebuilt && changed) {  // every op is new
+      changed->resize(ops.size());
+      for (size_t i = 0; i < ops.size(); ++i) (*changed)[i] = static_cast<int32_t>(i);
+    }
   }
   if (same_ops) *same_ops = patched;
   return Status::Ok();

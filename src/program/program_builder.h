@@ -21,6 +21,12 @@
 
 namespace shardscope {
 
+// The ops an Update rewrote with other costs, per rank: what a consumer that
+// kept its figures of the previous step (the simulator's engine) reads again.
+struct UpdatedOps {
+  std::vector<std::vector<int32_t>> by_rank;  // op ids, ascending
+};
+
 class ProgramBuilder {
  public:
   // Copies the experiment and placement. Fails when the placement does not
@@ -42,7 +48,11 @@ class ProgramBuilder {
   // that is not a decode program of this builder. `same_ops` (optional) tells
   // whether every rank was patched in place: the same ops in the same order,
   // with the same streams, deps, groups and seqs, only their costs changed.
-  Status Update(PhaseProgram& program, int64_t decode_step, bool* same_ops = nullptr) const;
+  // `updated` (optional) gets, per rank, the ids of the ops whose costs this
+  // call changed (flops, bytes, shapes, expert counts, message sizes and rows),
+  // ascending; a rebuilt rank lists every op.
+  Status Update(PhaseProgram& program, int64_t decode_step, bool* same_ops = nullptr,
+                UpdatedOps* updated = nullptr) const;
 
   const Experiment& experiment() const { return experiment_; }
   const Placement& placement() const { return placement_; }

@@ -645,6 +645,56 @@ TEST(ProgramBuilderTest, UpdatedDecodeProgramsEqualFreshOnes) {
   }
 }
 
+// Update lists exactly the ops whose cost fields differ from the step before
+// (compared field by field against a copy), and every op of a rebuilt rank.
+TEST(ProgramBuilderTest, UpdateListsTheOpsItChanged) {
+  std::vector<HybridCase> cases = HybridCases();
+  cases.push_back({"ep4 zipf routing", testing::TinyMoe(false), {.ep = 4}, 8});
+  for (const HybridCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    Experiment e = MakeExperiment(c.model, c.sizes, c.batch, 48);
+    e.parallel.sp_variant = c.variant;
+    e.parallel.micro_batches = c.micro;
+    if (std::string(c.name) == "ep4 zipf routing") {
+      e.workload.routing.kind = RoutingKind::kZipf;
+      e.workload.routing.zipf_s = 1.2;
+    }
+    auto builder = BuilderOf(e);
+    ASSERT_TRUE(builder.ok()) << builder.status().ToString();
+    auto program = builder->Build(Phase::kDecode, 0);
+    ASSERT_TRUE(program.ok());
+    size_t listed = 0;
+    for (int64_t step : {1, 2, 7, 7, 0}) {
+      SCOPED_TRACE("step " + std::to_string(step));
+      const PhaseProgram before = *program;
+      UpdatedOps updated;
+      bool same_ops = false;
+      ASSERT_TRUE(builder->Update(*program, step, &same_ops, &updated).ok());
+      ASSERT_EQ(updated.by_rank.size(), program->ranks.size());
+      for (size_t r = 0; r < program->ranks.size(); ++r) {
+        const auto& now = program->ranks[r].ops;
+        const auto& was = before.ranks[r].ops;
+        std::vector<int32_t> want;
+        for (size_t i = 0; i < now.size(); ++i) {
+          auto costs = [](const Op& o) {
+            return std::make_tuple(o.flops, o.bytes_read, o.bytes_written, o.weight_bytes, o.m, o.n,
+                                   o.k, o.replication, o.expert_tokens, o.peer, o.bytes,
+                                   o.bytes_per_peer, o.bytes_from_peer);
+          };
+          const bool rebuilt = now.size() != was.size() || now[i].role != was[i].role;
+          if (rebuilt || costs(now[i]) != costs(was[i])) want.push_back(static_cast<int32_t>(i));
+        }
+        if (!same_ops && want.size() != now.size() && updated.by_rank[r].size() == now.size()) {
+          continue;  // a rebuilt rank lists every op, changed or not
+        }
+        EXPECT_EQ(updated.by_rank[r], want) << "rank " << r;
+        listed += updated.by_rank[r].size();
+      }
+    }
+    EXPECT_GT(listed, 0u);  // the context grows: attention costs change
+  }
+}
+
 TEST(ProgramBuilderTest, UpdateRejectsOtherPrograms) {
   auto builder = BuilderOf(MakeExperiment(testing::TinyDense(), Sizes{.tp = 2}, 2, 16));
   ASSERT_TRUE(builder.ok());

@@ -93,6 +93,7 @@ Status WriteTrace(const Experiment& e, const Placement& placement, const Serving
                                       "serving",
                                       op.ts_ns,
                                       {{"batch", it.prefill_requests + it.decode_requests},
+                                       {"decode", static_cast<double>(it.decode_requests)},
                                        {"prefill_tokens", static_cast<double>(it.prefill_tokens)},
                                        {"waiting", static_cast<double>(it.waiting)},
                                        {"kv_blocks", static_cast<double>(it.kv_blocks)},
@@ -111,8 +112,10 @@ Status WriteTrace(const Experiment& e, const Placement& placement, const Serving
                     fmt::format("requests {}", lane));
     }
     lanes[lane] = r.finish;
-    auto add = [&](std::string name, std::string kind, double begin, double end) {
+    auto add = [&](std::string name, std::string kind, double begin, double end,
+                   trace::RequestArgs args = {}) {
       trace::OpEvent op;
+      op.request = args;
       op.rank = static_cast<int32_t>(r.replica);
       op.stream = kFirstLaneTrack + static_cast<int32_t>(lane);
       op.name = std::move(name);
@@ -122,9 +125,19 @@ Status WriteTrace(const Experiment& e, const Placement& placement, const Serving
       op.dur_ns = ToNs(end) - op.ts_ns;
       w->AddOp(op);
     };
+    // The request's own span carries its lifetime as args, for `analyze`.
+    trace::RequestArgs args;
+    args.id = r.id;
+    args.prompt_tokens = r.prompt;
+    args.output_tokens = r.output;
+    args.scheduled_ns = ToNs(r.first_scheduled);
+    args.first_token_ns = ToNs(r.first_token);
+    args.kv_arrival_ns = r.kv_arrival > 0 ? ToNs(r.kv_arrival) : -1;
+    args.preemptions = r.preemptions;
+    args.warmup = !r.measured;
     add(fmt::format("request {} ({} → {} tokens{})", r.id, r.prompt, r.output,
                     r.measured ? "" : ", warm-up"),
-        "request", r.arrival, r.finish);
+        "request", r.arrival, r.finish, args);
     add("queued", "request_queued", r.arrival, r.first_scheduled);
     add("prefill", "request_prefill", r.first_scheduled, r.first_token);
     if (r.kv_arrival > 0) add("kv transfer", "request_kv_transfer", r.first_token, r.kv_arrival);

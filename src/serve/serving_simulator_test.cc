@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 
+#include "analysis/analyzer.h"
 #include "plan/test_experiments.h"
 #include "serve/iteration_cost.h"
 #include "sim/simulator.h"
@@ -336,6 +337,85 @@ TEST(ServingSimulatorTest, TraceHasRequestsOnLanesPerReplica) {
   EXPECT_EQ(iterations, r->metrics.iterations);
   EXPECT_EQ(static_cast<int64_t>(trace->counters.size()), r->metrics.iterations);
   EXPECT_TRUE(trace->metadata["sim"].contains("serving"));
+}
+
+// Simulates `e` with a trace and analyses that trace: the per-request metrics
+// `analyze` computes from the request spans equal the simulator's own (times
+// in the trace are whole ns, so within a few ns).
+void ExpectAnalyzeAgrees(const Experiment& e, const std::string& tag, bool itl_available = true) {
+  SCOPED_TRACE(tag);
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("served_" + tag + std::to_string(::getpid()) + ".trace"))
+                               .string();
+  ServeOptions o = Options();
+  o.sim.write_trace = true;
+  o.sim.trace_file = path;
+  auto r = SimulateServing(e, o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  auto a = analysis::AnalyzeTraceFile(path);
+  std::filesystem::remove(path);
+  if (!r->metadata_path.empty()) std::filesystem::remove(r->metadata_path);
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  const ServingMetrics& m = r->metrics;
+  auto value = [&](const std::string& key) {
+    const analysis::Metric* x = a->metrics.Find(key);
+    EXPECT_TRUE(x != nullptr && x->value.has_value()) << key;
+    return x != nullptr && x->value ? *x->value : -1.0;
+  };
+  EXPECT_EQ(value("requests.measured"), m.measured);
+  EXPECT_EQ(value("requests.warmup"), m.warmup);
+  EXPECT_EQ(value("requests.preemptions"), m.preemptions);
+  auto expect_summary = [&](const std::string& name, const analysis::Summary& s) {
+    EXPECT_NEAR(value(name + ".mean"), s.mean, 4e-9) << name;
+    EXPECT_NEAR(value(name + ".p50"), s.p50, 4e-9) << name;
+    EXPECT_NEAR(value(name + ".p90"), s.p90, 4e-9) << name;
+    EXPECT_NEAR(value(name + ".p99"), s.p99, 4e-9) << name;
+  };
+  expect_summary("request.queueing_delay", m.queueing);
+  expect_summary("request.ttft", m.ttft);
+  expect_summary("request.tpot", m.tpot);
+  expect_summary("request.e2e_latency", m.e2e);
+  if (itl_available) {
+    expect_summary("request.itl", m.itl);
+  } else {
+    const analysis::Metric* itl = a->metrics.Find("request.itl");
+    ASSERT_NE(itl, nullptr);
+    EXPECT_FALSE(itl->unavailable.empty());
+  }
+  EXPECT_NEAR(value("serving.requests_per_s"), m.requests_per_s, 1e-6 * m.requests_per_s);
+  EXPECT_NEAR(value("serving.output_tokens_per_s"), m.output_tokens_per_s,
+              1e-6 * m.output_tokens_per_s);
+}
+
+TEST(ServingSimulatorTest, AnalyzeOfTheTraceGivesTheSimulatorsRequestMetrics) {
+  Experiment replicas = Served(Poisson(40), 256, 16, 120, /*dp=*/2);
+  replicas.serving->scheduler.grid_points_per_octave = 8;
+  replicas.serving->prompt_tokens = {LengthDist::Kind::kUniform, 0, 0, 0, 32, 1024};
+  replicas.serving->output_tokens = {LengthDist::Kind::kUniform, 0, 0, 0, 1, 64};
+  replicas.serving->warmup_requests = 10;
+  ExpectAnalyzeAgrees(replicas, "replicas");
+
+  Experiment whole = replicas;  // whole prompts, one replica, a closed loop
+  whole.parallel = Tp(2);
+  whole.serving->scheduler.chunked_prefill = false;
+  whole.serving->arrivals = ArrivalSpec{};
+  whole.serving->arrivals.process = ArrivalProcess::kClosedLoop;
+  whole.serving->arrivals.concurrency = 8;
+  ExpectAnalyzeAgrees(whole, "closed");
+
+  Experiment split = Served(Poisson(20), 512, 32, 80);
+  split.serving->scheduler.grid_points_per_octave = 8;
+  DisaggregationSpec d;
+  d.prefill.tp = 2;
+  d.decode.tp = 4;
+  d.decode.instances = 2;
+  split.serving->disaggregation = d;
+  ExpectAnalyzeAgrees(split, "disaggregated");
+
+  Experiment tight = Served(Poisson(50), 512, 256, 60);  // preempts
+  tight.serving->scheduler.kv_blocks = 128;
+  tight.serving->scheduler.grid_points_per_octave = 8;
+  ExpectAnalyzeAgrees(tight, "preempted", /*itl_available=*/false);
 }
 
 // Disaggregated prefill/decode at a vanishing rate: each request's TTFT is the

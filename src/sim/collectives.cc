@@ -135,10 +135,89 @@ CollectivePlan Hierarchical(const Topology& topo, const CollectiveCall& c,
   return p;
 }
 
+// The all-to-all's stage without a torus: a pair's path is the sender's up
+// link and the receiver's down link, of the scale-up switch within a domain and
+// of the NICs across, so each link's load is a row or column sum. Sums stay in
+// whole bytes and the loads come out in link order: the same stage the general
+// loop below makes, without a path lookup per pair.
+Stage SwitchedAllToAll(const Topology& topo, const CollectiveCall& c) {
+  const bool borrowed = !c.per_peer_rows.empty();
+  const size_t rows = borrowed ? c.per_peer_rows.size() : c.per_peer.size();
+  const size_t n = c.devices.size();
+  // Per member: its domain (−1 − i where there are none: no pair shares one).
+  std::vector<int64_t> domain(n);
+  for (size_t i = 0; i < n; ++i) {
+    domain[i] = topo.has_domains() ? topo.DomainOf(c.devices[i]) : -1 - static_cast<int64_t>(i);
+  }
+  // Per member: bytes up and down, within its domain and across.
+  std::vector<int64_t> up_in(n), up_out(n), down_in(n), down_out(n);
+  bool any_in = false, any_out = false;  // bytes moved within a domain, across
+  for (size_t i = 0; i < n && i < rows; ++i) {
+    const std::span<const int64_t> row =
+        borrowed ? c.per_peer_rows[i] : std::span<const int64_t>(c.per_peer[i]);
+    if (borrowed && i + 1 < rows) {  // the ops' rows are cold: fetch the next one meanwhile
+      const std::span<const int64_t> next = c.per_peer_rows[i + 1];
+      const char* p = reinterpret_cast<const char*>(next.data());
+      for (size_t o = 0; o < next.size_bytes(); o += 64) __builtin_prefetch(p + o);
+    }
+    const int64_t a = c.devices[i], own = domain[i];
+    const int64_t* peer = c.devices.data();
+    const int64_t* dom = domain.data();
+    int64_t in = 0, out = 0;
+    const size_t m = std::min(n, row.size());
+    // Branch-free (most pairs move bytes). The member's own part (j = i, the
+    // same device) stays local.
+    for (size_t j = 0; j < m; ++j) {
+      const int64_t bytes = row[j] > 0 && peer[j] != a ? row[j] : 0;
+      const int64_t same = -static_cast<int64_t>(dom[j] == own);  // all ones or zero
+      in += bytes & same;
+      out += bytes & ~same;
+      down_in[j] += bytes & same;
+      down_out[j] += bytes & ~same;
+    }
+    up_in[i] = in;
+    up_out[i] = out;
+    any_in = any_in || in > 0;
+    any_out = any_out || out > 0;
+  }
+  Stage st;
+  if (any_in) st.latency = topo.SwitchLatency();
+  if (any_out) st.latency = std::max(st.latency, topo.NicLatency());
+  // Link ids grow with the device within each kind (topology.h): for members
+  // in device order, four passes give the loads in link order.
+  const bool ascending = std::is_sorted(c.devices.begin(), c.devices.end()) &&
+                         std::adjacent_find(c.devices.begin(), c.devices.end()) == c.devices.end();
+  for (const auto& [link_of, bytes] :
+       {std::pair{&Topology::ScaleUpUp, &up_in}, std::pair{&Topology::ScaleUpDown, &down_in},
+        std::pair{&Topology::NicUp, &up_out}, std::pair{&Topology::NicDown, &down_out}}) {
+    for (size_t i = 0; i < n; ++i) {
+      if ((*bytes)[i] > 0) {
+        st.loads.push_back({(topo.*link_of)(c.devices[i]), static_cast<double>((*bytes)[i])});
+      }
+    }
+  }
+  if (ascending) return st;
+  // Members out of order, or a device twice (not made by our plans): sort and merge.
+  std::sort(st.loads.begin(), st.loads.end(),
+            [](const LinkLoad& x, const LinkLoad& y) { return x.link < y.link; });
+  size_t out = 0;
+  for (size_t k = 0; k < st.loads.size(); ++k) {
+    if (out > 0 && st.loads[out - 1].link == st.loads[k].link) {
+      st.loads[out - 1].bytes += st.loads[k].bytes;
+    } else {
+      st.loads[out++] = st.loads[k];
+    }
+  }
+  st.loads.resize(out);
+  return st;
+}
+
 CollectivePlan Direct(const Topology& topo, const CollectiveCall& c) {
   Stage st;
   std::vector<int32_t> scratch;
-  if (c.collective == Collective::kAllToAll) {
+  if (c.collective == Collective::kAllToAll && !topo.torus()) {
+    st = SwitchedAllToAll(topo, c);
+  } else if (c.collective == Collective::kAllToAll) {
     // Every pair's bytes summed per link here, in link order: the bytes are
     // whole numbers, so the sums are exact and FlowNetwork::Start (which would
     // sort and merge thousands of entries) gets the same loads it would make.
@@ -148,9 +227,10 @@ CollectivePlan Direct(const Topology& topo, const CollectiveCall& c) {
     std::vector<int32_t> used;
     const size_t n = c.devices.size();
     for (size_t i = 0; i < n && i < rows; ++i) {
-      const std::vector<int64_t>& row = borrowed ? *c.per_peer_rows[i] : c.per_peer[i];
+      const std::span<const int64_t> row =
+          borrowed ? c.per_peer_rows[i] : std::span<const int64_t>(c.per_peer[i]);
       if (borrowed && i + 1 < rows) {  // the ops' rows are cold: fetch the next one meanwhile
-        const std::vector<int64_t>& next = *c.per_peer_rows[i + 1];
+        const std::span<const int64_t> next = c.per_peer_rows[i + 1];
         const char* p = reinterpret_cast<const char*>(next.data());
         for (size_t o = 0; o < next.size() * sizeof(int64_t); o += 64) __builtin_prefetch(p + o);
       }

@@ -18,6 +18,7 @@
 #define SHARDSCOPE_SIM_COLLECTIVES_H_
 
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -51,7 +52,7 @@ struct CollectiveCall {
   std::vector<std::vector<int64_t>> per_peer;
   // All-to-all, instead of per_peer when non-empty: borrowed rows (the ops'
   // own bytes_per_peer), which must outlive the Decompose call.
-  std::vector<const std::vector<int64_t>*> per_peer_rows;
+  std::vector<std::span<const int64_t>> per_peer_rows;
 };
 
 // Decomposes `call`. `forced` kAuto picks by the closed forms; a forced

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
+#include <random>
 
 #include "cluster/cluster_yaml.h"
 #include "sim/network.h"
@@ -119,6 +121,55 @@ TEST_P(CollectiveClosedForm, SendRecvAndBroadcast) {
 }
 
 INSTANTIATE_TEST_SUITE_P(OneAndTwoNodes, CollectiveClosedForm, ::testing::Values(1, 2));
+
+// The all-to-all's per-link loads and latency, summed pair by pair over each
+// pair's path: the reference for Decompose's row and column sums.
+Stage PairByPair(const Topology& topo, const CollectiveCall& call) {
+  std::map<int32_t, double> per_link;
+  Stage st;
+  for (size_t i = 0; i < call.devices.size(); ++i) {
+    for (size_t j = 0; j < call.devices.size(); ++j) {
+      if (i == j || call.per_peer[i][j] <= 0) continue;
+      std::vector<int32_t> path;
+      topo.AppendPath(call.devices[i], call.devices[j], &path);
+      for (int32_t l : path) per_link[l] += static_cast<double>(call.per_peer[i][j]);
+      st.latency = std::max(st.latency, topo.Latency(call.devices[i], call.devices[j]));
+    }
+  }
+  for (const auto& [link, bytes] : per_link) st.loads.push_back({link, bytes});
+  return st;
+}
+
+TEST(CollectivesTest, AllToAllLoadsArePairByPairSumsOverEachPath) {
+  std::mt19937_64 rng(17);
+  const Topology topo(H100(3));
+  // Members in device order, out of order, within one node only, and with
+  // empty rows and zero entries (zero pairs add no load and no latency).
+  const std::vector<std::vector<int64_t>> groups = {
+      Devices(24), {17, 3, 9, 22, 0, 8, 16, 1}, {2, 3, 4, 5}, {0, 8, 16}};
+  for (const auto& devices : groups) {
+    for (int sparsity : {0, 2, 5}) {
+      const size_t n = devices.size();
+      CollectiveCall call{Collective::kAllToAll, devices, 0, 0, {}};
+      call.per_peer.assign(n, std::vector<int64_t>(n, 0));
+      for (auto& row : call.per_peer) {
+        for (int64_t& b : row) b = rng() % 6 < static_cast<uint64_t>(sparsity) ? 0 : rng() % 99999;
+      }
+      call.per_peer[n / 2].assign(n, 0);
+      auto plan = Decompose(topo, call);
+      ASSERT_TRUE(plan.ok());
+      ASSERT_EQ(plan->stages.size(), 1u);
+      const Stage want = PairByPair(topo, call);
+      const Stage& got = plan->stages[0];
+      EXPECT_EQ(got.latency, want.latency);
+      ASSERT_EQ(got.loads.size(), want.loads.size()) << n << " members, sparsity " << sparsity;
+      for (size_t k = 0; k < want.loads.size(); ++k) {
+        EXPECT_EQ(got.loads[k].link, want.loads[k].link);
+        EXPECT_EQ(got.loads[k].bytes, want.loads[k].bytes) << topo.LinkName(want.loads[k].link);
+      }
+    }
+  }
+}
 
 TEST(CollectivesTest, HierarchicalAllReduceOnTwoNodes) {
   const ClusterSpec c = H100(2);

@@ -74,18 +74,19 @@ double Rows(const Op& op) {
 
 }  // namespace
 
-const Efficiency& ComputeModel::For(const Op& op) const {
-  const int k = static_cast<int>(op.kind);
-  const double rows = Rows(op);
+const Efficiency& ComputeModel::For(OpKind kind, double rows) const {
+  const int k = static_cast<int>(kind);
   return rows > 0 && rows <= 1 ? gemv_[k] : by_kind_[k];
 }
 
-double ComputeModel::FlopsEfficiency(const Op& op) const {
-  const Efficiency& e = For(op);
-  if (e.half_rows <= 0) return e.flops;
-  const double rows = Rows(op);
-  if (rows <= 0) return e.flops;
+double ComputeModel::FlopsEfficiency(const Efficiency& e, double rows) {
+  if (e.half_rows <= 0 || rows <= 0) return e.flops;
   return e.flops * rows / (rows + e.half_rows);
+}
+
+double ComputeModel::FlopsEfficiency(const Op& op) const {
+  const double rows = Rows(op);
+  return FlopsEfficiency(For(op.kind, rows), rows);
 }
 
 double ComputeModel::QuantSeconds(const Op& op) const {
@@ -104,9 +105,10 @@ double ComputeModel::QuantSeconds(const Op& op) const {
 double ComputeModel::Seconds(const Op& op) const {
   if (op.is_comm()) return 0;
   if (op.flops == 0 && op.bytes_read == 0 && op.bytes_written == 0) return 0;
-  const Efficiency& e = For(op);
+  const double rows = Rows(op);  // once: it walks the op's expert counts
+  const Efficiency& e = For(op.kind, rows);
   const double peak = op.kind == OpKind::kLmHead ? head_peak_flops_ : peak_flops_;
-  const double flops_time = static_cast<double>(op.flops) / (peak * FlopsEfficiency(op));
+  const double flops_time = static_cast<double>(op.flops) / (peak * FlopsEfficiency(e, rows));
   const double bytes = static_cast<double>(op.bytes_read + op.bytes_written);
   double rate = memory_bandwidth_ * e.memory;
   if (shared_bandwidth_ > 0) rate = std::min(rate, shared_bandwidth_);

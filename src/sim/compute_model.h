@@ -81,8 +81,10 @@ class ComputeModel {
     }
   }
   static constexpr int kNumKinds = static_cast<int>(OpKind::kComm) + 1;
-  // The entry for the op's kind and shape regime (calibration_.For(kind, rows)).
-  const Efficiency& For(const Op& op) const;
+  // The entry for the kind and shape regime (calibration_.For(kind, rows)).
+  const Efficiency& For(OpKind kind, double rows) const;
+  // Its FLOP efficiency over `rows` rows (Rows(op) in compute_model.cc).
+  static double FlopsEfficiency(const Efficiency& e, double rows);
 
   // Seconds of the quantisation and scaling ops before an FP8 GEMM (0: none).
   double QuantSeconds(const Op& op) const;

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <bit>
-#include <deque>
 #include <limits>
+#include <unordered_map>
 
 #include "sim/network.h"
 
@@ -25,7 +25,7 @@ inline void Prefetch(const void* p, size_t bytes) {
 
 enum class EventKind : uint8_t {
   kRankStart,   // a = rank: post its ops that wait for nothing
-  kOpDone,      // a = global op index of a compute op
+  kPost,        // a = global op index of a comm op that is ready then
   kStageStart,  // a = collective instance: its stage's latency has passed
 };
 
@@ -161,10 +161,21 @@ struct Engine::Scratch {
     int32_t succ_begin = 0;  // successors: succ[succ_begin, succ_end)
     int32_t succ_end = 0;
     int32_t preds = 0;  // predecessors (stream order and deps): `pending` at the start
-    bool comm = false;
+    int32_t comm = -1;  // comm ops: index in `comm`; compute ops: -1
+    bool is_comm() const { return comm >= 0; }
+  };
+  // What matching and decomposing read of a comm op, copied out of the (cold,
+  // large) Op when the graph is built: the event loop never touches an Op.
+  struct CommInfo {
+    std::span<const int64_t> bytes_per_peer;  // the Op's own row
+    int64_t group_id = -1, peer = -1, seq = 0, bytes = 0;
+    Collective collective = Collective::kNone;
+    Dim dim = Dim::kTp;
+    bool changed = true;  // since the previous run (all-to-all plans are kept otherwise)
   };
   std::vector<int64_t> offset;              // global index of each rank's op 0
   std::vector<OpState> op;                  // per global op
+  std::vector<CommInfo> comm;               // per comm op, in global op order
   std::vector<int32_t> succ;                // successors (stream order and deps), CSR
   std::vector<int32_t> edge_from, edge_to;  // edges in creation order, for the CSR
   std::vector<double> rank_end;
@@ -173,6 +184,9 @@ struct Engine::Scratch {
   bool graph = false;                   // a graph was built (by a Run)
   // Per (rank, dim): the rank's position in its group of that dimension.
   std::vector<int32_t> position;
+  // All-to-all plans of the graph built last, by (group, seq): kept while the
+  // members' rows stay the same (node-based: addresses stay valid).
+  std::unordered_map<uint64_t, CollectivePlan> all_to_all_plans;
 };
 
 namespace {
@@ -193,38 +207,37 @@ class PhaseRun {
         s_(*scratch),
         net_(topology.capacities()) {}
 
-  // `same_graph`: reuse the previous run's dependency graph (Engine::RunSameGraph).
-  StatusOr<PhaseResult> Run(const std::vector<double>& rank_start, bool same_graph);
+  // `same_graph`: reuse the previous run's dependency graph (Engine::RunSameGraph),
+  // reading again the `updated` ops only (null: all).
+  StatusOr<PhaseResult> Run(const std::vector<double>& rank_start, bool same_graph,
+                            const UpdatedOps* updated = nullptr);
 
  private:
   Status Build();
   // Build's figures for a program with the graph of the previous run: only the
-  // compute times are read from the ops.
-  Status Refresh();
+  // compute times and the message sizes are read from the ops (of `updated` only).
+  Status Refresh(const UpdatedOps* updated);
+  // Refresh's figures of global op g from `op`.
+  void Reread(int64_t g, const Op& op);
   void Push(double time, EventKind kind, int64_t a) {
     queue_.push(Event(time + 0.0, next_seq_++, kind, a));  // + 0.0: -0 becomes +0
   }
   Status Post(int64_t g, double now);
-  // Posts compute op g: it starts now, its end is an event.
-  void StartCompute(int64_t g, double now) {
-    OpTiming& t = timing_[g];
-    t.post = t.start = now;
-    Push(now + s_.op[g].duration, EventKind::kOpDone, g);
-    // A comm op right after it is usually posted when it ends: fetch the
-    // fields Rendezvous reads of that (cold) Op meanwhile.
-    if (g + 1 < static_cast<int64_t>(s_.op.size()) && s_.op[g + 1].comm) {
-      const Op& next = OpAt(g + 1);
-      __builtin_prefetch(&next.id);
-      __builtin_prefetch(&next.collective);
-      __builtin_prefetch(&next.bytes_per_peer);
-    }
-  }
   Status Rendezvous(int64_t g, double now);
   Status StartInstance(int64_t id, double now);
   Status BeginStage(int64_t id, double now);
   Status StartTransfer(int64_t id, double now);
   Status StageDone(int64_t id, double now);
+  // Op g ended at timing_[g].end (≥ now, the event loop's time). Finishes it
+  // and, depth first, every compute op that becomes ready through it: a compute
+  // op's times depend on its predecessors only, so its end is known when it
+  // becomes ready, and it needs no event (this rank's ops run in order, not
+  // interleaved with every other rank's, which keeps them in cache). A comm op
+  // that becomes ready is posted now, or by an event at its time: posts (and
+  // everything on the network) stay in time order.
   Status Complete(int64_t g, double now);
+  using CommInfo = Engine::Scratch::CommInfo;
+  const CommInfo& Comm(int64_t g) const { return s_.comm[s_.op[g].comm]; }
   const Op& OpAt(int64_t g) const {
     const int32_t r = s_.op[g].rank;
     return program_.ranks[r].ops[g - s_.offset[r]];
@@ -250,8 +263,8 @@ class PhaseRun {
   std::vector<OpTiming> timing_;  // per global op; becomes the result's
   std::vector<Instance> instances_;
   std::vector<int32_t> members_;            // global op per instance and group position
-  std::deque<CollectivePlan> own_plans_;    // all-to-all plans (not cached); stable addresses
   FlatIndex collective_index_, p2p_index_;  // (group, seq) and (dim, src, dst, seq) → instance
+  std::vector<int32_t> chain_;              // Complete's stack of finished ops
   EventHeap queue_;
   uint64_t next_seq_ = 0;
   int64_t comm_ops_ = 0;
@@ -272,6 +285,8 @@ Status PhaseRun::Build() {
     return InvalidArgument("program has {} ops, more than the engine supports", total);
   }
   s_.op.resize(total);
+  s_.comm.clear();
+  s_.all_to_all_plans.clear();
   s_.edge_from.clear();
   s_.edge_to.clear();
   for (size_t r = 0; r < ranks; ++r) {
@@ -301,9 +316,15 @@ Status PhaseRun::Build() {
         s_.edge_from.push_back(base + d);
         s_.edge_to.push_back(g);
       }
-      st.comm = op.is_comm();
-      comm_ops_ += st.comm ? 1 : 0;
-      st.duration = st.comm ? 0 : compute_.Seconds(op);
+      st.comm = -1;
+      st.duration = 0;
+      if (op.is_comm()) {
+        st.comm = static_cast<int32_t>(s_.comm.size());
+        s_.comm.push_back(
+            {op.bytes_per_peer, op.group_id, op.peer, op.seq, op.bytes, op.collective, op.dim});
+      } else {
+        st.duration = compute_.Seconds(op);
+      }
       st.succ_begin = st.succ_end = 0;
     }
   }
@@ -319,12 +340,26 @@ Status PhaseRun::Build() {
   for (size_t e = 0; e < s_.edge_from.size(); ++e) {
     s_.succ[s_.op[s_.edge_from[e]].succ_end++] = s_.edge_to[e];
   }
+  comm_ops_ = static_cast<int64_t>(s_.comm.size());
   s_.comm_ops = comm_ops_;
   s_.graph = true;
   return Status::Ok();
 }
 
-Status PhaseRun::Refresh() {
+void PhaseRun::Reread(int64_t g, const Op& op) {
+  Engine::Scratch::OpState& st = s_.op[g];
+  if (st.is_comm()) {  // the fields Update may change (the row in place)
+    Engine::Scratch::CommInfo& c = s_.comm[st.comm];
+    c.bytes = op.bytes;
+    c.peer = op.peer;
+    c.bytes_per_peer = op.bytes_per_peer;
+    c.changed = true;
+  } else {
+    st.duration = compute_.Seconds(op);
+  }
+}
+
+Status PhaseRun::Refresh(const UpdatedOps* updated) {
   const size_t ranks = program_.ranks.size();
   if (!s_.graph || s_.offset.size() != ranks + 1) {
     return InternalError("the engine has no dependency graph of this program to reuse");
@@ -335,7 +370,28 @@ Status PhaseRun::Refresh() {
       return InternalError("rank {} has {} ops, the reused dependency graph {}", r, ops.size(),
                            s_.offset[r + 1] - s_.offset[r]);
     }
-    Engine::Scratch::OpState* st = s_.op.data() + s_.offset[r];
+  }
+  for (Engine::Scratch::OpState& st : s_.op) st.pending = st.preds;
+  comm_ops_ = s_.comm_ops;
+  if (updated != nullptr) {
+    if (updated->by_rank.size() != ranks) {
+      return InternalError("updated ops list {} ranks, the program {}", updated->by_rank.size(),
+                           ranks);
+    }
+    for (Engine::Scratch::CommInfo& c : s_.comm) c.changed = false;
+    for (size_t r = 0; r < ranks; ++r) {
+      const auto& ops = program_.ranks[r].ops;
+      for (int32_t id : updated->by_rank[r]) {
+        if (id < 0 || static_cast<size_t>(id) >= ops.size()) {
+          return InternalError("updated op {} of rank {} is not in the program", id, r);
+        }
+        Reread(s_.offset[r] + id, ops[id]);
+      }
+    }
+    return Status::Ok();
+  }
+  for (size_t r = 0; r < ranks; ++r) {
+    const auto& ops = program_.ranks[r].ops;
     for (size_t i = 0; i < ops.size(); ++i) {
       if (i + kAhead < ops.size()) {  // the fields Seconds reads, not the whole Op
         const Op& ahead = ops[i + kAhead];
@@ -343,11 +399,9 @@ Status PhaseRun::Refresh() {
         __builtin_prefetch(&ahead.k);
         __builtin_prefetch(&ahead.expert_tokens);
       }
-      st[i].pending = st[i].preds;
-      st[i].duration = st[i].comm ? 0 : compute_.Seconds(ops[i]);
+      Reread(s_.offset[r] + static_cast<int64_t>(i), ops[i]);
     }
   }
-  comm_ops_ = s_.comm_ops;
   return Status::Ok();
 }
 
@@ -360,16 +414,16 @@ Status PhaseRun::Mismatch(int64_t g, int64_t other, std::string_view what) const
       s_.op[g].rank, a.id, OpName(a), s_.op[other].rank, b.id, OpName(b), what);
 }
 Status PhaseRun::Post(int64_t g, double now) {
-  if (!s_.op[g].comm) {
-    StartCompute(g, now);
-    return Status::Ok();
-  }
-  timing_[g].post = now;
-  return Rendezvous(g, now);
+  OpTiming& t = timing_[g];
+  t.post = now;
+  if (s_.op[g].is_comm()) return Rendezvous(g, now);
+  t.start = now;
+  t.end = now + s_.op[g].duration;
+  return Complete(g, now);
 }
 
 Status PhaseRun::Rendezvous(int64_t g, double now) {
-  const Op& op = OpAt(g);
+  const CommInfo& op = Comm(g);
   const int64_t rank = s_.op[g].rank;
   const bool p2p = op.collective == Collective::kSend || op.collective == Collective::kRecv;
   int32_t id;
@@ -392,8 +446,8 @@ Status PhaseRun::Rendezvous(int64_t g, double now) {
     position = send ? 0 : 1;
   } else {
     if (op.group_id < 0 || op.group_id >= static_cast<int64_t>(placement_.groups().size())) {
-      return InvalidArgument("rank {} op {} ({}): unknown group {}", rank, op.id, OpName(op),
-                             op.group_id);
+      return InvalidArgument("rank {} op {} ({}): unknown group {}", rank, OpAt(g).id,
+                             OpName(OpAt(g)), op.group_id);
     }
     const Group& group = placement_.groups()[op.group_id];
     const uint64_t key = static_cast<uint64_t>(op.group_id) << 32 | static_cast<uint64_t>(op.seq);
@@ -403,15 +457,15 @@ Status PhaseRun::Rendezvous(int64_t g, double now) {
     if (inserted) add_instance(static_cast<int32_t>(group.ranks.size()));
     position = PositionIn(group, rank);
     if (position < 0) {
-      return InvalidArgument("rank {} op {} ({}) is not a member of group {}", rank, op.id,
-                             OpName(op), op.group_id);
+      return InvalidArgument("rank {} op {} ({}) is not a member of group {}", rank, OpAt(g).id,
+                             OpName(OpAt(g)), op.group_id);
     }
   }
   Instance& inst = instances_[id];
   int32_t& member = members_[inst.members + position];
   if (member >= 0) return Mismatch(g, member, "seq (posted twice)");
   if (inst.first >= 0) {
-    const Op& first = OpAt(inst.first);
+    const CommInfo& first = Comm(inst.first);
     if (!p2p && first.collective != op.collective) return Mismatch(g, inst.first, "collective");
     if (op.collective != Collective::kAllToAll && first.bytes != op.bytes) {
       return Mismatch(g, inst.first, "bytes");
@@ -423,7 +477,7 @@ Status PhaseRun::Rendezvous(int64_t g, double now) {
   if (op.collective == Collective::kAllToAll) {
     // Its per-peer row is read when the last member posts: fetch it meanwhile.
     const char* row = reinterpret_cast<const char*>(op.bytes_per_peer.data());
-    const size_t bytes = op.bytes_per_peer.size() * sizeof(int64_t);
+    const size_t bytes = op.bytes_per_peer.size_bytes();
     for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(row + o);
   }
   if (++inst.posted == inst.expected) return StartInstance(id, now);
@@ -433,7 +487,7 @@ Status PhaseRun::Rendezvous(int64_t g, double now) {
 Status PhaseRun::StartInstance(int64_t id, double now) {
   Instance& inst = instances_[id];
   inst.start = now;
-  const Op& op = OpAt(inst.first);
+  const CommInfo& op = Comm(inst.first);
   const bool p2p = op.collective == Collective::kSend || op.collective == Collective::kRecv;
   const Group* group = p2p ? nullptr : &placement_.groups()[op.group_id];
   int64_t root = 0;
@@ -455,13 +509,22 @@ Status PhaseRun::StartInstance(int64_t id, double now) {
     return call;
   };
   if (op.collective == Collective::kAllToAll) {
-    CollectiveCall call = make_call();
+    // Planned again only when a member's row changed since the previous run.
+    const uint64_t key = static_cast<uint64_t>(op.group_id) << 32 | static_cast<uint64_t>(op.seq);
+    bool changed = false;
     for (int32_t i = 0; i < inst.expected; ++i) {
-      call.per_peer_rows.push_back(&OpAt(members_[inst.members + i]).bytes_per_peer);
+      changed = changed || Comm(members_[inst.members + i]).changed;
     }
-    ASSIGN_OR_RETURN(CollectivePlan plan, Decompose(topology_, call, options_.allreduce));
-    own_plans_.push_back(std::move(plan));
-    inst.plan = &own_plans_.back();
+    auto it = s_.all_to_all_plans.find(key);
+    if (changed || it == s_.all_to_all_plans.end()) {
+      CollectiveCall call = make_call();
+      for (int32_t i = 0; i < inst.expected; ++i) {
+        call.per_peer_rows.push_back(Comm(members_[inst.members + i]).bytes_per_peer);
+      }
+      ASSIGN_OR_RETURN(CollectivePlan plan, Decompose(topology_, call, options_.allreduce));
+      it = s_.all_to_all_plans.insert_or_assign(key, std::move(plan)).first;
+    }
+    inst.plan = &it->second;
   } else {
     // Same group, collective, size and root: same plan.
     const auto key = std::make_tuple(p2p ? -1 - s_.op[members_[inst.members]].rank * 65536 -
@@ -510,51 +573,67 @@ Status PhaseRun::StageDone(int64_t id, double now) {
     timing_[members_[i]].algorithm = inst.plan->algorithm;
   }
   // By index: completing may add instances and members and move both vectors.
-  for (int64_t i = begin; i < end; ++i) RETURN_IF_ERROR(Complete(members_[i], now));
+  for (int64_t i = begin; i < end; ++i) {
+    timing_[members_[i]].end = now;
+    RETURN_IF_ERROR(Complete(members_[i], now));
+  }
   return Status::Ok();
 }
 
 Status PhaseRun::Complete(int64_t g, double now) {
-  timing_[g].end = now;
-  Engine::Scratch::OpState& st = s_.op[g];
-  // This rank's next ops come after every other rank's events: fetch their
-  // state now (ranks interleave, too many streams for the hardware prefetcher).
-  if (g + kStateAhead < static_cast<int64_t>(s_.op.size())) {
-    __builtin_prefetch(&s_.op[g + kStateAhead]);
-    __builtin_prefetch(&timing_[g + kStateAhead], 1);
-  }
-  if (st.succ_end + kSuccAhead < static_cast<int32_t>(s_.succ.size())) {
-    __builtin_prefetch(&s_.succ[st.succ_end + kSuccAhead]);
-  }
-  st.pending = -1;  // finished
-  ++done_;
-  double& end = s_.rank_end[st.rank];
-  end = std::max(end, now);
-  for (int32_t i = st.succ_begin; i < st.succ_end; ++i) {
-    const int32_t s = s_.succ[i];
-    Engine::Scratch::OpState& next = s_.op[s];
-    if (--next.pending != 0) continue;
-    if (!next.comm) {
-      StartCompute(s, now);  // cannot fail: no Status on the hot path
-    } else {
-      timing_[s].post = now;
-      RETURN_IF_ERROR(Rendezvous(s, now));
+  // A stack of finished ops whose successors are still to update; a nested
+  // call (through Rendezvous) works above `base` and empties its part.
+  const size_t base = chain_.size();
+  chain_.push_back(static_cast<int32_t>(g));
+  while (chain_.size() > base) {
+    const int32_t f = chain_.back();
+    chain_.pop_back();
+    Engine::Scratch::OpState& st = s_.op[f];
+    const double end = timing_[f].end;
+    // The rank's next ops are usually next: fetch their state and timings.
+    if (f + kStateAhead < static_cast<int64_t>(s_.op.size())) {
+      __builtin_prefetch(&s_.op[f + kStateAhead]);
+      __builtin_prefetch(&timing_[f + kStateAhead], 1);
+    }
+    if (st.succ_end + kSuccAhead < static_cast<int32_t>(s_.succ.size())) {
+      __builtin_prefetch(&s_.succ[st.succ_end + kSuccAhead]);
+    }
+    st.pending = -1;  // finished
+    ++done_;
+    double& rank_end = s_.rank_end[st.rank];
+    rank_end = std::max(rank_end, end);
+    for (int32_t i = st.succ_begin; i < st.succ_end; ++i) {
+      const int32_t n = s_.succ[i];
+      Engine::Scratch::OpState& next = s_.op[n];
+      OpTiming& t = timing_[n];
+      t.post = std::max(t.post, end);  // ready when its last predecessor ends
+      if (--next.pending != 0) continue;
+      if (!next.is_comm()) {
+        t.start = t.post;
+        t.end = t.post + next.duration;
+        chain_.push_back(n);
+      } else if (t.post == now) {
+        RETURN_IF_ERROR(Rendezvous(n, now));
+      } else {
+        Push(t.post, EventKind::kPost, n);
+      }
     }
   }
   return Status::Ok();
 }
 
-StatusOr<PhaseResult> PhaseRun::Run(const std::vector<double>& rank_start, bool same_graph) {
+StatusOr<PhaseResult> PhaseRun::Run(const std::vector<double>& rank_start, bool same_graph,
+                                    const UpdatedOps* updated) {
   const size_t ranks = program_.ranks.size();
   if (static_cast<int64_t>(ranks) != placement_.world_size()) {
     return InvalidArgument("program has {} ranks, the placement {}", ranks,
                            placement_.world_size());
   }
-  RETURN_IF_ERROR(same_graph ? Refresh() : Build());
+  RETURN_IF_ERROR(same_graph ? Refresh(updated) : Build());
   const int64_t total = s_.offset[ranks];
   timing_ = std::move(s_.spare_timings);  // a recycled result's buffer, if any
   timing_.assign(total, OpTiming{});
-  for (int64_t g = 0; g < total; ++g) timing_[g].comm = s_.op[g].comm;
+  for (int64_t g = 0; g < total; ++g) timing_[g].comm = s_.op[g].is_comm();
   collective_index_.Reset(comm_ops_);
   p2p_index_.Reset(comm_ops_);
   instances_.reserve(comm_ops_);
@@ -581,11 +660,12 @@ StatusOr<PhaseResult> PhaseRun::Run(const std::vector<double>& rank_start, bool 
     switch (e.kind()) {
       case EventKind::kRankStart:
         for (int64_t g = s_.offset[e.a()]; g < s_.offset[e.a() + 1]; ++g) {
-          if (s_.op[g].pending == 0) RETURN_IF_ERROR(Post(g, t));
+          // Ops that wait for nothing (not those made ready meanwhile).
+          if (s_.op[g].preds == 0) RETURN_IF_ERROR(Post(g, t));
         }
         break;
-      case EventKind::kOpDone:
-        RETURN_IF_ERROR(Complete(e.a(), t));
+      case EventKind::kPost:
+        RETURN_IF_ERROR(Rendezvous(e.a(), t));
         break;
       case EventKind::kStageStart:
         RETURN_IF_ERROR(StartTransfer(e.a(), t));
@@ -648,9 +728,10 @@ void Engine::Recycle(PhaseResult&& result) {
 }
 
 StatusOr<PhaseResult> Engine::RunSameGraph(const PhaseProgram& program,
-                                           const std::vector<double>& rank_start) {
+                                           const std::vector<double>& rank_start,
+                                           const UpdatedOps* updated) {
   PhaseRun run(program, placement_, compute_, topology_, options_, &plan_cache_, scratch_.get());
-  return run.Run(rank_start, true);
+  return run.Run(rank_start, true, updated);
 }
 
 }  // namespace shardscope::sim

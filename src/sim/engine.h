@@ -22,6 +22,7 @@
 #include "core/status.h"
 #include "plan/placement.h"
 #include "program/program.h"
+#include "program/program_builder.h"
 #include "sim/collectives.h"
 #include "sim/compute_model.h"
 #include "sim/topology.h"
@@ -78,9 +79,13 @@ class Engine {
   // with the same kinds, streams, deps, collectives, groups, peers and seqs —
   // as ProgramBuilder::Update leaves a decode program it patches in place. The
   // previous run's dependency graph is reused; only compute times are read.
+  // `updated` (optional): the ops whose costs changed since the previous run
+  // (what ProgramBuilder::Update reports); then only those are read again, and
+  // an all-to-all none of whose members changed keeps its decomposition.
   // Fails when a rank's op count differs or no Run came before.
   StatusOr<PhaseResult> RunSameGraph(const PhaseProgram& program,
-                                     const std::vector<double>& rank_start = {});
+                                     const std::vector<double>& rank_start = {},
+                                     const UpdatedOps* updated = nullptr);
 
   // Takes back a result the caller is done with: the next run fills its
   // timings buffer instead of allocating (and faulting in) a new one.

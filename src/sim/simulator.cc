@@ -177,11 +177,12 @@ StatusOr<SimResult> SimulateExperiment(const Experiment& experiment, const SimOp
   // place from step to step; while its ops stay the same (only their costs
   // change), the engine reuses its dependency graph too.
   std::optional<PhaseProgram> prefill, decode;
+  UpdatedOps updated;  // what each Update changed, for the engine to read again
   auto simulate = [&](Phase phase, int64_t step,
                       const PhaseProgram** program) -> StatusOr<PhaseResult> {
     bool same_ops = false;
     if (phase == Phase::kDecode && decode) {
-      RETURN_IF_ERROR(builder.Update(*decode, step, &same_ops));
+      RETURN_IF_ERROR(builder.Update(*decode, step, &same_ops, &updated));
     } else {
       ASSIGN_OR_RETURN(PhaseProgram built, builder.Build(phase, step));
       (phase == Phase::kPrefill ? prefill : decode) = std::move(built);
@@ -189,7 +190,7 @@ StatusOr<SimResult> SimulateExperiment(const Experiment& experiment, const SimOp
     *program = phase == Phase::kPrefill ? &*prefill : &*decode;
     const std::vector<double> begin = delayed(phase, start);
     Engine& e = engine_of(phase);
-    return same_ops ? e.RunSameGraph(**program, begin) : e.Run(**program, begin);
+    return same_ops ? e.RunSameGraph(**program, begin, &updated) : e.Run(**program, begin);
   };
   auto run_phase = [&](Phase phase, int64_t step) -> Status {
     if (options.cancelled && options.cancelled()) {

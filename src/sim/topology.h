@@ -37,6 +37,14 @@ class Topology {
     return a != b && domains_ && DomainOf(a) == DomainOf(b);
   }
   int64_t DomainOf(int64_t device) const { return device / domain_size_; }
+  // Paths are one or two links (scale-up switch or NICs), never a torus route.
+  bool torus() const { return torus_; }
+  // Scale-up domains exist: devices of one domain reach each other over it.
+  bool has_domains() const { return domains_; }
+  // Without a torus, Latency of any two devices of one domain, and of any two
+  // devices of different domains.
+  double SwitchLatency() const { return cluster_.scale_up.latency; }
+  double NicLatency() const { return cluster_.scale_out.latency; }
 
   // Link ids (exposed for tests).
   int32_t ScaleUpUp(int64_t d) const { return static_cast<int32_t>(d); }

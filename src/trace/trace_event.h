@@ -49,6 +49,20 @@ std::optional<Phase> ParsePhase(std::string_view s);
 std::optional<GroupDim> ParseGroupDim(std::string_view s);
 
 // One op (kernel or communication call) of one rank: a Chrome "X" event.
+// A served request's lifetime, on its request span (trace_format.md,
+// "Request spans"): the span runs from arrival to the last token. Times in ns
+// on the trace's clock; −1: did not happen (no KV transfer) or not given.
+struct RequestArgs {
+  int64_t id = -1;  // −1: not a request span
+  int64_t prompt_tokens = 0, output_tokens = 0;
+  int64_t scheduled_ns = -1;    // first scheduled (queueing ends)
+  int64_t first_token_ns = -1;  // its first output token
+  int64_t kv_arrival_ns = -1;   // disaggregated: its KV cache reached the decode instance
+  int64_t preemptions = 0;      // times its KV cache was dropped and recomputed
+  bool warmup = false;          // left out of the statistics
+  bool operator==(const RequestArgs&) const = default;
+};
+
 struct OpEvent {
   int32_t rank = 0;    // pid: global rank
   int32_t stream = 0;  // tid: compute or a comm stream
@@ -79,6 +93,7 @@ struct OpEvent {
   // received, entry by entry (same length). Empty when not given.
   std::vector<int32_t> experts;
   std::vector<int64_t> expert_tokens;
+  RequestArgs request;  // request spans of served runs
 
   bool is_comm() const { return category == Category::kComm; }
   int64_t end_ns() const { return ts_ns + dur_ns; }

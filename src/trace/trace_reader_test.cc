@@ -82,6 +82,8 @@ TEST(TraceReaderTest, MalformedEventsAreCountedAndSkipped) {
     {"ph":"X","pid":0,"ts":0,"dur":1,"args":{"group":[0,1],"bytes_per_peer":[1]}},
     {"ph":"X","pid":0,"ts":0,"dur":1,"args":{"experts":[0,1],"expert_tokens":[1]}},
     {"ph":"X","pid":0,"ts":0,"dur":1,"args":{"experts":[0],"expert_tokens":[-1]}},
+    {"ph":"X","pid":0,"ts":0,"dur":1,"args":{"request":{"prompt_tokens":3}}},
+    {"ph":"X","pid":0,"ts":0,"dur":1,"args":{"request":{"id":1,"first_token_us":"x"}}},
     {"pid":0,"ts":0},
     {"ph":"X","pid":0,"ts":0,"dur":1,"name":tru},
     [1,2],
@@ -91,7 +93,7 @@ TEST(TraceReaderTest, MalformedEventsAreCountedAndSkipped) {
   ]})",
                           &t);
   ASSERT_TRUE(stats.ok()) << stats.status().ToString();
-  EXPECT_EQ(stats->events, 16);
+  EXPECT_EQ(stats->events, 18);
   EXPECT_EQ(stats->ops, 2);
   ASSERT_EQ(t.ops.size(), 2u);
   EXPECT_EQ(t.ops[1].name, "late-ph");
@@ -106,11 +108,12 @@ TEST(TraceReaderTest, MalformedEventsAreCountedAndSkipped) {
   EXPECT_EQ(stats->skipped.at("bytes_per_peer length differs from the group size"), 1);
   EXPECT_EQ(stats->skipped.at("expert_tokens length differs from experts"), 1);
   EXPECT_EQ(stats->skipped.at("bad value of args.expert_tokens"), 1);
+  EXPECT_EQ(stats->skipped.at("bad value of args.request"), 2);  // no id; a time not a number
   EXPECT_EQ(stats->skipped.at("missing ph"), 1);
   EXPECT_EQ(stats->skipped.at("event is not a JSON object"), 2);
   EXPECT_EQ(stats->ignored.at("ph 'i'"), 1);
-  EXPECT_EQ(stats->skipped_total(), 13);
-  EXPECT_NE(stats->Summary().find("skipped 13 malformed"), std::string::npos) << stats->Summary();
+  EXPECT_EQ(stats->skipped_total(), 15);
+  EXPECT_NE(stats->Summary().find("skipped 15 malformed"), std::string::npos) << stats->Summary();
 }
 
 // Runs of plain events are parsed as one document; an event that fails there is

@@ -279,9 +279,11 @@ void TraceWriter::AddOp(const OpEvent& op) {
                          op.name, op.rank, op.experts.size(), op.expert_tokens.size()));
     return;
   }
+  constexpr size_t kRequestBytes = 160 + 7 * kIntBytes;  // keys and 7 numbers
   const size_t room = kEventBytes + JsonBytes(op.name) + JsonBytes(op.kind) + JsonBytes(op.dtype) +
                       kIntBytes * (op.group.size() + op.bytes_per_peer.size() + op.experts.size() +
-                                   op.expert_tokens.size());
+                                   op.expert_tokens.size()) +
+                      (op.request.id >= 0 ? kRequestBytes : 0);
   char* p = BeginEvent(Reserve(room));
   p = CompleteEventHead(p, op.rank, op.stream, op.ts_ns, op.dur_ns, op.name);
   p = Lit(p, ",\"cat\":\"");
@@ -339,6 +341,26 @@ void TraceWriter::AddOp(const OpEvent& op) {
     p = IntArray(p, op.experts);
     p = Lit(p, ",\"expert_tokens\":");
     p = IntArray(p, op.expert_tokens);
+  }
+  if (op.request.id >= 0) {
+    const RequestArgs& r = op.request;
+    p = Lit(p, ",\"request\":{\"id\":");
+    p = Int(p, r.id);
+    p = Lit(p, ",\"prompt_tokens\":");
+    p = Int(p, r.prompt_tokens);
+    p = Lit(p, ",\"output_tokens\":");
+    p = Int(p, r.output_tokens);
+    for (const auto& [key, ns] : {std::pair{std::string_view(",\"scheduled_us\":"), r.scheduled_ns},
+                                  {",\"first_token_us\":", r.first_token_ns},
+                                  {",\"kv_arrival_us\":", r.kv_arrival_ns}}) {
+      if (ns < 0) continue;
+      p = Put(p, key);
+      p = Micros(p, ns);
+    }
+    p = Lit(p, ",\"preemptions\":");
+    p = Int(p, r.preemptions);
+    if (r.warmup) p = Lit(p, ",\"warmup\":true");
+    *p++ = '}';
   }
   if (p == open) {
     *p++ = '{';

@@ -227,6 +227,29 @@ Trace BigTrace() {
   return t;
 }
 
+TEST(TraceWriterTest, RequestSpansKeepTheirArgs) {
+  ScratchDir dir;
+  Trace in;
+  OpEvent q;  // a served request's span
+  q.rank = 1;
+  q.stream = 9;
+  q.name = "request 7 (100 → 20 tokens)";
+  q.category = Category::kOther;
+  q.kind = "request";
+  q.ts_ns = 1'000;
+  q.dur_ns = 90'001;
+  q.request = {7, 100, 20, 2'001, 30'002, 31'003, 2, true};
+  in.ops.push_back(q);
+  q.request = {8, 1, 1, 1'000, 5'000, -1, 0, false};  // no KV transfer, not warm-up
+  in.ops.push_back(q);
+  ASSERT_TRUE(WriteTrace(in, dir.File("t.json")).ok());
+  ReadStats stats;
+  StatusOr<Trace> out = ReadTraceFile(dir.File("t.json"), &stats);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(stats.skipped_total(), 0) << stats.Summary();
+  EXPECT_EQ(out->ops, in.ops);
+}
+
 TEST(TraceWriterTest, PlainOutputIsByteIdenticalToTheGolden) {
   // tests/data/trace_writer/rich.json: RichTrace() as written by the writer
   // before issue 17 made it fast (fmt into a std::string, 1 MiB flushes).

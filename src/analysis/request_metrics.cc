@@ -1,0 +1,134 @@
+// Per-request serving metrics from a served run's request spans
+// (trace_format.md, "Request spans"; docs/metrics.md, "Serving"): queueing
+// delay, TTFT, TPOT, inter-token latency and end-to-end latency over the
+// measured (non-warm-up) requests, and throughput. The definitions are the
+// serving simulator's (serve/serving_metrics.cc), so a simulated served run
+// analysed from its trace gives its own figures back.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+#include "analysis/metric_families.h"
+#include "analysis/stats.h"
+
+namespace shardscope::analysis {
+namespace {
+
+void EmitSummary(const std::string& name, std::vector<double>* values, const char* what,
+                 MetricSet* out) {
+  const Summary s = Summarize(values);
+  if (s.count == 0) return;
+  for (const auto& [stat, value] :
+       {std::pair{"mean", s.mean}, {"p50", s.p50}, {"p90", s.p90}, {"p99", s.p99}}) {
+    out->Add(fmt::format("{}.{}", name, stat), "", value, "s",
+             fmt::format("{} over {} requests ({})", stat, s.count, what));
+  }
+}
+
+// Inter-token gaps of request `r`: its tokens after the first come at the ends
+// of its replica's iterations that decode (`iterations` holds only those) and
+// start once it is there (after its first token; on a decode instance, after
+// its KV cache arrived) and end by its finish — it runs in each of them unless
+// it was preempted.
+void AddGaps(const RequestRec& r, const std::vector<std::pair<int64_t, int64_t>>& iterations,
+             std::vector<double>* gaps) {
+  const int64_t from = std::max(r.args.first_token_ns, r.args.kv_arrival_ns);
+  auto it =
+      std::lower_bound(iterations.begin(), iterations.end(), std::make_pair(from, int64_t{0}));
+  int64_t last = r.args.first_token_ns;
+  for (; it != iterations.end() && it->second <= r.finish_ns; ++it) {
+    gaps->push_back(Seconds(it->second - last));
+    last = it->second;
+  }
+}
+
+}  // namespace
+
+void AddRequestMetrics(const Context& ctx, MetricSet* out) {
+  const RunData& data = *ctx.data;
+  if (data.requests.empty()) return;  // not a served run
+  std::vector<double> queueing, ttft, tpot, e2e, itl;
+  int64_t measured = 0, warmup = 0, preemptions = 0, preempted = 0, timeless = 0;
+  double output_tokens = 0, prompt_tokens = 0;
+  int64_t first_arrival = std::numeric_limits<int64_t>::max(), last_finish = 0;
+  // Iterations that decode, by start, per replica (a trace may list them out of
+  // order): without the "serving" counter's decode series, every iteration.
+  std::map<int32_t, std::vector<std::pair<int64_t, int64_t>>> iterations;
+  for (const auto& [replica, its] : data.iterations) {
+    auto& kept = iterations[replica];
+    for (const auto& it : its) {
+      auto d = data.iteration_decodes.find({replica, it.first});
+      if (d == data.iteration_decodes.end() || d->second > 0) kept.push_back(it);
+    }
+    std::sort(kept.begin(), kept.end());
+  }
+  for (const RequestRec& r : data.requests) {
+    preemptions += r.args.preemptions;
+    if (r.args.warmup) {
+      ++warmup;
+      continue;
+    }
+    if (r.args.scheduled_ns < 0 || r.args.first_token_ns < 0) {
+      ++timeless;
+      continue;
+    }
+    ++measured;
+    first_arrival = std::min(first_arrival, r.arrival_ns);
+    last_finish = std::max(last_finish, r.finish_ns);
+    output_tokens += static_cast<double>(r.args.output_tokens);
+    prompt_tokens += static_cast<double>(r.args.prompt_tokens);
+    queueing.push_back(Seconds(r.args.scheduled_ns - r.arrival_ns));
+    ttft.push_back(Seconds(r.args.first_token_ns - r.arrival_ns));
+    e2e.push_back(Seconds(r.finish_ns - r.arrival_ns));
+    if (r.args.output_tokens > 1) {
+      tpot.push_back(Seconds(r.finish_ns - r.args.first_token_ns) /
+                     static_cast<double>(r.args.output_tokens - 1));
+    }
+    if (r.args.preemptions > 0) {
+      ++preempted;
+    } else if (r.args.output_tokens > 1) {
+      auto it = iterations.find(r.replica);
+      if (it != iterations.end()) AddGaps(r, it->second, &itl);
+    }
+  }
+  const double n = static_cast<double>(data.requests.size());
+  out->Add("requests", "", n, "count", "request spans in the trace");
+  out->Add("requests.measured", "", static_cast<double>(measured), "count",
+           "requests the statistics cover (warm-up ones left out)");
+  out->Add("requests.warmup", "", static_cast<double>(warmup), "count", "");
+  out->Add("requests.preemptions", "", static_cast<double>(preemptions), "count",
+           "times a request's KV cache was dropped and recomputed");
+  if (timeless > 0) {
+    out->AddUnavailable("requests.timed", "", "count",
+                        fmt::format("{} request spans lack scheduled_us or first_token_us "
+                                    "and are left out",
+                                    timeless));
+  }
+  EmitSummary("request.queueing_delay", &queueing, "arrival to first scheduled", out);
+  EmitSummary("request.ttft", &ttft, "arrival to first token", out);
+  EmitSummary("request.tpot", &tpot, "(finish − first token) / (output tokens − 1)", out);
+  EmitSummary("request.e2e_latency", &e2e, "arrival to last token", out);
+  if (preempted > 0) {
+    out->AddUnavailable("request.itl", "", "s",
+                        fmt::format("{} measured requests were preempted: their token times "
+                                    "are not in the trace",
+                                    preempted));
+  } else if (data.iterations.empty()) {
+    out->AddUnavailable("request.itl", "", "s", "no iteration spans to time tokens by");
+  } else {
+    EmitSummary("request.itl", &itl, "gaps between consecutive tokens", out);
+  }
+  if (measured > 0 && last_finish > first_arrival) {
+    const double duration = Seconds(last_finish - first_arrival);
+    out->Add("serving.requests_per_s", "", static_cast<double>(measured) / duration, "1/s",
+             "measured requests / (last finish − first arrival)");
+    out->Add("serving.output_tokens_per_s", "", output_tokens / duration, "tokens/s",
+             "measured requests' output tokens / the same window");
+    out->Add("serving.prompt_tokens_per_s", "", prompt_tokens / duration, "tokens/s",
+             "measured requests' prompt tokens / the same window");
+  }
+}
+
+}  // namespace shardscope::analysis
