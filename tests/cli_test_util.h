@@ -28,12 +28,15 @@ inline std::string ReadWholeFile(const std::filesystem::path& p) {
   return s.str();
 }
 
-// A fresh folder under the test temp dir (ctest runs tests in parallel
-// processes, so the pid and a counter keep every call's files apart).
+// A fresh, empty folder under the test temp dir (ctest runs tests in parallel
+// processes, so the pid and a counter keep every call's files apart). A folder
+// of that name can only be left by an earlier process with the same pid (pids
+// are reused): it is removed, so no test sees another's files.
 inline std::filesystem::path FreshTempDir(const std::string& prefix) {
   static int calls = 0;
   std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) /
                               (prefix + std::to_string(getpid()) + "_" + std::to_string(calls++));
+  std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
 }
