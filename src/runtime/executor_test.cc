@@ -1,14 +1,18 @@
 // The executor on the Backend seam: decode steps take no memory from the
 // system (activations from the step arena, KV caches sized for the whole
 // generation at prefill), and a second generation on the reused memory gives
-// the same tokens; an error of a backend op stops the run naming the rank and op.
+// the same tokens; an error of a backend op stops the run naming the rank and
+// op; MLA's q_a norm, in place, keeps its input.
 #include "runtime/executor.h"
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "plan/test_experiments.h"
 #include "program/program_builder.h"
 #include "runtime/arena.h"
+#include "runtime/hf_checkpoint_test_util.h"
 #include "runtime/local_communicator.h"
 
 namespace shardscope::runtime {
@@ -23,7 +27,7 @@ std::vector<int32_t> Tokens(const Executor& ex) {
 void ExpectSteadyDecode(const std::string& model) {
   SCOPED_TRACE(model);
   constexpr int64_t kGenerate = 7;
-  Experiment e = testing::ZooExperiment(model, "local-cpu", {}, 3, 16, kGenerate);
+  Experiment e = shardscope::testing::ZooExperiment(model, "local-cpu", {}, 3, 16, kGenerate);
   auto pl = Placement::Create(e);
   ASSERT_TRUE(pl.ok()) << pl.status().message();
   auto builder = ProgramBuilder::Create(e, *pl);
@@ -152,7 +156,7 @@ class FailingBackend final : public Backend {
 };
 
 TEST(ExecutorTest, ABackendErrorStopsTheRunNamingTheRankAndOp) {
-  Experiment e = testing::ZooExperiment("tiny-dense", "local-cpu", {}, 2, 8, 2);
+  Experiment e = shardscope::testing::ZooExperiment("tiny-dense", "local-cpu", {}, 2, 8, 2);
   auto pl = Placement::Create(e);
   ASSERT_TRUE(pl.ok());
   auto builder = ProgramBuilder::Create(e, *pl);
@@ -166,6 +170,48 @@ TEST(ExecutorTest, ABackendErrorStopsTheRunNamingTheRankAndOp) {
   // The first norm of the prefill: op 1 after the embedding.
   EXPECT_NE(s.message().find("rank 0 failed in op 1"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("device error in rms_norm"), std::string::npos) << s.message();
+}
+
+// Regression: the q_a norm (MLA with q_lora) used to run on a tensor it had
+// just replaced by zeros, so the queries were 0 and q_b had no effect on the
+// output. Doubling q_b in a checkpoint must change the logits.
+TEST(ExecutorTest, MlaQueriesGoThroughTheQaNorm) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(::testing::TempDir()) / "executor_test_qlora";
+  fs::remove_all(dir);
+  Experiment e = shardscope::testing::ZooExperiment("tiny-moe-mla", "local-cpu", {}, 1, 6, 1);
+  e.model.mla.q_lora_rank = 32;
+  ASSERT_TRUE(
+      testing::WriteSeededCheckpoint(e, 5, (dir / "a").string(), SafetensorsDtype::kF32, 1).ok());
+  auto pl = Placement::Create(e);
+  ASSERT_TRUE(pl.ok());
+  e.workload.seed = 5;
+  auto w = Weights::Create(e, *pl, 0);
+  ASSERT_TRUE(w.ok());
+  std::vector<SafetensorsTensor> ts = testing::ExportHf(e.model, *w, SafetensorsDtype::kF32);
+  int doubled = 0;
+  for (SafetensorsTensor& t : ts) {
+    if (t.name.find("q_b_proj") == std::string::npos) continue;
+    for (float& x : t.values) x *= 2.0f;
+    ++doubled;
+  }
+  ASSERT_EQ(doubled, 2);  // one per layer
+  ASSERT_TRUE(WriteSafetensorsCheckpoint((dir / "b").string(), ts).ok());
+
+  e.workload.checkpoint = (dir / "a").string();
+  const std::vector<SampleRecord> a = testing::RunSingle(e);
+  e.workload.checkpoint = (dir / "b").string();
+  const std::vector<SampleRecord> b = testing::RunSingle(e);
+  fs::remove_all(dir);
+  ASSERT_EQ(a.size(), 1u);
+  ASSERT_EQ(b.size(), 1u);
+  ASSERT_EQ(a[0].logits.size(), b[0].logits.size());
+  double diff = 0.0, mag = 0.0;
+  for (size_t v = 0; v < a[0].logits.size(); ++v) {
+    diff += std::abs(a[0].logits[v] - b[0].logits[v]);
+    mag += std::abs(a[0].logits[v]);
+  }
+  EXPECT_GT(diff, 1e-3 * mag);
 }
 
 }  // namespace
