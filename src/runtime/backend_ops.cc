@@ -337,8 +337,8 @@ std::vector<OpCase> DefaultOpCases() {
        .strided = true});
   add({.op = B::kSwiGlu, .m = 4, .n = 37});
   add({.op = B::kGelu, .m = 3, .n = 50});
-  add({.op = B::kAttention, .m = 9, .heads = 4, .kv_heads = 2, .head_dim = 16});
-  add({.op = B::kAttention, .m = 1, .heads = 2, .kv_heads = 2, .head_dim = 8});
+  add({.op = B::kAttention, .m = 9, .n = 0, .heads = 4, .kv_heads = 2, .head_dim = 16});
+  add({.op = B::kAttention, .m = 1, .n = 0, .heads = 2, .kv_heads = 2, .head_dim = 8});
   add({.op = B::kAttention,  // a ring block: other keys, positions, lse, views
        .m = 4,
        .n = 7,
@@ -402,7 +402,8 @@ std::vector<OpCase> BenchOpCases() {
     cases.push_back({.op = B::kEmbedding, .m = t, .n = 2048, .k = 32000});
     cases.push_back({.op = B::kCopy, .m = t, .n = 2048});
   }
-  cases.push_back({.op = B::kAttention, .m = 128, .heads = 32, .kv_heads = 8, .head_dim = 64});
+  cases.push_back(
+      {.op = B::kAttention, .m = 128, .n = 0, .heads = 32, .kv_heads = 8, .head_dim = 64});
   cases.push_back(
       {.op = B::kDecodeAttention, .m = 8, .n = 512, .heads = 32, .kv_heads = 8, .head_dim = 64});
   cases.push_back({.op = B::kAttentionMerge, .m = 128 * 32, .n = 64, .k = 4});

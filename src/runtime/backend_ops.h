@@ -19,7 +19,7 @@ namespace shardscope::runtime {
 struct OpCase {
   BackendOp op = BackendOp::kGemm;
   // gemm: m × k · k × n; elementwise, norm, bias, copy, argmax, swiglu (n = inter): m × n;
-  // rope: m tokens; attention: m queries over n keys (0: m, causal from 0);
+  // rope: m tokens; attention: m queries over n keys (n = 0: self-attention of the m, causal);
   // decode attention: m requests with caches of n, n − 1, … (≥ 1) rows;
   // attention merge: m rows of n values from k parts; router: m tokens;
   // permute, unpermute, embedding: m tokens of n (embedding: a table of k rows).
