@@ -296,9 +296,9 @@ std::string OpCase::Name() const {
                          topk_group, n_group,
                          router == RouterScore::kSoftmax ? "softmax" : "sigmoid+bias");
     case BackendOp::kPermute:
+      return fmt::format("permute t={} h={} experts={} top{}", m, n, experts, top_k);
     case BackendOp::kUnpermute:
-      return fmt::format("{} t={} h={} experts={} top{}{}", BackendOpName(op), m, n, experts, top_k,
-                         lse ? " shared" : "");
+      return fmt::format("unpermute t={} h={} top{}{}", m, n, top_k, lse ? " shared" : "");
     case BackendOp::kEmbedding:
       return fmt::format("embedding t={} h={} rows={}", m, n, k);
     case BackendOp::kAdd:
