@@ -11,6 +11,7 @@
 #include "model/model_yaml.h"
 #include "plan/placement.h"
 #include "program/program_builder.h"
+#include "runtime/backend.h"
 #include "runtime/executor.h"
 #include "runtime/kernels.h"
 #include "runtime/local_communicator.h"
@@ -74,17 +75,17 @@ void BM_TinyDenseDecodeStepTp1(benchmark::State& state) {
   auto prefill = builder->Build(Phase::kPrefill, 0);
   auto step = builder->Build(Phase::kDecode, 0);
   LocalCommunicator comm;
-  auto kernels = NewCpuKernels();
+  auto backend = NewCpuBackend();
   ExecutorOptions options;
   options.record_ops = false;
-  auto ex = Executor::Create(e, *pl, kernels.get(), &comm, options);
+  auto ex = Executor::Create(e, *pl, backend.get(), &comm, options);
   if (!pl.ok() || !builder.ok() || !ex.ok()) {
     state.SkipWithError("setup failed");
     return;
   }
   for (auto _ : state) {
     state.PauseTiming();
-    (*ex)->Reset();
+    (void)(*ex)->Reset();
     (void)(*ex)->Run(*prefill);
     state.ResumeTiming();
     (void)(*ex)->Run(*step);

@@ -24,9 +24,9 @@
 #include "program/program_builder.h"
 #include "run/latency.h"
 #include "run/run_recorder.h"
+#include "runtime/backend.h"
 #include "runtime/cpu_trace.h"
 #include "runtime/executor.h"
-#include "runtime/kernels.h"
 #include "runtime/mpi/mpi_communicator.h"
 #include "runtime/rank_status.h"
 #include "runtime/weights.h"
@@ -55,12 +55,12 @@ StatusOr<CpuRunResult> WorkerBody(const Experiment& e, const CpuRunOptions& o,
   ASSIGN_OR_RETURN(Placement placement, Placement::Create(e));
   RETURN_IF_ERROR(comm.AddGroups(placement));
   ASSIGN_OR_RETURN(ProgramBuilder builder, ProgramBuilder::Create(e, placement));
-  auto kernels = NewCpuKernels();
+  auto backend = NewCpuBackend();
   ExecutorOptions xo;
   xo.fault = o.fault;
   xo.position = status.position();
   ASSIGN_OR_RETURN(std::unique_ptr<Executor> ex,
-                   Executor::Create(e, placement, kernels.get(), &comm, xo));
+                   Executor::Create(e, placement, backend.get(), &comm, xo));
   const int64_t warmup = o.warmup_iterations.value_or(e.workload.warmup_iterations);
   const int64_t measured =
       std::max<int64_t>(1, o.measured_iterations.value_or(e.workload.measured_iterations));
@@ -467,7 +467,7 @@ StatusOr<CpuRunResult> RunCpuExperiment(const Experiment& experiment,
   }
   ASSIGN_OR_RETURN(const std::string worker, WorkerBinary(options));
   Experiment expected = experiment;
-  expected.backend = Backend::kCpu;
+  expected.backend = shardscope::Backend::kCpu;
   std::vector<std::string> args = {FindInPath(options.mpirun), "--oversubscribe", "-np",
                                    std::to_string(placement.world_size())};
   if (geteuid() == 0) args.push_back("--allow-run-as-root");

@@ -47,6 +47,8 @@ class Arena {
   // Bytes handed out since the last Reset, and the bytes held.
   int64_t used() const { return used_; }
   int64_t capacity() const;
+  // Where the chunks come from.
+  MemorySource* source() const { return source_; }
 
  private:
   struct Chunk {

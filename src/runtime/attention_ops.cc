@@ -6,145 +6,160 @@ namespace shardscope::runtime {
 
 Status PhaseRunner::RunRope(const Op& op, MicroBatch& mb) {
   const int64_t T = mb.tokens;
-  const int64_t* pos = mb.pos.data();
+  RopeOpArgs a;
+  a.positions = mb.pos;
+  a.spec = rope_spec_;
   if (!mla_) {
-    const int64_t stride = mb.qkv.dim(1);
+    a.head_dim = d_;
     if (op.role != OpRole::kRopeK) {
-      k_.Rope(mb.qkv.data(), T, stride, hq_, d_, d_, pos, rope_spec_);
+      a.heads = hq_;
+      RETURN_IF_ERROR(b_.Rope(a, View(mb.qkv, 0, T, 0, hq_ * d_)));
     }
     if (op.role != OpRole::kRopeQ) {
-      k_.Rope(mb.qkv.data() + hq_ * d_, T, stride, hkv_, d_, d_, pos, rope_spec_);
+      a.heads = hkv_;
+      RETURN_IF_ERROR(b_.Rope(a, View(mb.qkv, 0, T, hq_ * d_, hkv_ * d_)));
     }
     return Status::Ok();
   }
-  if (op.role == OpRole::kRopeQ) {
-    k_.Rope(mb.qkv.data() + nope_, T, hq_ * qk_, hq_, qk_, rope_, pos, rope_spec_);
-    return Status::Ok();
+  a.head_dim = rope_;
+  if (op.role == OpRole::kRopeQ) {  // the rope part of each query head
+    a.heads = hq_, a.head_stride = qk_;
+    return b_.Rope(a, View(mb.qkv, 0, T, nope_, (hq_ - 1) * qk_ + rope_));
   }
-  if (op.role == OpRole::kRopeK) {
-    k_.Rope(mb.kv_a.data() + r_, T, latent_, 1, rope_, rope_, pos, rope_spec_);
-    return Status::Ok();
+  if (op.role == OpRole::kRopeK) {  // the shared k_rope of the latent rows
+    a.heads = 1;
+    return b_.Rope(a, View(mb.kv_a, 0, T, r_, rope_));
   }
   return Unimplemented("not implemented: MLA rope '{}'", op.label());
 }
 
-Tensor PhaseRunner::OwnBlock(const MicroBatch& mb) {
-  if (mla_) return mb.kv_a.Clone();
-  Tensor b({mb.tokens, 2 * hkv_ * d_});
-  k_.CopyRows(mb.qkv.data() + hq_ * d_, mb.qkv.dim(1), b.data(), 2 * hkv_ * d_, mb.tokens,
-              2 * hkv_ * d_);
-  return b;
+TensorRef PhaseRunner::NewKv(const MicroBatch& mb) const {
+  if (mla_) return mb.kv_a;
+  return View(mb.qkv, 0, mb.tokens, hq_ * d_, 2 * hkv_ * d_);
 }
 
 Status PhaseRunner::KvAppend(const Op& op, MicroBatch& mb) {
-  Tensor block = OwnBlock(mb);
+  TensorRef block = NewKv(mb);
+  if (prefill_ && sp_ > 1) {
+    // The block travels the ring: its own memory, fresh each layer, since a ring
+    // send may still read the previous layer's block until the phase ends.
+    ASSIGN_OR_RETURN(TensorRef own, b_.NewTensor(dtype_, {block.dim(0), block.dim(1)}));
+    RETURN_IF_ERROR(b_.Copy(block, own));
+    block = own;
+    mb.blocks.clear();
+    mb.partial_count = 0;
+    mb.blocks.push_back(own);
+  }
   const int64_t width = mla_ ? latent_ : hkv_ * d_;
+  // Rows a cache can take: this rank's prompt rows and every generated token.
+  const int64_t capacity = (prefill_ ? mb.local : seq_) + e_.workload.tokens_to_generate - 1;
   for (size_t r = 0; r < mb.requests.size(); ++r) {
     KvCache& c = st_.cache[{op.layer, mb.requests[r]}];
-    for (int64_t t = 0; t < mb.local; ++t) {
-      const int64_t row = static_cast<int64_t>(r) * mb.local + t;
-      const float* src = block.data() + row * block.dim(1);
-      c.k.insert(c.k.end(), src, src + width);
-      if (!mla_) c.v.insert(c.v.end(), src + width, src + 2 * width);
-      c.pos.push_back(mb.pos[static_cast<size_t>(row)]);
+    if (c.k.empty()) {
+      ASSIGN_OR_RETURN(c.k, b_.NewTensor(*st_.arena, dtype_, {capacity, width}));
+      if (!mla_) {
+        ASSIGN_OR_RETURN(c.v, b_.NewTensor(*st_.arena, dtype_, {capacity, width}));
+      }
     }
-  }
-  if (prefill_ && sp_ > 1) {
-    // A ring send may still read the previous layer's blocks: keep them to the phase end.
-    for (Tensor& b : mb.blocks) mb.retired.push_back(std::move(b));
-    mb.blocks.clear();
-    mb.partials.clear();
-    mb.block_kvb.clear();
-    mb.blocks.push_back(std::move(block));
+    if (c.rows() + mb.local > c.k.dim(0)) {
+      return InternalError("the KV cache of request {} is full ({} rows)", mb.requests[r],
+                           c.k.dim(0));
+    }
+    const int64_t row = static_cast<int64_t>(r) * mb.local;
+    RETURN_IF_ERROR(b_.Copy(View(block, row, mb.local, 0, width), RowsOf(c.k, c.rows(), mb.local)));
+    if (!mla_) {
+      RETURN_IF_ERROR(
+          b_.Copy(View(block, row, mb.local, width, width), RowsOf(c.v, c.rows(), mb.local)));
+    }
+    c.pos.insert(c.pos.end(), mb.pos.begin() + row, mb.pos.begin() + row + mb.local);
   }
   return Status::Ok();
 }
 
-void PhaseRunner::ExpandMla(const Tensor& latent, const Tensor& kvb, Tensor* k, Tensor* v) {
+Status PhaseRunner::ExpandMla(const TensorRef& latent, const TensorRef& kvb, MicroBatch& mb) {
   const int64_t n = latent.dim(0), per = nope_ + vd_;
-  *k = Tensor({n, hq_ * qk_});
-  *v = Tensor({n, hq_ * vd_});
+  RETURN_IF_ERROR(Act(&mb.k_exp, {n, hq_ * qk_}));
+  RETURN_IF_ERROR(Act(&mb.v_exp, {n, hq_ * vd_}));
   for (int64_t h = 0; h < hq_; ++h) {
-    k_.CopyRows(kvb.data() + h * per, hq_ * per, k->data() + h * qk_, hq_ * qk_, n, nope_);
-    k_.CopyRows(latent.data() + r_, latent_, k->data() + h * qk_ + nope_, hq_ * qk_, n, rope_);
-    k_.CopyRows(kvb.data() + h * per + nope_, hq_ * per, v->data() + h * vd_, hq_ * vd_, n, vd_);
+    RETURN_IF_ERROR(b_.Copy(View(kvb, 0, n, h * per, nope_), View(mb.k_exp, 0, n, h * qk_, nope_)));
+    RETURN_IF_ERROR(
+        b_.Copy(View(latent, 0, n, r_, rope_), View(mb.k_exp, 0, n, h * qk_ + nope_, rope_)));
+    RETURN_IF_ERROR(
+        b_.Copy(View(kvb, 0, n, h * per + nope_, vd_), View(mb.v_exp, 0, n, h * vd_, vd_)));
   }
+  return Status::Ok();
 }
 
 Status PhaseRunner::KvUpProj(const Op& op, MicroBatch& mb) {
-  const LayerWeights& lw = L(op);
+  const BackendLayerWeights& lw = L(op);
   const int64_t per = nope_ + vd_;
   const int64_t R = static_cast<int64_t>(mb.requests.size());
   if (op.role == OpRole::kKvUpProj) {
-    const Tensor& src = op.sp_step >= 0 ? mb.blocks[static_cast<size_t>(op.sp_step)] : mb.kv_a;
-    Tensor out({src.dim(0), hq_ * per});
-    Linear(src.data(), latent_, src.dim(0), r_, lw.kv_b, 0, hq_ * per, Tensor(), out.data(),
-           hq_ * per);
-    if (op.sp_step >= 0) {
-      mb.block_kvb.resize(static_cast<size_t>(op.sp_step) + 1);
-      mb.block_kvb[static_cast<size_t>(op.sp_step)] = std::move(out);
-    } else {
-      mb.kvb = std::move(out);
+    const size_t j = static_cast<size_t>(op.sp_step);
+    if (op.sp_step >= 0 && j >= mb.blocks.size()) {
+      return InternalError("ring block {} has not arrived", j);
     }
-    return Status::Ok();
+    const TensorRef& src = op.sp_step >= 0 ? mb.blocks[j] : mb.kv_a;
+    TensorRef* out = &mb.kvb;
+    if (op.sp_step >= 0) {
+      if (mb.block_kvb.size() <= j) mb.block_kvb.resize(j + 1);
+      out = &mb.block_kvb[j];
+    }
+    RETURN_IF_ERROR(Act(out, {src.dim(0), hq_ * per}));
+    return Linear(View(src, 0, src.dim(0), 0, r_), lw.kv_b, 0, hq_ * per, TensorRef(), *out);
   }
   if (op.role == OpRole::kAbsorbUk) {  // absorb W_UK into the query; keep q_rope beside it
-    mb.q_lat = Tensor({R, hq_ * latent_});
+    RETURN_IF_ERROR(Act(&mb.q_lat, {R, hq_ * latent_}));
     for (int64_t h = 0; h < hq_; ++h) {
-      k_.Gemm(R, r_, nope_, mb.qkv.data() + h * qk_, hq_ * qk_, lw.kv_b.data() + h * per, hq_ * per,
-              true, mb.q_lat.data() + h * latent_, hq_ * latent_, 0.0f);
-      k_.CopyRows(mb.qkv.data() + h * qk_ + nope_, hq_ * qk_, mb.q_lat.data() + h * latent_ + r_,
-                  hq_ * latent_, R, rope_);
+      RETURN_IF_ERROR(b_.Gemm(View(mb.qkv, 0, R, h * qk_, nope_),
+                              View(lw.kv_b, 0, r_, h * per, nope_),
+                              View(mb.q_lat, 0, R, h * latent_, r_), /*trans_b=*/true));
+      RETURN_IF_ERROR(b_.Copy(View(mb.qkv, 0, R, h * qk_ + nope_, rope_),
+                              View(mb.q_lat, 0, R, h * latent_ + r_, rope_)));
     }
     return Status::Ok();
   }
   // OpRole::kAbsorbUv.
-  {
-    mb.attn = Tensor({R, hq_ * vd_});
-    for (int64_t h = 0; h < hq_; ++h) {
-      k_.Gemm(R, vd_, r_, mb.o_lat.data() + h * r_, hq_ * r_, lw.kv_b.data() + h * per + nope_,
-              hq_ * per, false, mb.attn.data() + h * vd_, hq_ * vd_, 0.0f);
-    }
-    return Status::Ok();
+  RETURN_IF_ERROR(Act(&mb.attn, {R, hq_ * vd_}));
+  for (int64_t h = 0; h < hq_; ++h) {
+    RETURN_IF_ERROR(b_.Gemm(View(mb.o_lat, 0, R, h * r_, r_),
+                            View(lw.kv_b, 0, r_, h * per + nope_, vd_),
+                            View(mb.attn, 0, R, h * vd_, vd_)));
   }
+  return Status::Ok();
 }
 
-void PhaseRunner::AttendPerRequest(const MicroBatch& mb, const float* k, int64_t k_stride,
-                                   const float* v, int64_t v_stride, int64_t kv_heads,
-                                   const std::vector<int64_t>& kpos, int64_t keys_per_request,
-                                   Tensor* out, Tensor* lse) {
-  const float* q = mb.qkv.data();
-  const int64_t q_stride = mb.qkv.dim(1);
+Status PhaseRunner::AttendPerRequest(const MicroBatch& mb, const TensorRef& k, const TensorRef& v,
+                                     int64_t kv_heads, const std::vector<int64_t>& kpos,
+                                     int64_t keys_per_request, const TensorRef& out,
+                                     const TensorRef& lse) {
+  AttentionOpArgs a;
+  a.heads = hq_, a.kv_heads = kv_heads, a.head_dim = qk_, a.head_dim_v = vd_;
+  a.scale = scale_;
+  a.k_positions = kpos;
   for (size_t r = 0; r < mb.requests.size(); ++r) {
     const int64_t q0 = static_cast<int64_t>(r) * mb.local;
     const int64_t k0 = static_cast<int64_t>(r) * keys_per_request;
-    AttentionArgs a;
-    a.q = q + q0 * q_stride, a.q_stride = q_stride;
-    a.k = k + k0 * k_stride, a.k_stride = k_stride;
-    a.v = v + k0 * v_stride, a.v_stride = v_stride;
-    a.tq = mb.local, a.tk = keys_per_request, a.hq = hq_, a.hkv = kv_heads;
-    a.dqk = qk_, a.dv = vd_, a.qpos = mb.pos.data() + q0, a.kpos = kpos.data();
-    a.scale = scale_;
-    a.out = out->data() + q0 * hq_ * vd_, a.out_stride = hq_ * vd_;
-    a.lse = lse ? lse->data() + q0 * hq_ : nullptr;
-    k_.Attention(a);
+    a.q_positions.assign(mb.pos.begin() + q0, mb.pos.begin() + q0 + mb.local);
+    RETURN_IF_ERROR(b_.Attention(a, View(mb.qkv, q0, mb.local, 0, hq_ * qk_),
+                                 RowsOf(k, k0, keys_per_request), RowsOf(v, k0, keys_per_request),
+                                 RowsOf(out, q0, mb.local),
+                                 lse.empty() ? TensorRef() : RowsOf(lse, q0, mb.local)));
   }
+  return Status::Ok();
 }
 
 Status PhaseRunner::PrefillAttention(MicroBatch& mb) {
-  mb.attn = Tensor({mb.tokens, hq_ * vd_});
+  RETURN_IF_ERROR(Act(&mb.attn, {mb.tokens, hq_ * vd_}));
   const std::vector<int64_t> kpos(mb.pos.begin(), mb.pos.begin() + mb.local);
   if (mla_) {
-    Tensor k, v;
-    ExpandMla(mb.kv_a, mb.kvb, &k, &v);
-    AttendPerRequest(mb, k.data(), hq_ * qk_, v.data(), hq_ * vd_, hq_, kpos, mb.local, &mb.attn,
-                     nullptr);
-  } else {
-    const int64_t stride = mb.qkv.dim(1);
-    AttendPerRequest(mb, mb.qkv.data() + hq_ * d_, stride, mb.qkv.data() + (hq_ + hkv_) * d_,
-                     stride, hkv_, kpos, mb.local, &mb.attn, nullptr);
+    RETURN_IF_ERROR(ExpandMla(mb.kv_a, mb.kvb, mb));
+    return AttendPerRequest(mb, mb.k_exp, mb.v_exp, hq_, kpos, mb.local, mb.attn, TensorRef());
   }
-  return Status::Ok();
+  const int64_t T = mb.tokens;
+  return AttendPerRequest(mb, View(mb.qkv, 0, T, hq_ * d_, hkv_ * d_),
+                          View(mb.qkv, 0, T, (hq_ + hkv_) * d_, hkv_ * d_), hkv_, kpos, mb.local,
+                          mb.attn, TensorRef());
 }
 
 Status PhaseRunner::RingStep(const Op& op, MicroBatch& mb) {
@@ -155,78 +170,79 @@ Status PhaseRunner::RingStep(const Op& op, MicroBatch& mb) {
   for (int64_t p = 0; p < seq_; ++p) {
     if (layout_->OwnerOf(p) == src) kpos.push_back(p);
   }
-  Tensor out({mb.tokens, hq_ * vd_}), lse({mb.tokens, hq_});
-  const Tensor& block = mb.blocks[j];
+  // Partials in the order the steps run (the merge sums them in that order).
+  const size_t at = static_cast<size_t>(2 * mb.partial_count++);
+  if (mb.partials.size() < at + 2) mb.partials.resize(at + 2);
+  TensorRef& out = mb.partials[at];
+  TensorRef& lse = mb.partials[at + 1];
+  RETURN_IF_ERROR(Act(&out, {mb.tokens, hq_ * vd_}));
+  RETURN_IF_ERROR(Act(&lse, {mb.tokens, hq_}));
+  const TensorRef& block = mb.blocks[j];
   const int64_t n = static_cast<int64_t>(kpos.size());
   if (mla_) {
     if (j >= mb.block_kvb.size()) return InternalError("ring block {} not up-projected", j);
-    Tensor k, v;
-    ExpandMla(block, mb.block_kvb[j], &k, &v);
-    AttendPerRequest(mb, k.data(), hq_ * qk_, v.data(), hq_ * vd_, hq_, kpos, n, &out, &lse);
-  } else {
-    const int64_t stride = 2 * hkv_ * d_;
-    AttendPerRequest(mb, block.data(), stride, block.data() + hkv_ * d_, stride, hkv_, kpos, n,
-                     &out, &lse);
+    RETURN_IF_ERROR(ExpandMla(block, mb.block_kvb[j], mb));
+    return AttendPerRequest(mb, mb.k_exp, mb.v_exp, hq_, kpos, n, out, lse);
   }
-  mb.partials.push_back(std::move(out));
-  mb.partials.push_back(std::move(lse));
-  return Status::Ok();
+  const int64_t rows = block.dim(0);
+  return AttendPerRequest(mb, View(block, 0, rows, 0, hkv_ * d_),
+                          View(block, 0, rows, hkv_ * d_, hkv_ * d_), hkv_, kpos, n, out, lse);
 }
 
 Status PhaseRunner::DecodeAttention(const Op& op, MicroBatch& mb) {
   const int64_t R = static_cast<int64_t>(mb.requests.size());
-  DecodeAttentionArgs a;
-  a.hq = hq_, a.scale = scale_;
+  DecodeAttentionOpArgs a;
+  a.heads = hq_, a.scale = scale_;
+  TensorRef q;
   if (mla_) {
-    a.q = mb.q_lat.data(), a.q_stride = hq_ * latent_;
-    a.k_stride = a.v_stride = latent_, a.hkv = 1, a.dqk = latent_, a.dv = r_;
+    q = mb.q_lat;
+    a.kv_heads = 1, a.head_dim = latent_, a.head_dim_v = r_;
   } else {
-    a.q = mb.qkv.data(), a.q_stride = mb.qkv.dim(1);
-    a.k_stride = a.v_stride = hkv_ * d_, a.hkv = hkv_, a.dqk = a.dv = d_;
+    q = View(mb.qkv, 0, R, 0, hq_ * d_);
+    a.kv_heads = hkv_, a.head_dim = a.head_dim_v = d_;
   }
+  std::vector<TensorRef> k, v;
   for (int64_t req : mb.requests) {
-    KvCache& c = st_.cache[{op.layer, req}];
-    a.k.push_back(c.k.data());
-    a.v.push_back(mla_ ? c.k.data() : c.v.data());
-    a.len.push_back(static_cast<int64_t>(c.pos.size()));
+    const KvCache& c = st_.cache[{op.layer, req}];
+    if (c.k.empty()) return InternalError("no KV cache for request {} (missing prefill?)", req);
+    const int64_t width = c.k.dim(1);
+    k.push_back(View(c.k, 0, c.rows(), 0, width));
+    v.push_back(mla_ ? View(c.k, 0, c.rows(), 0, r_) : View(c.v, 0, c.rows(), 0, width));
   }
-  Tensor& out = mla_ ? mb.o_lat : mb.attn;
+  const int64_t dv = a.head_dim_v;
+  TensorRef& out = mla_ ? mb.o_lat : mb.attn;
   if (sp_ == 1) {
-    out = Tensor({R, hq_ * a.dv});
-    a.out = out.data(), a.out_stride = hq_ * a.dv;
-    k_.DecodeAttention(a);
-    return Status::Ok();
+    RETURN_IF_ERROR(Act(&out, {R, hq_ * dv}));
+    return b_.DecodeAttention(a, q, k, v, out, TensorRef());
   }
   // Partial over this rank's shard of the cache: [R·hq·dv outputs | R·hq lse].
-  mb.packed = Tensor({R * hq_ * (a.dv + 1)});
-  a.out = mb.packed.data(), a.out_stride = hq_ * a.dv, a.lse = mb.packed.data() + R * hq_ * a.dv;
-  k_.DecodeAttention(a);
-  return Status::Ok();
+  RETURN_IF_ERROR(Act(&mb.packed, {R * hq_ * (dv + 1)}));
+  return b_.DecodeAttention(a, q, k, v, Flat(mb.packed, 0, {R, hq_ * dv}),
+                            Flat(mb.packed, R * hq_ * dv, {R, hq_}));
 }
 
 Status PhaseRunner::Merge(MicroBatch& mb) {
-  std::vector<const float*> outs, lses;
+  std::vector<TensorRef> outs, lses;
   if (prefill_) {
-    for (size_t i = 0; i + 1 < mb.partials.size(); i += 2) {
-      outs.push_back(mb.partials[i].data());
-      lses.push_back(mb.partials[i + 1].data());
+    const int64_t rows = mb.tokens * hq_;
+    for (int64_t i = 0; i < mb.partial_count; ++i) {
+      outs.push_back(Flat(mb.partials[static_cast<size_t>(2 * i)], 0, {rows, vd_}));
+      lses.push_back(Flat(mb.partials[static_cast<size_t>(2 * i + 1)], 0, {rows}));
     }
-    mb.attn = Tensor({mb.tokens, hq_ * vd_});
-    k_.AttentionMerge(outs, lses, mb.tokens * hq_, vd_, mb.attn.data(), nullptr);
-    mb.partials.clear();
-    return Status::Ok();
+    mb.partial_count = 0;
+    RETURN_IF_ERROR(Act(&mb.attn, {mb.tokens, hq_ * vd_}));
+    return b_.AttentionMerge(outs, lses, Flat(mb.attn, 0, {rows, vd_}));
   }
   const int64_t R = static_cast<int64_t>(mb.requests.size());
   const int64_t dv = mla_ ? r_ : vd_;
   const int64_t part = R * hq_ * (dv + 1);
   for (int64_t s = 0; s < sp_; ++s) {
-    outs.push_back(mb.gathered.data() + s * part);
-    lses.push_back(mb.gathered.data() + s * part + R * hq_ * dv);
+    outs.push_back(Flat(mb.gathered, s * part, {R * hq_, dv}));
+    lses.push_back(Flat(mb.gathered, s * part + R * hq_ * dv, {R * hq_}));
   }
-  Tensor& out = mla_ ? mb.o_lat : mb.attn;
-  out = Tensor({R, hq_ * dv});
-  k_.AttentionMerge(outs, lses, R * hq_, dv, out.data(), nullptr);
-  return Status::Ok();
+  TensorRef& out = mla_ ? mb.o_lat : mb.attn;
+  RETURN_IF_ERROR(Act(&out, {R, hq_ * dv}));
+  return b_.AttentionMerge(outs, lses, Flat(out, 0, {R * hq_, dv}));
 }
 
 }  // namespace shardscope::runtime

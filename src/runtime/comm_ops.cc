@@ -8,58 +8,62 @@ namespace shardscope::runtime {
 StatusOr<Request> PhaseRunner::PostComm(const Op& op, MicroBatch& mb, OpRecord* rec) {
   const bool send = op.collective == Collective::kSend;
   const bool p2p = send || op.collective == Collective::kRecv;
-  auto floats = [&](Tensor& t) -> StatusOr<Request> {
-    rec->bytes = t.size() * 4;
-    return c_.AllReduce(op.group_id, t.data(), t.size());
+  auto sum = [&](const TensorRef& t) -> StatusOr<Request> {
+    if (!t.contiguous()) return InternalError("all-reduce of a strided view");
+    rec->bytes = t.bytes();
+    return c_.AllReduce(op.group_id, t.data, t.elements(), t.dtype, {});
   };
   switch (op.role) {
     case OpRole::kEmbeddingReduce:
-      return floats(mb.x);
+      return sum(mb.x);
     case OpRole::kAttnReduce:
-      return floats(mb.proj);
+      return sum(mb.proj);
     case OpRole::kFfnReduce:
-      return floats(mb.ffn_out);
+      return sum(mb.ffn_out);
     case OpRole::kArgMaxGather:
       mb.all_best.resize(mb.local_best.size() * static_cast<size_t>(tp_));
       rec->bytes = static_cast<int64_t>(mb.all_best.size() * sizeof(ArgMaxPair));
       return c_.AllGather(op.group_id, mb.local_best.data(),
                           static_cast<int64_t>(mb.local_best.size() * sizeof(ArgMaxPair)),
-                          mb.all_best.data());
+                          mb.all_best.data(), {});
     case OpRole::kAttnGather:
-      mb.gathered = Tensor({sp_, mb.packed.size()});
-      rec->bytes = mb.gathered.size() * 4;
-      return c_.AllGather(op.group_id, mb.packed.data(), mb.packed.size() * 4, mb.gathered.data());
+      RETURN_IF_ERROR(Act(&mb.gathered, {sp_, mb.packed.elements()}));
+      rec->bytes = mb.gathered.bytes();
+      return c_.AllGather(op.group_id, mb.packed.data, mb.packed.bytes(), mb.gathered.data, {});
     case OpRole::kTokenIds:
       rec->bytes = static_cast<int64_t>(mb.out_ids.size() * 4);
       if (op.collective == Collective::kBroadcast) {
         mb.ids_ready = true;
-        return c_.Broadcast(op.group_id, mb.out_ids.data(), rec->bytes, op.peer);
+        return c_.Broadcast(op.group_id, mb.out_ids.data(), rec->bytes, op.peer, {});
       }
       if (!p2p) break;
       if (!send) mb.ids_ready = true;
-      return send ? c_.Send(op.peer, mb.out_ids.data(), rec->bytes, Tag(op))
-                  : c_.Recv(op.peer, mb.out_ids.data(), rec->bytes, Tag(op));
+      return send ? c_.Send(op.peer, mb.out_ids.data(), rec->bytes, Tag(op), {})
+                  : c_.Recv(op.peer, mb.out_ids.data(), rec->bytes, Tag(op), {});
     case OpRole::kActivations:
       if (!p2p) break;
-      rec->bytes = mb.x.size() * 4;
-      return send ? c_.Send(op.peer, mb.x.data(), rec->bytes, Tag(op))
-                  : c_.Recv(op.peer, mb.x.data(), rec->bytes, Tag(op));
+      rec->bytes = mb.x.bytes();
+      return send ? c_.Send(op.peer, mb.x.data, rec->bytes, Tag(op), {})
+                  : c_.Recv(op.peer, mb.x.data, rec->bytes, Tag(op), {});
     case OpRole::kRingKv: {
       if (!p2p) break;
       if (mb.blocks.empty()) return InternalError("ring send before the own K/V block exists");
-      const std::vector<int64_t> shape = mb.blocks.front().shape();
       if (send) {
-        const Tensor& held = mb.blocks[static_cast<size_t>(op.sp_step)];
-        rec->bytes = held.size() * 4;
-        return c_.Send(op.peer, held.data(), rec->bytes, Tag(op));
+        if (static_cast<size_t>(op.sp_step) >= mb.blocks.size()) {
+          return InternalError("ring block {} has not arrived", op.sp_step);
+        }
+        const TensorRef& held = mb.blocks[static_cast<size_t>(op.sp_step)];
+        rec->bytes = held.bytes();
+        return c_.Send(op.peer, held.data, rec->bytes, Tag(op), {});
       }
-      // Blocks all have the shape of this rank's own block (S/sp tokens per request).
-      // Moving a Tensor keeps its buffer, so earlier in-flight blocks stay valid.
+      // Blocks all have the shape of this rank's own block (S/sp tokens per
+      // request); each gets its own memory, so in-flight blocks stay valid.
+      const TensorRef own = mb.blocks.front();
       mb.blocks.resize(static_cast<size_t>(op.sp_step) + 2);
-      Tensor& next = mb.blocks[static_cast<size_t>(op.sp_step) + 1];
-      next = Tensor(shape);
-      rec->bytes = next.size() * 4;
-      return c_.Recv(op.peer, next.data(), rec->bytes, Tag(op));
+      TensorRef& next = mb.blocks[static_cast<size_t>(op.sp_step) + 1];
+      ASSIGN_OR_RETURN(next, b_.NewTensor(own.dtype, own.shape));
+      rec->bytes = next.bytes();
+      return c_.Recv(op.peer, next.data, rec->bytes, Tag(op), {});
     }
     case OpRole::kDispatch:
       return Dispatch(op, mb, rec);
@@ -142,13 +146,15 @@ StatusOr<Request> PhaseRunner::Dispatch(const Op& op, MicroBatch& mb, OpRecord* 
     send_f[j] = mb.send_rows[j] * h_;
     total += rows;
   }
-  mb.recv = Tensor({total, h_});
+  if (total > mb.moe_rows) return InternalError("{} rows arrive, room for {}", total, mb.moe_rows);
+  mb.recv = RowsOf(mb.recv_buf, 0, total);
   rec->bytes = 0;
+  const int64_t size = DTypeSize(mb.perm.dtype);
   for (int64_t j = 0; j < n; ++j) {
-    rec->bytes_per_peer.push_back(send_f[j] * 4);
-    rec->bytes += send_f[j] * 4;
+    rec->bytes_per_peer.push_back(send_f[j] * size);
+    rec->bytes += send_f[j] * size;
   }
-  return c_.AllToAllV(op.group_id, mb.perm.data(), send_f, mb.recv.data(), recv_f);
+  return c_.AllToAllV(op.group_id, mb.perm.data, send_f, mb.recv.data, recv_f, mb.perm.dtype, {});
 }
 
 StatusOr<Request> PhaseRunner::Combine(const Op& op, MicroBatch& mb, OpRecord* rec) {
@@ -161,13 +167,15 @@ StatusOr<Request> PhaseRunner::Combine(const Op& op, MicroBatch& mb, OpRecord* r
     send_f[j] = rows * h_;
     recv_f[j] = mb.send_rows[j] * h_;
   }
-  mb.combined = Tensor({mb.perm.dim(0), h_});
+  RETURN_IF_ERROR(Act(&mb.combined, {mb.perm.dim(0), h_}));
   rec->bytes = 0;
+  const int64_t size = DTypeSize(mb.combined.dtype);
   for (int64_t j = 0; j < n; ++j) {
-    rec->bytes_per_peer.push_back(send_f[j] * 4);
-    rec->bytes += send_f[j] * 4;
+    rec->bytes_per_peer.push_back(send_f[j] * size);
+    rec->bytes += send_f[j] * size;
   }
-  return c_.AllToAllV(op.group_id, mb.combine_send.data(), send_f, mb.combined.data(), recv_f);
+  return c_.AllToAllV(op.group_id, mb.combine_send.data, send_f, mb.combined.data, recv_f,
+                      mb.combined.dtype, {});
 }
 
 }  // namespace shardscope::runtime

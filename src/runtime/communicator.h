@@ -69,7 +69,7 @@ class ControlPlane {
 // The data plane: collectives over the plan's groups and point-to-point
 // transfers, on typed buffers (counts in elements of `dtype`: fp32, bf16 or
 // fp16) or raw bytes, posted non-blocking on a stream. The fp32 overloads
-// without a dtype are shorthands for the executor's activations.
+// without a dtype are shorthands (tests); the executor passes its tensors' dtype.
 class DataPlane {
  public:
   virtual ~DataPlane() = default;

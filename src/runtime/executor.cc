@@ -12,21 +12,23 @@ int64_t NowNs() {
       .count();
 }
 
-Executor::Executor(const Experiment& e, const Placement& pl, int64_t rank, Kernels* k,
-                   Communicator* c, const ExecutorOptions& o, Weights w)
+Executor::Executor(const Experiment& e, const Placement& pl, int64_t rank, Backend* b,
+                   Communicator* c, const ExecutorOptions& o, std::unique_ptr<Arena> weight_arena,
+                   BackendWeights w)
     : experiment_(e),
       placement_(pl),
       rank_(rank),
-      kernels_(k),
+      backend_(b),
       comm_(c),
       options_(o),
+      weight_arena_(std::move(weight_arena)),
       weights_(std::move(w)),
-      state_(std::make_unique<State>()) {}
+      state_(std::make_unique<State>(b->NewArena())) {}
 
 Executor::~Executor() = default;
 
 StatusOr<std::unique_ptr<Executor>> Executor::Create(const Experiment& experiment,
-                                                     const Placement& placement, Kernels* kernels,
+                                                     const Placement& placement, Backend* backend,
                                                      Communicator* comm,
                                                      const ExecutorOptions& options) {
   const int64_t rank = comm->rank();
@@ -34,15 +36,28 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(const Experiment& experimen
     return InvalidArgument("experiment '{}' needs {} ranks, the communicator has {}",
                            experiment.name, placement.world_size(), comm->world_size());
   }
-  ASSIGN_OR_RETURN(Weights w, Weights::Create(experiment, placement, rank));
-  return std::unique_ptr<Executor>(
-      new Executor(experiment, placement, rank, kernels, comm, options, std::move(w)));
+  std::unique_ptr<Arena> arena;
+  BackendWeights bw;
+  {
+    ASSIGN_OR_RETURN(Weights w, Weights::Create(experiment, placement, rank));
+    arena = backend->NewArena(BackendWeights::UploadBytes(w, kExecutorDType));
+    ASSIGN_OR_RETURN(bw, BackendWeights::Upload(w, *backend, *arena, kExecutorDType));
+  }  // the host copy is freed here
+  return std::unique_ptr<Executor>(new Executor(experiment, placement, rank, backend, comm, options,
+                                                std::move(arena), std::move(bw)));
 }
 
-void Executor::Reset() {
-  state_ = std::make_unique<State>();
+Status Executor::Reset() {
+  RETURN_IF_ERROR(state_->arena->Reset());
+  state_->cache.clear();
+  state_->next_token.clear();
   records_.clear();
   samples_.clear();
+  return Status::Ok();
+}
+
+int64_t Executor::system_allocations() const {
+  return backend_->system_allocations() + state_->arena->system_allocations();
 }
 
 Status Executor::Run(const PhaseProgram& program) {
@@ -50,13 +65,14 @@ Status Executor::Run(const PhaseProgram& program) {
     return InvalidArgument("the Program has {} ranks, the plan {}", program.ranks.size(),
                            placement_.world_size());
   }
-  PhaseRunner runner(experiment_, placement_, rank_, *kernels_, *comm_, weights_, *state_, options_,
+  RETURN_IF_ERROR(backend_->ResetArena());  // the previous phase's activations
+  PhaseRunner runner(experiment_, placement_, rank_, *backend_, *comm_, weights_, *state_, options_,
                      program, &records_, &samples_);
   return runner.Run();
 }
 
 Status RunGeneration(const ProgramBuilder& builder, Executor& executor) {
-  executor.Reset();
+  RETURN_IF_ERROR(executor.Reset());
   ASSIGN_OR_RETURN(PhaseProgram prefill, builder.Build(Phase::kPrefill, 0));
   RETURN_IF_ERROR(executor.Run(prefill));
   const int64_t steps = builder.experiment().workload.tokens_to_generate - 1;

@@ -1,9 +1,13 @@
 // Executor: runs one rank's ops of a Program on real tensors, in list order,
-// through the Kernels and Communicator interfaces (so the CUDA backend plugs in
-// beside the CPU one). Comm ops are posted non-blocking when reached and
-// completed when an op that depends on them starts (or the phase ends), so the
-// overlap the Program allows happens. State that outlives a phase — KV caches,
-// each request's next token — lives here; Reset() starts a new generation.
+// through the Backend and Communicator interfaces (so the CUDA backend plugs in
+// beside the CPU one). Memory: the weights are uploaded once into an arena the
+// executor owns; the KV caches live in a second one, reset by Reset() (each
+// generation); activations come from the backend's step arena, reset at the
+// start of every phase — so the steady state allocates nothing. Comm ops are
+// posted non-blocking when reached and completed when an op that depends on
+// them starts (or the phase ends), so the overlap the Program allows happens.
+// State that outlives a phase — KV caches, each request's next token — lives
+// here; Reset() starts a new generation.
 // docs/runtime.md maps every op kind and label to what it computes.
 // One executor per rank; not thread-safe.
 #ifndef SHARDSCOPE_RUNTIME_EXECUTOR_H_
@@ -22,16 +26,17 @@
 #include "plan/placement.h"
 #include "program/program.h"
 #include "program/program_builder.h"
+#include "runtime/backend.h"
+#include "runtime/backend_weights.h"
 #include "runtime/communicator.h"
 #include "runtime/fault_injection.h"
-#include "runtime/kernels.h"
-#include "runtime/weights.h"
 
 namespace shardscope::runtime {
 
 // One op as it ran on this rank: times in ns on this rank's steady clock
-// (compute: around the kernel; comm: from post to completion), and for comm ops
-// the bytes that really moved (fp32 activations, the router's real split).
+// (compute: from issue, lasting what the backend's OpTimer measured; comm: from
+// post to completion), and for comm ops the bytes that really moved (the
+// activations' dtype, the router's real split).
 struct OpRecord {
   int32_t phase_index = 0;  // 0: prefill; k + 1: decode step k
   Op op;
@@ -72,15 +77,21 @@ struct ExecutorOptions {
   OpPosition* position = nullptr;
 };
 
+// The dtype of the executor's weights, activations and KV caches: fp32 today
+// (the model's dtype is what the simulator costs; the executor computes the
+// reference values). Comm ops move tensors in their dtype.
+inline constexpr DType kExecutorDType = DType::kFp32;
+
 // Nanoseconds on the steady clock (what OpRecord uses).
 int64_t NowNs();
 
 class Executor {
  public:
-  // Builds this rank's weights. `kernels` and `comm` are borrowed and must
-  // outlive the executor; the communicator must already have the placement's groups.
+  // Builds this rank's weights and uploads them to `backend`. `backend` and
+  // `comm` are borrowed and must outlive the executor; the communicator must
+  // already have the placement's groups.
   static StatusOr<std::unique_ptr<Executor>> Create(const Experiment& experiment,
-                                                    const Placement& placement, Kernels* kernels,
+                                                    const Placement& placement, Backend* backend,
                                                     Communicator* comm,
                                                     const ExecutorOptions& options = {});
   ~Executor();
@@ -88,7 +99,7 @@ class Executor {
   Executor& operator=(const Executor&) = delete;
 
   // Forgets KV caches, tokens and records: the next Run must be a prefill.
-  void Reset();
+  Status Reset();
   // Runs this rank's ops of `program`. A failure names the rank and the op; the
   // other ranks are not told (the caller aborts the job).
   Status Run(const PhaseProgram& program);
@@ -96,22 +107,26 @@ class Executor {
   int64_t rank() const { return rank_; }
   const std::vector<OpRecord>& records() const { return records_; }
   const std::vector<SampleRecord>& samples() const { return samples_; }
-  const Weights& weights() const { return weights_; }
+  const BackendWeights& weights() const { return weights_; }
+  // Memory chunks taken from the system by the backend's step arena and the
+  // KV caches' arena: constant over the decode steps of a generation.
+  int64_t system_allocations() const;
 
   // Per-generation state (KV caches, next tokens); opaque.
   struct State;
 
  private:
-  Executor(const Experiment& e, const Placement& pl, int64_t rank, Kernels* k, Communicator* c,
-           const ExecutorOptions& o, Weights w);
+  Executor(const Experiment& e, const Placement& pl, int64_t rank, Backend* b, Communicator* c,
+           const ExecutorOptions& o, std::unique_ptr<Arena> weight_arena, BackendWeights w);
 
   const Experiment experiment_;
   const Placement placement_;
   const int64_t rank_;
-  Kernels* const kernels_;
+  Backend* const backend_;
   Communicator* const comm_;
   const ExecutorOptions options_;
-  Weights weights_;
+  std::unique_ptr<Arena> weight_arena_;  // before weights_: the tensors live in it
+  BackendWeights weights_;
   std::unique_ptr<State> state_;
   std::vector<OpRecord> records_;
   std::vector<SampleRecord> samples_;

@@ -138,10 +138,10 @@ inline std::vector<SampleRecord> RunSingle(const Experiment& e) {
   auto builder = ProgramBuilder::Create(e, *pl);
   EXPECT_TRUE(builder.ok()) << builder.status().message();
   LocalCommunicator comm;
-  auto kernels = NewCpuKernels();
+  auto backend = NewCpuBackend();
   ExecutorOptions o;
   o.keep_logits = true;
-  auto ex = Executor::Create(e, *pl, kernels.get(), &comm, o);
+  auto ex = Executor::Create(e, *pl, backend.get(), &comm, o);
   EXPECT_TRUE(ex.ok()) << ex.status().message();
   if (!builder.ok() || !ex.ok()) return {};
   Status s = RunGeneration(*builder, **ex);

@@ -1,9 +1,11 @@
-// Kernels: the backend interface of the executor — the table of fp32 operations
-// a backend (cpu/, later cuda/) implements over its own memory. Pointers are
-// backend memory; matrices are row-major with explicit row strides, so a kernel
-// can read one head or one half of a fused projection in place. Every backend is
-// tested against the plain reference loops in kernels_test.cc. Implementations
-// are stateless and thread-compatible.
+// Kernels: a table of fp32 operations on host pointers — what the CPU backend
+// (cpu/cpu_kernels.cc, OpenBLAS) is built from; the executor does not call it,
+// it runs on runtime::Backend (backend.h), whose NewKernelsBackend forwards the
+// fp32 ops here. Matrices are row-major with explicit row strides, so a kernel
+// can read one head or one half of a fused projection in place. Tested against
+// plain loops in cpu/cpu_kernels_test.cc. Also the rotary-embedding math
+// (RopeSpec, RopeInvFreq) that the executor and the backends share.
+// Implementations are stateless and thread-compatible.
 #ifndef SHARDSCOPE_RUNTIME_KERNELS_H_
 #define SHARDSCOPE_RUNTIME_KERNELS_H_
 

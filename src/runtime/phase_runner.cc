@@ -8,15 +8,15 @@
 
 namespace shardscope::runtime {
 
-PhaseRunner::PhaseRunner(const Experiment& e, const Placement& pl, int64_t rank, Kernels& k,
-                         Communicator& c, const Weights& w, Executor::State& st,
+PhaseRunner::PhaseRunner(const Experiment& e, const Placement& pl, int64_t rank, Backend& b,
+                         Communicator& c, const BackendWeights& w, Executor::State& st,
                          const ExecutorOptions& options, const PhaseProgram& program,
                          std::vector<OpRecord>* records, std::vector<SampleRecord>* samples)
     : e_(e),
       m_(e.model),
       pl_(pl),
       rank_(rank),
-      k_(k),
+      b_(b),
       c_(c),
       w_(w),
       st_(st),
@@ -57,6 +57,8 @@ PhaseRunner::PhaseRunner(const Experiment& e, const Placement& pl, int64_t rank,
     scale *= ms * ms;
   }
   scale_ = static_cast<float>(scale);
+  dtype_ = kExecutorDType;
+  timer_ = b.NewTimer();
 }
 
 Status PhaseRunner::Run() {
@@ -135,7 +137,7 @@ Status PhaseRunner::SetUpMicroBatches() {
       }
     }
     b.out_ids.assign(b.requests.size(), -1);
-    b.x = Tensor({b.tokens, h_});
+    RETURN_IF_ERROR(Act(&b.x, {b.tokens, h_}));
   }
   return Status::Ok();
 }
@@ -164,9 +166,13 @@ Status PhaseRunner::RunOp(const Op& op) {
     if (op.layer >= 0 && !w_.has_layer(op.layer)) {
       return InternalError("layer {} is not on this rank's stage", op.layer);
     }
+    // Issued now; as long as the backend's own clock says.
     rec.record.start_ns = NowNs();
+    RETURN_IF_ERROR(timer_->Start());
     RETURN_IF_ERROR(RunCompute(op, mb));
-    rec.record.end_ns = NowNs();
+    RETURN_IF_ERROR(timer_->Stop());
+    ASSIGN_OR_RETURN(const int64_t elapsed, timer_->ElapsedNs());
+    rec.record.end_ns = rec.record.start_ns + elapsed;
     pending_records_.push_back(std::move(rec));
   }
   return Poll();
@@ -201,93 +207,90 @@ Status PhaseRunner::Complete(int32_t id) {
   return Status::Ok();
 }
 
-void PhaseRunner::Linear(const float* x, int64_t lda, int64_t m, int64_t kk, const Tensor& w,
-                         int64_t col, int64_t n, const Tensor& bias, float* y, int64_t ldc) {
-  const int64_t ldw = w.dim(w.rank() - 1);
-  k_.Gemm(m, n, kk, x, lda, w.data() + col, ldw, false, y, ldc, 0.0f);
-  if (!bias.empty()) {
-    for (int64_t i = 0; i < m; ++i) k_.Add(bias.data() + col, y + i * ldc, n);
-  }
+Status PhaseRunner::Act(TensorRef* t, std::vector<int64_t> shape) {
+  if (!t->empty() && t->row_stride == 0 && t->shape == shape) return Status::Ok();
+  ASSIGN_OR_RETURN(*t, b_.NewTensor(dtype_, std::move(shape)));
+  return Status::Ok();
 }
 
-Tensor PhaseRunner::Linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
-  const int64_t m = x.rank() == 2 ? x.dim(0) : 0;
-  Tensor y({m, w.dim(1)});
-  Linear(x.data(), x.dim(1), m, x.dim(1), w, 0, w.dim(1), bias, y.data(), w.dim(1));
-  return y;
+Status PhaseRunner::Linear(const TensorRef& x, const TensorRef& w, int64_t col, int64_t n,
+                           const TensorRef& bias, const TensorRef& y) {
+  const bool all = col == 0 && n == w.dim(1);
+  RETURN_IF_ERROR(b_.Gemm(x, all ? w : View(w, 0, w.dim(0), col, n), y));
+  if (bias.empty()) return Status::Ok();
+  return b_.AddBias(all ? bias : Flat(bias, col, {n}), y);
 }
 
-void PhaseRunner::Norm(const Tensor& x, const Tensor& w, Tensor* y) {
-  *y = Tensor(x.shape());
-  k_.RmsNorm(x.data(), x.dim(1), w.data(), y->data(), y->dim(1), x.dim(0), x.dim(1),
-             static_cast<float>(m_.norm_eps));
+Status PhaseRunner::Linear(const TensorRef& x, const TensorRef& w, const TensorRef& bias,
+                           TensorRef* y) {
+  RETURN_IF_ERROR(Act(y, {x.dim(0), w.dim(1)}));
+  return Linear(x, w, 0, w.dim(1), bias, *y);
 }
 
-void PhaseRunner::Activation(const Tensor& up, Tensor* act) {
-  const int64_t m = up.dim(0);
-  if (m_.activation == Activation::kSwiGlu) {
-    *act = Tensor({m, up.dim(1) / 2});
-    k_.SwiGlu(up.data(), m, up.dim(1) / 2, act->data());
-  } else {
-    *act = Tensor(up.shape());
-    k_.Gelu(up.data(), up.size(), act->data());
-  }
+Status PhaseRunner::Norm(const TensorRef& x, const TensorRef& w, TensorRef* y) {
+  RETURN_IF_ERROR(Act(y, x.shape));
+  return b_.RmsNorm(x, w, static_cast<float>(m_.norm_eps), *y);
+}
+
+Status PhaseRunner::Activation(const TensorRef& up, const TensorRef& act) {
+  if (m_.activation == Activation::kSwiGlu) return b_.SwiGlu(up, act);
+  return b_.Gelu(up, act);
+}
+
+Status PhaseRunner::Activation(const TensorRef& up, TensorRef* act) {
+  const bool glu = m_.activation == Activation::kSwiGlu;
+  RETURN_IF_ERROR(Act(act, {up.dim(0), glu ? up.dim(1) / 2 : up.dim(1)}));
+  return Activation(up, *act);
 }
 
 Status PhaseRunner::RunCompute(const Op& op, MicroBatch& mb) {
   const int64_t T = mb.tokens;
+  const float eps = static_cast<float>(m_.norm_eps);
   switch (op.role) {
     case OpRole::kEmbedding:
       for (int32_t id : mb.ids) {
         if (id < 0) return InternalError("no input token for a request (missing prefill?)");
       }
-      k_.Embedding(mb.ids.data(), T, w_.embedding().data(), w_.vocab().begin, w_.vocab().count, h_,
-                   mb.x.data());
-      return Status::Ok();
+      return b_.Embedding(mb.ids, w_.embedding(), w_.vocab().begin, mb.x);
     case OpRole::kInputNorm:
-      return Norm(mb.x, L(op).input_norm, &mb.hn), Status::Ok();
+      return Norm(mb.x, L(op).input_norm, &mb.hn);
     case OpRole::kPostAttentionNorm:
-      return Norm(mb.x, L(op).post_norm, &mb.hn), Status::Ok();
+      return Norm(mb.x, L(op).post_norm, &mb.hn);
     case OpRole::kQaNorm:
-      return Norm(mb.qa, L(op).q_a_norm, &mb.qa), Status::Ok();
-    case OpRole::kKvANorm:
-      k_.RmsNorm(mb.kv_a.data(), latent_, L(op).kv_a_norm.data(), mb.kv_a.data(), latent_, T, r_,
-                 static_cast<float>(m_.norm_eps));
-      return Status::Ok();
+      return b_.RmsNorm(mb.qa, L(op).q_a_norm, eps, mb.qa);
+    case OpRole::kKvANorm: {
+      const TensorRef c_kv = View(mb.kv_a, 0, T, 0, r_);
+      return b_.RmsNorm(c_kv, L(op).kv_a_norm, eps, c_kv);
+    }
     case OpRole::kFinalNorm:
       return HeadNorm(mb);
     case OpRole::kQkvProj: {
-      const LayerWeights& lw = L(op);
-      mb.qkv = Linear(mb.hn, lw.qkv, lw.qkv_bias);
-      return Status::Ok();
+      const BackendLayerWeights& lw = L(op);
+      return Linear(mb.hn, lw.qkv, lw.qkv_bias, &mb.qkv);
     }
     case OpRole::kQProj: {
-      const LayerWeights& lw = L(op);
+      const BackendLayerWeights& lw = L(op);
       if (!mla_) {  // GQA with replicated KV heads: the q columns alone
-        mb.qkv = Tensor({T, lw.qkv.dim(1)});
-        Linear(mb.hn.data(), h_, T, h_, lw.qkv, 0, hq_ * d_, lw.qkv_bias, mb.qkv.data(),
-               lw.qkv.dim(1));
-        return Status::Ok();
+        RETURN_IF_ERROR(Act(&mb.qkv, {T, lw.qkv.dim(1)}));
+        return Linear(mb.hn, lw.qkv, 0, hq_ * d_, lw.qkv_bias, View(mb.qkv, 0, T, 0, hq_ * d_));
       }
-      return mb.qkv = Linear(mb.hn, lw.q, Tensor()), Status::Ok();
+      return Linear(mb.hn, lw.q, TensorRef(), &mb.qkv);
     }
     case OpRole::kQaProj: {
-      const LayerWeights& lw = L(op);
-      return mb.qa = Linear(mb.hn, lw.q_a, lw.q_a_bias), Status::Ok();
+      const BackendLayerWeights& lw = L(op);
+      return Linear(mb.hn, lw.q_a, lw.q_a_bias, &mb.qa);
     }
     case OpRole::kQbProj:
-      return mb.qkv = Linear(mb.qa, L(op).q_b, Tensor()), Status::Ok();
+      return Linear(mb.qa, L(op).q_b, TensorRef(), &mb.qkv);
     case OpRole::kKvProj: {
       if (mla_) break;
-      const LayerWeights& lw = L(op);
-      const int64_t at = hq_ * d_;
-      Linear(mb.hn.data(), h_, T, h_, lw.qkv, at, 2 * hkv_ * d_, lw.qkv_bias, mb.qkv.data() + at,
-             lw.qkv.dim(1));
-      return Status::Ok();
+      const BackendLayerWeights& lw = L(op);
+      const int64_t at = hq_ * d_, n = 2 * hkv_ * d_;
+      return Linear(mb.hn, lw.qkv, at, n, lw.qkv_bias, View(mb.qkv, 0, T, at, n));
     }
     case OpRole::kKvAProj: {
-      const LayerWeights& lw = L(op);
-      return mb.kv_a = Linear(mb.hn, lw.kv_a, lw.kv_a_bias), Status::Ok();
+      const BackendLayerWeights& lw = L(op);
+      return Linear(mb.hn, lw.kv_a, lw.kv_a_bias, &mb.kv_a);
     }
     case OpRole::kRope:
     case OpRole::kRopeQ:
@@ -306,60 +309,57 @@ Status PhaseRunner::RunCompute(const Op& op, MicroBatch& mb) {
     case OpRole::kAttentionMerge:
       return Merge(mb);
     case OpRole::kOutProj: {
-      const LayerWeights& lw = L(op);
-      mb.proj = Linear(mb.attn, lw.o, lw.o_bias);
-      return Status::Ok();
+      const BackendLayerWeights& lw = L(op);
+      return Linear(mb.attn, lw.o, lw.o_bias, &mb.proj);
     }
     case OpRole::kResidualAttn:
-      return k_.Add(mb.proj.data(), mb.x.data(), mb.x.size()), Status::Ok();
+      return b_.Add(mb.proj, mb.x);
     case OpRole::kResidualFfn:
-      return k_.Add(mb.ffn_out.data(), mb.x.data(), mb.x.size()), Status::Ok();
+      return b_.Add(mb.ffn_out, mb.x);
     case OpRole::kFfnUp: {
-      const ExpertWeights& f = L(op).ffn;
-      mb.up = Linear(mb.hn, f.gate_up, f.gate_up_bias);
-      return Status::Ok();
+      const BackendExpertWeights& f = L(op).ffn;
+      return Linear(mb.hn, f.gate_up, f.gate_up_bias, &mb.up);
     }
     case OpRole::kFfnActivation:
-      return Activation(mb.up, &mb.act), Status::Ok();
+      return Activation(mb.up, &mb.act);
     case OpRole::kSharedActivation:
-      return Activation(mb.sh_up, &mb.sh_act), Status::Ok();
-    case OpRole::kExpertActivation:
-      return Activation(mb.expert_up, &mb.expert_act), Status::Ok();
+      return Activation(mb.sh_up, &mb.sh_act);
+    case OpRole::kExpertActivation: {
+      const bool glu = m_.activation == Activation::kSwiGlu;
+      const int64_t width = glu ? mb.expert_up.dim(1) / 2 : mb.expert_up.dim(1);
+      RETURN_IF_ERROR(Act(&mb.act_buf, {mb.moe_rows, width}));
+      mb.expert_act = Flat(mb.act_buf, 0, {mb.expert_up.dim(0), width});
+      return Activation(mb.expert_up, mb.expert_act);
+    }
     case OpRole::kFfnDown: {
-      const ExpertWeights& f = L(op).ffn;
-      mb.ffn_out = Linear(mb.act, f.down, f.down_bias);
-      return Status::Ok();
+      const BackendExpertWeights& f = L(op).ffn;
+      return Linear(mb.act, f.down, f.down_bias, &mb.ffn_out);
     }
     case OpRole::kRouter:
       return Router(op, mb);
     case OpRole::kPermute:
       return Permute(mb);
     case OpRole::kSharedGateUp: {
-      const ExpertWeights& f = L(op).shared;
-      return mb.sh_up = Linear(mb.hn, f.gate_up, f.gate_up_bias), Status::Ok();
+      const BackendExpertWeights& f = L(op).shared;
+      return Linear(mb.hn, f.gate_up, f.gate_up_bias, &mb.sh_up);
     }
     case OpRole::kSharedDown: {
-      const ExpertWeights& f = L(op).shared;
-      mb.shared_out = Linear(mb.sh_act, f.down, f.down_bias);
-      return Status::Ok();
+      const BackendExpertWeights& f = L(op).shared;
+      return Linear(mb.sh_act, f.down, f.down_bias, &mb.shared_out);
     }
     case OpRole::kExpertGateUp:
       return ExpertGateUp(op, mb);
     case OpRole::kExpertDown:
       return ExpertDown(op, mb);
     case OpRole::kUnpermute: {
-      const Tensor& y = ep_ > 1 ? mb.combined : mb.expert_out;
-      mb.ffn_out = Tensor({T, h_});
-      const int64_t topk = m_.moe.experts_per_token;
-      k_.Unpermute(y.data(), T, h_, mb.row_of.data(), mb.router_w.data(), topk,
-                   mb.shared_out.empty() ? nullptr : mb.shared_out.data(), mb.ffn_out.data());
-      return Status::Ok();
+      const TensorRef& y = ep_ > 1 ? mb.combined : mb.expert_out;
+      RETURN_IF_ERROR(Act(&mb.ffn_out, {T, h_}));
+      return b_.Unpermute(y, mb.row_of, mb.router_w, m_.moe.experts_per_token, mb.shared_out,
+                          mb.ffn_out);
     }
     case OpRole::kLmHead:
-      mb.logits = Tensor({mb.final_hn.dim(0), w_.vocab().count});
-      LmHead(k_, mb.final_hn.data(), mb.final_hn.dim(0), h_, w_.lm_head().data(), w_.vocab().count,
-             mb.logits.data());
-      return Status::Ok();
+      RETURN_IF_ERROR(Act(&mb.logits, {mb.final_hn.dim(0), w_.vocab().count}));
+      return b_.Gemm(mb.final_hn, w_.lm_head(), mb.logits);
     case OpRole::kSample:
     case OpRole::kSampleLocal:
     case OpRole::kSampleSelect:

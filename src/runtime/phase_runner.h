@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/backend_weights.h"
 #include "runtime/executor.h"
 
 namespace shardscope::runtime {
@@ -24,44 +25,56 @@ struct ArgMaxPair {
 };
 static_assert(sizeof(ArgMaxPair) == 8);
 
-// A cache of one request in one layer: rows appended in position order
+// A cache of one request in one layer: rows appended in position order into
+// tensors of the executor's generation arena, sized for the whole generation
 // (GQA: K and V rows; MLA: the latent [c_kv | k_rope] rows in `k`).
 struct KvCache {
-  std::vector<float> k, v;
-  std::vector<int64_t> pos;
+  TensorRef k, v;            // [capacity × width]
+  std::vector<int64_t> pos;  // position of each row held
+  int64_t rows() const { return static_cast<int64_t>(pos.size()); }
 };
 
-// Everything a phase's micro-batch computes, by the name its ops use.
+// Everything a phase's micro-batch computes, by the name its ops use: tensors
+// of the step arena, allocated by the first layer that writes them and reused
+// by the later ones (PhaseRunner::Act); ring blocks are fresh per layer, as a
+// send may still read the previous layer's.
 struct MicroBatch {
-  std::vector<int64_t> requests;  // global request indices
-  int64_t tokens = 0;             // T: rows of the activations
-  int64_t local = 0;              // tokens per request
-  std::vector<int64_t> pos;       // position of each row
-  std::vector<int32_t> ids;       // input token id of each row
-  Tensor x, hn, proj, ffn_out;    // residual stream, normed input, block outputs
-  Tensor qkv, qa, kv_a, kvb;      // projections (GQA fused qkv; MLA q in qkv)
-  Tensor attn, q_lat, o_lat;      // attention output (merged); MLA absorbed decode
-  std::vector<Tensor> partials;   // ring attention: [T, hq·dv] then [T, hq] per step
-  std::vector<Tensor> blocks;     // ring attention: the K/V block held at each step
-  std::vector<Tensor> retired;    // earlier layers' blocks, alive until sends finish
-  std::vector<Tensor> block_kvb;  // MLA ring: each block up-projected
-  Tensor packed, gathered;        // SP decode: partial out + lse, all-gathered
-  Tensor up, act;                 // dense FFN
-  // MoE.
-  Tensor router_logits, router_w, perm, sh_up, sh_act, shared_out;
+  std::vector<int64_t> requests;     // global request indices
+  int64_t tokens = 0;                // T: rows of the activations
+  int64_t local = 0;                 // tokens per request
+  std::vector<int64_t> pos;          // position of each row
+  std::vector<int32_t> ids;          // input token id of each row
+  TensorRef x, hn, proj, ffn_out;    // residual stream, normed input, block outputs
+  TensorRef qkv, qa, kv_a, kvb;      // projections (GQA fused qkv; MLA q in qkv)
+  TensorRef attn, q_lat, o_lat;      // attention output (merged); MLA absorbed decode
+  std::vector<TensorRef> partials;   // ring attention: [T, hq·dv] then [T, hq] per step
+  int64_t partial_count = 0;         // partials of this layer so far
+  std::vector<TensorRef> blocks;     // ring attention: the K/V block held at each step
+  std::vector<TensorRef> block_kvb;  // MLA ring: each block up-projected
+  TensorRef k_exp, v_exp;            // MLA prefill: per-head K and V of a block
+  TensorRef packed, gathered;        // SP decode: partial out + lse, all-gathered
+  TensorRef up, act;                 // dense FFN
+  // MoE. Rows that arrive from EP peers vary by layer and step: their tensors
+  // are views of buffers sized for the most that can arrive (moe_rows).
+  TensorRef router_logits, router_w, perm, sh_up, sh_act, shared_out;
   std::vector<int32_t> router_idx;
   std::vector<int64_t> row_of, slot_counts, send_rows;
   std::vector<int64_t> recv_counts;  // [member][local expert], member-major
-  Tensor recv, expert_in, expert_up, expert_act, expert_out, combine_send, combined;
+  int64_t moe_rows = 0;
+  TensorRef recv_buf, in_buf, up_buf, act_buf, out_buf, send_buf;
+  TensorRef recv, expert_in, expert_up, expert_act, expert_out, combine_send, combined;
   std::vector<int64_t> expert_rows;  // rows per local expert
   // Head.
-  Tensor final_hn, logits;
+  TensorRef last_rows, final_hn, logits;
   std::vector<ArgMaxPair> local_best, all_best;
+  std::vector<float> best_value;
   std::vector<int32_t> out_ids;  // sampled token per request
   bool ids_ready = false;
 };
 
 struct Executor::State {
+  explicit State(std::unique_ptr<Arena> a) : arena(std::move(a)) {}
+  std::unique_ptr<Arena> arena;                          // the KV caches' memory
   std::map<std::pair<int64_t, int64_t>, KvCache> cache;  // (layer, request)
   std::map<int64_t, int32_t> next_token;                 // request → token to feed next
 };
@@ -69,8 +82,8 @@ struct Executor::State {
 // Runs one phase's ops of this rank, in list order; keeps the in-flight requests.
 class PhaseRunner {
  public:
-  PhaseRunner(const Experiment& e, const Placement& pl, int64_t rank, Kernels& k, Communicator& c,
-              const Weights& w, Executor::State& st, const ExecutorOptions& options,
+  PhaseRunner(const Experiment& e, const Placement& pl, int64_t rank, Backend& b, Communicator& c,
+              const BackendWeights& w, Executor::State& st, const ExecutorOptions& options,
               const PhaseProgram& program, std::vector<OpRecord>* records,
               std::vector<SampleRecord>* samples);
 
@@ -142,36 +155,45 @@ class PhaseRunner {
 
   // ---- Compute.
 
-  const LayerWeights& L(const Op& op) const { return w_.layer(op.layer); }
+  const BackendLayerWeights& L(const Op& op) const { return w_.layer(op.layer); }
 
-  // y[m × n] = x[m × k] · W (+ bias); W may be a column window of a wider matrix.
-  void Linear(const float* x, int64_t lda, int64_t m, int64_t kk, const Tensor& w, int64_t col,
-              int64_t n, const Tensor& bias, float* y, int64_t ldc);
-  Tensor Linear(const Tensor& x, const Tensor& w, const Tensor& bias);
+  // `*t` as an activation of `shape`: the memory it has when its shape is the
+  // same (the previous layer's), else new memory of the step arena.
+  Status Act(TensorRef* t, std::vector<int64_t> shape);
 
-  void Norm(const Tensor& x, const Tensor& w, Tensor* y);
+  // y [m × n] = x [m × k] · W[:, col, col + n) (+ bias[col, col + n)); y may be a view.
+  Status Linear(const TensorRef& x, const TensorRef& w, int64_t col, int64_t n,
+                const TensorRef& bias, const TensorRef& y);
+  // *y = x · W (+ bias), all columns.
+  Status Linear(const TensorRef& x, const TensorRef& w, const TensorRef& bias, TensorRef* y);
 
-  void Activation(const Tensor& up, Tensor* act);
+  Status Norm(const TensorRef& x, const TensorRef& w, TensorRef* y);
+
+  // act = the model's activation of up (act preallocated).
+  Status Activation(const TensorRef& up, const TensorRef& act);
+  Status Activation(const TensorRef& up, TensorRef* act);
 
   // One case per role and no default: -Werror=switch names a role left out.
   Status RunCompute(const Op& op, MicroBatch& mb);
 
   Status RunRope(const Op& op, MicroBatch& mb);
 
-  // The K/V rows of this rank's new tokens: GQA [T, 2·hkv·d] (K | V), MLA the latent rows.
-  Tensor OwnBlock(const MicroBatch& mb);
+  // The K/V rows of this rank's new tokens, as a view: GQA [T, 2·hkv·d] (K | V), MLA the latent
+  // rows.
+  TensorRef NewKv(const MicroBatch& mb) const;
 
   Status KvAppend(const Op& op, MicroBatch& mb);
 
   // MLA: per-head K = [k_nope | shared k_rope] and V from a latent block and its up-projection.
-  void ExpandMla(const Tensor& latent, const Tensor& kvb, Tensor* k, Tensor* v);
+  Status ExpandMla(const TensorRef& latent, const TensorRef& kvb, MicroBatch& mb);
 
   Status KvUpProj(const Op& op, MicroBatch& mb);
 
   // Attention of each request's queries over one K/V set (same rows per request).
-  void AttendPerRequest(const MicroBatch& mb, const float* k, int64_t k_stride, const float* v,
-                        int64_t v_stride, int64_t kv_heads, const std::vector<int64_t>& kpos,
-                        int64_t keys_per_request, Tensor* out, Tensor* lse);
+  // k, v: keys_per_request rows per request (heads of qk_ / vd_ columns).
+  Status AttendPerRequest(const MicroBatch& mb, const TensorRef& k, const TensorRef& v,
+                          int64_t kv_heads, const std::vector<int64_t>& kpos,
+                          int64_t keys_per_request, const TensorRef& out, const TensorRef& lse);
 
   Status PrefillAttention(MicroBatch& mb);
 
@@ -189,6 +211,10 @@ class PhaseRunner {
   // Groups the assignments by EP rank, then by that rank's experts (slot order).
   Status Permute(MicroBatch& mb);
 
+  // The most rows that can arrive for this rank's experts (every member's
+  // tokens, each at most min(top-k, local experts) times), and the buffers.
+  Status MoeBuffers(MicroBatch& mb);
+
   Status ExpertGateUp(const Op& op, MicroBatch& mb);
 
   Status ExpertDown(const Op& op, MicroBatch& mb);
@@ -199,15 +225,15 @@ class PhaseRunner {
 
   Status Sampling(const Op& op, MicroBatch& mb);
 
-  void Sampled(MicroBatch& mb);
+  Status Sampled(MicroBatch& mb);
 
   const Experiment& e_;
   const ModelSpec& m_;
   const Placement& pl_;
   const int64_t rank_;
-  Kernels& k_;
+  Backend& b_;
   Communicator& c_;
-  const Weights& w_;
+  const BackendWeights& w_;
   Executor::State& st_;
   const ExecutorOptions& opt_;
   const PhaseProgram& prog_;
@@ -221,6 +247,8 @@ class PhaseRunner {
   int64_t h_ = 0, seq_ = 0, hq_ = 0, hkv_ = 1, d_ = 0;
   int64_t nope_ = 0, rope_ = 0, r_ = 0, vd_ = 0, qk_ = 0, latent_ = 0;
   float scale_ = 1.0f;
+  DType dtype_ = DType::kFp32;  // activations (the weights' dtype)
+  std::unique_ptr<OpTimer> timer_;
   RopeSpec rope_spec_;
   std::optional<SpLayout> layout_;
   std::vector<MicroBatch> mbs_;

@@ -97,6 +97,7 @@ class Weights {
   static Status CheckCheckpoint(const Experiment& experiment, const Placement& placement);
 
   const LayerWeights& layer(int64_t l) const;
+  const std::vector<LayerWeights>& layers() const { return layers_; }
   bool has_layer(int64_t l) const;
   const Tensor& embedding() const { return embedding_; }  // [vocab_local × h]
   const Tensor& final_norm() const { return final_norm_; }

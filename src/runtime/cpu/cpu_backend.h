@@ -14,7 +14,7 @@
 
 namespace shardscope::runtime {
 
-std::unique_ptr<Backend> NewCpuBackend();
+// NewCpuBackend() is declared in runtime/backend.h.
 
 // The backends of this build by name ("cpu"; a CUDA build adds "cuda"); the
 // reference backend is not among them (it is what they are compared with).

@@ -69,8 +69,8 @@ inline StatusOr<Rows> RunOneRank(const Experiment& e) {
   ASSIGN_OR_RETURN(Placement pl, Placement::Create(e));
   ASSIGN_OR_RETURN(ProgramBuilder builder, ProgramBuilder::Create(e, pl));
   LocalCommunicator comm;
-  auto kernels = NewCpuKernels();
-  ASSIGN_OR_RETURN(auto ex, Executor::Create(e, pl, kernels.get(), &comm, KeepLogits()));
+  auto backend = NewCpuBackend();
+  ASSIGN_OR_RETURN(auto ex, Executor::Create(e, pl, backend.get(), &comm, KeepLogits()));
   RETURN_IF_ERROR(RunGeneration(builder, *ex));
   Rows rows;
   AssembleRows(SerializeSamples(ex->samples()), e.model.vocab_size, &rows);
@@ -95,8 +95,8 @@ inline StatusOr<Rows> RunOnFirstRanks(const Experiment& e) {
       ASSIGN_OR_RETURN(Placement pl, Placement::Create(e));
       RETURN_IF_ERROR(comm->AddGroups(pl));
       ASSIGN_OR_RETURN(ProgramBuilder builder, ProgramBuilder::Create(e, pl));
-      auto kernels = NewCpuKernels();
-      ASSIGN_OR_RETURN(auto ex, Executor::Create(e, pl, kernels.get(), comm.get(), KeepLogits()));
+      auto backend = NewCpuBackend();
+      ASSIGN_OR_RETURN(auto ex, Executor::Create(e, pl, backend.get(), comm.get(), KeepLogits()));
       RETURN_IF_ERROR(RunGeneration(builder, *ex));
       mine = SerializeSamples(ex->samples());
       return Status::Ok();
