@@ -617,19 +617,27 @@ void ExpectSamePrograms(const PhaseProgram& a, const PhaseProgram& b) {
   }
 }
 
-TEST(ProgramBuilderTest, UpdatedDecodeProgramsEqualFreshOnes) {
+// The cases Update is tested on: every hybrid, and EP with zipf routing.
+std::vector<std::pair<std::string, Experiment>> UpdateCases() {
   std::vector<HybridCase> cases = HybridCases();
-  HybridCase zipf = {"ep4 zipf routing", testing::TinyMoe(false), {.ep = 4}, 8};
-  cases.push_back(zipf);
+  cases.push_back({"ep4 zipf routing", testing::TinyMoe(false), {.ep = 4}, 8});
+  std::vector<std::pair<std::string, Experiment>> out;
   for (const HybridCase& c : cases) {
-    SCOPED_TRACE(c.name);
     Experiment e = MakeExperiment(c.model, c.sizes, c.batch, 48);
     e.parallel.sp_variant = c.variant;
     e.parallel.micro_batches = c.micro;
-    if (std::string(c.name) == zipf.name) {
+    if (std::string(c.name) == "ep4 zipf routing") {
       e.workload.routing.kind = RoutingKind::kZipf;
       e.workload.routing.zipf_s = 1.2;
     }
+    out.emplace_back(c.name, e);
+  }
+  return out;
+}
+
+TEST(ProgramBuilderTest, UpdatedDecodeProgramsEqualFreshOnes) {
+  for (const auto& [name, e] : UpdateCases()) {
+    SCOPED_TRACE(name);
     auto builder = BuilderOf(e);
     ASSERT_TRUE(builder.ok()) << builder.status().ToString();
     auto program = builder->Build(Phase::kDecode, 0);
@@ -648,17 +656,8 @@ TEST(ProgramBuilderTest, UpdatedDecodeProgramsEqualFreshOnes) {
 // Update lists exactly the ops whose cost fields differ from the step before
 // (compared field by field against a copy), and every op of a rebuilt rank.
 TEST(ProgramBuilderTest, UpdateListsTheOpsItChanged) {
-  std::vector<HybridCase> cases = HybridCases();
-  cases.push_back({"ep4 zipf routing", testing::TinyMoe(false), {.ep = 4}, 8});
-  for (const HybridCase& c : cases) {
-    SCOPED_TRACE(c.name);
-    Experiment e = MakeExperiment(c.model, c.sizes, c.batch, 48);
-    e.parallel.sp_variant = c.variant;
-    e.parallel.micro_batches = c.micro;
-    if (std::string(c.name) == "ep4 zipf routing") {
-      e.workload.routing.kind = RoutingKind::kZipf;
-      e.workload.routing.zipf_s = 1.2;
-    }
+  for (const auto& [name, e] : UpdateCases()) {
+    SCOPED_TRACE(name);
     auto builder = BuilderOf(e);
     ASSERT_TRUE(builder.ok()) << builder.status().ToString();
     auto program = builder->Build(Phase::kDecode, 0);

@@ -135,14 +135,25 @@ CollectivePlan Hierarchical(const Topology& topo, const CollectiveCall& c,
   return p;
 }
 
+// Row i of an all-to-all's matrix (borrowed or its own); with borrowed rows
+// (the ops', cold) it also fetches row i + 1 for the next call.
+std::span<const int64_t> RowOf(const CollectiveCall& c, size_t i) {
+  if (c.per_peer_rows.empty()) return c.per_peer[i];
+  if (i + 1 < c.per_peer_rows.size()) {
+    const std::span<const int64_t> next = c.per_peer_rows[i + 1];
+    const char* p = reinterpret_cast<const char*>(next.data());
+    for (size_t o = 0; o < next.size_bytes(); o += 64) __builtin_prefetch(p + o);
+  }
+  return c.per_peer_rows[i];
+}
+
 // The all-to-all's stage without a torus: a pair's path is the sender's up
 // link and the receiver's down link, of the scale-up switch within a domain and
 // of the NICs across, so each link's load is a row or column sum. Sums stay in
 // whole bytes and the loads come out in link order: the same stage the general
 // loop below makes, without a path lookup per pair.
 Stage SwitchedAllToAll(const Topology& topo, const CollectiveCall& c) {
-  const bool borrowed = !c.per_peer_rows.empty();
-  const size_t rows = borrowed ? c.per_peer_rows.size() : c.per_peer.size();
+  const size_t rows = c.per_peer_rows.empty() ? c.per_peer.size() : c.per_peer_rows.size();
   const size_t n = c.devices.size();
   // Per member: its domain (−1 − i where there are none: no pair shares one).
   std::vector<int64_t> domain(n);
@@ -153,13 +164,7 @@ Stage SwitchedAllToAll(const Topology& topo, const CollectiveCall& c) {
   std::vector<int64_t> up_in(n), up_out(n), down_in(n), down_out(n);
   bool any_in = false, any_out = false;  // bytes moved within a domain, across
   for (size_t i = 0; i < n && i < rows; ++i) {
-    const std::span<const int64_t> row =
-        borrowed ? c.per_peer_rows[i] : std::span<const int64_t>(c.per_peer[i]);
-    if (borrowed && i + 1 < rows) {  // the ops' rows are cold: fetch the next one meanwhile
-      const std::span<const int64_t> next = c.per_peer_rows[i + 1];
-      const char* p = reinterpret_cast<const char*>(next.data());
-      for (size_t o = 0; o < next.size_bytes(); o += 64) __builtin_prefetch(p + o);
-    }
+    const std::span<const int64_t> row = RowOf(c, i);
     const int64_t a = c.devices[i], own = domain[i];
     const int64_t* peer = c.devices.data();
     const int64_t* dom = domain.data();
@@ -221,19 +226,12 @@ CollectivePlan Direct(const Topology& topo, const CollectiveCall& c) {
     // Every pair's bytes summed per link here, in link order: the bytes are
     // whole numbers, so the sums are exact and FlowNetwork::Start (which would
     // sort and merge thousands of entries) gets the same loads it would make.
-    const bool borrowed = !c.per_peer_rows.empty();
-    const size_t rows = borrowed ? c.per_peer_rows.size() : c.per_peer.size();
+    const size_t rows = c.per_peer_rows.empty() ? c.per_peer.size() : c.per_peer_rows.size();
     std::vector<double> per_link(static_cast<size_t>(topo.num_links()), 0.0);
     std::vector<int32_t> used;
     const size_t n = c.devices.size();
     for (size_t i = 0; i < n && i < rows; ++i) {
-      const std::span<const int64_t> row =
-          borrowed ? c.per_peer_rows[i] : std::span<const int64_t>(c.per_peer[i]);
-      if (borrowed && i + 1 < rows) {  // the ops' rows are cold: fetch the next one meanwhile
-        const std::span<const int64_t> next = c.per_peer_rows[i + 1];
-        const char* p = reinterpret_cast<const char*>(next.data());
-        for (size_t o = 0; o < next.size() * sizeof(int64_t); o += 64) __builtin_prefetch(p + o);
-      }
+      const std::span<const int64_t> row = RowOf(c, i);
       for (size_t j = 0; j < n && j < row.size(); ++j) {
         if (i == j || row[j] <= 0) continue;  // own part moves locally
         scratch.clear();
