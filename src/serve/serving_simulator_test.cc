@@ -61,6 +61,18 @@ ServeOptions Options() {
   return o;
 }
 
+// A trace file of this process in the temp dir, and Options() writing it.
+std::string TracePath(const std::string& prefix) {
+  return (std::filesystem::temp_directory_path() / (prefix + std::to_string(::getpid()) + ".trace"))
+      .string();
+}
+ServeOptions TracedOptions(const std::string& path) {
+  ServeOptions o = Options();
+  o.sim.write_trace = true;
+  o.sim.trace_file = path;
+  return o;
+}
+
 sim::SimResult FixedBatch(const Experiment& served, int64_t batch, int64_t prompt, int64_t output) {
   Experiment e = served;
   e.serving.reset();
@@ -309,13 +321,8 @@ TEST(ServingSimulatorTest, SameExperimentSameResult) {
 TEST(ServingSimulatorTest, TraceHasRequestsOnLanesPerReplica) {
   Experiment e = Served(Poisson(40), 256, 16, 120, /*dp=*/2);
   e.serving->scheduler.grid_points_per_octave = 8;
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("serving_trace_" + std::to_string(::getpid()) + ".trace"))
-                               .string();
-  ServeOptions o = Options();
-  o.sim.write_trace = true;
-  o.sim.trace_file = path;
-  auto r = SimulateServing(e, o);
+  const std::string path = TracePath("serving_trace_");
+  auto r = SimulateServing(e, TracedOptions(path));
   ASSERT_TRUE(r.ok()) << r.status().message();
   auto trace = trace::ReadTraceFile(path);
   std::filesystem::remove(path);
@@ -344,13 +351,8 @@ TEST(ServingSimulatorTest, TraceHasRequestsOnLanesPerReplica) {
 // in the trace are whole ns, so within a few ns).
 void ExpectAnalyzeAgrees(const Experiment& e, const std::string& tag, bool itl_available = true) {
   SCOPED_TRACE(tag);
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("served_" + tag + std::to_string(::getpid()) + ".trace"))
-                               .string();
-  ServeOptions o = Options();
-  o.sim.write_trace = true;
-  o.sim.trace_file = path;
-  auto r = SimulateServing(e, o);
+  const std::string path = TracePath("served_" + tag);
+  auto r = SimulateServing(e, TracedOptions(path));
   ASSERT_TRUE(r.ok()) << r.status().message();
   auto a = analysis::AnalyzeTraceFile(path);
   std::filesystem::remove(path);

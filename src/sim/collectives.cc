@@ -189,9 +189,7 @@ Stage SwitchedAllToAll(const Topology& topo, const CollectiveCall& c) {
   if (any_in) st.latency = topo.SwitchLatency();
   if (any_out) st.latency = std::max(st.latency, topo.NicLatency());
   // Link ids grow with the device within each kind (topology.h): for members
-  // in device order, four passes give the loads in link order.
-  const bool ascending = std::is_sorted(c.devices.begin(), c.devices.end()) &&
-                         std::adjacent_find(c.devices.begin(), c.devices.end()) == c.devices.end();
+  // in device order, these four passes give the loads in link order already.
   for (const auto& [link_of, bytes] :
        {std::pair{&Topology::ScaleUpUp, &up_in}, std::pair{&Topology::ScaleUpDown, &down_in},
         std::pair{&Topology::NicUp, &up_out}, std::pair{&Topology::NicDown, &down_out}}) {
@@ -201,19 +199,7 @@ Stage SwitchedAllToAll(const Topology& topo, const CollectiveCall& c) {
       }
     }
   }
-  if (ascending) return st;
-  // Members out of order, or a device twice (not made by our plans): sort and merge.
-  std::sort(st.loads.begin(), st.loads.end(),
-            [](const LinkLoad& x, const LinkLoad& y) { return x.link < y.link; });
-  size_t out = 0;
-  for (size_t k = 0; k < st.loads.size(); ++k) {
-    if (out > 0 && st.loads[out - 1].link == st.loads[k].link) {
-      st.loads[out - 1].bytes += st.loads[k].bytes;
-    } else {
-      st.loads[out++] = st.loads[k];
-    }
-  }
-  st.loads.resize(out);
+  SortAndMergeLoads(&st.loads);  // members out of order, or a device twice
   return st;
 }
 

@@ -30,6 +30,24 @@ double FlowNetwork::FinishTime(const Transfer& t) const {
   return t.rate > 0 ? t.updated + t.remaining / t.rate : kInf;
 }
 
+void SortAndMergeLoads(std::vector<LinkLoad>* loads) {
+  std::vector<LinkLoad>& v = *loads;
+  const auto increasing = [](const LinkLoad& a, const LinkLoad& b) { return a.link >= b.link; };
+  if (std::adjacent_find(v.begin(), v.end(), increasing) != v.end()) {
+    std::sort(v.begin(), v.end(),
+              [](const LinkLoad& a, const LinkLoad& b) { return a.link < b.link; });
+  }
+  size_t w = 0;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (w > 0 && v[w - 1].link == v[i].link) {
+      v[w - 1].bytes += v[i].bytes;
+    } else {
+      v[w++] = v[i];
+    }
+  }
+  v.resize(w);
+}
+
 void FlowNetwork::Start(double now, const std::vector<LinkLoad>& loads, int64_t tag) {
   now_ = std::max(now_, now);
   int32_t slot;
@@ -47,24 +65,7 @@ void FlowNetwork::Start(double now, const std::vector<LinkLoad>& loads, int64_t 
   for (const LinkLoad& l : loads) {
     if (l.bytes > 0) t.coeff.push_back(l);
   }
-  // Strictly increasing already (an all-to-all's per-link sums): sorting would
-  // leave it as it is, so skip it; otherwise sort as always.
-  const auto by_link = [](const LinkLoad& a, const LinkLoad& b) { return a.link < b.link; };
-  if (std::adjacent_find(t.coeff.begin(), t.coeff.end(), [](const LinkLoad& a, const LinkLoad& b) {
-        return a.link >= b.link;
-      }) != t.coeff.end()) {
-    std::sort(t.coeff.begin(), t.coeff.end(), by_link);
-  }
-  // Merge repeated links.
-  size_t w = 0;
-  for (size_t i = 0; i < t.coeff.size(); ++i) {
-    if (w > 0 && t.coeff[w - 1].link == t.coeff[i].link) {
-      t.coeff[w - 1].bytes += t.coeff[i].bytes;
-    } else {
-      t.coeff[w++] = t.coeff[i];
-    }
-  }
-  t.coeff.resize(w);
+  SortAndMergeLoads(&t.coeff);
   t.size = 0;
   for (const LinkLoad& l : t.coeff) t.size = std::max(t.size, l.bytes);
   for (LinkLoad& l : t.coeff) l.bytes /= t.size;

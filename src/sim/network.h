@@ -20,6 +20,10 @@ struct LinkLoad {
   double bytes = 0;
 };
 
+// Sorts `loads` by link and sums repeated links; a list already strictly
+// increasing (an all-to-all's per-link sums) is only checked.
+void SortAndMergeLoads(std::vector<LinkLoad>* loads);
+
 class FlowNetwork {
  public:
   // capacities: bytes/s per link (one direction).
