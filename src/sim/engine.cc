@@ -180,7 +180,6 @@ struct Engine::Scratch {
   std::vector<int32_t> edge_from, edge_to;  // edges in creation order, for the CSR
   std::vector<double> rank_end;
   std::vector<OpTiming> spare_timings;  // from Engine::Recycle
-  int64_t comm_ops = 0;                 // comm ops of the graph built last
   bool graph = false;                   // a graph was built (by a Run)
   // Per (rank, dim): the rank's position in its group of that dimension.
   std::vector<int32_t> position;
@@ -267,7 +266,6 @@ class PhaseRun {
   std::vector<int32_t> chain_;              // Complete's stack of finished ops
   EventHeap queue_;
   uint64_t next_seq_ = 0;
-  int64_t comm_ops_ = 0;
   int64_t done_ = 0;
 };
 
@@ -340,8 +338,6 @@ Status PhaseRun::Build() {
   for (size_t e = 0; e < s_.edge_from.size(); ++e) {
     s_.succ[s_.op[s_.edge_from[e]].succ_end++] = s_.edge_to[e];
   }
-  comm_ops_ = static_cast<int64_t>(s_.comm.size());
-  s_.comm_ops = comm_ops_;
   s_.graph = true;
   return Status::Ok();
 }
@@ -372,7 +368,6 @@ Status PhaseRun::Refresh(const UpdatedOps* updated) {
     }
   }
   for (Engine::Scratch::OpState& st : s_.op) st.pending = st.preds;
-  comm_ops_ = s_.comm_ops;
   if (updated != nullptr) {
     if (updated->by_rank.size() != ranks) {
       return InternalError("updated ops list {} ranks, the program {}", updated->by_rank.size(),
@@ -634,9 +629,10 @@ StatusOr<PhaseResult> PhaseRun::Run(const std::vector<double>& rank_start, bool 
   timing_ = std::move(s_.spare_timings);  // a recycled result's buffer, if any
   timing_.assign(total, OpTiming{});
   for (int64_t g = 0; g < total; ++g) timing_[g].comm = s_.op[g].is_comm();
-  collective_index_.Reset(comm_ops_);
-  p2p_index_.Reset(comm_ops_);
-  instances_.reserve(comm_ops_);
+  const size_t comm_ops = s_.comm.size();  // of the graph, built or reused
+  collective_index_.Reset(comm_ops);
+  p2p_index_.Reset(comm_ops);
+  instances_.reserve(comm_ops);
   s_.rank_end.assign(ranks, 0);
   for (size_t r = 0; r < ranks; ++r) {
     const double start = r < rank_start.size() ? rank_start[r] : 0.0;
