@@ -186,6 +186,13 @@ TEST(SimulatorTermsTest, IterationOverheadAndColdStart) {
   EXPECT_EQ(on.terms[1], "cold_start 20000 us");
 }
 
+// The Program of `e`'s first decode step.
+StatusOr<PhaseProgram> FirstDecodeStep(const Experiment& e) {
+  ASSIGN_OR_RETURN(Placement pl, Placement::Create(e));
+  ASSIGN_OR_RETURN(ProgramBuilder builder, ProgramBuilder::Create(e, pl));
+  return builder.Build(Phase::kDecode, 0);
+}
+
 // Under CUDA graphs a decode step pays one replay instead of a launch per
 // kernel; prefill is not replayed. One rank runs its ops one after another,
 // so the step changes by replay − launch × (kernels that run).
@@ -194,12 +201,8 @@ TEST(SimulatorTermsTest, CudaGraphsReplaceDecodeLaunchesByOneReplay) {
   const SimResult off = Simulate(e);
   const SimResult on =
       Simulate(e, TermsFile("graphs.yaml", "cuda_graphs: true\ngraph_replay_us: 8\n"));
-  auto pl = Placement::Create(e);
-  ASSERT_TRUE(pl.ok());
-  auto builder = ProgramBuilder::Create(e, *pl);
-  ASSERT_TRUE(builder.ok());
-  auto decode = builder->Build(Phase::kDecode, 0);
-  ASSERT_TRUE(decode.ok());
+  auto decode = FirstDecodeStep(e);
+  ASSERT_TRUE(decode.ok()) << decode.status().message();
   auto model = ComputeModel::Create(e.cluster.device, e.workload.dtype,
                                     DefaultCalibration(e.cluster.device));
   ASSERT_TRUE(model.ok());
@@ -224,12 +227,8 @@ TEST(SimulatorTermsTest, Bf16LmHeadOfAnFp8Model) {
   EXPECT_GT(head.ttft, fp8.ttft);
   ASSERT_EQ(head.terms.size(), 1u);
   EXPECT_EQ(head.terms[0], "lm_head_dtype bf16");
-  auto pl = Placement::Create(e);
-  ASSERT_TRUE(pl.ok());
-  auto builder = ProgramBuilder::Create(e, *pl);
-  ASSERT_TRUE(builder.ok());
-  auto decode = builder->Build(Phase::kDecode, 0);
-  ASSERT_TRUE(decode.ok());
+  auto decode = FirstDecodeStep(e);
+  ASSERT_TRUE(decode.ok()) << decode.status().message();
   for (const Op& op : decode->ranks[0].ops) {
     if (op.kind != OpKind::kLmHead) continue;
     EXPECT_EQ(op.weight_bytes, 2 * e.model.hidden_size * e.model.vocab_size);
