@@ -116,6 +116,19 @@ TEST_F(ValidateTest, MissingMeasuredTraceIsAnError) {
 namespace shardscope::calibrate {
 namespace {
 
+// Simulates `e` with fixed routing `weights` into a trace under the temp dir's
+// `dir`, the "measured" run; its path, or "" on failure.
+std::string SkewedTrace(const Experiment& e, std::vector<double> weights, const std::string& dir) {
+  Experiment skewed = e;
+  skewed.workload.routing.kind = RoutingKind::kFixed;
+  skewed.workload.routing.fixed_weights = std::move(weights);
+  const fs::path folder = fs::temp_directory_path() / dir;
+  fs::create_directories(folder);
+  sim::SimOptions o;
+  o.trace_file = (folder / "measured.trace").string();
+  return sim::SimulateExperiment(skewed, o).ok() ? o.trace_file : "";
+}
+
 // A tiny MoE over EP2 whose "measured" run routed 3 of every 4 tokens to EP
 // rank 0's experts (the real router's uneven split) while the experiment says
 // uniform: validate takes the split from the trace's dispatch all-to-alls and
@@ -127,16 +140,11 @@ TEST(MeasuredRoutingTest, ValidateSimulatesTheMeasuredSplit) {
   Experiment e = testing::ZooExperiment("tiny-moe-mla", "local-cpu", p, 4, 64, 3);
   e.name = "tiny_moe_ep2";
   e.workload.dtype = DType::kFp32;
-  Experiment skewed = e;
-  skewed.workload.routing.kind = RoutingKind::kFixed;
-  skewed.workload.routing.fixed_weights = {3, 3, 3, 3, 1, 1, 1, 1};  // experts 0–3 on EP rank 0
-  const fs::path dir = fs::temp_directory_path() / "measured_routing_test";
-  fs::create_directories(dir);
-  sim::SimOptions o;
-  o.trace_file = (dir / "measured.trace").string();
-  ASSERT_TRUE(sim::SimulateExperiment(skewed, o).ok());
+  // Experts 0–3 on EP rank 0.
+  const std::string trace = SkewedTrace(e, {3, 3, 3, 3, 1, 1, 1, 1}, "measured_routing_test");
+  ASSERT_FALSE(trace.empty());
 
-  auto routing = ReadMeasuredRouting(o.trace_file, e);
+  auto routing = ReadMeasuredRouting(trace, e);
   ASSERT_TRUE(routing.ok()) << routing.status().message();
   EXPECT_EQ(routing->source, "dispatch all-to-all");
   ASSERT_EQ(routing->layer_weights.size(), 1u);  // layer 1, the MoE layer
@@ -146,12 +154,12 @@ TEST(MeasuredRoutingTest, ValidateSimulatesTheMeasuredSplit) {
   EXPECT_NEAR(rank0 / (rank0 + rank1), 0.75, 0.01);
   EXPECT_NEAR(routing->imbalance, 1.5, 0.02);
 
-  auto measured = ValidateExperiment(e, o.trace_file, {});
+  auto measured = ValidateExperiment(e, trace, {});
   ASSERT_TRUE(measured.ok()) << measured.status().message();
   EXPECT_NE(measured->routing.find("dispatch all-to-all"), std::string::npos);
   ValidateOptions plain;
   plain.measured_routing = false;
-  auto assumed = ValidateExperiment(e, o.trace_file, plain);
+  auto assumed = ValidateExperiment(e, trace, plain);
   ASSERT_TRUE(assumed.ok()) << assumed.status().message();
   EXPECT_TRUE(assumed->routing.empty());
   const ValidationRow* with = Row(*measured, "run", "ttft");
@@ -160,7 +168,7 @@ TEST(MeasuredRoutingTest, ValidateSimulatesTheMeasuredSplit) {
   EXPECT_LT(std::abs(*with->error()), 0.005);
   EXPECT_GT(std::abs(*without->error()), 0.02);
   EXPECT_LT(*without->error(), 0);  // uniform routing is the optimistic one
-  fs::remove_all(dir);
+  fs::remove_all(fs::path(trace).parent_path());
 }
 
 // Without expert parallelism there is no all-to-all: the split comes from the
@@ -170,15 +178,10 @@ TEST(MeasuredRoutingTest, WithoutAllToAllsTheExpertTokenCounts) {
   p.strategy = "tp1";
   Experiment e = testing::ZooExperiment("tiny-moe-mla", "local-cpu", p, 2, 64, 2);
   e.workload.dtype = DType::kFp32;
-  Experiment skewed = e;
-  skewed.workload.routing.kind = RoutingKind::kFixed;
-  skewed.workload.routing.fixed_weights = {8, 4, 2, 1, 1, 1, 1, 0};
-  const fs::path dir = fs::temp_directory_path() / "measured_routing_tokens_test";
-  fs::create_directories(dir);
-  sim::SimOptions o;
-  o.trace_file = (dir / "measured.trace").string();
-  ASSERT_TRUE(sim::SimulateExperiment(skewed, o).ok());
-  auto routing = ReadMeasuredRouting(o.trace_file, e);
+  const std::string trace =
+      SkewedTrace(e, {8, 4, 2, 1, 1, 1, 1, 0}, "measured_routing_tokens_test");
+  ASSERT_FALSE(trace.empty());
+  auto routing = ReadMeasuredRouting(trace, e);
   ASSERT_TRUE(routing.ok()) << routing.status().message();
   EXPECT_EQ(routing->source, "expert token counts");
   ASSERT_EQ(routing->layer_weights.count(1), 1u);
@@ -190,7 +193,7 @@ TEST(MeasuredRoutingTest, WithoutAllToAllsTheExpertTokenCounts) {
   EXPECT_NEAR(w[3] / sum, 1.0 / 18, 0.01);
   EXPECT_EQ(w[7], 0);
   EXPECT_DOUBLE_EQ(routing->imbalance, 1);  // one EP rank holds every expert
-  fs::remove_all(dir);
+  fs::remove_all(fs::path(trace).parent_path());
 }
 
 }  // namespace
