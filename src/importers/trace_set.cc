@@ -188,23 +188,6 @@ StatusOr<ClockAlignment> ParseClockAlignment(std::string_view name) {
   return InvalidArgument("unknown clock alignment '{}' (as-recorded or collective-end)", name);
 }
 
-void MergeReadStats(const trace::ReadStats& from, trace::ReadStats* into) {
-  into->bytes += from.bytes;
-  into->events += from.events;
-  into->ops += from.ops;
-  into->spans += from.spans;
-  into->counters += from.counters;
-  into->names += from.names;
-  for (const auto& [k, v] : from.skipped) into->skipped[k] += v;
-  for (const auto& [k, v] : from.ignored) into->ignored[k] += v;
-  for (const auto& [k, v] : from.notes) into->notes[k] += v;
-  for (const std::string& e : from.examples) {
-    if (into->examples.size() < 5) into->examples.push_back(e);
-  }
-  into->array_form = into->array_form || from.array_form;
-  into->unclosed_array = into->unclosed_array || from.unclosed_array;
-}
-
 StatusOr<TraceSetResult> ImportTraceSet(const std::vector<std::string>& paths,
                                         const TraceSetOptions& options, trace::TraceSink* sink) {
   TraceSetResult result;

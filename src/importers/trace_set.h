@@ -74,7 +74,7 @@ StatusOr<std::vector<std::vector<std::string>>> GroupTraceFiles(
     const std::vector<std::string>& files, std::optional<TraceFormat> forced);
 
 // Adds the counts of `from` to `into` (byte counts, events, reasons, notes).
-void MergeReadStats(const trace::ReadStats& from, trace::ReadStats* into);
+using trace::MergeReadStats;
 
 }  // namespace shardscope::importers
 

@@ -5,6 +5,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -163,7 +164,70 @@ StatusOr<std::unique_ptr<ByteSource>> Sniff(std::unique_ptr<RawInput> in, std::s
   return std::unique_ptr<ByteSource>(std::make_unique<PlainSource>(std::move(in), prefix));
 }
 
+class FdRandomAccess : public RandomAccessInput {
+ public:
+  FdRandomAccess(int fd, int64_t size, std::string name)
+      : fd_(fd), size_(size), name_(std::move(name)) {}
+  ~FdRandomAccess() override { close(fd_); }
+  FdRandomAccess(const FdRandomAccess&) = delete;
+  FdRandomAccess& operator=(const FdRandomAccess&) = delete;
+
+  int64_t size() const override { return size_; }
+  StatusOr<size_t> ReadAt(int64_t offset, char* dst, size_t n) const override {
+    size_t got = 0;
+    while (got < n) {
+      ssize_t r = pread(fd_, dst + got, n - got, static_cast<off_t>(offset) + got);
+      if (r == 0) break;
+      if (r < 0) {
+        if (errno == EINTR) continue;
+        return IoError("{}: read failed: {}", name_, std::strerror(errno));
+      }
+      got += static_cast<size_t>(r);
+    }
+    return got;
+  }
+
+ private:
+  const int fd_;
+  const int64_t size_;
+  const std::string name_;
+};
+
+class MemoryRandomAccessInput : public RandomAccessInput {
+ public:
+  explicit MemoryRandomAccessInput(std::string_view data) : data_(data) {}
+  int64_t size() const override { return static_cast<int64_t>(data_.size()); }
+  StatusOr<size_t> ReadAt(int64_t offset, char* dst, size_t n) const override {
+    if (offset < 0 || static_cast<size_t>(offset) >= data_.size()) return size_t{0};
+    size_t k = std::min(n, data_.size() - static_cast<size_t>(offset));
+    std::memcpy(dst, data_.data() + offset, k);
+    return k;
+  }
+
+ private:
+  std::string_view data_;
+};
+
 }  // namespace
+
+StatusOr<std::unique_ptr<RandomAccessInput>> OpenRandomAccess(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return NotFound("{}: no such file", path);
+    return IoError("{}: cannot open: {}", path, std::strerror(errno));
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return InvalidArgument("{}: not a regular file", path);
+  }
+  return std::unique_ptr<RandomAccessInput>(
+      std::make_unique<FdRandomAccess>(fd, static_cast<int64_t>(st.st_size), path));
+}
+
+std::unique_ptr<RandomAccessInput> MemoryRandomAccess(std::string_view data) {
+  return std::make_unique<MemoryRandomAccessInput>(data);
+}
 
 StatusOr<std::unique_ptr<ByteSource>> OpenByteSource(const std::string& path) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);

@@ -30,6 +30,21 @@ StatusOr<std::unique_ptr<ByteSource>> OpenByteSource(const std::string& path);
 // Reads from `data`, which must outlive the source; gunzips when it starts with the gzip magic.
 std::unique_ptr<ByteSource> MemoryByteSource(std::string_view data, std::string name);
 
+// The raw bytes of a file or buffer, read at any offset (no decompression), so
+// several threads can each read their own part. Thread-safe.
+class RandomAccessInput {
+ public:
+  virtual ~RandomAccessInput() = default;
+  virtual int64_t size() const = 0;
+  // Reads up to `n` bytes at `offset` into `dst`; fewer only at the end.
+  virtual StatusOr<size_t> ReadAt(int64_t offset, char* dst, size_t n) const = 0;
+};
+
+// Opens `path`; NotFound when it does not exist, IoError when it cannot be read.
+StatusOr<std::unique_ptr<RandomAccessInput>> OpenRandomAccess(const std::string& path);
+// Over `data`, which must outlive it.
+std::unique_ptr<RandomAccessInput> MemoryRandomAccess(std::string_view data);
+
 }  // namespace shardscope::trace
 
 #endif  // SHARDSCOPE_TRACE_BYTE_SOURCE_H_

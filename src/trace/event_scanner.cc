@@ -174,6 +174,16 @@ EventScanner::EventScanner(ByteSource* source, std::string name, size_t chunk_by
   buf_.resize(chunk_bytes_ + kScannerPadding);
 }
 
+void EventScanner::ResumeInEvents(int64_t offset, bool array_form) {
+  // One spare byte before the first event, as after a '[' (see the header).
+  buf_[0] = ' ';
+  pos_ = end_ = 1;
+  base_ = offset - 1;
+  array_form_ = array_form;
+  saw_events_ = true;
+  state_ = State::kArrayElement;
+}
+
 StatusOr<bool> EventScanner::Refill(size_t keep) {
   if (eof_) return false;
   if (before_refill_) before_refill_();

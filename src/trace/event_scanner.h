@@ -32,6 +32,13 @@ class EventScanner {
   // `name` is the file name used in messages.
   EventScanner(ByteSource* source, std::string name, size_t chunk_bytes = 1 << 20);
 
+  // Makes the scanner start inside the traceEvents array, at the start of an
+  // element: `source` then begins at byte `offset` of the file, and the file
+  // is in array form or not as `array_form` says. Call before the first Next.
+  // From an element's start it hands out what a scanner from the file's start
+  // would (ParseEventsParallel reads a file in parts so).
+  void ResumeInEvents(int64_t offset, bool array_form);
+
   // Sets *event to the next element of traceEvents and *offset to its byte
   // offset in the (uncompressed) file; *capacity is the number of readable
   // bytes from event->data() (at least size + kScannerPadding). Returns false at

@@ -6,6 +6,23 @@
 
 namespace shardscope::trace {
 
+void MergeReadStats(const ReadStats& from, ReadStats* into) {
+  into->bytes += from.bytes;
+  into->events += from.events;
+  into->ops += from.ops;
+  into->spans += from.spans;
+  into->counters += from.counters;
+  into->names += from.names;
+  for (const auto& [k, v] : from.skipped) into->skipped[k] += v;
+  for (const auto& [k, v] : from.ignored) into->ignored[k] += v;
+  for (const auto& [k, v] : from.notes) into->notes[k] += v;
+  for (const std::string& e : from.examples) {
+    if (into->examples.size() < 5) into->examples.push_back(e);
+  }
+  into->array_form = into->array_form || from.array_form;
+  into->unclosed_array = into->unclosed_array || from.unclosed_array;
+}
+
 int64_t ReadStats::skipped_total() const {
   int64_t n = 0;
   for (const auto& [reason, count] : skipped) n += count;

@@ -32,6 +32,10 @@ struct ReadStats {
   std::string Summary() const;
 };
 
+// Adds the counts of `from` to *into (the files of a set, the parts of a file
+// read in parallel); the examples stay the first five.
+void MergeReadStats(const ReadStats& from, ReadStats* into);
+
 }  // namespace shardscope::trace
 
 #endif  // SHARDSCOPE_TRACE_READ_STATS_H_

@@ -4,11 +4,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <thread>
 #include <vector>
 
 #include "core/units.h"
+#include "trace/event_log.h"
 #include "trace/event_parser.h"
 #include "trace/event_scanner.h"
+#include "trace/parallel_events.h"
 
 namespace shardscope::trace {
 
@@ -86,7 +89,8 @@ bool OnlyComma(const char* begin, const char* end) {
 }  // namespace
 
 Status ParseEvents(EventScanner* scanner, EventParser* parser, const ReadOptions& options,
-                   const std::function<void()>& before_first_event) {
+                   const std::function<void()>& before_first_event,
+                   const std::function<bool(int64_t offset)>& stop_before) {
   // Plain object events that follow each other in the scanner's buffer are
   // parsed as one batch; the batch is flushed before the buffer is refilled.
   std::vector<RawEvent> batch;
@@ -110,6 +114,7 @@ Status ParseEvents(EventScanner* scanner, EventParser* parser, const ReadOptions
       return more.status();
     }
     if (!*more) break;
+    if (stop_before && stop_before(offset)) break;
     if (first && before_first_event) before_first_event();
     first = false;
     if (!options.batch_events || !scanner->last_event_plain()) {
@@ -130,39 +135,103 @@ Status ParseEvents(EventScanner* scanner, EventParser* parser, const ReadOptions
   return Status::Ok();
 }
 
+int ReadThreads(const ReadOptions& options) {
+  if (options.threads > 0) return options.threads;
+  if (const char* env = std::getenv("SHARDSCOPE_THREADS"); env != nullptr && *env != '\0') {
+    int n = std::atoi(env);
+    if (n > 0) return n;
+  }
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+namespace {
+
+// Hands the top-level "otherData" (else "metadata") to the sink once.
+class MetadataSender {
+ public:
+  MetadataSender(TraceSink* sink, ReadStats* stats) : sink_(sink), stats_(stats) {}
+  void Send(const std::map<std::string, std::string>& top_level) {
+    if (sent_) return;
+    for (const char* key : {"otherData", "metadata"}) {
+      auto it = top_level.find(key);
+      if (it == top_level.end()) continue;
+      nlohmann::json meta = nlohmann::json::parse(it->second, nullptr, /*allow_exceptions=*/false);
+      if (meta.is_discarded() || !meta.is_object()) {
+        ++stats_->skipped[fmt::format("top-level \"{}\" is not a JSON object", key)];
+        continue;
+      }
+      sink_->OnMetadata(meta);
+      sent_ = true;
+      return;
+    }
+  }
+
+ private:
+  TraceSink* const sink_;
+  ReadStats* const stats_;
+  bool sent_ = false;
+};
+
+// A part's events recorded by a worker, replayed into the sink in order.
+class LogOutput final : public RangeOutput {
+ public:
+  LogOutput(TraceSink* sink, ReadStats* stats)
+      : sink_(sink), parser_(MakeEventParser(&log_, stats)) {}
+  EventParser* parser() override { return parser_.get(); }
+  void Deliver() override { log_.Replay(sink_); }
+
+ private:
+  TraceSink* const sink_;
+  EventLog log_;
+  std::unique_ptr<EventParser> parser_;
+};
+
+}  // namespace
+
 StatusOr<ReadStats> ReadTraceFrom(ByteSource* source, const std::string& name, TraceSink* sink,
                                   const ReadOptions& options) {
   ReadStats stats;
   EventScanner scanner(source, name, options.chunk_bytes);
   std::unique_ptr<EventParser> parser = MakeEventParser(sink, &stats);
-  bool metadata_sent = false;
-  auto send_metadata = [&]() {
-    if (metadata_sent) return;
-    for (const char* key : {"otherData", "metadata"}) {
-      auto it = scanner.top_level().find(key);
-      if (it == scanner.top_level().end()) continue;
-      nlohmann::json meta = nlohmann::json::parse(it->second, nullptr, /*allow_exceptions=*/false);
-      if (meta.is_discarded() || !meta.is_object()) {
-        ++stats.skipped[fmt::format("top-level \"{}\" is not a JSON object", key)];
-        continue;
-      }
-      sink->OnMetadata(meta);
-      metadata_sent = true;
-      return;
-    }
-  };
+  MetadataSender metadata(sink, &stats);
   // otherData usually precedes the events.
-  RETURN_IF_ERROR(ParseEvents(&scanner, parser.get(), options, send_metadata));
-  send_metadata();
+  RETURN_IF_ERROR(
+      ParseEvents(&scanner, parser.get(), options, [&] { metadata.Send(scanner.top_level()); }));
+  metadata.Send(scanner.top_level());
   stats.bytes = scanner.bytes_scanned();
   stats.array_form = scanner.array_form();
   stats.unclosed_array = scanner.unclosed_array();
   return stats;
 }
 
+StatusOr<ReadStats> ReadTraceParallel(const RandomAccessInput& input, const std::string& name,
+                                      TraceSink* sink, const ReadOptions& options) {
+  ReadStats stats;
+  MetadataSender metadata(sink, &stats);
+  MakeRangeOutput make_output = [sink](ReadStats* part_stats) {
+    return std::unique_ptr<RangeOutput>(std::make_unique<LogOutput>(sink, part_stats));
+  };
+  ASSIGN_OR_RETURN(ParallelScan scan,
+                   ParseEventsParallel(input, name, options, {"otherData", "metadata"}, make_output,
+                                       &stats, [&](const std::map<std::string, std::string>& head) {
+                                         metadata.Send(head);
+                                       }));
+  metadata.Send(scan.top_level);
+  stats.bytes = scan.bytes_scanned;
+  stats.array_form = scan.array_form;
+  stats.unclosed_array = scan.unclosed_array;
+  return stats;
+}
+
 StatusOr<ReadStats> ReadTrace(const std::string& path, TraceSink* sink,
                               const ReadOptions& options) {
   ASSIGN_OR_RETURN(auto source, OpenByteSource(path));
+  if (!source->compressed() && ReadThreads(options) > 1) {
+    ASSIGN_OR_RETURN(auto input, OpenRandomAccess(path));
+    if (input->size() >= 2 * static_cast<int64_t>(options.range_bytes)) {
+      return ReadTraceParallel(*input, path, sink, options);
+    }
+  }
   return ReadTraceFrom(source.get(), path, sink, options);
 }
 

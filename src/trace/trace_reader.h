@@ -28,7 +28,18 @@ struct ReadOptions {
   // Parse runs of plain events as one simdjson document (the fast path); off,
   // every event is its own document. The results are the same either way.
   bool batch_events = true;
+  // Threads that parse a plain (uncompressed) file, each its own part
+  // (ParseEventsParallel); the events reach the sink in file order all the
+  // same. 0: $SHARDSCOPE_THREADS when set, else the machine's hardware threads.
+  // 1 reads on the calling thread alone. Compressed input is read by one.
+  int threads = 0;
+  // The size of each part a thread parses at a time (files below two parts are
+  // read by one thread).
+  size_t range_bytes = 4 << 20;
 };
+
+// The threads `options` asks for (ReadOptions::threads), at least 1.
+int ReadThreads(const ReadOptions& options);
 
 // Reads `path` into `sink`. Errors: NotFound (no file), InvalidArgument (empty,
 // not JSON, not a trace), DataLoss (truncated or corrupt; names the byte offset).
@@ -38,13 +49,21 @@ StatusOr<ReadStats> ReadTrace(const std::string& path, TraceSink* sink,
 // The same over any ByteSource; `name` is used in messages.
 StatusOr<ReadStats> ReadTraceFrom(ByteSource* source, const std::string& name, TraceSink* sink,
                                   const ReadOptions& options = {});
+// The same over a plain file or buffer read in parts on ReadThreads(options)
+// threads (ParseEventsParallel); ReadTrace picks it for plain files of at least
+// two ReadOptions::range_bytes. Same events, order, counts and errors as
+// ReadTraceFrom.
+StatusOr<ReadStats> ReadTraceParallel(const RandomAccessInput& input, const std::string& name,
+                                      TraceSink* sink, const ReadOptions& options = {});
 // The reading loop shared by ReadTraceFrom and the importers (src/importers):
 // hands every event `scanner` finds to `parser`, runs of plain events as one
 // batch (ReadOptions::batch_events). `before_first_event` runs once, just
-// before the first event is parsed. Errors are the scanner's; events parsed
-// before an error stay parsed.
+// before the first event is parsed. `stop_before`, when given, sees the byte
+// offset of each event first; true stops there, that event unparsed. Errors
+// are the scanner's; events parsed before an error stay parsed.
 Status ParseEvents(EventScanner* scanner, EventParser* parser, const ReadOptions& options,
-                   const std::function<void()>& before_first_event = {});
+                   const std::function<void()>& before_first_event = {},
+                   const std::function<bool(int64_t offset)>& stop_before = {});
 // Reads a whole trace into memory.
 StatusOr<Trace> ReadTraceFile(const std::string& path, ReadStats* stats = nullptr);
 
