@@ -48,6 +48,25 @@ void BM_ReadAndAnalyze(benchmark::State& state) {
 }
 BENCHMARK(BM_ReadAndAnalyze)->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
 
+// Reading into the analyzer's compact records (RunCollector), no metrics: the
+// difference to BM_ReadAndAnalyze is the metrics' time.
+void BM_ReadAndCollect(benchmark::State& state) {
+  const std::string& path = SyntheticTracePath();
+  double size = static_cast<double>(std::filesystem::file_size(path));
+  for (auto _ : state) {
+    analysis::RunData data;
+    analysis::RunCollector collector(&data);
+    auto stats = trace::ReadTrace(path, &collector);
+    if (!stats.ok()) {
+      state.SkipWithError(stats.status().ToString().c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(data.ranks.size());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(size) * state.iterations());
+}
+BENCHMARK(BM_ReadAndCollect)->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
+
 void BM_ReadOnly(benchmark::State& state) {
   const std::string& path = SyntheticTracePath();
   double size = static_cast<double>(std::filesystem::file_size(path));

@@ -3,12 +3,17 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <future>
 #include <limits>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "analysis/metric_families.h"
 #include "analysis/workload_card.h"
@@ -117,13 +122,45 @@ MetricSet ComputeMetrics(RunData* data) {
   ctx.window_end = hi;
   out.Add("ranks", "", static_cast<double>(data->ranks.size()), "count");
   out.Add("wall_time", "", Seconds(hi - lo), "s", "earliest start to latest end over all ranks");
-  SyncResult sync = MatchCollectives(ctx);
-  AddLatencyMetrics(ctx, &out);
-  AddTimeMetrics(ctx, sync, &out);
-  AddCommMetrics(ctx, sync, &out);
-  AddUtilizationMetrics(ctx, &out);
-  AddExpertLoadMetrics(ctx, &out);
-  AddRequestMetrics(ctx, &out);
+  // The families read the data only: they run on up to ReadThreads threads, each
+  // into its own set, merged in the order listed, so the output is the same with
+  // any number of threads. Listed by when to start them (the long ones first);
+  // those that need the collective matching start after it.
+  SyncResult sync;
+  std::promise<void> matched;
+  std::shared_future<void> sync_ready = matched.get_future().share();
+  enum Part { kLatency, kTime, kComm, kIntervals, kSync, kUtil, kExpert, kRequest, kParts };
+  std::array<MetricSet, kParts> sets;
+  const std::vector<std::function<void()>> tasks = {
+      [&] {
+        sync = MatchCollectives(ctx);
+        matched.set_value();
+      },
+      [&] { AddTrafficIntervalMetrics(ctx, &sets[kIntervals]); },
+      [&] {
+        sync_ready.wait();
+        AddTimeMetrics(ctx, sync, &sets[kTime]);
+      },
+      [&] { AddCommMetrics(ctx, &sets[kComm]); },
+      [&] { AddLatencyMetrics(ctx, &sets[kLatency]); },
+      [&] { AddUtilizationMetrics(ctx, &sets[kUtil]); },
+      [&] {
+        sync_ready.wait();
+        AddSyncMetrics(ctx, sync, &sets[kSync]);
+      },
+      [&] { AddExpertLoadMetrics(ctx, &sets[kExpert]); },
+      [&] { AddRequestMetrics(ctx, &sets[kRequest]); },
+  };
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < tasks.size(); i = next++) tasks[i]();
+  };
+  std::vector<std::thread> helpers;
+  const int threads = std::min<int>(trace::ReadThreads(trace::ReadOptions()), 4);
+  for (int i = 1; i < threads; ++i) helpers.emplace_back(work);
+  work();
+  for (std::thread& t : helpers) t.join();
+  for (MetricSet& s : sets) out.Append(std::move(s));
   return out;
 }
 

@@ -1,7 +1,8 @@
 // Communication: op counts and summed durations, traffic volume (by collective and
 // dimension), the rank × rank traffic matrix, bandwidth (algbw, busbw, utilisation) per
 // group, per collective and for the run, traffic intervals and synchronisation wait per group.
-// AddCommMetrics emits them in that order, one helper per part.
+// AddCommMetrics, AddTrafficIntervalMetrics and AddSyncMetrics emit them in that order
+// (ComputeMetrics may run the three at once), one helper per part.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -389,7 +390,7 @@ void AddTrafficIntervals(const RunData& data, MetricSet* out) {
 }
 
 // Synchronisation wait per group, and how many collectives and send/recv pairs matched.
-void AddSyncMetrics(const RunData& data, const SyncResult& sync, MetricSet* out) {
+void AddSyncWaits(const RunData& data, const SyncResult& sync, MetricSet* out) {
   for (const auto& [g, wait] : sync.group_wait_ns) {
     out->Add("sync_wait", GroupScope(data.groups[g]), Seconds(wait), "s", "sum over members");
   }
@@ -406,15 +407,21 @@ void AddSyncMetrics(const RunData& data, const SyncResult& sync, MetricSet* out)
 
 }  // namespace
 
-void AddCommMetrics(const Context& ctx, const SyncResult& sync, MetricSet* out) {
+void AddCommMetrics(const Context& ctx, MetricSet* out) {
   const RunData& data = *ctx.data;
   const int64_t comm_ops = AddOpCounts(data, out);
   const Sizing sizing = SizingOf(data);
   AddTrafficVolume(data, comm_ops, sizing, out);
   AddTrafficMatrix(data, sizing, out);
   AddBandwidth(ctx, out);
-  AddTrafficIntervals(data, out);
-  AddSyncMetrics(data, sync, out);
+}
+
+void AddTrafficIntervalMetrics(const Context& ctx, MetricSet* out) {
+  AddTrafficIntervals(*ctx.data, out);
+}
+
+void AddSyncMetrics(const Context& ctx, const SyncResult& sync, MetricSet* out) {
+  AddSyncWaits(*ctx.data, sync, out);
 }
 
 }  // namespace shardscope::analysis

@@ -47,7 +47,11 @@ SyncResult MatchCollectives(const Context& ctx);
 
 void AddLatencyMetrics(const Context& ctx, MetricSet* out);
 void AddTimeMetrics(const Context& ctx, const SyncResult& sync, MetricSet* out);
-void AddCommMetrics(const Context& ctx, const SyncResult& sync, MetricSet* out);
+// Communication, in three parts that ComputeMetrics emits in this order: op counts,
+// traffic volume and matrix, bandwidth; traffic intervals; synchronisation wait.
+void AddCommMetrics(const Context& ctx, MetricSet* out);
+void AddTrafficIntervalMetrics(const Context& ctx, MetricSet* out);
+void AddSyncMetrics(const Context& ctx, const SyncResult& sync, MetricSet* out);
 void AddUtilizationMetrics(const Context& ctx, MetricSet* out);
 void AddExpertLoadMetrics(const Context& ctx, MetricSet* out);
 // Per-request serving figures, only for traces with request spans.

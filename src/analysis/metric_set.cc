@@ -30,6 +30,14 @@ void MetricSet::Insert(Metric m) {
   metrics_.push_back(std::move(m));
 }
 
+void MetricSet::Append(MetricSet later) {
+  if (metrics_.empty()) {
+    *this = std::move(later);
+    return;
+  }
+  for (Metric& m : later.metrics_) Insert(std::move(m));
+}
+
 const Metric* MetricSet::Find(std::string_view key) const {
   auto it = index_.find(key);
   return it == index_.end() ? nullptr : &metrics_[it->second];

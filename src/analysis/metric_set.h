@@ -34,6 +34,8 @@ class MetricSet {
   void AddUnavailable(std::string name, std::string scope, std::string unit, std::string reason);
   // Adds `m` as it is; a metric with the same key is replaced in place.
   void Insert(Metric m);
+  // Inserts every metric of `later` in its order, as if it had been added here.
+  void Append(MetricSet later);
 
   const std::vector<Metric>& metrics() const { return metrics_; }
   const Metric* Find(std::string_view key) const;

@@ -30,6 +30,9 @@ class EventLog final : public TraceSink {
   size_t size() const { return buf_.size(); }
   // Drops the events and frees the buffer.
   void Clear();
+  // Exchanges the recorded bytes with *buffer (e.g. an empty one that kept its
+  // capacity, so a thread records part after part without allocating).
+  void Swap(std::vector<char>* buffer) { buf_.swap(*buffer); }
 
  private:
   void PutString(std::string_view s);

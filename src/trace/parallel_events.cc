@@ -79,13 +79,13 @@ StatusOr<int> FirstByte(const RandomAccessInput& input) {
 class Driver {
  public:
   Driver(const RandomAccessInput& input, const std::string& name, const ReadOptions& options,
-         const std::set<std::string>& kept_keys, const MakeRangeOutput& make_output,
-         bool array_form, std::vector<Part>* parts)
+         const std::set<std::string>& kept_keys, const MakePartParser& make_parser, bool array_form,
+         std::vector<Part>* parts)
       : input_(input),
         name_(name),
         options_(options),
         kept_keys_(kept_keys),
-        make_output_(make_output),
+        make_parser_(make_parser),
         array_form_(array_form),
         parts_(*parts) {}
 
@@ -111,8 +111,8 @@ class Driver {
   }
   // Parses part `i` again on the calling thread, with no limit (it gave up).
   void Reparse(size_t i) {
-    parts_[i].stats = ReadStats();
-    Parse(i, /*limited=*/false);
+    if (!own_parser_) own_parser_ = make_parser_();
+    Parse(i, /*limited=*/false, own_parser_.get());
   }
   void Stop() {
     {
@@ -126,6 +126,7 @@ class Driver {
 
  private:
   void Work() {
+    std::unique_ptr<PartParser> parser;
     while (true) {
       size_t i;
       {
@@ -141,7 +142,10 @@ class Driver {
         std::lock_guard<std::mutex> lock(mu_);
         skip = skip || i < consumed_;
       }
-      if (!skip) Parse(i, /*limited=*/true);
+      if (!skip) {
+        if (!parser) parser = make_parser_();
+        Parse(i, /*limited=*/true, parser.get());
+      }
       std::lock_guard<std::mutex> lock(mu_);
       parts_[i].done = true;
       if (i < consumed_) parts_[i].output.reset();
@@ -150,7 +154,7 @@ class Driver {
   }
 
   // A part read on through more than a few parts gives up when `limited`.
-  void Parse(size_t i, bool limited) {
+  void Parse(size_t i, bool limited, PartParser* parser) {
     Part& part = parts_[i];
     size_t n = parts_.size();
     int64_t soft_end = input_.size();
@@ -167,7 +171,6 @@ class Driver {
     EventScanner scanner(&source, name_, options_.chunk_bytes);
     scanner.set_kept_keys(kept_keys_);
     if (i > 0) scanner.ResumeInEvents(part.start, array_form_);
-    part.output = make_output_(&part.stats);
     size_t target = i + 1;
     bool stopped = false;
     bool head_taken = false;
@@ -181,7 +184,9 @@ class Driver {
       part.head = scanner.top_level();
       head_taken = true;
     };
-    part.status = ParseEvents(&scanner, part.output->parser(), options_, before_first, stop_before);
+    part.status = ParseEvents(&scanner, parser->parser(), options_, before_first, stop_before);
+    part.stats = *parser->stats();
+    part.output = parser->Take();
     if (i == 0 && !head_taken) part.head = scanner.top_level();
     part.next = stopped ? target : n;
     part.top_level = scanner.top_level();
@@ -194,7 +199,7 @@ class Driver {
   const std::string& name_;
   const ReadOptions& options_;
   const std::set<std::string>& kept_keys_;
-  const MakeRangeOutput& make_output_;
+  const MakePartParser& make_parser_;
   const bool array_form_;
   std::vector<Part>& parts_;
   size_t max_in_flight_ = 2;
@@ -204,6 +209,7 @@ class Driver {
   size_t consumed_ = 0;  // parts before it are no longer needed
   bool stopped_ = false;
   std::vector<std::thread> workers_;
+  std::unique_ptr<PartParser> own_parser_;  // Reparse's, on the calling thread
 };
 
 }  // namespace
@@ -238,7 +244,7 @@ StatusOr<int64_t> GuessEventStart(const RandomAccessInput& input, int64_t from, 
 
 StatusOr<ParallelScan> ParseEventsParallel(
     const RandomAccessInput& input, const std::string& name, const ReadOptions& options,
-    const std::set<std::string>& kept_keys, const MakeRangeOutput& make_output, ReadStats* stats,
+    const std::set<std::string>& kept_keys, const MakePartParser& make_parser, ReadStats* stats,
     const std::function<void(const std::map<std::string, std::string>& head)>& before_first_event) {
   ParallelScan scan;
   ASSIGN_OR_RETURN(int first, FirstByte(input));
@@ -255,7 +261,7 @@ StatusOr<ParallelScan> ParseEventsParallel(
   }
   scan.ranges = static_cast<int>(n);
 
-  Driver driver(input, name, options, kept_keys, make_output, scan.array_form, &parts);
+  Driver driver(input, name, options, kept_keys, make_parser, scan.array_form, &parts);
   const int threads = std::max(1, ReadThreads(options));
   driver.Start(threads, static_cast<size_t>(threads) + 2);
   bool first_delivered = false;

@@ -32,15 +32,23 @@ namespace shardscope::trace {
 class RangeOutput {
  public:
   virtual ~RangeOutput() = default;
-  // The parser the worker feeds; it counts into the ReadStats given at creation.
-  virtual EventParser* parser() = 0;
   // Hands the part's events on; on the calling thread, parts in file order.
   virtual void Deliver() = 0;
 };
 
-// Makes a part's output; `stats` is the part's own and outlives it. Called on
-// worker threads, so it must be thread-safe.
-using MakeRangeOutput = std::function<std::unique_ptr<RangeOutput>(ReadStats* stats)>;
+// A worker thread's parser, used for part after part: it keeps its buffers.
+class PartParser {
+ public:
+  virtual ~PartParser() = default;
+  // The parser the worker feeds; it counts into stats().
+  virtual EventParser* parser() = 0;
+  virtual ReadStats* stats() = 0;
+  // What was parsed since the last call, to deliver later; the stats are reset.
+  virtual std::unique_ptr<RangeOutput> Take() = 0;
+};
+
+// Makes a worker's parser; called on worker threads, so it must be thread-safe.
+using MakePartParser = std::function<std::unique_ptr<PartParser>()>;
 
 // What the sequential scanner would report at the end of the file.
 struct ParallelScan {
@@ -61,7 +69,7 @@ struct ParallelScan {
 // the events before the error were handed on.
 StatusOr<ParallelScan> ParseEventsParallel(
     const RandomAccessInput& input, const std::string& name, const ReadOptions& options,
-    const std::set<std::string>& kept_keys, const MakeRangeOutput& make_output, ReadStats* stats,
+    const std::set<std::string>& kept_keys, const MakePartParser& make_parser, ReadStats* stats,
     const std::function<void(const std::map<std::string, std::string>& head)>& before_first_event);
 
 // The first guessed event start in [from, to): the offset of a '{' that follows

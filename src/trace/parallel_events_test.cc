@@ -186,12 +186,21 @@ TEST(ParallelEventsTest, LongStringsFullOfBoundariesAreReadOnce) {
   // The wrong guesses were found wrong: their parts were read by the part before.
   class Output final : public RangeOutput {
    public:
-    explicit Output(ReadStats* stats) : parser_(MakeEventParser(&log_, stats)) {}
-    EventParser* parser() override { return parser_.get(); }
     void Deliver() override {}
+  };
+  class Parser final : public PartParser {
+   public:
+    Parser() : parser_(MakeEventParser(&log_, &stats_)) {}
+    EventParser* parser() override { return parser_.get(); }
+    ReadStats* stats() override { return &stats_; }
+    std::unique_ptr<RangeOutput> Take() override {
+      stats_ = ReadStats();
+      return std::make_unique<Output>();
+    }
 
    private:
     EventLog log_;
+    ReadStats stats_;
     std::unique_ptr<EventParser> parser_;
   };
   auto input = MemoryRandomAccess(text);
@@ -199,9 +208,8 @@ TEST(ParallelEventsTest, LongStringsFullOfBoundariesAreReadOnce) {
   options.threads = 2;
   options.range_bytes = 1000;
   ReadStats stats;
-  auto scan =
-      ParseEventsParallel(*input, "mem.json", options, {},
-                          [](ReadStats* s) { return std::make_unique<Output>(s); }, &stats, {});
+  auto scan = ParseEventsParallel(*input, "mem.json", options, {},
+                                  [] { return std::make_unique<Parser>(); }, &stats, {});
   ASSERT_TRUE(scan.ok()) << scan.status().ToString();
   EXPECT_EQ(stats.ops, 20);
   EXPECT_EQ(scan->ranges, static_cast<int>((text.size() + 999) / 1000));

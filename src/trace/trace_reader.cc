@@ -1,9 +1,12 @@
 #include "trace/trace_reader.h"
 
+#include <sched.h>
+
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -141,6 +144,10 @@ int ReadThreads(const ReadOptions& options) {
     int n = std::atoi(env);
     if (n > 0) return n;
   }
+#if defined(__linux__)
+  cpu_set_t set;  // the CPUs this process may run on (taskset, container limits)
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+#endif
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
@@ -172,17 +179,67 @@ class MetadataSender {
   bool sent_ = false;
 };
 
+// Event log buffers that keep their capacity from part to part.
+class BufferPool {
+ public:
+  std::vector<char> Get() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (free_.empty()) return {};
+    std::vector<char> b = std::move(free_.back());
+    free_.pop_back();
+    return b;
+  }
+  void Put(std::vector<char> b) {
+    b.clear();
+    std::lock_guard<std::mutex> lock(mu_);
+    if (free_.size() < kMaxFree) free_.push_back(std::move(b));
+  }
+
+ private:
+  static constexpr size_t kMaxFree = 8;
+  std::mutex mu_;
+  std::vector<std::vector<char>> free_;
+};
+
 // A part's events recorded by a worker, replayed into the sink in order.
 class LogOutput final : public RangeOutput {
  public:
-  LogOutput(TraceSink* sink, ReadStats* stats)
-      : sink_(sink), parser_(MakeEventParser(&log_, stats)) {}
-  EventParser* parser() override { return parser_.get(); }
+  LogOutput(std::vector<char> events, TraceSink* sink, BufferPool* pool)
+      : sink_(sink), pool_(pool) {
+    log_.Swap(&events);
+  }
+  ~LogOutput() override {
+    std::vector<char> b;
+    log_.Swap(&b);
+    pool_->Put(std::move(b));
+  }
   void Deliver() override { log_.Replay(sink_); }
 
  private:
   TraceSink* const sink_;
+  BufferPool* const pool_;
   EventLog log_;
+};
+
+// A worker's parser into an event log.
+class LogParser final : public PartParser {
+ public:
+  LogParser(TraceSink* sink, BufferPool* pool)
+      : sink_(sink), pool_(pool), parser_(MakeEventParser(&log_, &stats_)) {}
+  EventParser* parser() override { return parser_.get(); }
+  ReadStats* stats() override { return &stats_; }
+  std::unique_ptr<RangeOutput> Take() override {
+    std::vector<char> events = pool_->Get();
+    log_.Swap(&events);
+    stats_ = ReadStats();
+    return std::make_unique<LogOutput>(std::move(events), sink_, pool_);
+  }
+
+ private:
+  TraceSink* const sink_;
+  BufferPool* const pool_;
+  EventLog log_;
+  ReadStats stats_;
   std::unique_ptr<EventParser> parser_;
 };
 
@@ -208,11 +265,12 @@ StatusOr<ReadStats> ReadTraceParallel(const RandomAccessInput& input, const std:
                                       TraceSink* sink, const ReadOptions& options) {
   ReadStats stats;
   MetadataSender metadata(sink, &stats);
-  MakeRangeOutput make_output = [sink](ReadStats* part_stats) {
-    return std::unique_ptr<RangeOutput>(std::make_unique<LogOutput>(sink, part_stats));
+  BufferPool pool;
+  MakePartParser make_parser = [sink, &pool] {
+    return std::unique_ptr<PartParser>(std::make_unique<LogParser>(sink, &pool));
   };
   ASSIGN_OR_RETURN(ParallelScan scan,
-                   ParseEventsParallel(input, name, options, {"otherData", "metadata"}, make_output,
+                   ParseEventsParallel(input, name, options, {"otherData", "metadata"}, make_parser,
                                        &stats, [&](const std::map<std::string, std::string>& head) {
                                          metadata.Send(head);
                                        }));

@@ -30,7 +30,7 @@ struct ReadOptions {
   bool batch_events = true;
   // Threads that parse a plain (uncompressed) file, each its own part
   // (ParseEventsParallel); the events reach the sink in file order all the
-  // same. 0: $SHARDSCOPE_THREADS when set, else the machine's hardware threads.
+  // same. 0: $SHARDSCOPE_THREADS when set, else the CPUs the process may use.
   // 1 reads on the calling thread alone. Compressed input is read by one.
   int threads = 0;
   // The size of each part a thread parses at a time (files below two parts are
