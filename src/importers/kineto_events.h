@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -104,6 +105,13 @@ struct KinetoEvents {
   std::map<std::pair<int64_t, int64_t>, std::string> thread_names;  // (pid, tid)
   std::vector<IgnoredCount> ignored;
 };
+
+// Appends `part`, the events of the next stretch of the same file, to *total as
+// if one tokenizer had read both: names interned in first-appearance order
+// (`name_index` maps total's names to their ids), indices moved, later thread
+// names winning.
+void AppendKinetoEvents(KinetoEvents part, KinetoEvents* total,
+                        std::unordered_map<std::string, int32_t>* name_index);
 
 }  // namespace shardscope::importers::kineto
 

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -22,6 +23,7 @@
 #include "importers/kineto_names.h"
 #include "importers/kineto_tokenizer.h"
 #include "trace/event_scanner.h"
+#include "trace/parallel_events.h"
 
 namespace shardscope::importers {
 namespace {
@@ -301,29 +303,114 @@ void Delivery::FillInfo(KinetoInfo* info) const {
 
 }  // namespace
 
+namespace {
+
+constexpr const char* kKeptKeys[] = {"distributedInfo", "deviceProperties", "baseTimeNanoseconds",
+                                     "traceName", "schemaVersion"};
+
+// The tokenized events of one part of a file, appended to the whole in order.
+class KinetoPartOutput final : public trace::RangeOutput {
+ public:
+  KinetoPartOutput(KinetoEvents events, KinetoEvents* total,
+                   std::unordered_map<std::string, int32_t>* name_index)
+      : events_(std::move(events)), total_(total), name_index_(name_index) {}
+  void Deliver() override { kineto::AppendKinetoEvents(std::move(events_), total_, name_index_); }
+
+ private:
+  KinetoEvents events_;
+  KinetoEvents* const total_;
+  std::unordered_map<std::string, int32_t>* const name_index_;
+};
+
+// A worker's tokenizer; a fresh one per part (its name ids are the part's own).
+class KinetoPartParser final : public trace::PartParser {
+ public:
+  KinetoPartParser(KinetoEvents* total, std::unordered_map<std::string, int32_t>* name_index)
+      : total_(total), name_index_(name_index) {
+    Reset();
+  }
+  trace::EventParser* parser() override { return tokenizer_.get(); }
+  trace::ReadStats* stats() override { return &stats_; }
+  std::unique_ptr<trace::RangeOutput> Take() override {
+    auto out = std::make_unique<KinetoPartOutput>(std::move(events_), total_, name_index_);
+    Reset();
+    return out;
+  }
+
+ private:
+  void Reset() {
+    events_ = KinetoEvents();
+    stats_ = trace::ReadStats();
+    tokenizer_ = kineto::MakeKinetoTokenizer(&stats_, &events_);
+  }
+
+  KinetoEvents* const total_;
+  std::unordered_map<std::string, int32_t>* const name_index_;
+  KinetoEvents events_;
+  trace::ReadStats stats_;
+  std::unique_ptr<trace::EventParser> tokenizer_;
+};
+
+// After the events are read: the top-level keys, the delivery and the counts.
+trace::ReadStats Finish(KinetoEvents* events, const std::map<std::string, std::string>& top_level,
+                        trace::ReadStats stats, const std::string& name, trace::TraceSink* sink,
+                        KinetoInfo* info) {
+  TopLevel top = ParseTopLevel(top_level, &stats);
+  Delivery(events, &top, &stats, sink).Run(name, info);
+  return stats;
+}
+
+}  // namespace
+
 StatusOr<trace::ReadStats> ImportKinetoFrom(trace::ByteSource* source, const std::string& name,
                                             trace::TraceSink* sink, KinetoInfo* info,
                                             const trace::ReadOptions& options) {
   trace::ReadStats stats;
   trace::EventScanner scanner(source, name, options.chunk_bytes);
-  scanner.set_kept_keys(
-      {"distributedInfo", "deviceProperties", "baseTimeNanoseconds", "traceName", "schemaVersion"});
+  scanner.set_kept_keys({std::begin(kKeptKeys), std::end(kKeptKeys)});
   KinetoEvents events;
   {
     std::unique_ptr<trace::EventParser> tokenizer = kineto::MakeKinetoTokenizer(&stats, &events);
     RETURN_IF_ERROR(trace::ParseEvents(&scanner, tokenizer.get(), options));
   }
-  TopLevel top = ParseTopLevel(scanner.top_level(), &stats);
-  Delivery(&events, &top, &stats, sink).Run(name, info);
+  stats = Finish(&events, scanner.top_level(), std::move(stats), name, sink, info);
   stats.bytes = scanner.bytes_scanned();
   stats.array_form = scanner.array_form();
   stats.unclosed_array = scanner.unclosed_array();
   return stats;
 }
 
+StatusOr<trace::ReadStats> ImportKinetoParallel(const trace::RandomAccessInput& input,
+                                                const std::string& name, trace::TraceSink* sink,
+                                                KinetoInfo* info,
+                                                const trace::ReadOptions& options) {
+  trace::ReadStats stats;
+  KinetoEvents events;
+  std::unordered_map<std::string, int32_t> name_index;
+  trace::MakePartParser make_parser = [&events, &name_index] {
+    return std::unique_ptr<trace::PartParser>(
+        std::make_unique<KinetoPartParser>(&events, &name_index));
+  };
+  ASSIGN_OR_RETURN(
+      trace::ParallelScan scan,
+      trace::ParseEventsParallel(input, name, options, {std::begin(kKeptKeys), std::end(kKeptKeys)},
+                                 make_parser, &stats, {}));
+  stats = Finish(&events, scan.top_level, std::move(stats), name, sink, info);
+  stats.bytes = scan.bytes_scanned;
+  stats.array_form = scan.array_form;
+  stats.unclosed_array = scan.unclosed_array;
+  return stats;
+}
+
 StatusOr<trace::ReadStats> ImportKineto(const std::string& path, trace::TraceSink* sink,
                                         KinetoInfo* info, const trace::ReadOptions& options) {
   ASSIGN_OR_RETURN(auto source, trace::OpenByteSource(path));
+  if (!source->compressed() && trace::ReadThreads(options) > 1) {
+    ASSIGN_OR_RETURN(auto input, trace::OpenRandomAccess(path));
+    if (input->size() >= 2 * static_cast<int64_t>(options.range_bytes)) {
+      return ImportKinetoParallel(*input, path, sink, info, options);
+    }
+  }
   return ImportKinetoFrom(source.get(), path, sink, info, options);
 }
 

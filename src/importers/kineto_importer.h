@@ -55,6 +55,13 @@ StatusOr<trace::ReadStats> ImportKineto(const std::string& path, trace::TraceSin
 StatusOr<trace::ReadStats> ImportKinetoFrom(trace::ByteSource* source, const std::string& name,
                                             trace::TraceSink* sink, KinetoInfo* info = nullptr,
                                             const trace::ReadOptions& options = {});
+// The same over a plain file or buffer tokenized in parts on several threads
+// (trace::ParseEventsParallel); ImportKineto picks it for plain files of at
+// least two ReadOptions::range_bytes. Same result as ImportKinetoFrom.
+StatusOr<trace::ReadStats> ImportKinetoParallel(const trace::RandomAccessInput& input,
+                                                const std::string& name, trace::TraceSink* sink,
+                                                KinetoInfo* info = nullptr,
+                                                const trace::ReadOptions& options = {});
 
 }  // namespace shardscope::importers
 

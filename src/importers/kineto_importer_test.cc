@@ -443,5 +443,63 @@ TEST_F(KinetoGoldenTest, BatchedAndSingleEventParsingAgreeOnARealTrace) {
   EXPECT_EQ(s1->events, s2->events);
 }
 
+// Read in parallel parts (ImportKinetoParallel), every real trace gives the same
+// ops, spans, names, counts and info as read by one thread, wherever it is cut.
+void ExpectParallelEqualsSequential(const std::string& json, const std::string& what) {
+  SCOPED_TRACE(what);
+  auto source = trace::MemoryByteSource(json, "t.json");
+  trace::Trace want;
+  trace::TraceBuilder want_builder(&want);
+  KinetoInfo want_info;
+  auto want_stats = ImportKinetoFrom(source.get(), "t.json", &want_builder, &want_info);
+  ASSERT_TRUE(want_stats.ok()) << want_stats.status().ToString();
+  auto input = trace::MemoryRandomAccess(json);
+  for (size_t range : {size_t{4096}, json.size() / 7 + 1, json.size() / 2 + 1}) {
+    SCOPED_TRACE(range);
+    trace::ReadOptions options;
+    options.threads = 2;
+    options.range_bytes = range;
+    trace::Trace got;
+    trace::TraceBuilder got_builder(&got);
+    KinetoInfo got_info;
+    auto got_stats = ImportKinetoParallel(*input, "t.json", &got_builder, &got_info, options);
+    ASSERT_TRUE(got_stats.ok()) << got_stats.status().ToString();
+    EXPECT_EQ(got, want);
+    EXPECT_EQ(got_stats->Summary(), want_stats->Summary());
+    EXPECT_EQ(got_stats->ignored, want_stats->ignored);
+    EXPECT_EQ(got_stats->notes, want_stats->notes);
+    EXPECT_EQ(got_stats->skipped, want_stats->skipped);
+    EXPECT_EQ(got_stats->examples, want_stats->examples);
+    EXPECT_EQ(got_info.rank, want_info.rank);
+    EXPECT_EQ(got_info.ranks, want_info.ranks);
+    EXPECT_EQ(got_info.devices, want_info.devices);
+    EXPECT_EQ(got_info.base_time_ns, want_info.base_time_ns);
+  }
+}
+
+TEST(KinetoImporterTest, ParallelPartsEqualOneThreadOnTheSyntheticTrace) {
+  ExpectParallelEqualsSequential(kSynthetic, "synthetic");
+}
+
+TEST_F(KinetoGoldenTest, ParallelPartsEqualOneThreadOnEveryRealTrace) {
+  int files = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(kTestData)) {
+    std::string path = entry.path().string();
+    if (!entry.is_regular_file() || path.find(".json") == std::string::npos) continue;
+    auto source = trace::OpenByteSource(path);
+    ASSERT_TRUE(source.ok());
+    std::string json, buf(1 << 20, '\0');
+    while (true) {
+      auto n = (*source)->Read(buf.data(), buf.size());
+      ASSERT_TRUE(n.ok());
+      if (*n == 0) break;
+      json.append(buf.data(), *n);
+    }
+    ExpectParallelEqualsSequential(json, path);
+    ++files;
+  }
+  EXPECT_GE(files, 13);
+}
+
 }  // namespace
 }  // namespace shardscope::importers
