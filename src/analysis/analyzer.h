@@ -75,7 +75,9 @@ struct AnalyzeOptions {
   std::function<trace::TraceSink*(const std::string& path)> also_read_by;
 };
 
-// Computes every metric; sorts each rank's ops by start time in place.
+// Computes every metric; sorts each rank's ops by start time in place. The metric
+// families run on up to trace::ReadThreads() threads (SHARDSCOPE_THREADS=1: one), each
+// into its own set, merged in a fixed order: the output is the same with any number.
 MetricSet ComputeMetrics(RunData* data);
 
 // Reads `path` and, when it is a store trace ("trace_{ts}.trace"), the

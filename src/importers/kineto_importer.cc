@@ -411,6 +411,10 @@ StatusOr<trace::ReadStats> ImportKineto(const std::string& path, trace::TraceSin
       return ImportKinetoParallel(*input, path, sink, info, options);
     }
   }
+  // Compressed: one thread inflates ahead while this one tokenizes.
+  if (source->compressed() && trace::ReadThreads(options) > 1) {
+    source = trace::ReadAheadSource(std::move(source));
+  }
   return ImportKinetoFrom(source.get(), path, sink, info, options);
 }
 

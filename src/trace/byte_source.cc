@@ -7,7 +7,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 namespace shardscope::trace {
@@ -164,6 +168,114 @@ StatusOr<std::unique_ptr<ByteSource>> Sniff(std::unique_ptr<RawInput> in, std::s
   return std::unique_ptr<ByteSource>(std::make_unique<PlainSource>(std::move(in), prefix));
 }
 
+class ReadAhead final : public ByteSource {
+ public:
+  ReadAhead(std::unique_ptr<ByteSource> inner, size_t block_bytes, size_t blocks)
+      : inner_(std::move(inner)),
+        block_bytes_(std::max<size_t>(block_bytes, 1)),
+        max_blocks_(std::max<size_t>(blocks, 1)) {
+    reader_ = std::thread([this] { Fill(); });
+  }
+  ~ReadAhead() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    reader_.join();
+  }
+  ReadAhead(const ReadAhead&) = delete;
+  ReadAhead& operator=(const ReadAhead&) = delete;
+
+  bool compressed() const override { return inner_->compressed(); }
+  int64_t raw_offset() const override { return raw_offset_; }
+
+  StatusOr<size_t> Read(char* dst, size_t size) override {
+    size_t done = 0;
+    while (done < size) {
+      if (pos_ == current_.bytes.size()) {
+        if (current_.end) break;
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return !ready_.empty(); });
+        current_ = std::move(ready_.front());
+        ready_.pop_front();
+        pos_ = 0;
+        cv_.notify_all();
+        if (!current_.status.ok()) {
+          if (done > 0) {  // hand out what came before the error first
+            pending_error_ = true;
+            break;
+          }
+          current_.end = true;
+          return current_.status;
+        }
+      }
+      size_t n = std::min(size - done, current_.bytes.size() - pos_);
+      std::memcpy(dst + done, current_.bytes.data() + pos_, n);
+      pos_ += n;
+      done += n;
+      if (pos_ == current_.bytes.size()) raw_offset_ = current_.raw_offset;
+      if (done > 0 && current_.end && pos_ == current_.bytes.size()) break;
+    }
+    if (done == 0 && pending_error_) {
+      pending_error_ = false;
+      current_.end = true;
+      return current_.status;
+    }
+    return done;
+  }
+
+ private:
+  struct Block {
+    std::vector<char> bytes;
+    int64_t raw_offset = 0;  // the inner source's after this block
+    bool end = false;        // the last block (empty, or an error)
+    Status status;
+  };
+
+  void Fill() {
+    while (true) {
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return stop_ || ready_.size() < max_blocks_; });
+        if (stop_) return;
+      }
+      Block b;
+      b.bytes.resize(block_bytes_);
+      StatusOr<size_t> n = inner_->Read(b.bytes.data(), b.bytes.size());
+      if (!n.ok()) {
+        b.bytes.clear();
+        b.status = n.status();
+        b.end = true;
+      } else {
+        b.bytes.resize(*n);
+        b.end = *n == 0;
+      }
+      b.raw_offset = inner_->raw_offset();
+      bool last = b.end;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ready_.push_back(std::move(b));
+      }
+      cv_.notify_all();
+      if (last) return;
+    }
+  }
+
+  std::unique_ptr<ByteSource> inner_;
+  const size_t block_bytes_;
+  const size_t max_blocks_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Block> ready_;
+  bool stop_ = false;
+  Block current_;  // the block being handed out (caller's thread only)
+  size_t pos_ = 0;
+  int64_t raw_offset_ = 0;
+  bool pending_error_ = false;
+  std::thread reader_;
+};
+
 class FdRandomAccess : public RandomAccessInput {
  public:
   FdRandomAccess(int fd, int64_t size, std::string name)
@@ -223,6 +335,11 @@ StatusOr<std::unique_ptr<RandomAccessInput>> OpenRandomAccess(const std::string&
   }
   return std::unique_ptr<RandomAccessInput>(
       std::make_unique<FdRandomAccess>(fd, static_cast<int64_t>(st.st_size), path));
+}
+
+std::unique_ptr<ByteSource> ReadAheadSource(std::unique_ptr<ByteSource> inner, size_t block_bytes,
+                                            size_t blocks) {
+  return std::make_unique<ReadAhead>(std::move(inner), block_bytes, blocks);
 }
 
 std::unique_ptr<RandomAccessInput> MemoryRandomAccess(std::string_view data) {

@@ -30,6 +30,13 @@ StatusOr<std::unique_ptr<ByteSource>> OpenByteSource(const std::string& path);
 // Reads from `data`, which must outlive the source; gunzips when it starts with the gzip magic.
 std::unique_ptr<ByteSource> MemoryByteSource(std::string_view data, std::string name);
 
+// Reads `inner` ahead on a background thread (e.g. gunzips the next blocks
+// while the caller parses this one), in blocks of `block_bytes`, at most
+// `blocks` of them waiting. Same bytes and errors as `inner`; raw_offset()
+// is the inner source's as of the bytes handed out so far.
+std::unique_ptr<ByteSource> ReadAheadSource(std::unique_ptr<ByteSource> inner,
+                                            size_t block_bytes = 1 << 20, size_t blocks = 4);
+
 // The raw bytes of a file or buffer, read at any offset (no decompression), so
 // several threads can each read their own part. Thread-safe.
 class RandomAccessInput {

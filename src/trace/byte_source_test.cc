@@ -80,5 +80,53 @@ TEST(ByteSourceTest, PlainFileIsReadAsIs) {
   EXPECT_EQ(*got, text);
 }
 
+// Read ahead on a thread: the same bytes, whatever the block and read sizes, and the
+// same error after the same bytes.
+TEST(ByteSourceTest, ReadAheadGivesTheSameBytesAndErrors) {
+  const std::string a = Text(40000, 'a'), b = Text(20000, 'b');
+  const std::string file = GzipMember(a) + GzipMember(b);
+  for (size_t block : {size_t{1}, size_t{1000}, size_t{1} << 16}) {
+    SCOPED_TRACE(block);
+    auto source = ReadAheadSource(MemoryByteSource(file, "m.gz"), block, 3);
+    EXPECT_TRUE(source->compressed());
+    auto text = ReadAll(*source);
+    ASSERT_TRUE(text.ok()) << text.status().ToString();
+    EXPECT_TRUE(*text == a + b);
+    EXPECT_EQ(source->raw_offset(), static_cast<int64_t>(file.size()));
+  }
+  const std::string cut = file.substr(0, file.size() - 500);
+  auto direct = MemoryByteSource(cut, "cut.gz");
+  std::string want;
+  char buf[4096];
+  Status want_error;
+  while (true) {
+    auto n = direct->Read(buf, sizeof(buf));
+    if (!n.ok()) {
+      want_error = n.status();
+      break;
+    }
+    ASSERT_NE(*n, 0u);
+    want.append(buf, *n);
+  }
+  auto ahead = ReadAheadSource(MemoryByteSource(cut, "cut.gz"), 777, 2);
+  std::string got;
+  Status got_error;
+  while (true) {
+    auto n = ahead->Read(buf, sizeof(buf));
+    if (!n.ok()) {
+      got_error = n.status();
+      break;
+    }
+    ASSERT_NE(*n, 0u);
+    got.append(buf, *n);
+  }
+  EXPECT_EQ(got_error.code(), StatusCode::kDataLoss);
+  EXPECT_EQ(got_error.ToString(), want_error.ToString());
+  EXPECT_TRUE(got == want);
+  // Dropped half-way: the reading thread stops.
+  auto dropped = ReadAheadSource(MemoryByteSource(file, "m.gz"), 100, 2);
+  ASSERT_TRUE(dropped->Read(buf, 10).ok());
+}
+
 }  // namespace
 }  // namespace shardscope::trace

@@ -290,6 +290,8 @@ StatusOr<ReadStats> ReadTrace(const std::string& path, TraceSink* sink,
       return ReadTraceParallel(*input, path, sink, options);
     }
   }
+  // Compressed: one thread inflates ahead while this one parses.
+  if (source->compressed() && ReadThreads(options) > 1) source = ReadAheadSource(std::move(source));
   return ReadTraceFrom(source.get(), path, sink, options);
 }
 
