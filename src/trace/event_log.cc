@@ -1,5 +1,6 @@
 #include "trace/event_log.h"
 
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
 
@@ -126,16 +127,31 @@ void EventLog::OnOp(const OpEvent& op) {
   f.collective = op.collective;
   f.dim = op.dim;
   f.has_request = !(op.request == RequestArgs{});
-  PutPod(Tag::kOp);
-  PutPod(f);
-  PutString(op.name);
-  PutString(op.kind);
-  PutString(op.dtype);
-  PutVector(op.group);
-  PutVector(op.bytes_per_peer);
-  PutVector(op.experts);
-  PutVector(op.expert_tokens);
-  if (f.has_request) PutPod(op.request);
+  // One resize for the whole record, then copies into place.
+  const size_t bytes =
+      sizeof(Tag) + sizeof(OpFixed) + op.name.size() + op.kind.size() + op.dtype.size() +
+      op.group.size() * sizeof(int32_t) + op.bytes_per_peer.size() * sizeof(int64_t) +
+      op.experts.size() * sizeof(int32_t) + op.expert_tokens.size() * sizeof(int64_t) +
+      (f.has_request ? sizeof(RequestArgs) : 0);
+  size_t at = buf_.size();
+  if (buf_.capacity() < at + bytes) buf_.reserve(std::max(2 * buf_.capacity(), at + bytes));
+  buf_.resize(at + bytes);
+  char* p = buf_.data() + at;
+  auto put = [&p](const void* src, size_t n) {
+    if (n > 0) std::memcpy(p, src, n);
+    p += n;
+  };
+  const Tag tag = Tag::kOp;
+  put(&tag, sizeof(tag));
+  put(&f, sizeof(f));
+  put(op.name.data(), op.name.size());
+  put(op.kind.data(), op.kind.size());
+  put(op.dtype.data(), op.dtype.size());
+  put(op.group.data(), op.group.size() * sizeof(int32_t));
+  put(op.bytes_per_peer.data(), op.bytes_per_peer.size() * sizeof(int64_t));
+  put(op.experts.data(), op.experts.size() * sizeof(int32_t));
+  put(op.expert_tokens.data(), op.expert_tokens.size() * sizeof(int64_t));
+  if (f.has_request) put(&op.request, sizeof(RequestArgs));
 }
 
 void EventLog::OnSpan(const SpanEvent& span) {
