@@ -3,7 +3,9 @@
 // events; runs of them are parsed with simdjson On-Demand as one document, and
 // an event that fails there is parsed again alone. Malformed events are
 // counted by kind and skipped; the ReadStats say what was skipped and why.
-// Memory: one read chunk plus the largest event. Not thread-safe.
+// Memory: one read chunk plus the largest event (in parallel: a few parts, see
+// parallel_events.h). Not thread-safe: one call per sink; ReadTrace itself may
+// use several threads, and the sink is only ever called from the calling one.
 #ifndef SHARDSCOPE_TRACE_TRACE_READER_H_
 #define SHARDSCOPE_TRACE_TRACE_READER_H_
 
