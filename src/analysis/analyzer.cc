@@ -156,7 +156,11 @@ MetricSet ComputeMetrics(RunData* data) {
     for (size_t i = next++; i < tasks.size(); i = next++) tasks[i]();
   };
   std::vector<std::thread> helpers;
-  const int threads = std::min<int>(trace::ReadThreads(trace::ReadOptions()), 4);
+  // Small runs on the calling thread: a thread costs more than their metrics.
+  size_t ops = 0;
+  for (const auto& [rank, rd] : data->ranks) ops += rd.ops.size();
+  const int threads =
+      ops < (size_t{1} << 16) ? 1 : std::min<int>(trace::ReadThreads(trace::ReadOptions()), 4);
   for (int i = 1; i < threads; ++i) helpers.emplace_back(work);
   work();
   for (std::thread& t : helpers) t.join();

@@ -76,8 +76,9 @@ struct AnalyzeOptions {
 };
 
 // Computes every metric; sorts each rank's ops by start time in place. The metric
-// families run on up to trace::ReadThreads() threads (SHARDSCOPE_THREADS=1: one), each
-// into its own set, merged in a fixed order: the output is the same with any number.
+// families run on up to trace::ReadThreads() threads (SHARDSCOPE_THREADS=1, or a run
+// of fewer than 65536 ops: one), each into its own set, merged in a fixed order: the
+// output is the same with any number.
 MetricSet ComputeMetrics(RunData* data);
 
 // Reads `path` and, when it is a store trace ("trace_{ts}.trace"), the

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 
 #include "trace/test_util.h"
 #include "trace/trace_writer.h"
@@ -315,6 +317,103 @@ TEST(AnalyzerTest, FindTraceFilesSeesEveryFormatWeRead) {
   EXPECT_TRUE(IsTraceFileName("host0.xplane.pb"));
   EXPECT_TRUE(IsTraceFileName("events.jsonl"));
   EXPECT_FALSE(IsTraceFileName("notes.txt"));
+}
+
+// Read in parallel parts with the metric families on several threads, or all on
+// one thread: byte for byte the same metrics, stats and expert matrix. The trace
+// is big enough for both (> 8 MiB, > 65536 ops): TP4 × PP2 decoding with
+// all-reduces, send/recv, expert GEMMs, step spans and memory counters.
+TEST(AnalyzerTest, OneThreadAndSeveralGiveTheSameOutput) {
+  ScratchDir dir;
+  const std::string path = dir.File("big.json");
+  {
+    nlohmann::json meta = {{"workload", {{"batch_size", 4}, {"sequence_length", 128}}}};
+    auto w = trace::TraceWriter::Open(path, meta);
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    for (int r = 0; r < 8; ++r) (*w)->NameProcess(r, "rank \"" + std::to_string(r) + "\" },{");
+    for (int step = 0; step < 1000; ++step) {
+      for (int r = 0; r < 8; ++r) {
+        int64_t now = step * 100'000 + (r % 4) * 37;
+        trace::SpanEvent span{r,     trace::SpanKind::kStep,         trace::Phase::kDecode,
+                              step,  "step " + std::to_string(step), now,
+                              90'000};
+        (*w)->AddSpan(span);
+        for (int layer = 0; layer < 4; ++layer) {
+          trace::OpEvent op;
+          op.rank = r;
+          op.name = "L" + std::to_string(layer) + ".ffn \"x\"},{";
+          op.kind = layer == 3 ? "moe_expert" : "ffn";
+          op.phase = trace::Phase::kDecode;
+          op.step = step;
+          op.layer = layer;
+          op.ts_ns = now;
+          op.dur_ns = 5'000 + (step * 7 + r * 13 + layer) % 900;
+          op.flops = 1'000'000'007LL * (layer + 1);
+          op.bytes_read = 333'333 + r;
+          if (layer == 3) {
+            op.experts = {2 * r, 2 * r + 1};
+            op.expert_tokens = {step % 5, (step + r) % 7};
+          }
+          (*w)->AddOp(op);
+          now += op.dur_ns + 100;
+          trace::OpEvent ar;
+          ar.rank = r;
+          ar.stream = 1;
+          ar.name = "allreduce";
+          ar.category = trace::Category::kComm;
+          ar.collective = Collective::kAllReduce;
+          ar.dim = trace::GroupDim::kTp;
+          ar.phase = trace::Phase::kDecode;
+          ar.step = step;
+          ar.group = {r / 4 * 4, r / 4 * 4 + 1, r / 4 * 4 + 2, r / 4 * 4 + 3};
+          ar.bytes = 4096 * (layer + 1) + step;
+          ar.ts_ns = now + (r % 4) * 11;
+          ar.dur_ns = 3'000 + (step * 3 + r) % 400;
+          (*w)->AddOp(ar);
+          now = ar.end_ns() + 50;
+        }
+        trace::OpEvent p2p;
+        p2p.rank = r;
+        p2p.stream = 2;
+        p2p.category = trace::Category::kComm;
+        p2p.collective = r < 4 ? Collective::kSend : Collective::kRecv;
+        p2p.dim = trace::GroupDim::kPp;
+        p2p.peer = r < 4 ? r + 4 : r - 4;
+        p2p.bytes = 65536;
+        p2p.phase = trace::Phase::kDecode;
+        p2p.step = step;
+        p2p.name = r < 4 ? "send" : "recv";
+        p2p.ts_ns = now;
+        p2p.dur_ns = 2'000 + r * 10;
+        (*w)->AddOp(p2p);
+        (*w)->AddCounter({r, "memory", now, {{"weights", 1e9 + r}, {"kv_cache", 1e6 * step}}});
+      }
+    }
+    ASSERT_TRUE((*w)->Close().ok());
+  }
+  ASSERT_GT(std::filesystem::file_size(path), 8u << 20);
+  auto analyze = [&](const char* threads) {
+    setenv("SHARDSCOPE_THREADS", threads, 1);
+    auto r = AnalyzeTraceFile(path);
+    unsetenv("SHARDSCOPE_THREADS");
+    return r;
+  };
+  auto one = analyze("1");
+  ASSERT_TRUE(one.ok()) << one.status().ToString();
+  EXPECT_GT(one->stats.ops, 65536);
+  EXPECT_GT(one->metrics.metrics().size(), 100u);
+  for (const char* threads : {"2", "3"}) {
+    auto several = analyze(threads);
+    ASSERT_TRUE(several.ok()) << several.status().ToString();
+    EXPECT_EQ(several->metrics.ToJson().dump(), one->metrics.ToJson().dump()) << threads;
+    EXPECT_EQ(several->stats.Summary(), one->stats.Summary()) << threads;
+    EXPECT_EQ(several->expert_tokens, one->expert_tokens) << threads;
+    EXPECT_EQ(several->bandwidth_by_size.size(), one->bandwidth_by_size.size()) << threads;
+    for (size_t i = 0; i < one->bandwidth_by_size.size() && i < several->bandwidth_by_size.size();
+         ++i) {
+      EXPECT_EQ(several->bandwidth_by_size[i].busbw, one->bandwidth_by_size[i].busbw);
+    }
+  }
 }
 
 }  // namespace
