@@ -12,6 +12,8 @@
 namespace shardscope::trace {
 namespace {
 
+constexpr int kMaxWorkers = 8;
+
 bool IsSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
 // The bytes of a file from `start` on. Reads stop at `soft_end` first, so a
@@ -262,7 +264,8 @@ StatusOr<ParallelScan> ParseEventsParallel(
   scan.ranges = static_cast<int>(n);
 
   Driver driver(input, name, options, kept_keys, make_parser, scan.array_form, &parts);
-  const int threads = std::max(1, ReadThreads(options));
+  // Beyond a few workers the calling thread, which hands every event on, is the limit.
+  const int threads = std::clamp(ReadThreads(options), 1, kMaxWorkers);
   driver.Start(threads, static_cast<size_t>(threads) + 2);
   bool first_delivered = false;
   std::map<std::string, std::string> top_level;

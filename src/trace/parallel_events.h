@@ -62,7 +62,7 @@ struct ParallelScan {
 };
 
 // Parses the events of `input` (plain bytes; `name` in messages) as ParseEvents
-// would, on ReadThreads(options) threads. `kept_keys`: the scanner's
+// would, on ReadThreads(options) worker threads (at most 8). `kept_keys`: the scanner's
 // (EventScanner::set_kept_keys). `before_first_event(head)` runs on the calling
 // thread before the first event is handed on, with the kept keys that precede
 // it. Counts of all parts are added to *stats. Errors as ParseEvents's, after
