@@ -4,12 +4,13 @@
 #include <cmath>
 #include <deque>
 #include <limits>
-#include <queue>
+#include <optional>
 
 #include "config/experiment_json.h"
 #include "plan/placement.h"
 #include "run/run_recorder.h"
 #include "serve/iteration_cost.h"
+#include "serve/kv_transfers.h"
 #include "serve/replica_scheduler.h"
 #include "serve/request_source.h"
 #include "sim/simulator.h"
@@ -167,7 +168,8 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
   };
   std::vector<Replica> replicas;
   size_t entry_replicas = 0;  // arrivals go to replicas [0, entry_replicas)
-  double kv_bytes_per_token = 0, kv_link_bandwidth = 0;
+  double kv_bytes_per_token = 0;
+  std::optional<KvTransfers> kv_network;  // disaggregated: caches in flight
   if (!spec.disaggregation) {
     ASSIGN_OR_RETURN(result.kv, PlanKvBudget(e));
     RETURN_IF_ERROR(make_cost(e));
@@ -208,12 +210,24 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
     for (int64_t r = 0; r < d.decode.instances; ++r) {
       replicas.emplace_back(spec.scheduler, result.kv.blocks, costs[1].get(), false);
     }
-    // The whole KV cache of a request crosses the scale-out network, at the
-    // NICs of the smaller instance.
+    // The whole KV cache of a request crosses the scale-out network: a flow
+    // through its prefill instance's NICs and its decode instance's.
     kv_bytes_per_token = ModelKvBytesPerToken(e);
-    kv_link_bandwidth =
-        static_cast<double>(std::min(d.prefill.world_size(), d.decode.world_size())) *
-        e.cluster.scale_out.nic_bandwidth_per_device;
+    const double nic =
+        e.cluster.scale_out.nic_bandwidth_per_device * costs[0]->calibration().network_efficiency;
+    if (!(nic > 0)) {
+      return InvalidArgument(
+          "experiment '{}': field 'disaggregation': cluster '{}' has no scale-out network "
+          "(nic_gbit_s) to carry the KV caches from prefill to decode instances",
+          e.name, e.cluster.name);
+    }
+    std::vector<double> nic_bandwidth;
+    for (size_t i = 0; i < replicas.size(); ++i) {
+      const bool prefill = i < entry_replicas;
+      nic_bandwidth.push_back(
+          nic * static_cast<double>(prefill ? d.prefill.world_size() : d.decode.world_size()));
+    }
+    kv_network.emplace(std::move(nic_bandwidth), e.cluster.scale_out.latency);
   }
   result.calibration_source = costs[0]->calibration_source();
   const double request_overhead = costs[0]->terms().request_overhead;
@@ -348,12 +362,8 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
     }
     return target;
   };
-  // KV-cache transfers in flight (disaggregated): (arrival at the decode instance, request).
-  std::priority_queue<std::pair<double, size_t>, std::vector<std::pair<double, size_t>>,
-                      std::greater<>>
-      transfers;
-  std::vector<double> link_free(replicas.size(), 0.0);  // FIFO per instance's NICs
   std::vector<ServedRequest*> finished;
+  std::vector<int64_t> arrived;  // KV caches arriving at one instant
   // Everything that happens at one instant (arrivals, iteration ends) is
   // handled before idle replicas schedule, so requests arriving together
   // (a closed loop's refills) can share an iteration.
@@ -362,7 +372,7 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
     // A request reaches the scheduler request_overhead after it arrives.
     const double next_arrival =
         pending.empty() ? kNever : requests[pending.front()].arrival + request_overhead;
-    const double next_transfer = transfers.empty() ? kNever : transfers.top().first;
+    const double next_transfer = kv_network ? kv_network->Next() : kNever;
     bool more_now = next_arrival <= now || next_transfer <= now;
     for (const Replica& rep : replicas) more_now = more_now || (rep.busy && rep.end <= now);
     if (!more_now) {
@@ -399,16 +409,11 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
         if (!r->done()) {
           // Prefilled on a prefill instance: its KV cache goes to a decode instance.
           const size_t to = route(entry_replicas, replicas.size());
-          const double start = std::max({now, link_free[next_rep], link_free[to]});
-          const double end =
-              start + e.cluster.scale_out.latency +
-              static_cast<double>(r->computed) * kv_bytes_per_token / kv_link_bandwidth;
-          link_free[next_rep] = link_free[to] = end;
+          const double bytes = static_cast<double>(r->computed) * kv_bytes_per_token;
+          kv_network->Start(now, next_rep, to, bytes, r->id);
           r->replica = static_cast<int64_t>(to);
-          r->kv_arrival = end;
           ++result.kv_transfers;
-          result.kv_transfer_bytes += static_cast<double>(r->computed) * kv_bytes_per_token;
-          transfers.emplace(end, static_cast<size_t>(r->id));
+          result.kv_transfer_bytes += bytes;
           continue;
         }
         --in_system;
@@ -426,12 +431,16 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
       continue;
     }
     if (next_transfer <= next_arrival) {
-      // A KV cache arrives at its decode instance.
+      // A KV flow completes, or caches arrive at their decode instances.
       advance(next_transfer);
-      ServedRequest& r = requests[transfers.top().second];
-      transfers.pop();
-      replicas[r.replica].scheduler.AddWithCache(&r);
-      dirty[r.replica] = true;
+      arrived.clear();
+      kv_network->AdvanceTo(now, &arrived);
+      for (int64_t id : arrived) {
+        ServedRequest& r = requests[static_cast<size_t>(id)];
+        r.kv_arrival = now;
+        replicas[r.replica].scheduler.AddWithCache(&r);
+        dirty[r.replica] = true;
+      }
       continue;
     }
     // A request arrives and is routed.

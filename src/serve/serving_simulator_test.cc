@@ -166,7 +166,9 @@ TEST(ServingSimulatorTest, ClosedLoopRefillsAfterTheResponseOverhead) {
     const ServedRequest& q = r->requests[i];
     EXPECT_NEAR(q.finish - q.last_token, 5e-4, 1e-12) << i;
     EXPECT_NEAR(q.first_scheduled - q.arrival, 2e-4, 1e-12) << i;
-    if (i > 0) EXPECT_DOUBLE_EQ(q.arrival, r->requests[i - 1].finish) << i;
+    if (i > 0) {
+      EXPECT_DOUBLE_EQ(q.arrival, r->requests[i - 1].finish) << i;
+    }
   }
 }
 
@@ -456,6 +458,57 @@ TEST(ServingSimulatorTest, DisaggregatedAtZeroRateIsTheTwoPlansApart) {
       // The first decode step starts when the cache has arrived.
       EXPECT_NEAR(x.finish - x.kv_arrival, 7 * q.tpot, 1e-9 * q.tpot) << x.id;
     }
+  }
+}
+
+// KV caches are flows of the network model: the calibration's network
+// efficiency scales the NICs they cross.
+TEST(ServingSimulatorTest, DisaggregatedKvTransfersUseTheCalibratedNetworkEfficiency) {
+  Experiment e = Served(Poisson(0.01), 1024, 4, 3);
+  DisaggregationSpec d;
+  d.prefill.tp = 4;
+  d.decode.tp = 2;
+  e.serving->disaggregation = d;
+  const std::string calibration = TracePath("kv_calibration_") + ".yaml";
+  std::ofstream(calibration) << "network_efficiency: 0.5\n";
+  ServeOptions o = Options();
+  o.sim.calibration_file = calibration;
+  auto r = SimulateServing(e, o);
+  std::filesystem::remove(calibration);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const double bytes = 1024.0 * 32 * 8 * 128 * 2 * 2;  // as in the test above
+  const double nic = 0.5 * 2 * e.cluster.scale_out.nic_bandwidth_per_device;
+  for (const ServedRequest& x : r->requests) {
+    EXPECT_NEAR(x.kv_arrival - x.first_token, e.cluster.scale_out.latency + bytes / nic,
+                1e-9 * bytes / nic)
+        << x.id;
+  }
+}
+
+// Caches that leave their prefill instances together share the decode
+// instance's NICs (max-min) instead of queueing: they arrive together.
+TEST(ServingSimulatorTest, DisaggregatedCachesShareTheDecodeInstancesNics) {
+  ArrivalSpec burst;
+  burst.process = ArrivalProcess::kClosedLoop;
+  burst.concurrency = 2;
+  Experiment e = Served(burst, 1024, 4, 2);
+  DisaggregationSpec d;
+  d.prefill.tp = 2;
+  d.prefill.instances = 2;
+  d.decode.tp = 2;
+  e.serving->disaggregation = d;
+  e.serving->scheduler.router = RouterPolicy::kRoundRobin;
+  auto r = SimulateServing(e, Options());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->requests.size(), 2u);
+  const ServedRequest& a = r->requests[0];
+  const ServedRequest& b = r->requests[1];
+  EXPECT_DOUBLE_EQ(a.first_token, b.first_token);  // one prefill instance each
+  const double bytes = 1024.0 * 32 * 8 * 128 * 2 * 2;
+  const double alone = bytes / (2 * e.cluster.scale_out.nic_bandwidth_per_device);
+  for (const ServedRequest& x : r->requests) {
+    EXPECT_NEAR(x.kv_arrival - x.first_token, e.cluster.scale_out.latency + 2 * alone, 1e-9 * alone)
+        << x.id;
   }
 }
 
