@@ -112,6 +112,14 @@ StatusOr<double> IterationCost::PriorContextExtra(int64_t prior, int64_t chunk) 
   return std::max(0.0, whole - before - alone);
 }
 
+StatusOr<double> IterationCost::Mixed(int64_t chunks, int64_t tokens, int64_t requests,
+                                      int64_t context) {
+  ASSIGN_OR_RETURN(const double fused, Prefill(chunks, (tokens + requests + chunks - 1) / chunks));
+  ASSIGN_OR_RETURN(const double decode, Decode(requests, context));
+  ASSIGN_OR_RETURN(const double no_context, Decode(requests, 1));
+  return fused + std::max(0.0, decode - no_context);
+}
+
 StatusOr<double> IterationCost::Decode(int64_t requests, int64_t context, bool replay) {
   return Interpolated(replay ? Kind::kDecodeReplay : Kind::kDecode, requests, context);
 }

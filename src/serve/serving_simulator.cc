@@ -298,25 +298,27 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
     kv_used += rep.scheduler.used_blocks() - blocks_before;
     it.preempted = preempted;
     if (it.empty()) return Status::Ok();
-    double seconds = 0;
-    if (!it.prefill.empty()) {
-      const int64_t n = static_cast<int64_t>(it.prefill.size());
-      ASSIGN_OR_RETURN(const double t, rep.cost->Prefill(n, (it.prefill_tokens() + n - 1) / n));
-      seconds += t;
-      for (const auto& [r, chunk] : it.prefill) {
-        ASSIGN_OR_RETURN(const double extra, rep.cost->PriorContextExtra(r->computed, chunk));
-        seconds += extra;
-      }
-    }
     // Calibrated overheads (0 by default): host scheduling, a CUDA-graph replay
     // for decode-only iterations (whose kernels then pay no launch), cold start.
     const sim::OverheadTerms& terms = rep.cost->terms();
     const bool decode_only = it.prefill.empty();
-    if (!it.decode.empty()) {
-      ASSIGN_OR_RETURN(const double t, rep.cost->Decode(static_cast<int64_t>(it.decode.size()),
-                                                        std::llround(it.decode_context_mean()),
-                                                        decode_only && terms.cuda_graphs));
-      seconds += t;
+    const int64_t decodes = static_cast<int64_t>(it.decode.size());
+    const int64_t context = decodes > 0 ? std::llround(it.decode_context_mean()) : 0;
+    double seconds = 0;
+    if (decode_only) {
+      ASSIGN_OR_RETURN(seconds, rep.cost->Decode(decodes, context, terms.cuda_graphs));
+    } else {
+      // Prefill chunks, and the decodes mixed in with them, in one fused pass.
+      const int64_t n = static_cast<int64_t>(it.prefill.size());
+      if (decodes > 0) {
+        ASSIGN_OR_RETURN(seconds, rep.cost->Mixed(n, it.prefill_tokens(), decodes, context));
+      } else {
+        ASSIGN_OR_RETURN(seconds, rep.cost->Prefill(n, (it.prefill_tokens() + n - 1) / n));
+      }
+      for (const auto& [r, chunk] : it.prefill) {
+        ASSIGN_OR_RETURN(const double extra, rep.cost->PriorContextExtra(r->computed, chunk));
+        seconds += extra;
+      }
     }
     seconds += terms.IterationSeconds(decode_only);
     if (rep.iterations == 0) seconds += terms.cold_start;
