@@ -31,7 +31,9 @@ StatusOr<std::unique_ptr<IterationCost>> IterationCost::Create(const Experiment&
   replica.serving.reset();
   // The placement depends on the plan only; a batch of ep requests is valid for it.
   replica.workload.batch_size = std::max<int64_t>(replica.parallel.ep, 1);
-  replica.parallel.micro_batches = 0;
+  // One pass per iteration: with pp > 1 the replica's virtual engines pipeline
+  // consecutive iterations instead (serving_simulator.cc), as vLLM does.
+  replica.parallel.micro_batches = 1;
   ASSIGN_OR_RETURN(Placement placement, Placement::Create(replica));
   ASSIGN_OR_RETURN(std::unique_ptr<const sim::SimSetup> setup,
                    sim::MakeSimSetup(experiment, calibration_file));

@@ -420,6 +420,11 @@ TEST(ServingSimulatorTest, AnalyzeOfTheTraceGivesTheSimulatorsRequestMetrics) {
   tight.serving->scheduler.kv_blocks = 128;
   tight.serving->scheduler.grid_points_per_octave = 8;
   ExpectAnalyzeAgrees(tight, "preempted", /*itl_available=*/false);
+
+  Experiment staged = replicas;  // two pipeline stages: two virtual engines per replica
+  staged.parallel.tp = 1;
+  staged.parallel.pp = 2;
+  ExpectAnalyzeAgrees(staged, "pipelined");
 }
 
 // Disaggregated prefill/decode at a vanishing rate: each request's TTFT is the
@@ -539,6 +544,46 @@ TEST(ServingSimulatorTest, DisaggregatedUnderLoadServesEveryone) {
   EXPECT_EQ(r->devices, 12);
   const ServingMetrics& m = r->metrics;
   EXPECT_NEAR(m.mean_in_system, m.arrival_rate * m.mean_time_in_system, 1e-9 * m.mean_in_system);
+}
+
+// A replica of two pipeline stages runs two virtual engines (as vLLM does):
+// two requests arriving together go one to each, and the second engine's
+// prefill enters the first stage as soon as the first engine's has left it —
+// half a pass later — instead of waiting for the whole pass or sharing it.
+TEST(ServingSimulatorTest, PipelineStagesRunVirtualEnginesOverlapped) {
+  ArrivalSpec pair;
+  pair.process = ArrivalProcess::kClosedLoop;
+  pair.concurrency = 2;
+  Experiment e = Served(pair, 2048, 1, 2);
+  e.parallel.tp = 1;
+  e.parallel.pp = 2;
+  e.serving->scheduler.router = RouterPolicy::kRoundRobin;
+  auto cost = IterationCost::Create(e, "", sim::Algorithm::kAuto, 0);
+  ASSERT_TRUE(cost.ok());
+  auto pass = (*cost)->Prefill(1, 2048);
+  ASSERT_TRUE(pass.ok());
+  auto r = SimulateServing(e, Options());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->requests.size(), 2u);
+  EXPECT_EQ(r->replicas, 1);
+  EXPECT_EQ(r->requests[0].replica, 0);
+  EXPECT_EQ(r->requests[1].replica, 0);
+  EXPECT_NE(r->requests[0].engine, r->requests[1].engine);
+  EXPECT_NEAR(r->requests[0].first_token, *pass, 1e-12);
+  EXPECT_NEAR(r->requests[1].first_token, 1.5 * *pass, 1e-12);
+  EXPECT_NEAR(r->requests[1].first_scheduled, 0.5 * *pass, 1e-12);  // waited for the stage
+
+  // A lone request is not slowed by the other engine: batch-1 TTFT and TPOT.
+  Experiment lone = Served(Poisson(0.01), 1024, 8, 3);
+  lone.parallel.tp = 1;
+  lone.parallel.pp = 2;
+  auto q = SimulateServing(lone, Options());
+  ASSERT_TRUE(q.ok()) << q.status().message();
+  const sim::SimResult fixed = FixedBatch(lone, 1, 1024, 8);
+  for (const ServedRequest& x : q->requests) {
+    EXPECT_NEAR(x.first_token - x.arrival, fixed.ttft, 1e-9 * fixed.ttft) << x.id;
+    EXPECT_NEAR((x.finish - x.first_token) / 7, fixed.tpot, 1e-9 * fixed.tpot) << x.id;
+  }
 }
 
 // A mixed iteration runs its prefill chunk and its decodes in one pass: it
