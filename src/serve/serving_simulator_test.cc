@@ -389,6 +389,16 @@ void ExpectAnalyzeAgrees(const Experiment& e, const std::string& tag, bool itl_a
   EXPECT_NEAR(value("serving.requests_per_s"), m.requests_per_s, 1e-6 * m.requests_per_s);
   EXPECT_NEAR(value("serving.output_tokens_per_s"), m.output_tokens_per_s,
               1e-6 * m.output_tokens_per_s);
+  if (e.serving->slo.ttft > 0) {  // an SLO that binds for some requests
+    EXPECT_GT(m.slo_attainment, 0);
+    EXPECT_LT(m.slo_attainment, 1);
+  }
+  // Goodput under the SLO the metadata carries: the trace's nanosecond times may
+  // put a request within a nanosecond of an objective on the other side.
+  EXPECT_NEAR(value("serving.goodput_requests_per_s"), m.goodput_requests_per_s,
+              1.0 / m.duration + 1e-6 * m.goodput_requests_per_s);
+  EXPECT_NEAR(value("serving.slo_attainment"), m.slo_attainment,
+              1.0 / static_cast<double>(m.measured) + 1e-9);
 }
 
 TEST(ServingSimulatorTest, AnalyzeOfTheTraceGivesTheSimulatorsRequestMetrics) {
@@ -397,6 +407,8 @@ TEST(ServingSimulatorTest, AnalyzeOfTheTraceGivesTheSimulatorsRequestMetrics) {
   replicas.serving->prompt_tokens = {LengthDist::Kind::kUniform, 0, 0, 0, 32, 1024};
   replicas.serving->output_tokens = {LengthDist::Kind::kUniform, 0, 0, 0, 1, 64};
   replicas.serving->warmup_requests = 10;
+  replicas.serving->slo.ttft = 0.015;  // binding for some requests, not all
+  replicas.serving->slo.tpot = 0.02;
   ExpectAnalyzeAgrees(replicas, "replicas");
 
   Experiment whole = replicas;  // whole prompts, one replica, a closed loop
