@@ -2,7 +2,7 @@
 # Runs on the GPU machine (the device tool, or any host with an NVIDIA GPU):
 # the device's facts, then gpu_ops_bench over the Programs' GEMM shapes.
 # Everything goes into OUT: nvidia-smi before/after, gpu_ops.csv, device.json,
-# gpu_ops_bf16.trace, gpu_ops_fp8.trace, stderr.txt.
+# gpu_ops_bf16.trace.gz, gpu_ops_fp8.trace.gz, stderr.txt.
 #   bench/gpu/run_on_gpu.sh OUT [BINARY] [BUDGET_S]
 set -u
 out=${1:?usage: run_on_gpu.sh OUT [BINARY] [BUDGET_S]}
@@ -17,4 +17,5 @@ start=$(date +%s)
 rc=$?
 echo "gpu_ops_bench: exit $rc after $(( $(date +%s) - start )) s" | tee -a "$out/stderr.txt"
 nvidia-smi -q -d CLOCK,POWER,PERFORMANCE,TEMPERATURE > "$out/nvidia-smi-after.txt" 2>&1
+gzip -9 -f "$out"/gpu_ops_*.trace  # what calibrate_gpu.sh reads (bench/gpu/results/<hardware>/)
 exit $rc
