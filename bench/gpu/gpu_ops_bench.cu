@@ -31,6 +31,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -345,7 +346,8 @@ class Results {
     int64_t ts_ns = 0;
     for (const Measurement& r : all_) {
       const bool gemm = r.k > 0;
-      if (r.kind == "copy" || r.kind == "gemm_peak" || (gemm && r.dtype != trace_dtype) ||
+      if (r.kind == "copy" || r.kind == "gemm_peak" || r.kind.rfind("decode_layers", 0) == 0 ||
+          (gemm && r.dtype != trace_dtype) ||
           r.Skipped())
         continue;
       for (double s : r.seconds) {
@@ -498,6 +500,98 @@ class GemmBench {
           },
           5, &r.note);
       results.Add(r.seconds.empty() ? Skipped(r) : r);
+    }
+  }
+
+  // How launches add up: Llama-3.1-8B's decode layers (TP1, bf16, m rows;
+  // norm, QKV, RoPE, out, residual, norm, up, SwiGLU, down, residual: 10
+  // kernels a layer, attention left out), 32 layers with their own weights,
+  // launched one by one (eager, as without CUDA graphs) and replayed as one
+  // CUDA graph. Rows "decode_layers_eager" / "_graph" in gpu_ops.csv (n: layers,
+  // k: kernels); each kernel's own time is in the sweep's rows of its shape.
+  void DecodeLayers(const std::vector<int64_t>& rows, Timer& timer, Results& results) {
+    constexpr int64_t kLayers = 32, kH = 4096, kQkv = 6144, kF = 14336;
+    struct Weights {
+      DeviceBuffer qkv{kQkv * kH * 2}, out{kH * kH * 2}, up{2 * kF * kH * 2}, down{kH * kF * 2},
+          norm{kH * 2};
+    };
+    std::vector<std::unique_ptr<Weights>> layers;
+    for (int64_t l = 0; l < kLayers; ++l) {
+      layers.push_back(std::make_unique<Weights>());
+      for (const DeviceBuffer* b : {&layers.back()->qkv, &layers.back()->out, &layers.back()->up,
+                                    &layers.back()->down, &layers.back()->norm}) {
+        FillRandom(b->p, static_cast<int64_t>(b->bytes / 2), false, static_cast<uint32_t>(l), stream_);
+      }
+    }
+    const int64_t max_m = rows.back();
+    DeviceBuffer x(max_m * kH * 2), y(max_m * kH * 2), qkv(max_m * kQkv * 2), gu(max_m * 2 * kF * 2),
+        act(max_m * kF * 2);
+    FillRandom(x.p, max_m * kH, false, 7, stream_);
+    for (int64_t m : rows) {
+      if (timer.OutOfTime()) return;
+      Matmul mq, mo, mu, md;
+      std::string note;
+      if (!mq.Init(lt_, false, m, kQkv, kH, workspace_.bytes, &note) ||
+          !mo.Init(lt_, false, m, kH, kH, workspace_.bytes, &note) ||
+          !mu.Init(lt_, false, m, 2 * kF, kH, workspace_.bytes, &note) ||
+          !md.Init(lt_, false, m, kH, kF, workspace_.bytes, &note)) {
+        continue;
+      }
+      float alpha = 1, beta = 0;
+      auto gemm = [&](Matmul& mm, const DeviceBuffer& w, const void* in, void* out) {
+        cublasLtMatmul(lt_, mm.desc, &alpha, w.p, mm.a, in, mm.b, &beta, out, mm.c, out, mm.c,
+                       &mm.algo, workspace_.p, workspace_.bytes, stream_);
+      };
+      const int64_t mh = m * kH;
+      auto launch_all = [&] {
+        for (const auto& w : layers) {
+          RmsNormKernel<<<static_cast<unsigned>(m), 256, 0, stream_>>>(x.as<bf16>(), w->norm.as<bf16>(),
+                                                                       y.as<bf16>(), kH);
+          gemm(mq, w->qkv, y.p, qkv.p);
+          RopeKernel<<<Grid(mh / 2, 256), 256, 0, stream_>>>(qkv.as<bf16>(), m, static_cast<int>(kH));
+          gemm(mo, w->out, qkv.p, y.p);
+          AddKernel<<<Grid(mh / 8, 256), 256, 0, stream_>>>(x.as<bf16>(), y.as<bf16>(), x.as<bf16>(), mh / 8);
+          RmsNormKernel<<<static_cast<unsigned>(m), 256, 0, stream_>>>(x.as<bf16>(), w->norm.as<bf16>(),
+                                                                       y.as<bf16>(), kH);
+          gemm(mu, w->up, y.p, gu.p);
+          SwiGluKernel<<<Grid(m * kF / 8, 256), 256, 0, stream_>>>(gu.as<bf16>(), act.as<bf16>(), m,
+                                                                   static_cast<int>(kF));
+          gemm(md, w->down, act.p, y.p);
+          AddKernel<<<Grid(mh / 8, 256), 256, 0, stream_>>>(x.as<bf16>(), y.as<bf16>(), x.as<bf16>(), mh / 8);
+        }
+      };
+      Event a, b;
+      Measurement eager("decode_layers_eager", "bf16", "", m, kLayers, 10 * kLayers);
+      Measurement graphed("decode_layers_graph", "bf16", "", m, kLayers, 10 * kLayers);
+      launch_all();  // warm up
+      CUDA_CHECK(cudaStreamSynchronize(stream_));
+      for (int i = 0; i < 5; ++i) {
+        CUDA_CHECK(cudaEventRecord(a.e, stream_));
+        launch_all();
+        CUDA_CHECK(cudaEventRecord(b.e, stream_));
+        CUDA_CHECK(cudaEventSynchronize(b.e));
+        float ms = 0;
+        CUDA_CHECK(cudaEventElapsedTime(&ms, a.e, b.e));
+        eager.seconds.push_back(ms * 1e-3);
+      }
+      CUDA_CHECK(cudaGetLastError());
+      Graph g;
+      CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+      launch_all();
+      CUDA_CHECK(cudaStreamEndCapture(stream_, &g.g));
+      CUDA_CHECK(cudaGraphInstantiate(&g.exec, g.g, 0));
+      CUDA_CHECK(cudaGraphLaunch(g.exec, stream_));
+      for (int i = 0; i < 5; ++i) {
+        CUDA_CHECK(cudaEventRecord(a.e, stream_));
+        CUDA_CHECK(cudaGraphLaunch(g.exec, stream_));
+        CUDA_CHECK(cudaEventRecord(b.e, stream_));
+        CUDA_CHECK(cudaEventSynchronize(b.e));
+        float ms = 0;
+        CUDA_CHECK(cudaEventElapsedTime(&ms, a.e, b.e));
+        graphed.seconds.push_back(ms * 1e-3);
+      }
+      results.Add(eager);
+      results.Add(graphed);
     }
   }
 
@@ -778,6 +872,7 @@ int main(int argc, char** argv) {
     gemm.Sweep(GemmShape{"gemm_peak", "peak", 8192, 8192}, dtype, {8192}, timer, results);
   }
   ElementwiseSweep(stream, l2, rows, timer, results);
+  gemm.DecodeLayers({1, 16, 128}, timer, results);
   for (const std::string dtype : {"bf16", "fp8"}) {
     for (const GemmShape& s : shapes) {
       if (timer.OutOfTime()) break;
@@ -791,7 +886,7 @@ int main(int argc, char** argv) {
                  opt.budget_s);
   double peak[2] = {0, 0};
   for (const Measurement& r : results.all()) {
-    if (r.k == 0 || r.Skipped()) continue;
+    if (r.k == 0 || r.Skipped() || r.kind.rfind("decode_layers", 0) == 0) continue;
     double& p = peak[r.dtype == "fp8"];
     p = std::max(p, r.flops / r.Median() / 1e12);
   }
