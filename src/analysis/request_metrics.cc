@@ -1,7 +1,8 @@
 // Per-request serving metrics from a served run's request spans
 // (trace_format.md, "Request spans"; docs/metrics.md, "Serving"): queueing
 // delay, TTFT, TPOT, inter-token latency and end-to-end latency over the
-// measured (non-warm-up) requests, and throughput. The definitions are the
+// measured (non-warm-up) requests, throughput, and goodput under the SLO the
+// metadata states (experiment.serving.slo). The definitions are the
 // serving simulator's (serve/serving_metrics.cc), so a simulated served run
 // analysed from its trace gives its own figures back.
 #include <fmt/format.h>
@@ -12,6 +13,7 @@
 
 #include "analysis/metric_families.h"
 #include "analysis/stats.h"
+#include "trace/json_path.h"
 
 namespace shardscope::analysis {
 namespace {
@@ -50,6 +52,11 @@ void AddRequestMetrics(const Context& ctx, MetricSet* out) {
   const RunData& data = *ctx.data;
   if (data.requests.empty()) return;  // not a served run
   std::vector<double> queueing, ttft, tpot, e2e, itl;
+  // The objectives (seconds; 0: not set, always met) of the run's metadata.
+  const nlohmann::json* slo = trace::JsonAt(data.metadata, {"experiment", "serving", "slo"});
+  const double slo_ttft = slo != nullptr ? slo->value("ttft_s", 0.0) : 0;
+  const double slo_tpot = slo != nullptr ? slo->value("tpot_s", 0.0) : 0;
+  int64_t good = 0;
   int64_t measured = 0, warmup = 0, preemptions = 0, preempted = 0, timeless = 0;
   double output_tokens = 0, prompt_tokens = 0;
   int64_t first_arrival = std::numeric_limits<int64_t>::max(), last_finish = 0;
@@ -82,10 +89,13 @@ void AddRequestMetrics(const Context& ctx, MetricSet* out) {
     queueing.push_back(Seconds(r.args.scheduled_ns - r.arrival_ns));
     ttft.push_back(Seconds(r.args.first_token_ns - r.arrival_ns));
     e2e.push_back(Seconds(r.finish_ns - r.arrival_ns));
+    bool met = slo_ttft <= 0 || ttft.back() <= slo_ttft;
     if (r.args.output_tokens > 1) {
       tpot.push_back(Seconds(r.finish_ns - r.args.first_token_ns) /
                      static_cast<double>(r.args.output_tokens - 1));
+      met = met && (slo_tpot <= 0 || tpot.back() <= slo_tpot);
     }
+    good += met ? 1 : 0;
     if (r.args.preemptions > 0) {
       ++preempted;
     } else if (r.args.output_tokens > 1) {
@@ -128,6 +138,19 @@ void AddRequestMetrics(const Context& ctx, MetricSet* out) {
              "measured requests' output tokens / the same window");
     out->Add("serving.prompt_tokens_per_s", "", prompt_tokens / duration, "tokens/s",
              "measured requests' prompt tokens / the same window");
+    if (slo == nullptr) {
+      out->AddUnavailable("serving.goodput_requests_per_s", "", "1/s",
+                          "the metadata states no SLO (experiment.serving.slo)");
+    } else {
+      const std::string objectives =
+          fmt::format("TTFT ≤ {}, TPOT ≤ {}", slo_ttft > 0 ? fmt::format("{} s", slo_ttft) : "-",
+                      slo_tpot > 0 ? fmt::format("{} s", slo_tpot) : "-");
+      out->Add("serving.goodput_requests_per_s", "", static_cast<double>(good) / duration, "1/s",
+               fmt::format("measured requests within {} / the same window", objectives));
+      out->Add("serving.slo_attainment", "",
+               static_cast<double>(good) / static_cast<double>(measured), "ratio",
+               fmt::format("measured requests within {} / measured requests", objectives));
+    }
   }
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <set>
 #include <utility>
 
@@ -27,35 +28,51 @@ struct CommMark {
 };
 
 // Keeps a file's metadata apart, notes each rank's collectives and forwards
-// the rest to `out`.
+// the rest to `out`, with `rank_offset` added to every rank (the hosts of a
+// multi-host XLA profile number their devices from 0 each).
 class SetSink : public trace::TraceSink {
  public:
-  SetSink(trace::TraceSink* out, std::map<int32_t, std::vector<CommMark>>* marks)
-      : out_(out), marks_(marks) {}
+  SetSink(trace::TraceSink* out, std::map<int32_t, std::vector<CommMark>>* marks,
+          int32_t rank_offset)
+      : out_(out), marks_(marks), offset_(rank_offset) {}
   void OnMetadata(const nlohmann::json& metadata) override { metadata_ = metadata; }
   void OnProcessName(int32_t rank, std::string_view name) override {
-    out_->OnProcessName(rank, name);
+    out_->OnProcessName(rank + offset_, name);
   }
   void OnThreadName(int32_t rank, int32_t stream, std::string_view name) override {
-    out_->OnThreadName(rank, stream, name);
+    out_->OnThreadName(rank + offset_, stream, name);
   }
   void OnOp(const trace::OpEvent& op) override {
+    if (offset_ != 0) return Forward(Shifted(op));
+    Forward(op);
+  }
+  void OnSpan(const trace::SpanEvent& span) override { out_->OnSpan(Shifted(span)); }
+  void OnCounter(const trace::CounterEvent& counter) override { out_->OnCounter(Shifted(counter)); }
+
+  const nlohmann::json& metadata() const { return metadata_; }
+
+ private:
+  template <typename Event>
+  Event Shifted(const Event& e) const {
+    Event copy = e;
+    copy.rank += offset_;
+    return copy;
+  }
+  void Forward(const trace::OpEvent& op) {
     if (op.is_comm() && IsGroupCollective(op.collective)) {
       (*marks_)[op.rank].push_back(
           {op.ts_ns, op.end_ns(), op.collective, op.group, op.bytes, op.seq});
     }
     out_->OnOp(op);
   }
-  void OnSpan(const trace::SpanEvent& span) override { out_->OnSpan(span); }
-  void OnCounter(const trace::CounterEvent& counter) override { out_->OnCounter(counter); }
 
-  const nlohmann::json& metadata() const { return metadata_; }
-
- private:
   trace::TraceSink* const out_;
   std::map<int32_t, std::vector<CommMark>>* const marks_;
+  const int32_t offset_;
   nlohmann::json metadata_ = nlohmann::json::object();
 };
+
+bool IsXla(TraceFormat f) { return f == TraceFormat::kXspace || f == TraceFormat::kXlaJson; }
 
 std::string RankList(const std::vector<int32_t>& ranks) {
   std::string out;
@@ -195,8 +212,12 @@ StatusOr<TraceSetResult> ImportTraceSet(const std::vector<std::string>& paths,
   if (paths.empty()) return InvalidArgument("a trace set needs at least one file");
   // Declared ranks first, so a duplicate is found before anything is read in full.
   std::map<int32_t, std::string> declared;
+  // Several XLA profiles (XSpace, trace-viewer JSON) are the hosts of one run,
+  // each numbering its devices from 0: host k's ranks follow host k − 1's.
+  bool hosts = paths.size() > 1;
   for (const std::string& path : paths) {
     ASSIGN_OR_RETURN(TraceProbe probe, ProbeTrace(path, options.format));
+    hosts = hosts && IsXla(probe.format);
     if (!probe.rank) continue;
     auto [it, inserted] = declared.emplace(*probe.rank, path);
     if (!inserted) {
@@ -213,9 +234,13 @@ StatusOr<TraceSetResult> ImportTraceSet(const std::vector<std::string>& paths,
   std::optional<std::string> world_file;
   nlohmann::json files = nlohmann::json::array();
   nlohmann::json first_metadata;
+  int32_t next_rank = 0;  // hosts: the first rank of the next file
   for (const std::string& path : paths) {
-    SetSink set_sink(target, &marks);
+    const int32_t offset = hosts ? next_rank : 0;
+    SetSink set_sink(target, &marks, offset);
     ASSIGN_OR_RETURN(ImportResult r, ImportTrace(path, options.format, &set_sink));
+    for (int32_t& rank : r.ranks) rank += offset;
+    if (!r.ranks.empty()) next_rank = r.ranks.back() + 1;
     for (int32_t rank : r.ranks) {
       auto [it, inserted] = owner.emplace(rank, path);
       if (!inserted) {
@@ -240,6 +265,7 @@ StatusOr<TraceSetResult> ImportTraceSet(const std::vector<std::string>& paths,
     files.push_back({{"path", path},
                      {"format", TraceFormatName(r.format)},
                      {"ranks", r.ranks},
+                     {"rank_offset", offset},
                      {"clock", r.clock},
                      {"metadata", set_sink.metadata()}});
     result.files.push_back(std::move(r));
@@ -312,9 +338,23 @@ StatusOr<TraceSetResult> ImportTraceSet(const std::vector<std::string>& paths,
 StatusOr<std::vector<std::vector<std::string>>> GroupTraceFiles(
     const std::vector<std::string>& files, std::optional<TraceFormat> forced) {
   std::vector<std::vector<std::string>> runs;
-  std::map<std::pair<TraceFormat, int32_t>, size_t> set_index;  // (format, world) → run
+  std::map<std::pair<TraceFormat, int32_t>, size_t> set_index;       // (format, world) → run
+  std::map<std::pair<TraceFormat, std::string>, size_t> host_index;  // (format, directory) → run
   for (const std::string& file : files) {
     ASSIGN_OR_RETURN(TraceProbe probe, ProbeTrace(file, forced));
+    if (IsXla(probe.format)) {
+      // A JAX profile directory (plugins/profile/<run>/<host>.xplane.pb) holds
+      // one file per host of one run.
+      auto key = std::make_pair(
+          probe.format, std::filesystem::path(file).parent_path().lexically_normal().string());
+      auto [it, inserted] = host_index.emplace(key, runs.size());
+      if (inserted) {
+        runs.push_back({file});
+      } else {
+        runs[it->second].push_back(file);
+      }
+      continue;
+    }
     if (probe.format != TraceFormat::kShardScope && probe.rank && probe.world_size &&
         *probe.world_size > 1) {
       auto key = std::make_pair(probe.format, *probe.world_size);

@@ -59,7 +59,9 @@ struct TraceSetResult {
   nlohmann::json metadata;                    // what the sink received as metadata
 };
 
-// Imports every file of `paths` into `sink` as one run. The sink receives one
+// Imports every file of `paths` into `sink` as one run. Several XLA profiles
+// are hosts: each file's device ordinals are offset by the ranks of the files
+// before it (in the order given), and the metadata says each file's offset. The sink receives one
 // combined metadata object (each file's under "trace_set.files", plus the
 // set's ranks, missing ranks and clocks) after all other events. Errors: any
 // file's import error, a rank held by two files, files that disagree on the
@@ -69,7 +71,9 @@ StatusOr<TraceSetResult> ImportTraceSet(const std::vector<std::string>& paths,
 
 // Splits trace files into runs. ShardScope traces are one run each; foreign
 // files that declare a rank and the same world size (> 1), in the same
-// format, form one set; any other foreign file is a run of its own.
+// format, form one set; XLA profiles (XSpace, trace-viewer JSON) of one format
+// in one directory form one set, a file per host (ImportTraceSet numbers host
+// k's devices after host k − 1's); any other foreign file is a run of its own.
 StatusOr<std::vector<std::vector<std::string>>> GroupTraceFiles(
     const std::vector<std::string>& files, std::optional<TraceFormat> forced);
 

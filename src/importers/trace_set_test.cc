@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "importers/test_traces.h"
 #include "trace/test_util.h"
 #include "trace/trace_writer.h"
@@ -170,6 +172,54 @@ TEST(TraceSetTest, GroupingKeepsStoreTracesApartAndJoinsOneWorld) {
                                                 {dir.File("other_world.json")},
                                                 {dir.File("ours2.json")}};
   EXPECT_EQ(*runs, want);
+}
+
+// A JAX profile of two hosts (plugins/profile/<run>/<host>.xplane.pb), each
+// numbering its TPUs from 0, is one run: host B's devices follow host A's.
+TEST(TraceSetTest, MultiHostXspaceIsOneRunWithTheHostsDevicesInOrder) {
+  const std::string xplane =
+      std::string(SHARDSCOPE_SOURCE_DIR) + "/../shared/testdata/xla/tpu_inference_2.xplane.pb";
+  if (!std::filesystem::exists(xplane)) GTEST_SKIP() << "test data not found: " << xplane;
+  ScratchDir dir;
+  std::filesystem::create_directories(dir.File("run1"));
+  std::filesystem::create_directories(dir.File("run2"));
+  for (const char* name :
+       {"run1/hostA.xplane.pb", "run1/hostB.xplane.pb", "run2/hostA.xplane.pb"}) {
+    std::filesystem::copy_file(xplane, dir.File(name));
+  }
+  trace::Trace one;
+  trace::TraceBuilder one_builder(&one);
+  auto single = ImportTrace(xplane, std::nullopt, &one_builder);
+  if (!single.ok() && single.status().code() == StatusCode::kUnimplemented) {
+    GTEST_SKIP() << single.status().message();  // built without protobuf
+  }
+  ASSERT_TRUE(single.ok()) << single.status().ToString();
+  ASSERT_FALSE(single->ranks.empty());
+  const int32_t devices = single->ranks.back() + 1;
+
+  auto runs = GroupTraceFiles({dir.File("run1/hostA.xplane.pb"), dir.File("run2/hostA.xplane.pb"),
+                               dir.File("run1/hostB.xplane.pb")},
+                              std::nullopt);
+  ASSERT_TRUE(runs.ok()) << runs.status().ToString();
+  std::vector<std::vector<std::string>> want = {
+      {dir.File("run1/hostA.xplane.pb"), dir.File("run1/hostB.xplane.pb")},
+      {dir.File("run2/hostA.xplane.pb")}};
+  EXPECT_EQ(*runs, want);
+
+  trace::Trace t;
+  trace::TraceBuilder builder(&t);
+  auto set = ImportTraceSet((*runs)[0], {}, &builder);
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  std::vector<int32_t> ranks;
+  for (int32_t r = 0; r < 2 * devices; ++r) ranks.push_back(r);
+  EXPECT_EQ(set->ranks, ranks);
+  ASSERT_EQ(t.ops.size(), 2 * one.ops.size());
+  // Host B's ops are host A's, device d as rank devices + d.
+  for (size_t i = 0; i < one.ops.size(); ++i) {
+    EXPECT_EQ(t.ops[one.ops.size() + i].rank, one.ops[i].rank + devices) << i;
+    EXPECT_EQ(t.ops[one.ops.size() + i].name, one.ops[i].name) << i;
+  }
+  EXPECT_EQ(t.metadata["trace_set"]["files"][1]["rank_offset"], devices);
 }
 
 }  // namespace

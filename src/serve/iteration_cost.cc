@@ -31,7 +31,9 @@ StatusOr<std::unique_ptr<IterationCost>> IterationCost::Create(const Experiment&
   replica.serving.reset();
   // The placement depends on the plan only; a batch of ep requests is valid for it.
   replica.workload.batch_size = std::max<int64_t>(replica.parallel.ep, 1);
-  replica.parallel.micro_batches = 0;
+  // One pass per iteration: with pp > 1 the replica's virtual engines pipeline
+  // consecutive iterations instead (serving_simulator.cc), as vLLM does.
+  replica.parallel.micro_batches = 1;
   ASSIGN_OR_RETURN(Placement placement, Placement::Create(replica));
   ASSIGN_OR_RETURN(std::unique_ptr<const sim::SimSetup> setup,
                    sim::MakeSimSetup(experiment, calibration_file));
@@ -110,6 +112,14 @@ StatusOr<double> IterationCost::PriorContextExtra(int64_t prior, int64_t chunk) 
   ASSIGN_OR_RETURN(const double before, Prefill(1, prior));
   ASSIGN_OR_RETURN(const double alone, Prefill(1, chunk));
   return std::max(0.0, whole - before - alone);
+}
+
+StatusOr<double> IterationCost::Mixed(int64_t chunks, int64_t tokens, int64_t requests,
+                                      int64_t context) {
+  ASSIGN_OR_RETURN(const double fused, Prefill(chunks, (tokens + requests + chunks - 1) / chunks));
+  ASSIGN_OR_RETURN(const double decode, Decode(requests, context));
+  ASSIGN_OR_RETURN(const double no_context, Decode(requests, 1));
+  return fused + std::max(0.0, decode - no_context);
 }
 
 StatusOr<double> IterationCost::Decode(int64_t requests, int64_t context, bool replay) {

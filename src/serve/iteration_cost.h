@@ -48,6 +48,15 @@ class IterationCost {
   // prefill from `prior` to `prior + chunk` tokens (Prefill(1, prior + chunk) −
   // Prefill(1, prior)), which carries the attention over the cached tokens.
   StatusOr<double> PriorContextExtra(int64_t prior, int64_t chunk);
+  // Seconds of an iteration that prefills `chunks` chunks of `tokens` tokens in
+  // all (both ≥ 1) and decodes `requests` (≥ 1) requests over a mean context of
+  // `context` tokens in one fused forward pass, as serving engines run it: the
+  // GEMMs, norms and MoE layers go over all T + m tokens at once, reading the
+  // weights once. It costs the prefill of n prompts of ⌈(T + m)/n⌉ tokens plus
+  // the decode step's attention over its cached contexts,
+  // Decode(m, c) − Decode(m, 1) (≥ 0); chunks' prior contexts are the
+  // caller's (PriorContextExtra).
+  StatusOr<double> Mixed(int64_t chunks, int64_t tokens, int64_t requests, int64_t context);
   // Seconds of one decode step of `requests` requests over `context` cached
   // tokens; `replay`: its kernels replayed from a CUDA graph (no per-kernel
   // launch; the replay itself is terms().IterationSeconds's).

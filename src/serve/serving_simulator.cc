@@ -4,12 +4,13 @@
 #include <cmath>
 #include <deque>
 #include <limits>
-#include <queue>
+#include <optional>
 
 #include "config/experiment_json.h"
 #include "plan/placement.h"
 #include "run/run_recorder.h"
 #include "serve/iteration_cost.h"
+#include "serve/kv_transfers.h"
 #include "serve/replica_scheduler.h"
 #include "serve/request_source.h"
 #include "sim/simulator.h"
@@ -23,22 +24,36 @@ constexpr int32_t kFirstLaneTrack = 10;
 
 // One iteration as the trace shows it.
 struct IterationRecord {
-  int32_t replica = 0;
+  int32_t replica = 0, engine = 0;  // the replica, and the scheduler's index (trace process)
   double start = 0, end = 0;
   int32_t prefill_requests = 0, decode_requests = 0;
   int64_t prefill_tokens = 0;
   int64_t waiting = 0, kv_blocks = 0, preempted = 0;
 };
 
+// The stages of one replica's pipeline, which its virtual engines share: an
+// iteration enters the first stage when the previous one has left it, and
+// leaves the last stage after the previous one has.
+struct Pipeline {
+  int64_t stages = 1;
+  double first_stage_free = 0;  // when the previous iteration leaves the first stage
+  double last_end = 0;          // when the previous iteration leaves the last stage
+  int64_t iterations = 0;       // started so far (the first pays the cold start)
+};
+
+// One scheduler: a replica (pp = 1) or one of its pp virtual engines, each with
+// its own requests and 1/pp of the replica's KV blocks.
 struct Replica {
-  Replica(const SchedulerSpec& spec, int64_t blocks, IterationCost* cost, bool prefill_only)
-      : scheduler(spec, blocks, prefill_only), cost(cost) {}
+  Replica(const SchedulerSpec& spec, int64_t blocks, IterationCost* cost, bool prefill_only,
+          size_t group, int32_t engine)
+      : scheduler(spec, blocks, prefill_only), cost(cost), group(group), engine(engine) {}
   ReplicaScheduler scheduler;
   IterationCost* cost;  // this replica's plan
+  size_t group;         // the replica (or instance) it belongs to: its Pipeline
+  int32_t engine;       // its virtual engine in the replica (0 … pp − 1)
   bool busy = false;
   Iteration iteration;
   double end = 0;
-  int64_t iterations = 0;  // started so far (the first pays the cold start)
 };
 
 int64_t ToNs(double seconds) { return std::llround(seconds * 1e9); }
@@ -58,6 +73,7 @@ Experiment InstanceExperiment(const Experiment& e, const InstanceSpec& i, const 
 
 // Requests on non-overlapping lanes per replica (greedy interval partitioning).
 Status WriteTrace(const Experiment& e, const Placement& placement, const ServingResult& result,
+                  const std::vector<std::pair<int64_t, int32_t>>& engines,
                   const std::vector<ServedRequest>& requests,
                   const std::vector<IterationRecord>& iterations, const ServeOptions& options,
                   std::string* trace_path, std::string* metadata_path) {
@@ -74,14 +90,22 @@ Status WriteTrace(const Experiment& e, const Placement& placement, const Serving
                    run::RunRecorder::Open(e, meta, options.sim.trace_root, options.sim.trace_file));
   trace::TraceWriter* w = recorder->writer();
   const int64_t ranks_per_replica = e.parallel.world_size() / result.replicas;
-  for (int64_t r = 0; r < result.replicas; ++r) {
-    const int32_t pid = static_cast<int32_t>(r);
-    w->NameProcess(pid, fmt::format("replica {} ({} devices)", r, ranks_per_replica));
+  // One process per scheduler: a replica, or each of its virtual engines
+  // (pp > 1), whose iterations overlap and whose requests are its own.
+  for (size_t i = 0; i < engines.size(); ++i) {
+    const int32_t pid = static_cast<int32_t>(i);
+    const auto [replica, engine] = engines[i];
+    const bool shared = std::count_if(engines.begin(), engines.end(),
+                                      [&](const auto& x) { return x.first == replica; }) > 1;
+    w->NameProcess(pid, shared
+                            ? fmt::format("replica {} · virtual engine {} ({} devices)", replica,
+                                          engine, ranks_per_replica)
+                            : fmt::format("replica {} ({} devices)", replica, ranks_per_replica));
     w->NameThread(pid, kIterationTrack, "iterations");
   }
   for (const IterationRecord& it : iterations) {
     trace::OpEvent op;
-    op.rank = it.replica;
+    op.rank = it.engine;
     op.stream = kIterationTrack;
     op.name = fmt::format("iteration: {} prefill ({} tokens) + {} decode", it.prefill_requests,
                           it.prefill_tokens, it.decode_requests);
@@ -89,7 +113,7 @@ Status WriteTrace(const Experiment& e, const Placement& placement, const Serving
     op.ts_ns = ToNs(it.start);
     op.dur_ns = ToNs(it.end) - op.ts_ns;
     w->AddOp(op);
-    w->AddCounter(trace::CounterEvent{it.replica,
+    w->AddCounter(trace::CounterEvent{it.engine,
                                       "serving",
                                       op.ts_ns,
                                       {{"batch", it.prefill_requests + it.decode_requests},
@@ -100,15 +124,15 @@ Status WriteTrace(const Experiment& e, const Placement& placement, const Serving
                                        {"preempted", static_cast<double>(it.preempted)}}});
   }
   // Lanes: the lane whose last request ended earliest takes the next one.
-  std::vector<std::vector<double>> lane_end(result.replicas);
+  std::vector<std::vector<double>> lane_end(engines.size());
   for (const ServedRequest& r : requests) {
     if (r.rejected || r.finish < 0) continue;
-    std::vector<double>& lanes = lane_end[r.replica];
+    std::vector<double>& lanes = lane_end[r.engine];
     size_t lane = 0;
     while (lane < lanes.size() && lanes[lane] > r.arrival) ++lane;
     if (lane == lanes.size()) {
       lanes.push_back(0);
-      w->NameThread(static_cast<int32_t>(r.replica), kFirstLaneTrack + static_cast<int32_t>(lane),
+      w->NameThread(static_cast<int32_t>(r.engine), kFirstLaneTrack + static_cast<int32_t>(lane),
                     fmt::format("requests {}", lane));
     }
     lanes[lane] = r.finish;
@@ -116,7 +140,7 @@ Status WriteTrace(const Experiment& e, const Placement& placement, const Serving
                    trace::RequestArgs args = {}) {
       trace::OpEvent op;
       op.request = args;
-      op.rank = static_cast<int32_t>(r.replica);
+      op.rank = static_cast<int32_t>(r.engine);
       op.stream = kFirstLaneTrack + static_cast<int32_t>(lane);
       op.name = std::move(name);
       op.category = trace::Category::kOther;
@@ -165,17 +189,29 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
     costs.push_back(std::move(c));
     return Status::Ok();
   };
-  std::vector<Replica> replicas;
-  size_t entry_replicas = 0;  // arrivals go to replicas [0, entry_replicas)
-  double kv_bytes_per_token = 0, kv_link_bandwidth = 0;
+  std::vector<Replica> replicas;    // every scheduler: a replica's virtual engines in a row
+  std::vector<Pipeline> pipelines;  // per replica or instance
+  size_t entry_replicas = 0;        // arrivals go to replicas [0, entry_replicas)
+  // A replica (or instance) of `pp` stages runs pp virtual engines, as vLLM
+  // does: each schedules its own requests over 1/pp of the KV blocks, and their
+  // iterations follow each other through the stages.
+  auto add_replica = [&](int64_t blocks, IterationCost* cost, bool prefill_only, int64_t pp) {
+    const size_t group = pipelines.size();
+    pipelines.push_back(Pipeline{pp});
+    for (int64_t v = 0; v < pp; ++v) {
+      replicas.emplace_back(spec.scheduler, blocks / pp, cost, prefill_only, group,
+                            static_cast<int32_t>(v));
+    }
+  };
+  double kv_bytes_per_token = 0;
+  std::optional<KvTransfers> kv_network;  // disaggregated: caches in flight
   if (!spec.disaggregation) {
     ASSIGN_OR_RETURN(result.kv, PlanKvBudget(e));
     RETURN_IF_ERROR(make_cost(e));
     result.replicas = e.parallel.dp;
     result.devices = e.parallel.world_size();
-    replicas.reserve(static_cast<size_t>(result.replicas));
     for (int64_t r = 0; r < result.replicas; ++r) {
-      replicas.emplace_back(spec.scheduler, result.kv.blocks, costs[0].get(), false);
+      add_replica(result.kv.blocks, costs[0].get(), false, e.parallel.pp);
     }
     entry_replicas = replicas.size();
   } else {
@@ -200,20 +236,31 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
     RETURN_IF_ERROR(make_cost(pe));
     RETURN_IF_ERROR(make_cost(de));
     result.replicas = d.prefill.instances + d.decode.instances;
-    replicas.reserve(static_cast<size_t>(result.replicas));
     for (int64_t r = 0; r < d.prefill.instances; ++r) {
-      replicas.emplace_back(spec.scheduler, result.prefill_kv.blocks, costs[0].get(), true);
+      add_replica(result.prefill_kv.blocks, costs[0].get(), true, d.prefill.pp);
     }
     entry_replicas = replicas.size();
     for (int64_t r = 0; r < d.decode.instances; ++r) {
-      replicas.emplace_back(spec.scheduler, result.kv.blocks, costs[1].get(), false);
+      add_replica(result.kv.blocks, costs[1].get(), false, d.decode.pp);
     }
-    // The whole KV cache of a request crosses the scale-out network, at the
-    // NICs of the smaller instance.
+    // The whole KV cache of a request crosses the scale-out network: a flow
+    // through its prefill instance's NICs and its decode instance's.
     kv_bytes_per_token = ModelKvBytesPerToken(e);
-    kv_link_bandwidth =
-        static_cast<double>(std::min(d.prefill.world_size(), d.decode.world_size())) *
-        e.cluster.scale_out.nic_bandwidth_per_device;
+    const double nic =
+        e.cluster.scale_out.nic_bandwidth_per_device * costs[0]->calibration().network_efficiency;
+    if (!(nic > 0)) {
+      return InvalidArgument(
+          "experiment '{}': field 'disaggregation': cluster '{}' has no scale-out network "
+          "(nic_gbit_s) to carry the KV caches from prefill to decode instances",
+          e.name, e.cluster.name);
+    }
+    std::vector<double> nic_bandwidth;  // per instance
+    for (int64_t i = 0; i < result.replicas; ++i) {
+      const bool prefill = i < d.prefill.instances;
+      nic_bandwidth.push_back(
+          nic * static_cast<double>(prefill ? d.prefill.world_size() : d.decode.world_size()));
+    }
+    kv_network.emplace(std::move(nic_bandwidth), e.cluster.scale_out.latency);
   }
   result.calibration_source = costs[0]->calibration_source();
   const double request_overhead = costs[0]->terms().request_overhead;
@@ -284,42 +331,51 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
     kv_used += rep.scheduler.used_blocks() - blocks_before;
     it.preempted = preempted;
     if (it.empty()) return Status::Ok();
+    // Calibrated overheads (0 by default): host scheduling, a CUDA-graph replay
+    // for decode-only iterations (whose kernels then pay no launch), cold start.
+    const sim::OverheadTerms& terms = rep.cost->terms();
+    const bool decode_only = it.prefill.empty();
+    const int64_t decodes = static_cast<int64_t>(it.decode.size());
+    const int64_t context = decodes > 0 ? std::llround(it.decode_context_mean()) : 0;
     double seconds = 0;
-    if (!it.prefill.empty()) {
+    if (decode_only) {
+      ASSIGN_OR_RETURN(seconds, rep.cost->Decode(decodes, context, terms.cuda_graphs));
+    } else {
+      // Prefill chunks, and the decodes mixed in with them, in one fused pass.
       const int64_t n = static_cast<int64_t>(it.prefill.size());
-      ASSIGN_OR_RETURN(const double t, rep.cost->Prefill(n, (it.prefill_tokens() + n - 1) / n));
-      seconds += t;
+      if (decodes > 0) {
+        ASSIGN_OR_RETURN(seconds, rep.cost->Mixed(n, it.prefill_tokens(), decodes, context));
+      } else {
+        ASSIGN_OR_RETURN(seconds, rep.cost->Prefill(n, (it.prefill_tokens() + n - 1) / n));
+      }
       for (const auto& [r, chunk] : it.prefill) {
         ASSIGN_OR_RETURN(const double extra, rep.cost->PriorContextExtra(r->computed, chunk));
         seconds += extra;
       }
     }
-    // Calibrated overheads (0 by default): host scheduling, a CUDA-graph replay
-    // for decode-only iterations (whose kernels then pay no launch), cold start.
-    const sim::OverheadTerms& terms = rep.cost->terms();
-    const bool decode_only = it.prefill.empty();
-    if (!it.decode.empty()) {
-      ASSIGN_OR_RETURN(const double t, rep.cost->Decode(static_cast<int64_t>(it.decode.size()),
-                                                        std::llround(it.decode_context_mean()),
-                                                        decode_only && terms.cuda_graphs));
-      seconds += t;
-    }
     seconds += terms.IterationSeconds(decode_only);
-    if (rep.iterations == 0) seconds += terms.cold_start;
-    ++rep.iterations;
+    Pipeline& pipe = pipelines[rep.group];
+    if (pipe.iterations++ == 0) seconds += terms.cold_start;
+    // Through the stages (one, unless pp > 1): the first once the previous
+    // iteration has left it, the last once the previous one has left it.
+    const double stage = seconds / static_cast<double>(pipe.stages);
+    const double start = std::max(now, pipe.first_stage_free);
+    const double end = std::max(start + seconds, pipe.last_end + stage);
+    pipe.first_stage_free = start + stage;
+    pipe.last_end = end;
     for (auto& [r, chunk] : it.prefill) {
-      if (r->first_scheduled < 0) r->first_scheduled = now;
+      if (r->first_scheduled < 0) r->first_scheduled = start;
     }
     const int64_t batch = static_cast<int64_t>(it.prefill.size() + it.decode.size());
-    occ.busy += seconds;
-    occ.batch += static_cast<double>(batch) * seconds;
+    occ.busy += stage;  // the replica's first stage
+    occ.batch += static_cast<double>(batch) * stage;
     occ.max_batch = std::max(occ.max_batch, batch);
     occ.max_kv_occupancy =
         std::max(occ.max_kv_occupancy, static_cast<double>(rep.scheduler.used_blocks()) /
                                            static_cast<double>(rep.scheduler.total_blocks()));
     ++occ.iterations;
     if (record) {
-      records.push_back({static_cast<int32_t>(index), now, now + seconds,
+      records.push_back({static_cast<int32_t>(rep.group), static_cast<int32_t>(index), start, end,
                          static_cast<int32_t>(it.prefill.size()),
                          static_cast<int32_t>(it.decode.size()), it.prefill_tokens(),
                          rep.scheduler.waiting(), rep.scheduler.used_blocks(), it.preempted});
@@ -330,7 +386,7 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
     }
     rep.iteration = std::move(it);
     rep.busy = true;
-    rep.end = now + seconds;
+    rep.end = end;
     return Status::Ok();
   };
 
@@ -348,12 +404,8 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
     }
     return target;
   };
-  // KV-cache transfers in flight (disaggregated): (arrival at the decode instance, request).
-  std::priority_queue<std::pair<double, size_t>, std::vector<std::pair<double, size_t>>,
-                      std::greater<>>
-      transfers;
-  std::vector<double> link_free(replicas.size(), 0.0);  // FIFO per instance's NICs
   std::vector<ServedRequest*> finished;
+  std::vector<int64_t> arrived;  // KV caches arriving at one instant
   // Everything that happens at one instant (arrivals, iteration ends) is
   // handled before idle replicas schedule, so requests arriving together
   // (a closed loop's refills) can share an iteration.
@@ -362,7 +414,7 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
     // A request reaches the scheduler request_overhead after it arrives.
     const double next_arrival =
         pending.empty() ? kNever : requests[pending.front()].arrival + request_overhead;
-    const double next_transfer = transfers.empty() ? kNever : transfers.top().first;
+    const double next_transfer = kv_network ? kv_network->Next() : kNever;
     bool more_now = next_arrival <= now || next_transfer <= now;
     for (const Replica& rep : replicas) more_now = more_now || (rep.busy && rep.end <= now);
     if (!more_now) {
@@ -399,16 +451,12 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
         if (!r->done()) {
           // Prefilled on a prefill instance: its KV cache goes to a decode instance.
           const size_t to = route(entry_replicas, replicas.size());
-          const double start = std::max({now, link_free[next_rep], link_free[to]});
-          const double end =
-              start + e.cluster.scale_out.latency +
-              static_cast<double>(r->computed) * kv_bytes_per_token / kv_link_bandwidth;
-          link_free[next_rep] = link_free[to] = end;
-          r->replica = static_cast<int64_t>(to);
-          r->kv_arrival = end;
+          const double bytes = static_cast<double>(r->computed) * kv_bytes_per_token;
+          kv_network->Start(now, rep.group, replicas[to].group, bytes, r->id);
+          r->replica = static_cast<int64_t>(replicas[to].group);
+          r->engine = static_cast<int64_t>(to);
           ++result.kv_transfers;
-          result.kv_transfer_bytes += static_cast<double>(r->computed) * kv_bytes_per_token;
-          transfers.emplace(end, static_cast<size_t>(r->id));
+          result.kv_transfer_bytes += bytes;
           continue;
         }
         --in_system;
@@ -426,12 +474,16 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
       continue;
     }
     if (next_transfer <= next_arrival) {
-      // A KV cache arrives at its decode instance.
+      // A KV flow completes, or caches arrive at their decode instances.
       advance(next_transfer);
-      ServedRequest& r = requests[transfers.top().second];
-      transfers.pop();
-      replicas[r.replica].scheduler.AddWithCache(&r);
-      dirty[r.replica] = true;
+      arrived.clear();
+      kv_network->AdvanceTo(now, &arrived);
+      for (int64_t id : arrived) {
+        ServedRequest& r = requests[static_cast<size_t>(id)];
+        r.kv_arrival = now;
+        replicas[r.engine].scheduler.AddWithCache(&r);
+        dirty[r.engine] = true;
+      }
       continue;
     }
     // A request arrives and is routed.
@@ -440,7 +492,8 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
     first_arrival = std::min(first_arrival, r.arrival);
     pending.pop_front();
     const size_t target = route(0, entry_replicas);
-    r.replica = static_cast<int64_t>(target);
+    r.replica = static_cast<int64_t>(replicas[target].group);
+    r.engine = static_cast<int64_t>(target);
     const bool fits = entry_replicas == replicas.size()
                           ? replicas[target].scheduler.CanEverFit(r.prompt, r.output)
                           : replicas[target].scheduler.CanEverFit(r.prompt, 1) &&
@@ -462,8 +515,10 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
   }
   result.metrics = ComputeServingMetrics(requests, std::move(itl), occ, spec.slo, result.devices);
   if (options.sim.write_trace) {
-    RETURN_IF_ERROR(WriteTrace(e, placement, result, requests, records, options, &result.trace_path,
-                               &result.metadata_path));
+    std::vector<std::pair<int64_t, int32_t>> engines;  // (replica, virtual engine) per scheduler
+    for (const Replica& rep : replicas) engines.emplace_back(rep.group, rep.engine);
+    RETURN_IF_ERROR(WriteTrace(e, placement, result, engines, requests, records, options,
+                               &result.trace_path, &result.metadata_path));
   }
   if (options.keep_requests) result.requests = std::move(requests);
   return result;

@@ -166,7 +166,9 @@ TEST(ServingSimulatorTest, ClosedLoopRefillsAfterTheResponseOverhead) {
     const ServedRequest& q = r->requests[i];
     EXPECT_NEAR(q.finish - q.last_token, 5e-4, 1e-12) << i;
     EXPECT_NEAR(q.first_scheduled - q.arrival, 2e-4, 1e-12) << i;
-    if (i > 0) EXPECT_DOUBLE_EQ(q.arrival, r->requests[i - 1].finish) << i;
+    if (i > 0) {
+      EXPECT_DOUBLE_EQ(q.arrival, r->requests[i - 1].finish) << i;
+    }
   }
 }
 
@@ -387,6 +389,16 @@ void ExpectAnalyzeAgrees(const Experiment& e, const std::string& tag, bool itl_a
   EXPECT_NEAR(value("serving.requests_per_s"), m.requests_per_s, 1e-6 * m.requests_per_s);
   EXPECT_NEAR(value("serving.output_tokens_per_s"), m.output_tokens_per_s,
               1e-6 * m.output_tokens_per_s);
+  if (e.serving->slo.ttft > 0) {  // an SLO that binds for some requests
+    EXPECT_GT(m.slo_attainment, 0);
+    EXPECT_LT(m.slo_attainment, 1);
+  }
+  // Goodput under the SLO the metadata carries: the trace's nanosecond times may
+  // put a request within a nanosecond of an objective on the other side.
+  EXPECT_NEAR(value("serving.goodput_requests_per_s"), m.goodput_requests_per_s,
+              1.0 / m.duration + 1e-6 * m.goodput_requests_per_s);
+  EXPECT_NEAR(value("serving.slo_attainment"), m.slo_attainment,
+              1.0 / static_cast<double>(m.measured) + 1e-9);
 }
 
 TEST(ServingSimulatorTest, AnalyzeOfTheTraceGivesTheSimulatorsRequestMetrics) {
@@ -395,6 +407,8 @@ TEST(ServingSimulatorTest, AnalyzeOfTheTraceGivesTheSimulatorsRequestMetrics) {
   replicas.serving->prompt_tokens = {LengthDist::Kind::kUniform, 0, 0, 0, 32, 1024};
   replicas.serving->output_tokens = {LengthDist::Kind::kUniform, 0, 0, 0, 1, 64};
   replicas.serving->warmup_requests = 10;
+  replicas.serving->slo.ttft = 0.015;  // binding for some requests, not all
+  replicas.serving->slo.tpot = 0.02;
   ExpectAnalyzeAgrees(replicas, "replicas");
 
   Experiment whole = replicas;  // whole prompts, one replica, a closed loop
@@ -418,6 +432,11 @@ TEST(ServingSimulatorTest, AnalyzeOfTheTraceGivesTheSimulatorsRequestMetrics) {
   tight.serving->scheduler.kv_blocks = 128;
   tight.serving->scheduler.grid_points_per_octave = 8;
   ExpectAnalyzeAgrees(tight, "preempted", /*itl_available=*/false);
+
+  Experiment staged = replicas;  // two pipeline stages: two virtual engines per replica
+  staged.parallel.tp = 1;
+  staged.parallel.pp = 2;
+  ExpectAnalyzeAgrees(staged, "pipelined");
 }
 
 // Disaggregated prefill/decode at a vanishing rate: each request's TTFT is the
@@ -459,6 +478,57 @@ TEST(ServingSimulatorTest, DisaggregatedAtZeroRateIsTheTwoPlansApart) {
   }
 }
 
+// KV caches are flows of the network model: the calibration's network
+// efficiency scales the NICs they cross.
+TEST(ServingSimulatorTest, DisaggregatedKvTransfersUseTheCalibratedNetworkEfficiency) {
+  Experiment e = Served(Poisson(0.01), 1024, 4, 3);
+  DisaggregationSpec d;
+  d.prefill.tp = 4;
+  d.decode.tp = 2;
+  e.serving->disaggregation = d;
+  const std::string calibration = TracePath("kv_calibration_") + ".yaml";
+  std::ofstream(calibration) << "network_efficiency: 0.5\n";
+  ServeOptions o = Options();
+  o.sim.calibration_file = calibration;
+  auto r = SimulateServing(e, o);
+  std::filesystem::remove(calibration);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const double bytes = 1024.0 * 32 * 8 * 128 * 2 * 2;  // as in the test above
+  const double nic = 0.5 * 2 * e.cluster.scale_out.nic_bandwidth_per_device;
+  for (const ServedRequest& x : r->requests) {
+    EXPECT_NEAR(x.kv_arrival - x.first_token, e.cluster.scale_out.latency + bytes / nic,
+                1e-9 * bytes / nic)
+        << x.id;
+  }
+}
+
+// Caches that leave their prefill instances together share the decode
+// instance's NICs (max-min) instead of queueing: they arrive together.
+TEST(ServingSimulatorTest, DisaggregatedCachesShareTheDecodeInstancesNics) {
+  ArrivalSpec burst;
+  burst.process = ArrivalProcess::kClosedLoop;
+  burst.concurrency = 2;
+  Experiment e = Served(burst, 1024, 4, 2);
+  DisaggregationSpec d;
+  d.prefill.tp = 2;
+  d.prefill.instances = 2;
+  d.decode.tp = 2;
+  e.serving->disaggregation = d;
+  e.serving->scheduler.router = RouterPolicy::kRoundRobin;
+  auto r = SimulateServing(e, Options());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->requests.size(), 2u);
+  const ServedRequest& a = r->requests[0];
+  const ServedRequest& b = r->requests[1];
+  EXPECT_DOUBLE_EQ(a.first_token, b.first_token);  // one prefill instance each
+  const double bytes = 1024.0 * 32 * 8 * 128 * 2 * 2;
+  const double alone = bytes / (2 * e.cluster.scale_out.nic_bandwidth_per_device);
+  for (const ServedRequest& x : r->requests) {
+    EXPECT_NEAR(x.kv_arrival - x.first_token, e.cluster.scale_out.latency + 2 * alone, 1e-9 * alone)
+        << x.id;
+  }
+}
+
 TEST(ServingSimulatorTest, DisaggregatedUnderLoadServesEveryone) {
   Experiment e = Served(Poisson(20), 512, 64, 400);
   e.serving->prompt_tokens = {LengthDist::Kind::kUniform, 0, 0, 0, 64, 2048};
@@ -486,6 +556,66 @@ TEST(ServingSimulatorTest, DisaggregatedUnderLoadServesEveryone) {
   EXPECT_EQ(r->devices, 12);
   const ServingMetrics& m = r->metrics;
   EXPECT_NEAR(m.mean_in_system, m.arrival_rate * m.mean_time_in_system, 1e-9 * m.mean_in_system);
+}
+
+// A replica of two pipeline stages runs two virtual engines (as vLLM does):
+// two requests arriving together go one to each, and the second engine's
+// prefill enters the first stage as soon as the first engine's has left it —
+// half a pass later — instead of waiting for the whole pass or sharing it.
+TEST(ServingSimulatorTest, PipelineStagesRunVirtualEnginesOverlapped) {
+  ArrivalSpec pair;
+  pair.process = ArrivalProcess::kClosedLoop;
+  pair.concurrency = 2;
+  Experiment e = Served(pair, 2048, 1, 2);
+  e.parallel.tp = 1;
+  e.parallel.pp = 2;
+  e.serving->scheduler.router = RouterPolicy::kRoundRobin;
+  auto cost = IterationCost::Create(e, "", sim::Algorithm::kAuto, 0);
+  ASSERT_TRUE(cost.ok());
+  auto pass = (*cost)->Prefill(1, 2048);
+  ASSERT_TRUE(pass.ok());
+  auto r = SimulateServing(e, Options());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->requests.size(), 2u);
+  EXPECT_EQ(r->replicas, 1);
+  EXPECT_EQ(r->requests[0].replica, 0);
+  EXPECT_EQ(r->requests[1].replica, 0);
+  EXPECT_NE(r->requests[0].engine, r->requests[1].engine);
+  EXPECT_NEAR(r->requests[0].first_token, *pass, 1e-12);
+  EXPECT_NEAR(r->requests[1].first_token, 1.5 * *pass, 1e-12);
+  EXPECT_NEAR(r->requests[1].first_scheduled, 0.5 * *pass, 1e-12);  // waited for the stage
+
+  // A lone request is not slowed by the other engine: batch-1 TTFT and TPOT.
+  Experiment lone = Served(Poisson(0.01), 1024, 8, 3);
+  lone.parallel.tp = 1;
+  lone.parallel.pp = 2;
+  auto q = SimulateServing(lone, Options());
+  ASSERT_TRUE(q.ok()) << q.status().message();
+  const sim::SimResult fixed = FixedBatch(lone, 1, 1024, 8);
+  for (const ServedRequest& x : q->requests) {
+    EXPECT_NEAR(x.first_token - x.arrival, fixed.ttft, 1e-9 * fixed.ttft) << x.id;
+    EXPECT_NEAR((x.finish - x.first_token) / 7, fixed.tpot, 1e-9 * fixed.tpot) << x.id;
+  }
+}
+
+// A mixed iteration runs its prefill chunk and its decodes in one pass: it
+// reads the weights once, so it saves up to one decode step's weight read on
+// the two phases run one after the other, and costs at least either alone.
+TEST(IterationCostTest, MixedIterationReadsTheWeightsOnce) {
+  Experiment e = Served(Poisson(1), 2048, 64, 1);
+  auto cost = IterationCost::Create(e, "", sim::Algorithm::kAuto, 0);
+  ASSERT_TRUE(cost.ok());
+  auto chunk = (*cost)->Prefill(1, 512);
+  auto decode = (*cost)->Decode(32, 2048);
+  auto weights_only = (*cost)->Decode(32, 1);  // no context: the weight read, mostly
+  auto mixed = (*cost)->Mixed(1, 512, 32, 2048);
+  ASSERT_TRUE(chunk.ok() && decode.ok() && weights_only.ok() && mixed.ok());
+  EXPECT_GE(*mixed, std::max(*chunk, *decode));
+  const double saved = *chunk + *decode - *mixed;
+  EXPECT_GT(saved, 0.5 * *weights_only);
+  EXPECT_LE(saved, *weights_only);
+  // Llama-3.1-8B at TP2: ~8 GB of bf16 weights per rank, ≥ 2.4 ms at 3.35 TB/s.
+  EXPECT_GT(saved, 2.4e-3 * 0.5);
 }
 
 TEST(IterationCostTest, GridPointsBracketTheValue) {
