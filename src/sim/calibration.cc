@@ -208,9 +208,22 @@ Calibration DefaultCalibration(const DeviceSpec& device) {
                 {0.50, 0.85, 128}, 0.85);
   }
   if (device.kind == DeviceKind::kCpu) {
-    // Assumption: OpenBLAS SGEMM reaches about half of AVX2 FMA peak on small
-    // hosts; STREAM triad about 0.7 of the DRAM figure.
-    return Make("default: cpu (assumed; calibrate)", {0.5, 0.7, 8}, {0.3, 0.7, 8}, 0.7);
+    // Measured on the local-cpu host (configs/hardware/local-cpu.yaml) with the
+    // CPU executor: `shardscope calibrate` on the 4 calibration runs of
+    // bench/fidelity_cpu.yaml (docs/fidelity.md, 2026-11-25), rounded. Against
+    // the one-core peaks (105 GFLOP/s, 30 GB/s): prefill SGEMMs reach the peak
+    // with a row ramp (half at 17 rows); small-batch GEMMs (m = 2–8, OpenBLAS's
+    // packing path) stream at 0.25 of it, sgemv (m = 1) at 0.85; ops pay a fixed
+    // cost per class (dispatch, a library's set-up: prefill attention allocates
+    // its score matrix); a working set that fits the cache streams at 39 GB/s.
+    Calibration c = Make("default: cpu (measured on local-cpu; calibrate)", {1.0, 0.25, 17, 1e-6},
+                         {0.17, 0.7, 0, 60e-6}, 0.79);
+    c.classes[OpClass::kAttentionDecode] = {0.5, 0.22, 0, 5e-6};
+    c.classes[OpClass::kElementwise] = {0.019, 0.79, 0, 0.5e-6};
+    c.classes[OpClass::kGather] = {0.5, 0.33, 0, 0.5e-6};
+    c.classes[OpClass::kGemv] = {1.0, 0.85, 0, 0};
+    c.cache_bandwidth = 39e9;
+    return c;
   }
   if (name.find("a100") != std::string::npos) {
     // cuBLAS BF16 GEMM on A100 SXM reaches ~250–270 of 312 TFLOP/s for large
@@ -245,6 +258,12 @@ StatusOr<Calibration> LoadCalibration(const std::string& path, const Calibration
                      "min_kernel_us", "fp8_quant_bytes_per_element", "cold_start_us"}));
   Calibration c = base;
   c.source = path;
+  // A file's launch_overhead_us is every class's fixed cost, except where the
+  // file gives a class or kind its own (launch_us).
+  if (top.Has("launch_overhead_us")) {
+    for (auto& [cls, e] : c.classes) e.launch = -1;
+    for (auto& [kind, e] : c.kinds) e.launch = -1;
+  }
   ASSIGN_OR_RETURN(YamlMap ops, top.Map("ops"));
   if (ops.node().IsMap()) {
     for (const auto& item : ops.node()) {
