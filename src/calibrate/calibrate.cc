@@ -345,6 +345,7 @@ StatusOr<CalibrationResult> Calibrate(const std::vector<std::string>& paths,
   } else if (fit_classes.empty()) {
     result.cache.why_not = no_roofs.empty() ? "no op class fitted" : no_roofs;
   }
+  const double prior_cache = result.calibration.cache_bandwidth;  // the defaults'
   std::vector<EfficiencyFit> fits(fit_classes.size());
   std::vector<double> launches(fit_classes.size(), launch);
   for (int round = 0; round < 2; ++round) {
@@ -374,9 +375,11 @@ StatusOr<CalibrationResult> Calibrate(const std::vector<std::string>& paths,
     f.result.launch = launches[i];
     f.flops_bound = fit.flops_bound;
     f.memory_bound = fit.memory_bound;
-    DeviceRoofs from_memory = result.roofs;
-    from_memory.cache_bandwidth = 0;
-    f.prior_residual = ComputeResidual(all[i], from_memory, default_launch, f.prior);
+    // The defaults as the simulator applies them: their launch and cache bandwidth.
+    DeviceRoofs prior_roofs = result.roofs;
+    prior_roofs.cache_bandwidth = prior_cache;
+    f.prior_residual = ComputeResidual(
+        all[i], prior_roofs, f.prior.launch >= 0 ? f.prior.launch : default_launch, f.prior);
     f.residual = ComputeResidual(all[i], result.roofs, launches[i], f.result);
     auto note = [&f](std::string_view n) {
       f.note += (f.note.empty() ? "" : "; ") + std::string(n);
@@ -637,7 +640,7 @@ std::string CalibrationSummary(const CalibrationResult& r) {
   }
   out +=
       "\n| class / kind | ops | shapes | flops_eff | memory_eff | half_rows | launch | rms error, "
-      "time-weighted "
+      "weighted as the fit "
       "(defaults → fitted) | total time error | note "
       "|\n|---|---|---|---|---|---|---|---|---|---|\n";
   for (const ClassFit& f : r.classes) {
