@@ -154,6 +154,7 @@ class SampleSink : public trace::TraceSink {
     }
     out_->compute.push_back(s);
     sample_ranks_.push_back(op.rank);
+    sample_phases_.push_back(static_cast<int>(op.phase));
   }
 
   // Completes the samples once the metadata (dtype, device) is known.
@@ -167,12 +168,15 @@ class SampleSink : public trace::TraceSink {
         c.rows = GemmRows(c.flops, static_cast<double>(read), static_cast<double>(written), s);
       }
     }
-    double file_seconds = 0;
+    // Each phase of each run weighs the same (TTFT and TPOT count alike); within
+    // one, an op weighs its share of the phase's compute time.
+    std::map<int, double> phase_seconds;
     for (size_t i = first_compute_; i < out_->compute.size(); ++i) {
-      file_seconds += out_->compute[i].seconds;
+      phase_seconds[sample_phases_[i - first_compute_]] += out_->compute[i].seconds;
     }
     for (size_t i = first_compute_; i < out_->compute.size(); ++i) {
-      if (file_seconds > 0) out_->compute[i].weight = out_->compute[i].seconds / file_seconds;
+      const double total = phase_seconds[sample_phases_[i - first_compute_]];
+      if (total > 0) out_->compute[i].weight = out_->compute[i].seconds / total;
     }
     for (const auto& [key, c] : calls_) out_->comm.push_back(c);
     for (const auto& [rank, steps] : steps_) {
@@ -270,6 +274,7 @@ class SampleSink : public trace::TraceSink {
   int64_t unmatched_ = 0;
   std::vector<PendingRows> pending_rows_;
   std::vector<int32_t> sample_ranks_;  // the rank of each of this file's compute samples
+  std::vector<int> sample_phases_;     // and its phase (trace::Phase)
   // Decode steps' compute bytes (read + written): rank → step → bytes.
   std::map<int32_t, std::map<int32_t, double>> step_bytes_;
   std::map<int32_t, std::map<int32_t, int64_t>> step_ops_;  // rank → step → ops

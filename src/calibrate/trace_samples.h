@@ -33,8 +33,9 @@ struct ComputeOpSample {
   // bytes its decode steps' compute ops move ≤ DeviceSpec::l2_cache_bytes (the
   // trace's view of sim::CacheResident). False without decode steps or a cache size.
   bool resident = false;
-  // Its share of its trace's compute time (seconds ÷ Σ seconds of the file's
-  // samples): the fit weighs every run alike, and within a run by time.
+  // Its share of its phase's compute time in its trace (seconds ÷ Σ seconds of
+  // the file's samples of that phase): the fit weighs every run and phase
+  // (prefill: TTFT, decode: TPOT) alike, and within one by time.
   double weight = 0;
 };
 
