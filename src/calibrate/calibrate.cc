@@ -51,15 +51,13 @@ std::vector<ShapeSample> Shapes(const std::vector<const ComputeOpSample*>& ops) 
   return out;
 }
 
-// The fixed cost per op of one class (its launch) and its efficiencies: the
-// launch from 0 or a log grid from 10 ns to 1 ms (refined around the best)
-// minimising the class's own loss, each point with its efficiencies re-fitted.
-// The shared launch the caller fitted is a candidate too. `step`: the grid's
-// step in decades (refined to 0.05 decade unless `coarse`). Returns the fit
+// The fixed cost per op of a kind's ops (its launch) and its efficiencies: the
+// launch from 0 or a 0.25-decade grid from 10 ns to 1 ms (refined to 0.05
+// decade around the best) minimising the ops' loss, each point with its
+// efficiencies re-fitted; `shared_launch` is a candidate too. Returns the fit
 // with efficiency.launch set.
 EfficiencyFit FitClassLaunch(const std::vector<ShapeSample>& samples, const DeviceRoofs& roofs,
-                             double shared_launch, const sim::Efficiency& prior, bool half_rows,
-                             bool coarse = false) {
+                             double shared_launch, const sim::Efficiency& prior, bool half_rows) {
   EfficiencyFit best = FitEfficiency(samples, roofs, shared_launch, prior, half_rows);
   double best_launch = shared_launch;
   auto consider = [&](double l) {
@@ -67,9 +65,8 @@ EfficiencyFit FitClassLaunch(const std::vector<ShapeSample>& samples, const Devi
     if (f.loss < best.loss * (1 - 1e-9)) best = f, best_launch = l;
   };
   consider(0);
-  const double step = coarse ? 0.5 : 0.25;
-  for (double l = -8; l <= -3 + 1e-9; l += step) consider(std::pow(10.0, l));
-  if (best_launch > 0 && !coarse) {
+  for (double l = -8; l <= -3 + 1e-9; l += 0.25) consider(std::pow(10.0, l));
+  if (best_launch > 0) {
     const double centre = std::log10(best_launch);
     for (double l = centre - 0.2; l <= centre + 0.2 + 1e-9; l += 0.05) consider(std::pow(10.0, l));
   }
