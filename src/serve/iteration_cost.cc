@@ -71,8 +71,10 @@ StatusOr<double> IterationCost::AtGridPoint(Kind kind, int64_t requests, int64_t
   sim::Engine& engine = kind == Kind::kDecodeReplay ? replay_engine_ : engine_;
   // The per-op host time before the iteration (0 unless calibrated), per rank.
   std::vector<double> begin;
-  for (const RankProgram& rp : program.ranks) {
-    begin.push_back(setup_->calibration.terms.PerOpSeconds(rp.ops.size()));
+  if (setup_->calibration.terms.iteration_overhead_per_op > 0) {
+    for (const RankProgram& rp : program.ranks) {
+      begin.push_back(setup_->calibration.terms.PerOpSeconds(rp.ops.size()));
+    }
   }
   ASSIGN_OR_RETURN(sim::PhaseResult r, engine.Run(program, begin));
   const double seconds = *std::max_element(r.rank_end.begin(), r.rank_end.end());
