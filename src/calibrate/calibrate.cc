@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <set>
 #include <tuple>
@@ -33,16 +34,112 @@ double Median(std::vector<double> v) {
 
 // Groups op samples of one shape; each shape keeps the median duration.
 std::vector<ShapeSample> Shapes(const std::vector<const ComputeOpSample*>& ops) {
-  std::map<std::tuple<double, double, double, double>, std::vector<double>> by_shape;
+  using Key = std::tuple<double, double, double, double, bool>;
+  std::map<Key, std::vector<double>> by_shape;
+  std::map<Key, double> weight;
   for (const ComputeOpSample* s : ops) {
-    by_shape[{s->flops, s->bytes, s->rows, s->shared_bandwidth}].push_back(s->seconds);
+    const Key key{s->flops, s->bytes, s->rows, s->shared_bandwidth, s->resident};
+    by_shape[key].push_back(s->seconds);
+    weight[key] += s->weight;
   }
   std::vector<ShapeSample> out;
   for (auto& [key, times] : by_shape) {
-    const auto& [flops, bytes, rows, shared] = key;
-    out.push_back({flops, bytes, rows, Median(times), static_cast<int64_t>(times.size()), shared});
+    const auto& [flops, bytes, rows, shared, resident] = key;
+    out.push_back({flops, bytes, rows, Median(times), static_cast<int64_t>(times.size()), shared,
+                   resident, weight[key]});
   }
   return out;
+}
+
+// The fixed cost per op of a kind's ops (its launch) and its efficiencies: the
+// launch from 0 or a 0.25-decade grid from 10 ns to 1 ms (refined to 0.05
+// decade around the best) minimising the ops' loss, each point with its
+// efficiencies re-fitted; `shared_launch` is a candidate too. Returns the fit
+// with efficiency.launch set.
+EfficiencyFit FitClassLaunch(const std::vector<ShapeSample>& samples, const DeviceRoofs& roofs,
+                             double shared_launch, const sim::Efficiency& prior, bool half_rows) {
+  EfficiencyFit best = FitEfficiency(samples, roofs, shared_launch, prior, half_rows);
+  double best_launch = shared_launch;
+  auto consider = [&](double l) {
+    EfficiencyFit f = FitEfficiency(samples, roofs, l, prior, half_rows);
+    if (f.loss < best.loss * (1 - 1e-9)) best = f, best_launch = l;
+  };
+  consider(0);
+  for (double l = -8; l <= -3 + 1e-9; l += 0.25) consider(std::pow(10.0, l));
+  if (best_launch > 0) {
+    const double centre = std::log10(best_launch);
+    for (double l = centre - 0.2; l <= centre + 0.2 + 1e-9; l += 0.05) consider(std::pow(10.0, l));
+  }
+  best.efficiency.launch = best_launch;
+  return best;
+}
+
+// Each class's launch (0 or 10 ns … 1 ms, 0.05 decade) for its fixed
+// efficiencies, minimising its loss over all its ops; with `fit_cache`, at
+// the cache bandwidth (0.01 decade over 10 GB/s … 300 GB/s; ties to the
+// smallest) minimising the total. Returns that bandwidth (0 without).
+double FitLaunchesAndCache(const std::vector<std::vector<ShapeSample>>& groups, DeviceRoofs roofs,
+                           const std::vector<sim::Efficiency>& efficiencies, bool fit_cache,
+                           std::vector<double>* launches) {
+  std::vector<double> grid = {0};
+  for (double l = -8; l <= -3 + 1e-9; l += 0.05) grid.push_back(std::pow(10.0, l));
+  auto best_launches = [&](std::vector<double>* out) {
+    double total = 0;
+    for (size_t i = 0; i < groups.size(); ++i) {
+      double best = (*launches)[i];
+      double best_loss = FitLoss(groups[i], roofs, best, efficiencies[i]);
+      for (double l : grid) {
+        const double v = FitLoss(groups[i], roofs, l, efficiencies[i]);
+        if (v < best_loss * (1 - 1e-9)) best_loss = v, best = l;
+      }
+      if (out != nullptr) (*out)[i] = best;
+      total += best_loss;
+    }
+    return total;
+  };
+  double cache = 0;
+  if (fit_cache) {
+    double best_loss = std::numeric_limits<double>::infinity();
+    for (double l = 10; l <= 11.5 + 1e-9; l += 0.01) {
+      roofs.cache_bandwidth = std::pow(10.0, l);
+      const double v = best_launches(nullptr);
+      if (v < best_loss * (1 - 1e-9)) best_loss = v, cache = roofs.cache_bandwidth;
+    }
+    roofs.cache_bandwidth = cache;
+  }
+  best_launches(launches);
+  return cache;
+}
+
+// The host gap before a decode step as fixed + per_op × the step's ops:
+// least squares over the median gap of each distinct op count, both parts ≥ 0.
+// One op count: the median gap, no per-op part.
+struct StepGapFit {
+  double fixed = 0, per_op = 0;
+  int64_t sizes = 0;  // distinct op counts
+};
+StepGapFit FitStepGaps(const std::vector<double>& gaps, const std::vector<double>& ops) {
+  std::map<double, std::vector<double>> by_ops;
+  for (size_t i = 0; i < gaps.size() && i < ops.size(); ++i) by_ops[ops[i]].push_back(gaps[i]);
+  StepGapFit f;
+  f.sizes = static_cast<int64_t>(by_ops.size());
+  if (by_ops.size() < 2) {
+    f.fixed = Median(gaps);
+    return f;
+  }
+  double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (const auto& [x, g] : by_ops) {
+    const double y = Median(g);
+    n += 1, sx += x, sy += y, sxx += x * x, sxy += x * y;
+  }
+  f.per_op = (n * sxy - sx * sy) / (n * sxx - sx * sx);
+  f.fixed = (sy - f.per_op * sx) / n;
+  if (f.per_op < 0) {
+    f.per_op = 0, f.fixed = sy / n;
+  } else if (f.fixed < 0) {
+    f.fixed = 0, f.per_op = sxy / sxx;
+  }
+  return f;
 }
 
 double TotalLoss(const std::vector<sim::OpClass>& classes,
@@ -173,19 +270,25 @@ StatusOr<CalibrationResult> Calibrate(const std::vector<std::string>& paths,
   const double default_launch = cluster ? cluster->device.launch_overhead : 0;
 
   // ---- Compute: group ops by class (shape regime) and by kind.
-  std::map<sim::OpClass, std::vector<const ComputeOpSample*>> by_class;
+  // Ops of cache-resident ranks (ComputeOpSample::resident) take part in the
+  // class fits once the cache bandwidth is searched (below); the launch and the
+  // node's bus are fitted on the others first.
+  std::map<sim::OpClass, std::vector<const ComputeOpSample*>> by_class, resident_by_class;
   std::map<OpKind, std::vector<const ComputeOpSample*>> by_kind;
   for (const ComputeOpSample& s : samples.compute) {
-    by_class[sim::ClassOfShape(s.kind, s.rows)].push_back(&s);
+    const sim::OpClass c = sim::ClassOfShape(s.kind, s.rows);
+    (s.resident ? resident_by_class : by_class)[c].push_back(&s);
     by_kind[s.kind].push_back(&s);
+    result.cache.samples += s.resident;
   }
   std::vector<sim::OpClass> fit_classes;
-  std::vector<std::vector<ShapeSample>> groups;
+  std::vector<std::vector<ShapeSample>> groups;    // from memory
+  std::vector<std::vector<ShapeSample>> resident;  // cache-resident
   std::vector<sim::Efficiency> priors;
   for (sim::OpClass c : kClasses) {
     ClassFit f;
     f.name = std::string(sim::OpClassName(c));
-    f.samples = static_cast<int64_t>(by_class[c].size());
+    f.samples = static_cast<int64_t>(by_class[c].size() + resident_by_class[c].size());
     f.prior = f.result = result.calibration.classes.at(c);
     if (f.samples < options.min_samples) {
       f.why_not =
@@ -195,8 +298,9 @@ StatusOr<CalibrationResult> Calibrate(const std::vector<std::string>& paths,
     } else {
       fit_classes.push_back(c);
       groups.push_back(Shapes(by_class[c]));
+      resident.push_back(Shapes(resident_by_class[c]));
       priors.push_back(f.prior);
-      f.shapes = static_cast<int64_t>(groups.back().size());
+      f.shapes = static_cast<int64_t>(groups.back().size() + resident.back().size());
     }
     result.classes.push_back(f);
   }
@@ -221,26 +325,96 @@ StatusOr<CalibrationResult> Calibrate(const std::vector<std::string>& paths,
     result.launch_fitted = true;
     result.calibration.launch_overhead = launch;
   }
+  // Efficiencies from the ops that read memory; then each class's launch and
+  // the cache bandwidth from all ops (the resident ones are what show small
+  // ops' fixed cost); then the efficiencies again with those launches, and
+  // the launches and cache once more.
+  std::vector<std::vector<ShapeSample>> all = groups;
+  for (size_t i = 0; i < all.size(); ++i) {
+    all[i].insert(all[i].end(), resident[i].begin(), resident[i].end());
+  }
+  const bool fit_cache = result.cache.samples >= options.min_samples && !fit_classes.empty();
+  if (result.cache.samples == 0) {
+    result.cache.why_not = "no run's working set fit the device's last-level cache";
+  } else if (result.cache.samples < options.min_samples) {
+    result.cache.why_not = fmt::format("too few cache-resident ops ({} < {})", result.cache.samples,
+                                       options.min_samples);
+  } else if (fit_classes.empty()) {
+    result.cache.why_not = no_roofs.empty() ? "no op class fitted" : no_roofs;
+  }
+  const double prior_cache = result.calibration.cache_bandwidth;  // the defaults'
+  std::vector<EfficiencyFit> fits(fit_classes.size());
+  std::vector<double> launches(fit_classes.size(), launch);
+  for (int round = 0; round < 2; ++round) {
+    for (size_t i = 0; i < fit_classes.size(); ++i) {
+      // gemv is one row by definition: no ramp to fit.
+      fits[i] = FitEfficiency(groups[i].empty() ? all[i] : groups[i], result.roofs, launches[i],
+                              priors[i], fit_classes[i] != sim::OpClass::kGemv);
+    }
+    std::vector<sim::Efficiency> efficiencies;
+    for (const EfficiencyFit& f : fits) efficiencies.push_back(f.efficiency);
+    const double cache = FitLaunchesAndCache(all, result.roofs, efficiencies, fit_cache, &launches);
+    if (fit_cache) result.roofs.cache_bandwidth = cache;
+  }
+  if (fit_cache) {
+    result.cache.fitted = true;
+    result.cache.bandwidth = result.roofs.cache_bandwidth;
+    result.calibration.cache_bandwidth = result.cache.bandwidth;
+    for (const auto& g : resident) result.cache.shapes += static_cast<int64_t>(g.size());
+  }
   for (size_t i = 0; i < fit_classes.size(); ++i) {
     ClassFit& f = *std::find_if(
         result.classes.begin(), result.classes.end(),
         [&](const ClassFit& x) { return x.name == sim::OpClassName(fit_classes[i]); });
-    // gemv is one row by definition: no ramp to fit.
-    const EfficiencyFit fit = FitEfficiency(groups[i], result.roofs, launch, f.prior,
-                                            fit_classes[i] != sim::OpClass::kGemv);
+    const EfficiencyFit& fit = fits[i];
     f.fitted = true;
     f.result = fit.efficiency;
+    f.result.launch = launches[i];
     f.flops_bound = fit.flops_bound;
     f.memory_bound = fit.memory_bound;
-    f.prior_residual = ComputeResidual(groups[i], result.roofs, default_launch, f.prior);
-    f.residual = ComputeResidual(groups[i], result.roofs, launch, f.result);
+    // The defaults as the simulator applies them: their launch and cache bandwidth.
+    DeviceRoofs prior_roofs = result.roofs;
+    prior_roofs.cache_bandwidth = prior_cache;
+    f.prior_residual = ComputeResidual(
+        all[i], prior_roofs, f.prior.launch >= 0 ? f.prior.launch : default_launch, f.prior);
+    f.residual = ComputeResidual(all[i], result.roofs, launches[i], f.result);
     auto note = [&f](std::string_view n) {
       f.note += (f.note.empty() ? "" : "; ") + std::string(n);
     };
     if (fit.flops_bound == 0) note("no op FLOP-bound: flops_efficiency not measured");
     if (fit.memory_bound == 0) note("no op memory-bound: memory_efficiency not measured");
     if (!fit.fit_half_rows) note("rows unknown: half_rows not measured");
+    if (!resident[i].empty()) {
+      int64_t n = 0;
+      for (const ShapeSample& r : resident[i]) n += r.count;
+      note(fmt::format("{} ops from cache (launch, cache bandwidth)", n));
+    }
     result.calibration.classes[fit_classes[i]] = f.result;
+  }
+  if (result.cache.fitted) {
+    std::vector<ShapeSample> cached;
+    std::vector<sim::Efficiency> with;
+    DeviceRoofs from_memory = result.roofs;
+    from_memory.cache_bandwidth = 0;
+    double sq0 = 0, sq = 0, w = 0, model0 = 0, model = 0, measured = 0;
+    for (size_t i = 0; i < fit_classes.size(); ++i) {
+      const sim::Efficiency& e = result.calibration.classes.at(fit_classes[i]);
+      for (const ShapeSample& r : resident[i]) {
+        const double weight = r.weight > 0 ? r.weight : static_cast<double>(r.count) * r.seconds;
+        const double m0 = ModelSeconds(e, from_memory, e.launch, r);
+        const double m = ModelSeconds(e, result.roofs, e.launch, r);
+        sq0 += weight * std::pow((m0 - r.seconds) / r.seconds, 2);
+        sq += weight * std::pow((m - r.seconds) / r.seconds, 2);
+        w += weight;
+        model0 += static_cast<double>(r.count) * m0;
+        model += static_cast<double>(r.count) * m;
+        measured += static_cast<double>(r.count) * r.seconds;
+      }
+    }
+    if (w > 0 && measured > 0) {
+      result.cache.prior_residual = {std::sqrt(sq0 / w), 0, (model0 - measured) / measured};
+      result.cache.residual = {std::sqrt(sq / w), 0, (model - measured) / measured};
+    }
   }
   // Per-kind overrides of the non-GEMM classes (GEMM kinds keep their shape
   // regimes), where a kind's own fit cuts its loss by more than kKindGain.
@@ -257,8 +431,9 @@ StatusOr<CalibrationResult> Calibrate(const std::vector<std::string>& paths,
       }
       const std::vector<ShapeSample> shapes = Shapes(ops);
       const sim::Efficiency& class_e = result.calibration.classes.at(c);
-      const EfficiencyFit own = FitEfficiency(shapes, result.roofs, launch, class_e);
-      const double class_loss = FitLoss(shapes, result.roofs, launch, class_e);
+      const double class_launch = class_e.launch >= 0 ? class_e.launch : launch;
+      const EfficiencyFit own = FitClassLaunch(shapes, result.roofs, class_launch, class_e, true);
+      const double class_loss = FitLoss(shapes, result.roofs, class_launch, class_e);
       if (own.loss >= kKindGain * class_loss) continue;
       ClassFit f;
       f.name = std::string(OpKindName(kind));
@@ -270,8 +445,8 @@ StatusOr<CalibrationResult> Calibrate(const std::vector<std::string>& paths,
       f.result = own.efficiency;
       f.flops_bound = own.flops_bound;
       f.memory_bound = own.memory_bound;
-      f.prior_residual = ComputeResidual(shapes, result.roofs, launch, class_e);
-      f.residual = ComputeResidual(shapes, result.roofs, launch, own.efficiency);
+      f.prior_residual = ComputeResidual(shapes, result.roofs, class_launch, class_e);
+      f.residual = ComputeResidual(shapes, result.roofs, own.efficiency.launch, own.efficiency);
       f.note = fmt::format("override of class {}", sim::OpClassName(c));
       result.calibration.kinds[kind] = own.efficiency;
       result.classes.push_back(f);
@@ -333,17 +508,33 @@ StatusOr<CalibrationResult> Calibrate(const std::vector<std::string>& paths,
     }
     result.terms.push_back(k);
     TermFit g{"iteration_overhead_us", static_cast<int64_t>(samples.step_gaps.size())};
+    TermFit per_op{"iteration_overhead_per_op_us", g.samples};
     if (g.samples == 0) {
-      g.why_not = "no consecutive decode steps (foreign traces name no steps)";
+      g.why_not = per_op.why_not = "no consecutive decode steps (foreign traces name no steps)";
     } else if (g.samples < options.min_samples) {
-      g.why_not = fmt::format("too few step gaps ({} < {})", g.samples, options.min_samples);
+      g.why_not = per_op.why_not =
+          fmt::format("too few step gaps ({} < {})", g.samples, options.min_samples);
     } else {
+      const StepGapFit fit = FitStepGaps(samples.step_gaps, samples.step_gap_ops);
       g.fitted = true;
-      g.seconds = Median(samples.step_gaps);
-      g.note = fmt::format("median host gap between consecutive decode steps ({} gaps)", g.samples);
-      result.calibration.terms.iteration_overhead = g.seconds;
+      g.seconds = fit.fixed;
+      result.calibration.terms.iteration_overhead = fit.fixed;
+      if (fit.sizes < 2) {
+        g.note =
+            fmt::format("median host gap between consecutive decode steps ({} gaps)", g.samples);
+        per_op.why_not = "every step had the same ops: no per-op part to separate";
+      } else {
+        g.note = per_op.note = fmt::format(
+            "host gap between consecutive decode steps = fixed + per op × the step's ops (least "
+            "squares over the median gap of {} step sizes, {} gaps)",
+            fit.sizes, g.samples);
+        per_op.fitted = true;
+        per_op.seconds = fit.per_op;
+        result.calibration.terms.iteration_overhead_per_op = fit.per_op;
+      }
     }
     result.terms.push_back(g);
+    result.terms.push_back(per_op);
     const char* unseen = "not visible in a trace of one run: set it by hand (docs/fidelity.md)";
     for (const char* name :
          {"request_overhead_us", "response_overhead_us", "graph_replay_us (cuda_graphs)",
@@ -356,7 +547,7 @@ StatusOr<CalibrationResult> Calibrate(const std::vector<std::string>& paths,
 
   const bool any_comm = std::any_of(result.collectives.begin(), result.collectives.end(),
                                     [](const CollectiveFit& f) { return f.why_not.empty(); });
-  if (!result.launch_fitted && !any_comm) {
+  if (!result.launch_fitted && !any_comm && !result.cache.fitted) {
     std::string why = "nothing to fit in " + std::to_string(paths.size()) + " trace(s):";
     for (const ClassFit& f : result.classes) why += "\n  " + f.name + ": " + f.why_not;
     if (result.collectives.empty()) why += "\n  communication: no comm call with a message size";
@@ -383,10 +574,11 @@ std::string CalibrationYaml(const CalibrationResult& r) {
     for (const ClassFit& f : r.classes) {
       if (!f.fitted) continue;
       out += fmt::format(
-          "  {}: {{flops_efficiency: {:.4g}, memory_efficiency: {:.4g}, half_rows: {:.4g}}}"
+          "  {}: {{flops_efficiency: {:.4g}, memory_efficiency: {:.4g}, half_rows: {:.4g}{}}}"
           "  # {} ops, {} shapes, rms error {:.1f} % (defaults {:.1f} %)\n",
-          f.name, f.result.flops, f.result.memory, f.result.half_rows, f.samples, f.shapes,
-          100 * f.residual.rms_relative, 100 * f.prior_residual.rms_relative);
+          f.name, f.result.flops, f.result.memory, f.result.half_rows,
+          f.result.launch >= 0 ? fmt::format(", launch_us: {:.4g}", f.result.launch * 1e6) : "",
+          f.samples, f.shapes, 100 * f.residual.rms_relative, 100 * f.prior_residual.rms_relative);
     }
   }
   if (r.launch_fitted) {
@@ -394,6 +586,13 @@ std::string CalibrationYaml(const CalibrationResult& r) {
   }
   for (const TermFit& t : r.terms) {
     if (t.fitted) out += fmt::format("{}: {:.4g}  # {}\n", t.name, t.seconds * 1e6, t.note);
+  }
+  if (r.cache.fitted) {
+    out += fmt::format(
+        "cache_bandwidth_gb_s: {:.4g}  # {} ops of ranks whose working set fit the last-level "
+        "cache, rms error {:.1f} % (from memory {:.1f} %)\n",
+        r.cache.bandwidth * 1e-9, r.cache.samples, 100 * r.cache.residual.rms_relative,
+        100 * r.cache.prior_residual.rms_relative);
   }
   if (r.node_bandwidth_fitted) {
     out += fmt::format(
@@ -437,20 +636,23 @@ std::string CalibrationSummary(const CalibrationResult& r) {
                            : "not fitted");
   }
   out +=
-      "\n| class / kind | ops | shapes | flops_eff | memory_eff | half_rows | rms error, "
-      "time-weighted "
-      "(defaults → fitted) | total time error | note |\n|---|---|---|---|---|---|---|---|---|\n";
+      "\n| class / kind | ops | shapes | flops_eff | memory_eff | half_rows | launch | rms error, "
+      "weighted as the fit "
+      "(defaults → fitted) | total time error | note "
+      "|\n|---|---|---|---|---|---|---|---|---|---|\n";
   for (const ClassFit& f : r.classes) {
     if (!f.fitted) {
-      out +=
-          fmt::format("| {} | {} | - | {:.3g} | {:.3g} | {:.3g} | not fitted | - | {} |\n", f.name,
-                      f.samples, f.prior.flops, f.prior.memory, f.prior.half_rows, f.why_not);
+      out += fmt::format("| {} | {} | - | {:.3g} | {:.3g} | {:.3g} | - | not fitted | - | {} |\n",
+                         f.name, f.samples, f.prior.flops, f.prior.memory, f.prior.half_rows,
+                         f.why_not);
       continue;
     }
     out += fmt::format(
-        "| {}{} | {} | {} | {:.3g} | {:.3g} | {:.3g} | {:.1f} % → {:.1f} % | {} → {} | {} |\n",
+        "| {}{} | {} | {} | {:.3g} | {:.3g} | {:.3g} | {} | {:.1f} % → {:.1f} % | {} → {} | {} |\n",
         f.is_kind ? "kind " : "", f.name, f.samples, f.shapes, f.result.flops, f.result.memory,
-        f.result.half_rows, 100 * f.prior_residual.rms_relative, 100 * f.residual.rms_relative,
+        f.result.half_rows,
+        f.result.launch >= 0 ? fmt::format("{:.3g} µs", f.result.launch * 1e6) : "-",
+        100 * f.prior_residual.rms_relative, 100 * f.residual.rms_relative,
         Percent(f.prior_residual.total_relative), Percent(f.residual.total_relative), f.note);
   }
   if (!r.collectives.empty()) {
@@ -487,6 +689,16 @@ std::string CalibrationSummary(const CalibrationResult& r) {
         "\nnode memory bandwidth {:.3g} GB/s (fitted from the runs whose ranks shared it)\n",
         r.calibration.node_memory_bandwidth * 1e-9);
   }
+  out += r.cache.fitted
+             ? fmt::format(
+                   "\ncache bandwidth {:.3g} GB/s (fitted on {} ops of {} shapes of ranks whose "
+                   "working set fit the last-level cache; rms error {:.1f} % → {:.1f} %, total "
+                   "{} → {})\n",
+                   r.cache.bandwidth * 1e-9, r.cache.samples, r.cache.shapes,
+                   100 * r.cache.prior_residual.rms_relative, 100 * r.cache.residual.rms_relative,
+                   Percent(r.cache.prior_residual.total_relative),
+                   Percent(r.cache.residual.total_relative))
+             : fmt::format("\ncache bandwidth not fitted: {}\n", r.cache.why_not);
   if (!r.terms.empty()) {
     out += "\n| term | samples | value | note |\n|---|---|---|---|\n";
     for (const TermFit& t : r.terms) {

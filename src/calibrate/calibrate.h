@@ -2,12 +2,12 @@
 // calibrate`). Compute: per op class and shape regime (sim::OpClass; gemv is
 // the one-row regime of the GEMM kinds) the FLOP and memory efficiencies and
 // the row ramp, per non-GEMM op kind an override where it fits much better,
-// and one launch overhead (compute_fit.h). Communication: latency and
-// bandwidth per collective and group size (comm_fit.h), and the network
-// efficiency they imply against the cluster's links. When runs had several
-// busy ranks on a node sharing its memory bus, the bus's bandwidth too. Classes with too few
-// samples keep the device family's defaults and are flagged. The result
-// renders as a file `run --calibration` reads (sim::LoadCalibration).
+// and one launch overhead (compute_fit.h), on the ops of runs whose working set
+// did not fit the device's cache; on those that did, the cache bandwidth. Communication: latency
+// and bandwidth per collective and group size (comm_fit.h), and the network efficiency they imply
+// against the cluster's links. When runs had several busy ranks on a node sharing its memory bus,
+// the bus's bandwidth too. Classes with too few samples keep the device family's defaults and are
+// flagged. The result renders as a file `run --calibration` reads (sim::LoadCalibration).
 #ifndef SHARDSCOPE_CALIBRATE_CALIBRATE_H_
 #define SHARDSCOPE_CALIBRATE_CALIBRATE_H_
 
@@ -70,6 +70,18 @@ struct TermFit {
   std::string note;     // how it was taken
 };
 
+// The cache bandwidth (sim::Calibration::cache_bandwidth), fitted on the ops
+// of ranks whose working set fit the device's last-level cache.
+struct CacheFit {
+  int64_t samples = 0;  // resident compute ops
+  int64_t shapes = 0;
+  bool fitted = false;
+  double bandwidth = 0;     // bytes/s
+  std::string why_not;      // when not fitted
+  Residual prior_residual;  // with every byte from memory (the classes' efficiencies)
+  Residual residual;        // with the fitted cache bandwidth
+};
+
 struct CalibrationResult {
   std::vector<std::string> files;
   std::string device;  // device name ("" unknown)
@@ -81,6 +93,7 @@ struct CalibrationResult {
   std::vector<ClassFit> classes;
   std::vector<CollectiveFit> collectives;
   bool network_fitted = false;
+  CacheFit cache;
   std::map<std::string, int64_t> unused;  // events not used: reason → count
   // min_kernel_us and iteration_overhead_us; the other terms (serving, CUDA
   // graphs, FP8 quantisation, cold start) are not visible in one trace: always

@@ -9,6 +9,7 @@
 #include "cluster/cluster_yaml.h"
 #include "config/experiment_json.h"
 #include "plan/test_experiments.h"
+#include "sim/compute_model.h"
 #include "sim/simulator.h"
 #include "trace/trace_writer.h"
 
@@ -350,6 +351,50 @@ TEST_F(CalibrateTest, RecoversTheIterationOverheadAndMinimumKernelOfASimulatedRu
   auto r0 = Calibrate({plain.trace_file}, {});
   ASSERT_TRUE(r0.ok());
   EXPECT_NEAR(FindTerm(*r0, "iteration_overhead_us").seconds, 0, 2e-9);
+}
+
+// Simulated runs of two small models whose weights fit local-cpu's cache, with
+// a known cache bandwidth, per-class launches and a host gap of fixed + per op
+// before each decode step: calibrate gives them back.
+TEST_F(CalibrateTest, RecoversTheCacheBandwidthLaunchPerClassAndPerOpGapOfSimulatedRuns) {
+  const std::string truth = Path("truth.yaml");
+  std::ofstream(truth) << "ops:\n  gemm: {launch_us: 2}\n  elementwise: {launch_us: 0.3}\n"
+                          "cache_bandwidth_gb_s: 40\niteration_overhead_us: 3\n"
+                          "iteration_overhead_per_op_us: 0.2\n";
+  std::vector<std::string> traces;
+  for (const char* model : {"tiny-moe-mla", "tiny-dense"}) {
+    const Experiment e = testing::ZooExperiment(model, "local-cpu", {}, 2, 64, 9);
+    ASSERT_TRUE(sim::CacheResident(e)) << model;
+    sim::SimOptions o;
+    o.calibration_file = truth;
+    o.trace_file = Path(std::string(model) + ".trace");
+    auto simulated = sim::SimulateExperiment(e, o);
+    ASSERT_TRUE(simulated.ok()) << simulated.status().message();
+    traces.push_back(o.trace_file);
+  }
+  auto r = Calibrate(traces, {});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_TRUE(r->cache.fitted) << r->cache.why_not;
+  EXPECT_GT(r->cache.samples, 100);
+  EXPECT_NEAR(r->cache.bandwidth, 40e9, 40e9 * 0.03);
+  const ClassFit& gemm = Find(*r, "gemm");
+  ASSERT_TRUE(gemm.fitted) << gemm.why_not;
+  EXPECT_NEAR(gemm.result.launch, 2e-6, 2e-6 * 0.15);
+  const ClassFit& elementwise = Find(*r, "elementwise");
+  ASSERT_TRUE(elementwise.fitted) << elementwise.why_not;
+  EXPECT_NEAR(elementwise.result.launch, 0.3e-6, 0.3e-6 * 0.15);
+  const TermFit& fixed = FindTerm(*r, "iteration_overhead_us");
+  const TermFit& per_op = FindTerm(*r, "iteration_overhead_per_op_us");
+  ASSERT_TRUE(fixed.fitted && per_op.fitted) << per_op.why_not;
+  EXPECT_NEAR(fixed.seconds, 3e-6, 0.05e-6);
+  EXPECT_NEAR(per_op.seconds, 0.2e-6, 0.002e-6);
+  // The file carries them.
+  const std::string out = Path("calibration.yaml");
+  ASSERT_TRUE(WriteNewFile(out, CalibrationYaml(*r), false).ok());
+  auto loaded = sim::LoadCalibration(out, sim::DefaultCalibration(TestCluster().device));
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  EXPECT_NEAR(loaded->cache_bandwidth, r->cache.bandwidth, r->cache.bandwidth * 1e-3);
+  EXPECT_NEAR(loaded->classes.at(sim::OpClass::kGemm).launch, gemm.result.launch, 1e-9);
 }
 
 TEST(GemmRowsTest, SmallerRootOfTheShape) {

@@ -16,13 +16,15 @@ struct Terms {
 };
 
 Terms ModelTerms(const sim::Efficiency& e, const DeviceRoofs& roofs, const ShapeSample& s) {
-  double ramp = 1;
-  if (e.half_rows > 0 && s.rows > 0) ramp = s.rows / (s.rows + e.half_rows);
+  const bool cached = s.resident && roofs.cache_bandwidth > 0;
+  double ramp = 1;  // none from cache (sim::ComputeModel: the ramp is packing weights from memory)
+  if (e.half_rows > 0 && s.rows > 0 && !cached) ramp = s.rows / (s.rows + e.half_rows);
   Terms t;
   if (s.flops > 0) t.flops = s.flops / (roofs.peak_flops * e.flops * ramp);
   if (s.bytes > 0) {
     double rate = roofs.memory_bandwidth * e.memory;
     if (s.shared_bandwidth > 0) rate = std::min(rate, s.shared_bandwidth);
+    if (cached) rate = roofs.cache_bandwidth;
     t.memory = s.bytes / rate;
   }
   return t;
@@ -35,8 +37,11 @@ Terms ModelTerms(const sim::Efficiency& e, const DeviceRoofs& roofs, const Shape
 constexpr double kPull = 1e-4;
 
 // A sample's weight in the loss: its measured time (count × median), so the
-// ops the time goes to fit best — what end-to-end latency depends on.
-double Weight(const ShapeSample& s) { return static_cast<double>(s.count) * s.seconds; }
+// ops the time goes to fit best — what end-to-end latency depends on — or the
+// weight the caller gave it (calibrate: its share of its run's time).
+double Weight(const ShapeSample& s) {
+  return s.weight > 0 ? s.weight : static_cast<double>(s.count) * s.seconds;
+}
 
 struct Eval {
   double loss = 0;          // Σ count · ln(model / measured)²

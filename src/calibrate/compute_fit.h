@@ -3,7 +3,8 @@
 //   t = max(F / (P · e_f · r / (r + h)), B / min(BW · e_m, S)) + L
 // with F the op's FLOPs, B its bytes, r its rows (0: unknown, no ramp), P and
 // BW the device's peak FLOP/s and memory bandwidth, S the run's share of a
-// shared memory bus (0: none). FitEfficiency finds (e_f, e_m, h) of one op
+// shared memory bus (0: none); a resident sample's memory term is B / C with C
+// the cache bandwidth, when one is given. FitEfficiency finds (e_f, e_m, h) of one op
 // class for a given launch overhead L by minimising the squared log error
 // weighted by measured time (each op's error counts relatively, and the ops
 // the time goes to count most).
@@ -28,11 +29,17 @@ struct ShapeSample {
   // The run's share of a memory bus the node's busy devices share
   // (sim::SharedBandwidthPerDevice), capping the memory rate; 0: none.
   double shared_bandwidth = 0;
+  // The run's working set fit the device's last-level cache: its bytes stream
+  // at DeviceRoofs::cache_bandwidth (when positive) instead.
+  bool resident = false;
+  // The sample's weight in the loss; 0: count × seconds (its measured time).
+  double weight = 0;
 };
 
 struct DeviceRoofs {
   double peak_flops = 0;        // FLOP/s
   double memory_bandwidth = 0;  // bytes/s
+  double cache_bandwidth = 0;   // bytes/s of resident samples (sim::Calibration); 0: off
 };
 
 // The compute model's time for one sample.

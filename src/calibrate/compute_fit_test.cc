@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
 namespace shardscope::calibrate {
 namespace {
 
@@ -76,6 +79,33 @@ TEST(ComputeFitTest, FitsLaunchDominatedOpsExactly) {
   const EfficiencyFit fit = FitEfficiency(samples, kRoofs, 5e-6, sim::Efficiency{0.5, 0.7, 0});
   EXPECT_NEAR(fit.efficiency.memory, 0.25, 0.25 * 0.01);
   EXPECT_DOUBLE_EQ(fit.efficiency.flops, 0.5);  // no FLOPs: the prior
+}
+
+// A resident sample reads at the cache bandwidth with no row ramp, when one is
+// given; a sample's own weight replaces count × seconds in the loss.
+TEST(ComputeFitTest, ResidentSamplesAndWeights) {
+  const sim::Efficiency e{0.5, 0.25, 8};
+  ShapeSample s;
+  s.flops = 2 * 2 * 1024 * 1024;  // m = 2
+  s.bytes = 4 * (2 * 1024 + 1024 * 1024 + 2 * 1024);
+  s.rows = 2;
+  s.seconds = 1e-4;
+  // From memory: max(F / (1e11 · 0.5 · 2/10), B / (2e10 · 0.25)) + 1 µs.
+  EXPECT_NEAR(ModelSeconds(e, kRoofs, 1e-6, s), std::max(s.flops / 1e10, s.bytes / 5e9) + 1e-6,
+              1e-15);
+  s.resident = true;
+  EXPECT_NEAR(ModelSeconds(e, kRoofs, 1e-6, s), std::max(s.flops / 1e10, s.bytes / 5e9) + 1e-6,
+              1e-15);  // no cache bandwidth: from memory
+  DeviceRoofs cached = kRoofs;
+  cached.cache_bandwidth = 5e10;
+  // From cache: max(F / (1e11 · 0.5), B / 5e10) + 1 µs, no ramp.
+  EXPECT_NEAR(ModelSeconds(e, cached, 1e-6, s), std::max(s.flops / 5e10, s.bytes / 5e10) + 1e-6,
+              1e-15);
+  const double d = std::log(ModelSeconds(e, cached, 1e-6, s) / s.seconds);
+  s.count = 3;
+  EXPECT_NEAR(FitLoss({s}, cached, 1e-6, e), 3 * 1e-4 * d * d, 1e-18);
+  s.weight = 0.25;
+  EXPECT_NEAR(FitLoss({s}, cached, 1e-6, e), 0.25 * d * d, 1e-15);
 }
 
 }  // namespace

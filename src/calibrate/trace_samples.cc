@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <tuple>
+#include <vector>
 
 #include "importers/importer.h"
 #include "sim/calibration.h"
@@ -44,6 +46,7 @@ std::optional<ClusterSpec> ClusterFromMetadata(const json& metadata) {
   }
   cluster.device.memory_bandwidth = Number(d, "memory_bandwidth");
   cluster.device.launch_overhead = Number(d, "launch_overhead");
+  cluster.device.l2_cache_bytes = Number(d, "l2_cache_bytes");
   if (c->contains("scale_up") && (*c)["scale_up"].is_object()) {
     const json& u = (*c)["scale_up"];
     if (auto k = ParseScaleUpKind(u.value("kind", "none")); k.ok()) cluster.scale_up.kind = *k;
@@ -114,6 +117,10 @@ class SampleSink : public trace::TraceSink {
         it->second.first = std::min(it->second.first, op.ts_ns);
         it->second.second = std::max(it->second.second, op.ts_ns + op.dur_ns);
       }
+      if (op.category == trace::Category::kCompute) {
+        step_bytes_[op.rank][op.step] += static_cast<double>(op.bytes_read + op.bytes_written);
+      }
+      ++step_ops_[op.rank][op.step];
     }
     if (op.dur_ns == 0) return Unused("op with zero duration");
     if (op.category == trace::Category::kComm) return AddComm(op);
@@ -146,6 +153,8 @@ class SampleSink : public trace::TraceSink {
       pending_rows_.push_back({out_->compute.size(), op.bytes_read, op.bytes_written});
     }
     out_->compute.push_back(s);
+    sample_ranks_.push_back(op.rank);
+    sample_phases_.push_back(static_cast<int>(op.phase));
   }
 
   // Completes the samples once the metadata (dtype, device) is known.
@@ -159,19 +168,45 @@ class SampleSink : public trace::TraceSink {
         c.rows = GemmRows(c.flops, static_cast<double>(read), static_cast<double>(written), s);
       }
     }
+    // Each phase of each run weighs the same (TTFT and TPOT count alike); within
+    // one, an op weighs its share of the phase's compute time.
+    std::map<int, double> phase_seconds;
+    for (size_t i = first_compute_; i < out_->compute.size(); ++i) {
+      phase_seconds[sample_phases_[i - first_compute_]] += out_->compute[i].seconds;
+    }
+    for (size_t i = first_compute_; i < out_->compute.size(); ++i) {
+      const double total = phase_seconds[sample_phases_[i - first_compute_]];
+      if (total > 0) out_->compute[i].weight = out_->compute[i].seconds / total;
+    }
     for (const auto& [key, c] : calls_) out_->comm.push_back(c);
     for (const auto& [rank, steps] : steps_) {
       for (auto it = steps.begin(), next = std::next(it); next != steps.end(); it = next++) {
         if (next->first != it->first + 1) continue;  // only consecutive steps
         const int64_t gap = next->second.first - it->second.second;
-        if (gap >= 0) out_->step_gaps.push_back(static_cast<double>(gap) * 1e-9);
+        if (gap >= 0) {
+          out_->step_gaps.push_back(static_cast<double>(gap) * 1e-9);
+          out_->step_gap_ops.push_back(static_cast<double>(step_ops_[rank][next->first]));
+        }
       }
     }
     std::optional<ClusterSpec> cluster = ClusterFromMetadata(metadata_);
     if (cluster) {
       const double shared = SharedBandwidthFromMetadata(metadata_, *cluster);
+      // Ranks whose decode steps move no more than the cache holds (median step).
+      std::set<int32_t> resident;
+      for (const auto& [rank, by_step] : step_bytes_) {
+        std::vector<double> bytes;
+        for (const auto& [step, b] : by_step) bytes.push_back(b);
+        std::sort(bytes.begin(), bytes.end());
+        const double median = bytes[bytes.size() / 2];
+        if (cluster->device.l2_cache_bytes > 0 && median > 0 &&
+            median <= cluster->device.l2_cache_bytes) {
+          resident.insert(rank);
+        }
+      }
       for (size_t i = first_compute_; i < out_->compute.size(); ++i) {
         out_->compute[i].shared_bandwidth = shared;
+        out_->compute[i].resident = resident.count(sample_ranks_[i - first_compute_]) > 0;
       }
       if (out_->cluster && out_->cluster->device.name != cluster->device.name) {
         return InvalidArgument(
@@ -238,7 +273,12 @@ class SampleSink : public trace::TraceSink {
   int64_t index_ = 0;
   int64_t unmatched_ = 0;
   std::vector<PendingRows> pending_rows_;
-  std::map<DType, int64_t> op_dtypes_;  // GEMMs that name their dtype, by dtype
+  std::vector<int32_t> sample_ranks_;  // the rank of each of this file's compute samples
+  std::vector<int> sample_phases_;     // and its phase (trace::Phase)
+  // Decode steps' compute bytes (read + written): rank → step → bytes.
+  std::map<int32_t, std::map<int32_t, double>> step_bytes_;
+  std::map<int32_t, std::map<int32_t, int64_t>> step_ops_;  // rank → step → ops
+  std::map<DType, int64_t> op_dtypes_;                      // GEMMs that name their dtype, by dtype
   std::map<CallKey, CommCallSample> calls_;
   // Decode steps' ops: rank → step → (first start, last end) ns.
   std::map<int32_t, std::map<int32_t, std::pair<int64_t, int64_t>>> steps_;

@@ -29,6 +29,14 @@ struct ComputeOpSample {
   double rows = 0;   // GEMM m (or mean tokens per routed expert); 0: unknown
   double seconds = 0;
   double shared_bandwidth = 0;  // the run's sim::SharedBandwidthPerDevice; 0: none
+  // The rank's working set fits the device's last-level cache: the median
+  // bytes its decode steps' compute ops move ≤ DeviceSpec::l2_cache_bytes (the
+  // trace's view of sim::CacheResident). False without decode steps or a cache size.
+  bool resident = false;
+  // Its share of its phase's compute time in its trace (seconds ÷ Σ seconds of
+  // the file's samples of that phase): the fit weighs every run and phase
+  // (prefill: TTFT, decode: TPOT) alike, and within one by time.
+  double weight = 0;
 };
 
 struct CommCallSample {
@@ -53,6 +61,7 @@ struct TraceSamples {
   // iteration cost, which runs before a step's kernels).
   std::vector<double> kernel_seconds;
   std::vector<double> step_gaps;
+  std::vector<double> step_gap_ops;  // the ops (compute and comm) of each gap's next step
 };
 
 // Reads every file. Errors: the importers' (missing file, unknown format,

@@ -71,7 +71,14 @@ StatusOr<double> IterationCost::AtGridPoint(Kind kind, int64_t requests, int64_t
   ASSIGN_OR_RETURN(PhaseProgram program,
                    builder.Build(prefill ? Phase::kPrefill : Phase::kDecode, 0));
   sim::Engine& engine = kind == Kind::kDecodeReplay ? replay_engine_ : engine_;
-  ASSIGN_OR_RETURN(sim::PhaseResult r, engine.Run(program));
+  // The per-op host time before the iteration (0 unless calibrated), per rank.
+  std::vector<double> begin;
+  if (setup_->calibration.terms.iteration_overhead_per_op > 0) {
+    for (const RankProgram& rp : program.ranks) {
+      begin.push_back(setup_->calibration.terms.PerOpSeconds(rp.ops.size()));
+    }
+  }
+  ASSIGN_OR_RETURN(sim::PhaseResult r, engine.Run(program, begin));
   const double seconds = *std::max_element(r.rank_end.begin(), r.rank_end.end());
   ++programs_simulated_;
   ops_simulated_ += r.ops;

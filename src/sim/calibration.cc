@@ -39,10 +39,18 @@ Calibration Make(std::string source, Efficiency gemm, Efficiency attention, doub
 }
 
 Status ReadEfficiency(const YamlMap& m, Efficiency* e) {
-  RETURN_IF_ERROR(m.CheckKeys({"flops_efficiency", "memory_efficiency", "half_rows"}));
+  RETURN_IF_ERROR(m.CheckKeys({"flops_efficiency", "memory_efficiency", "half_rows", "launch_us"}));
   RETURN_IF_ERROR(m.Optional("flops_efficiency", &e->flops));
   RETURN_IF_ERROR(m.Optional("memory_efficiency", &e->memory));
   RETURN_IF_ERROR(m.Optional("half_rows", &e->half_rows));
+  if (m.Has("launch_us")) {
+    double us = 0;
+    RETURN_IF_ERROR(m.Optional("launch_us", &us));
+    if (!(us >= 0) || !std::isfinite(us)) {
+      return m.context().Error(fmt::format("launch_us is {}: must be finite and ≥ 0", us));
+    }
+    e->launch = us * 1e-6;
+  }
   return Status::Ok();
 }
 
@@ -137,6 +145,7 @@ Status Calibration::Validate() const {
     RETURN_IF_ERROR(CheckFraction(e.flops, fmt::format("{}.flops_efficiency", name)));
     RETURN_IF_ERROR(CheckFraction(e.memory, fmt::format("{}.memory_efficiency", name)));
     if (e.half_rows < 0) return InvalidArgument("{}.half_rows must be ≥ 0", name);
+    if (!std::isfinite(e.launch)) return InvalidArgument("{}.launch_us must be finite", name);
     return Status::Ok();
   };
   for (OpClass c : kAllClasses) {
@@ -145,10 +154,14 @@ Status Calibration::Validate() const {
   }
   for (const auto& [kind, e] : kinds) RETURN_IF_ERROR(check(e, OpKindName(kind)));
   RETURN_IF_ERROR(CheckFraction(network_efficiency, "network_efficiency"));
+  if (!(cache_bandwidth >= 0) || !std::isfinite(cache_bandwidth)) {
+    return InvalidArgument("cache_bandwidth_gb_s must be finite and ≥ 0 (0: off)");
+  }
   const std::pair<double, std::string_view> times[] = {
       {terms.request_overhead, "request_overhead_us"},
       {terms.response_overhead, "response_overhead_us"},
       {terms.iteration_overhead, "iteration_overhead_us"},
+      {terms.iteration_overhead_per_op, "iteration_overhead_per_op_us"},
       {terms.graph_replay, "graph_replay_us"},
       {terms.min_kernel, "min_kernel_us"},
       {terms.fp8_quant_bytes_per_element, "fp8_quant_bytes_per_element"},
@@ -171,6 +184,10 @@ std::vector<std::string> OverheadTerms::Active(bool serving) const {
     us(response_overhead, "response_overhead");
   }
   us(iteration_overhead, "iteration_overhead");
+  if (iteration_overhead_per_op > 0) {
+    out.push_back(
+        fmt::format("iteration_overhead {:.6g} us per op", iteration_overhead_per_op * 1e6));
+  }
   if (cuda_graphs) out.push_back(fmt::format("cuda_graphs (replay {:.6g} us)", graph_replay * 1e6));
   us(min_kernel, "min_kernel");
   if (fp8_quant_bytes_per_element > 0) {
@@ -191,9 +208,22 @@ Calibration DefaultCalibration(const DeviceSpec& device) {
                 {0.50, 0.85, 128}, 0.85);
   }
   if (device.kind == DeviceKind::kCpu) {
-    // Assumption: OpenBLAS SGEMM reaches about half of AVX2 FMA peak on small
-    // hosts; STREAM triad about 0.7 of the DRAM figure.
-    return Make("default: cpu (assumed; calibrate)", {0.5, 0.7, 8}, {0.3, 0.7, 8}, 0.7);
+    // Measured on the local-cpu host (configs/hardware/local-cpu.yaml) with the
+    // CPU executor: `shardscope calibrate` on the 4 calibration runs of
+    // bench/fidelity_cpu.yaml (docs/fidelity.md, 2026-11-25), rounded. Against
+    // the one-core peaks (105 GFLOP/s, 30 GB/s): prefill SGEMMs reach the peak
+    // with a row ramp (half at 17 rows); small-batch GEMMs (m = 2–8, OpenBLAS's
+    // packing path) stream at 0.25 of it, sgemv (m = 1) at 0.85; ops pay a fixed
+    // cost per class (dispatch, a library's set-up: prefill attention allocates
+    // its score matrix); a working set that fits the cache streams at 39 GB/s.
+    Calibration c = Make("default: cpu (measured on local-cpu; calibrate)", {1.0, 0.25, 17, 1e-6},
+                         {0.17, 0.7, 0, 60e-6}, 0.79);
+    c.classes[OpClass::kAttentionDecode] = {0.5, 0.22, 0, 5e-6};
+    c.classes[OpClass::kElementwise] = {0.019, 0.79, 0, 0.5e-6};
+    c.classes[OpClass::kGather] = {0.5, 0.33, 0, 0.5e-6};
+    c.classes[OpClass::kGemv] = {1.0, 0.85, 0, 0};
+    c.cache_bandwidth = 39e9;
+    return c;
   }
   if (name.find("a100") != std::string::npos) {
     // cuBLAS BF16 GEMM on A100 SXM reaches ~250–270 of 312 TFLOP/s for large
@@ -222,11 +252,18 @@ StatusOr<Calibration> LoadCalibration(const std::string& path, const Calibration
   // writes) are informational: the network model uses network_efficiency.
   RETURN_IF_ERROR(
       top.CheckKeys({"device", "ops", "network_efficiency", "launch_overhead_us", "collectives",
-                     "node_memory_bandwidth_gb_s", "request_overhead_us", "response_overhead_us",
-                     "iteration_overhead_us", "cuda_graphs", "graph_replay_us", "min_kernel_us",
-                     "fp8_quant_bytes_per_element", "cold_start_us"}));
+                     "node_memory_bandwidth_gb_s", "cache_bandwidth_gb_s", "request_overhead_us",
+                     "response_overhead_us", "iteration_overhead_us",
+                     "iteration_overhead_per_op_us", "cuda_graphs", "graph_replay_us",
+                     "min_kernel_us", "fp8_quant_bytes_per_element", "cold_start_us"}));
   Calibration c = base;
   c.source = path;
+  // A file's launch_overhead_us is every class's fixed cost, except where the
+  // file gives a class or kind its own (launch_us).
+  if (top.Has("launch_overhead_us")) {
+    for (auto& [cls, e] : c.classes) e.launch = -1;
+    for (auto& [kind, e] : c.kinds) e.launch = -1;
+  }
   ASSIGN_OR_RETURN(YamlMap ops, top.Map("ops"));
   if (ops.node().IsMap()) {
     for (const auto& item : ops.node()) {
@@ -254,11 +291,17 @@ StatusOr<Calibration> LoadCalibration(const std::string& path, const Calibration
                            node_gb_s);
   }
   if (node_gb_s > 0) c.node_memory_bandwidth = node_gb_s * 1e9;
+  if (top.Has("cache_bandwidth_gb_s")) {
+    double cache_gb_s = 0;
+    RETURN_IF_ERROR(top.Optional("cache_bandwidth_gb_s", &cache_gb_s));
+    c.cache_bandwidth = cache_gb_s * 1e9;
+  }
   // The terms the roofline leaves out, in µs in the file (0 or absent: off).
   const std::pair<const char*, double*> terms_us[] = {
       {"request_overhead_us", &c.terms.request_overhead},
       {"response_overhead_us", &c.terms.response_overhead},
       {"iteration_overhead_us", &c.terms.iteration_overhead},
+      {"iteration_overhead_per_op_us", &c.terms.iteration_overhead_per_op},
       {"graph_replay_us", &c.terms.graph_replay},
       {"min_kernel_us", &c.terms.min_kernel},
       {"cold_start_us", &c.terms.cold_start}};

@@ -38,6 +38,9 @@ struct Efficiency {
   // Rows (GEMM m, attention query tokens) at which the FLOP efficiency is half
   // of `flops`: efficiency(m) = flops · m / (m + half_rows). 0: no shape effect.
   double half_rows = 0;
+  // Seconds every op of this class pays besides its roofline time (dispatch,
+  // kernel launch, a library's set-up); < 0: Calibration::launch_overhead.
+  double launch = -1;
 };
 
 // Time the serving stack adds around the kernels. Every term only adds time.
@@ -45,6 +48,9 @@ struct OverheadTerms {
   double request_overhead = 0;    // s from a request's arrival to its first scheduling (serving)
   double response_overhead = 0;   // s from its last token to the response (serving E2E)
   double iteration_overhead = 0;  // s of host scheduling per iteration / step, before its kernels
+  // s of the same host time per op of the rank's iteration (an executor that
+  // records and prepares each op between steps: the gap grows with the ops).
+  double iteration_overhead_per_op = 0;
   // Decode iterations (decode only: no prefill, no chunk) replay a CUDA graph:
   // one graph_replay per iteration instead of a launch per kernel.
   bool cuda_graphs = false;
@@ -57,8 +63,9 @@ struct OverheadTerms {
   double cold_start = 0;  // s added to the first iteration (prefill) only
 
   bool any() const {
-    return request_overhead > 0 || response_overhead > 0 || iteration_overhead > 0 || cuda_graphs ||
-           min_kernel > 0 || fp8_quant_bytes_per_element > 0 || cold_start > 0;
+    return request_overhead > 0 || response_overhead > 0 || iteration_overhead > 0 ||
+           iteration_overhead_per_op > 0 || cuda_graphs || min_kernel > 0 ||
+           fp8_quant_bytes_per_element > 0 || cold_start > 0;
   }
   // Each term that is on, as "name value" ("iteration_overhead 30 us"); empty:
   // all off. `serving`: with the request and response overheads (served runs only).
@@ -67,6 +74,10 @@ struct OverheadTerms {
   // graph_replay for a decode-only iteration under cuda_graphs.
   double IterationSeconds(bool decode_only) const {
     return iteration_overhead + (cuda_graphs && decode_only ? graph_replay : 0);
+  }
+  // The per-op part for an iteration of `ops` ops on a rank.
+  double PerOpSeconds(size_t ops) const {
+    return iteration_overhead_per_op * static_cast<double>(ops);
   }
 };
 
@@ -81,6 +92,11 @@ struct Calibration {
   // Bytes/s the devices of a node share (ClusterSpec::node_memory_bandwidth),
   // as measured; < 0: the cluster's figure.
   double node_memory_bandwidth = -1;
+  // Bytes/s one device's ops stream at when the rank's working set (weights and
+  // KV cache) fits its last-level cache (DeviceSpec::l2_cache_bytes): the data
+  // stays on chip between steps, so neither the memory efficiency nor the
+  // node's shared bus applies. 0: off (every byte comes from memory).
+  double cache_bandwidth = 0;
   // The terms the roofline leaves out (docs/fidelity.md), each off at 0.
   OverheadTerms terms;
 

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "plan/memory.h"
+#include "plan/placement.h"
+
 namespace shardscope::sim {
 
 int64_t ConcurrentDevicesPerNode(int64_t world, int64_t devices_per_node, int64_t pp,
@@ -32,9 +35,21 @@ ClusterSpec NodeBandwidthCluster(ClusterSpec cluster, const Calibration& calibra
   return cluster;
 }
 
+bool CacheResident(const Experiment& experiment) {
+  const double cache = experiment.cluster.device.l2_cache_bytes;
+  if (!(cache > 0)) return false;
+  StatusOr<Placement> placement = Placement::Create(experiment);
+  if (!placement.ok()) return false;
+  const MemoryPlan plan = PlanMemory(experiment, *placement);
+  for (const RankMemory& r : plan.ranks) {
+    if (r.weights + r.kv_cache > cache) return false;
+  }
+  return !plan.ranks.empty();
+}
+
 StatusOr<ComputeModel> ComputeModel::Create(const DeviceSpec& device, DType dtype,
                                             const Calibration& calibration, double shared_bandwidth,
-                                            std::optional<DType> head_dtype) {
+                                            std::optional<DType> head_dtype, bool cache_resident) {
   ASSIGN_OR_RETURN(double peak, device.PeakFlops(dtype));
   const DType head = head_dtype.value_or(dtype);
   ASSIGN_OR_RETURN(double head_peak, device.PeakFlops(head));
@@ -46,12 +61,13 @@ StatusOr<ComputeModel> ComputeModel::Create(const DeviceSpec& device, DType dtyp
       calibration.launch_overhead >= 0 ? calibration.launch_overhead : device.launch_overhead;
   return ComputeModel(peak, head_peak, dtype == DType::kFp8, head == DType::kFp8,
                       device.memory_bandwidth, launch, std::max(0.0, shared_bandwidth),
-                      calibration);
+                      cache_resident ? calibration.cache_bandwidth : 0, calibration);
 }
 
 ComputeModel ComputeModel::WithoutLaunch() const {
   ComputeModel m = *this;
   m.launch_overhead_ = 0;
+  m.no_launch_ = true;
   return m;
 }
 
@@ -86,7 +102,14 @@ double ComputeModel::FlopsEfficiency(const Efficiency& e, double rows) {
 
 double ComputeModel::FlopsEfficiency(const Op& op) const {
   const double rows = Rows(op);
-  return FlopsEfficiency(For(op.kind, rows), rows);
+  return FlopsEfficiency(For(op.kind, rows), cache_bandwidth_ > 0 ? 0 : rows);
+}
+
+double ComputeModel::MemoryRate(const Efficiency& e) const {
+  if (cache_bandwidth_ > 0) return cache_bandwidth_;
+  double rate = memory_bandwidth_ * e.memory;
+  if (shared_bandwidth_ > 0) rate = std::min(rate, shared_bandwidth_);
+  return rate;
 }
 
 double ComputeModel::QuantSeconds(const Op& op) const {
@@ -96,10 +119,9 @@ double ComputeModel::QuantSeconds(const Op& op) const {
   }
   if (!(op.kind == OpKind::kLmHead ? head_fp8_ : fp8_)) return 0;
   // One elementwise kernel over the m × k input activations (amax, scale, cast).
-  double rate = memory_bandwidth_ * calibration_.classes.at(OpClass::kElementwise).memory;
-  if (shared_bandwidth_ > 0) rate = std::min(rate, shared_bandwidth_);
+  const Efficiency& elementwise = calibration_.classes.at(OpClass::kElementwise);
   const double elements = static_cast<double>(op.m) * static_cast<double>(op.k);
-  return elements > 0 ? elements * per_element / rate + launch_overhead_ : 0;
+  return elements > 0 ? elements * per_element / MemoryRate(elementwise) + Launch(elementwise) : 0;
 }
 
 double ComputeModel::Seconds(const Op& op) const {
@@ -108,12 +130,13 @@ double ComputeModel::Seconds(const Op& op) const {
   const double rows = Rows(op);  // once: it walks the op's expert counts
   const Efficiency& e = For(op.kind, rows);
   const double peak = op.kind == OpKind::kLmHead ? head_peak_flops_ : peak_flops_;
-  const double flops_time = static_cast<double>(op.flops) / (peak * FlopsEfficiency(e, rows));
+  // The row ramp is the cost of packing a GEMM's weights from memory (per weight
+  // element, so it weighs most at few rows); from cache it is not paid.
+  const double ramp_rows = cache_bandwidth_ > 0 ? 0 : rows;
+  const double flops_time = static_cast<double>(op.flops) / (peak * FlopsEfficiency(e, ramp_rows));
   const double bytes = static_cast<double>(op.bytes_read + op.bytes_written);
-  double rate = memory_bandwidth_ * e.memory;
-  if (shared_bandwidth_ > 0) rate = std::min(rate, shared_bandwidth_);
-  const double memory_time = bytes / rate;
-  const double t = std::max(flops_time, memory_time) + launch_overhead_ + QuantSeconds(op);
+  const double memory_time = bytes / MemoryRate(e);
+  const double t = std::max(flops_time, memory_time) + Launch(e) + QuantSeconds(op);
   return std::max(t, calibration_.terms.min_kernel);
 }
 

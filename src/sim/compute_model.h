@@ -5,7 +5,11 @@
 // with the efficiencies of the op's class from a Calibration (all ≤ 1, so the
 // result never beats FLOPs / peak or bytes / bandwidth), and `shared` the
 // device's part of a memory bus it shares with the node's other busy devices
-// (the cores of a CPU host; none on GPUs). The optional terms of
+// (the cores of a CPU host; none on GPUs). When the rank's working set fits
+// the device's last-level cache and the calibration has a cache bandwidth,
+// bytes stream at that rate instead (no memory efficiency, no shared bus) and
+// GEMMs have no row ramp (it models packing the weights from memory).
+// The optional terms of
 // Calibration::terms (min_kernel, fp8_quant_bytes_per_element) only add time.
 // The LM head and embedding run at their own dtype's peak (head_dtype). An op
 // with no FLOPs and no bytes (an empty micro-batch) takes no time. Immutable;
@@ -40,15 +44,22 @@ double SharedBandwidthPerDevice(const ClusterSpec& cluster, int64_t concurrent);
 // `cluster` with the calibration's measured node memory bandwidth, if it has one.
 ClusterSpec NodeBandwidthCluster(ClusterSpec cluster, const Calibration& calibration);
 
+// Whether every rank's weights and KV cache (plan/memory.h: the busiest rank)
+// fit the device's last-level cache (DeviceSpec::l2_cache_bytes; 0: unknown,
+// false), so that a step reads them from cache, not memory.
+bool CacheResident(const Experiment& experiment);
+
 class ComputeModel {
  public:
   // Fails when the device lists no peak for `dtype` or `head_dtype` (or a wider
   // type). `shared_bandwidth`: SharedBandwidthPerDevice, the cap on any op's
   // memory rate; 0 for none. `head_dtype`: the LM head's and embedding's
-  // (Workload::lm_head_dtype); none: `dtype`.
+  // (Workload::lm_head_dtype); none: `dtype`. `cache_resident`: CacheResident
+  // (bytes stream at calibration.cache_bandwidth when it is on).
   static StatusOr<ComputeModel> Create(const DeviceSpec& device, DType dtype,
                                        const Calibration& calibration, double shared_bandwidth = 0,
-                                       std::optional<DType> head_dtype = std::nullopt);
+                                       std::optional<DType> head_dtype = std::nullopt,
+                                       bool cache_resident = false);
 
   // The same model with no per-kernel launch overhead: kernels replayed from a
   // CUDA graph (the graph's replay is paid once per iteration by the caller).
@@ -63,10 +74,12 @@ class ComputeModel {
   double memory_bandwidth() const { return memory_bandwidth_; }
   double launch_overhead() const { return launch_overhead_; }
   double shared_bandwidth() const { return shared_bandwidth_; }
+  // Bytes/s of a cache-resident working set; 0: bytes come from memory.
+  double cache_bandwidth() const { return cache_bandwidth_; }
 
  private:
   ComputeModel(double peak, double head_peak, bool fp8, bool head_fp8, double bandwidth,
-               double launch, double shared, Calibration calibration)
+               double launch, double shared, double cache, Calibration calibration)
       : peak_flops_(peak),
         head_peak_flops_(head_peak),
         fp8_(fp8),
@@ -74,6 +87,7 @@ class ComputeModel {
         memory_bandwidth_(bandwidth),
         launch_overhead_(launch),
         shared_bandwidth_(shared),
+        cache_bandwidth_(cache),
         calibration_(std::move(calibration)) {
     for (int k = 0; k < kNumKinds; ++k) {
       by_kind_[k] = calibration_.For(static_cast<OpKind>(k));
@@ -86,6 +100,12 @@ class ComputeModel {
   // Its FLOP efficiency over `rows` rows (Rows(op) in compute_model.cc).
   static double FlopsEfficiency(const Efficiency& e, double rows);
 
+  // Bytes/s an op of efficiency `e` moves data at.
+  double MemoryRate(const Efficiency& e) const;
+  // Seconds of fixed cost per op of efficiency `e`: its class's launch, else the model's.
+  double Launch(const Efficiency& e) const {
+    return no_launch_ ? 0 : e.launch >= 0 ? e.launch : launch_overhead_;
+  }
   // Seconds of the quantisation and scaling ops before an FP8 GEMM (0: none).
   double QuantSeconds(const Op& op) const;
 
@@ -95,6 +115,8 @@ class ComputeModel {
   double memory_bandwidth_;
   double launch_overhead_;
   double shared_bandwidth_;  // 0: no shared bus
+  double cache_bandwidth_;   // 0: not cache-resident
+  bool no_launch_ = false;   // WithoutLaunch: no per-op launch at all
   Calibration calibration_;
   std::array<Efficiency, kNumKinds> by_kind_;  // calibration_.For, looked up once
   std::array<Efficiency, kNumKinds> gemv_;     // the same for one row (matrix-vector)

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "cluster/cluster_yaml.h"
+#include "plan/test_experiments.h"
 
 namespace shardscope::sim {
 namespace {
@@ -117,7 +118,7 @@ TEST(ComputeModelTest, MatrixVectorProductIsBandwidthBoundOnTheCpu) {
   const Efficiency& e = cal.classes.at(OpClass::kGemv);
   EXPECT_EQ(e.half_rows, 0);
   EXPECT_NEAR(
-      model->Seconds(gemv) - d.launch_overhead,
+      model->Seconds(gemv) - (e.launch >= 0 ? e.launch : d.launch_overhead),
       static_cast<double>(gemv.bytes_read + gemv.bytes_written) / (d.memory_bandwidth * e.memory),
       1e-12);
   // Two rows are a GEMM again, with the ramp of the gemm class.
@@ -138,7 +139,7 @@ TEST(ComputeModelTest, MatrixVectorProductIsBandwidthBoundOnTheCpu) {
 TEST(ComputeModelTest, SharedMemoryBusCapsTheRate) {
   const DeviceSpec d = LocalCpu();
   Calibration cal = DefaultCalibration(d);
-  cal.classes[OpClass::kElementwise] = {1.0, 0.7, 0};  // alone: 0.7 × 24 = 16.8 GB/s
+  cal.classes[OpClass::kElementwise] = {1.0, 0.7, 0};  // alone: 0.7 × 30 = 21 GB/s
   Op norm;
   norm.kind = OpKind::kNorm;
   norm.bytes_read = 1 << 20;
@@ -147,9 +148,9 @@ TEST(ComputeModelTest, SharedMemoryBusCapsTheRate) {
   auto shared = ComputeModel::Create(d, DType::kFp32, cal, 14.6e9);  // 29.2 GB/s over 2
   auto roomy = ComputeModel::Create(d, DType::kFp32, cal, 29.2e9);   // 29.2 GB/s over 1
   ASSERT_TRUE(alone.ok() && shared.ok() && roomy.ok());
-  EXPECT_NEAR(alone->Seconds(norm) - d.launch_overhead, bytes / 16.8e9, 1e-15);
+  EXPECT_NEAR(alone->Seconds(norm) - d.launch_overhead, bytes / 21e9, 1e-15);
   EXPECT_NEAR(shared->Seconds(norm) - d.launch_overhead, bytes / 14.6e9, 1e-15);
-  EXPECT_NEAR(roomy->Seconds(norm) - d.launch_overhead, bytes / 16.8e9, 1e-15);
+  EXPECT_NEAR(roomy->Seconds(norm) - d.launch_overhead, bytes / 21e9, 1e-15);
 }
 
 TEST(ComputeModelTest, ConcurrentDevicesPerNode) {
@@ -282,6 +283,86 @@ TEST(ComputeModelTest, CalibrationFileReadsTheTermsAndRejectsNegativeOnes) {
   auto bad = LoadCalibration(path, DefaultCalibration(d));
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("min_kernel_us"), std::string::npos);
+}
+
+// A cache-resident working set streams at the calibration's cache bandwidth
+// (no memory efficiency, no shared bus) and its GEMMs pay no row ramp; each
+// class pays its own launch. Hand-computed for a 100 GFLOP/s, 10 GB/s device.
+TEST(ComputeModelTest, CacheResidentOpsStreamAtTheCacheBandwidthWithoutTheRamp) {
+  DeviceSpec d = LocalCpu();
+  d.peak_flops[DType::kFp32] = 100e9;
+  d.memory_bandwidth = 10e9;
+  d.launch_overhead = 1e-6;
+  Calibration cal = DefaultCalibration(d);
+  cal.classes[OpClass::kGemm] = {1.0, 0.5, 8, 2e-6};
+  cal.cache_bandwidth = 50e9;
+  Op gemm = Gemm(2, 1024, 1024);  // 4 194 304 FLOPs; bf16 bytes: 2·(2048 + 1048576) + 4096
+  const double flops = 2.0 * 2 * 1024 * 1024;
+  const double bytes = 2.0 * (2 * 1024 + 1024 * 1024) + 2.0 * 2 * 1024;
+  auto memory = ComputeModel::Create(d, DType::kFp32, cal, 4e9);
+  auto cached = ComputeModel::Create(d, DType::kFp32, cal, 4e9, std::nullopt, true);
+  ASSERT_TRUE(memory.ok() && cached.ok());
+  // From memory: max(F / (100e9 · 2/10), B / min(5e9, 4e9)) + 2 µs = B / 4e9 + 2 µs.
+  EXPECT_NEAR(memory->Seconds(gemm), std::max(flops / 20e9, bytes / 4e9) + 2e-6, 1e-15);
+  EXPECT_NEAR(memory->Seconds(gemm), bytes / 4e9 + 2e-6, 1e-15);
+  // From cache, no ramp: max(F / 100e9, B / 50e9) + 2 µs = max(41.9, 42.1) µs + 2 µs.
+  EXPECT_NEAR(cached->Seconds(gemm), bytes / 50e9 + 2e-6, 1e-15);
+  EXPECT_GT(bytes / 50e9, flops / 100e9);
+  EXPECT_NEAR(cached->FlopsEfficiency(gemm), 1.0, 1e-15);
+  // A class without its own launch pays the device's.
+  Op norm;
+  norm.kind = OpKind::kNorm;
+  norm.bytes_read = 1 << 20;
+  cal.classes[OpClass::kElementwise] = {1.0, 0.5, 0};
+  auto plain = ComputeModel::Create(d, DType::kFp32, cal);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_NEAR(plain->Seconds(norm), (1 << 20) / 5e9 + 1e-6, 1e-15);
+  // No cache bandwidth: a resident model reads memory as before.
+  cal.cache_bandwidth = 0;
+  auto off = ComputeModel::Create(d, DType::kFp32, cal, 4e9, std::nullopt, true);
+  ASSERT_TRUE(off.ok());
+  EXPECT_NEAR(off->Seconds(gemm), bytes / 4e9 + 2e-6, 1e-15);
+  // Without launch (CUDA-graph replay), no class pays one.
+  EXPECT_NEAR(memory->WithoutLaunch().Seconds(gemm), bytes / 4e9, 1e-15);
+}
+
+// The tiny MoE's weights and KV cache (a few MB per rank) fit local-cpu's
+// 16 MiB of last-level cache per core; bench-dense-250m's 1 GB do not.
+TEST(ComputeModelTest, CacheResidentWhenEveryRanksWeightsAndKvFitTheCache) {
+  ParallelSpec ep2;
+  ep2.strategy = "ep2";
+  ep2.ep = 2;
+  const Experiment moe = testing::ZooExperiment("tiny-moe-mla", "local-cpu", ep2, 4, 64, 9);
+  EXPECT_TRUE(CacheResident(moe));
+  const Experiment dense = testing::ZooExperiment("bench-dense-250m", "local-cpu", {}, 1, 128, 9);
+  EXPECT_FALSE(CacheResident(dense));
+  Experiment no_cache = moe;
+  no_cache.cluster.device.l2_cache_bytes = 0;
+  EXPECT_FALSE(CacheResident(no_cache));
+}
+
+TEST(ComputeModelTest, CalibrationFileReadsLaunchPerClassAndCacheBandwidth) {
+  const DeviceSpec d = LocalCpu();
+  const std::string path = ::testing::TempDir() + "/launch.yaml";
+  std::ofstream(path) << "ops:\n  gemm: {flops_efficiency: 0.9, launch_us: 3}\n"
+                         "  norm: {launch_us: 0.25}\ncache_bandwidth_gb_s: 40\n"
+                         "iteration_overhead_per_op_us: 0.2\n";
+  auto c = LoadCalibration(path, DefaultCalibration(d));
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_DOUBLE_EQ(c->classes.at(OpClass::kGemm).launch, 3e-6);
+  EXPECT_DOUBLE_EQ(c->classes.at(OpClass::kGemm).flops, 0.9);
+  EXPECT_DOUBLE_EQ(c->kinds.at(OpKind::kNorm).launch, 0.25e-6);
+  EXPECT_DOUBLE_EQ(c->cache_bandwidth, 40e9);
+  EXPECT_DOUBLE_EQ(c->terms.iteration_overhead_per_op, 0.2e-6);
+  EXPECT_DOUBLE_EQ(c->terms.PerOpSeconds(10), 2e-6);
+  std::ofstream(path) << "ops:\n  gemm: {launch_us: -1}\n";
+  auto bad = LoadCalibration(path, DefaultCalibration(d));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("launch_us"), std::string::npos);
+  std::ofstream(path) << "cache_bandwidth_gb_s: -5\n";
+  auto negative = LoadCalibration(path, DefaultCalibration(d));
+  ASSERT_FALSE(negative.ok());
+  EXPECT_NE(negative.status().message().find("cache_bandwidth_gb_s"), std::string::npos);
 }
 
 }  // namespace

@@ -16,7 +16,8 @@ StatusOr<std::unique_ptr<const SimSetup>> MakeSimSetup(const Experiment& experim
           SharedBandwidthPerDevice(NodeBandwidthCluster(experiment.cluster, calibration),
                                    ConcurrentDevicesPerNode(experiment)),
           experiment.model.tie_embeddings ? experiment.workload.EmbeddingDType()
-                                          : experiment.workload.LmHeadDType()));
+                                          : experiment.workload.LmHeadDType(),
+          calibration.cache_bandwidth > 0 && CacheResident(experiment)));
   ClusterSpec network_cluster = experiment.cluster;
   network_cluster.scale_up.bandwidth_per_device *= calibration.network_efficiency;
   network_cluster.scale_up.link_bandwidth *= calibration.network_efficiency;

@@ -133,11 +133,14 @@ StatusOr<SimResult> SimulateExperiment(const Experiment& experiment, const SimOp
     return terms.IterationSeconds(phase == Phase::kDecode) +
            (phase == Phase::kPrefill ? terms.cold_start : 0.0);
   };
-  auto delayed = [&](Phase phase, const std::vector<double>& begin) {
+  auto delayed = [&](Phase phase, const std::vector<double>& begin, const PhaseProgram& program) {
     const double host = host_seconds(phase);
-    if (host <= 0) return begin;
+    if (host <= 0 && terms.iteration_overhead_per_op <= 0) return begin;
     std::vector<double> out = begin;
-    for (double& t : out) t += host;
+    for (size_t r = 0; r < out.size(); ++r) {
+      out[r] +=
+          host + (r < program.ranks.size() ? terms.PerOpSeconds(program.ranks[r].ops.size()) : 0.0);
+    }
     return out;
   };
 
@@ -188,7 +191,7 @@ StatusOr<SimResult> SimulateExperiment(const Experiment& experiment, const SimOp
       (phase == Phase::kPrefill ? prefill : decode) = std::move(built);
     }
     *program = phase == Phase::kPrefill ? &*prefill : &*decode;
-    const std::vector<double> begin = delayed(phase, start);
+    const std::vector<double> begin = delayed(phase, start, **program);
     Engine& e = engine_of(phase);
     return same_ops ? e.RunSameGraph(**program, begin, &updated) : e.Run(**program, begin);
   };

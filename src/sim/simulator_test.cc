@@ -193,6 +193,27 @@ StatusOr<PhaseProgram> FirstDecodeStep(const Experiment& e) {
   return builder.Build(Phase::kDecode, 0);
 }
 
+// The per-op host time grows each phase of one rank by exactly per-op × its
+// ops (the gap an executor spends recording and preparing them).
+TEST(SimulatorTermsTest, IterationOverheadPerOpGrowsWithTheStepsOps) {
+  const Experiment e = OneRank();
+  const SimResult off = Simulate(e);
+  const SimResult on = Simulate(e, TermsFile("per_op.yaml", "iteration_overhead_per_op_us: 0.5\n"));
+  auto decode = FirstDecodeStep(e);
+  ASSERT_TRUE(decode.ok()) << decode.status().message();
+  ASSERT_TRUE(decode->ranks.size() == 1 && decode->ranks[0].ops.size() > 10);
+  ASSERT_TRUE(Placement::Create(e).ok());
+  auto builder = ProgramBuilder::Create(e, *Placement::Create(e));
+  ASSERT_TRUE(builder.ok());
+  auto prefill = builder->Build(Phase::kPrefill, 0);
+  ASSERT_TRUE(prefill.ok());
+  EXPECT_NEAR(on.tpot - off.tpot, 0.5e-6 * static_cast<double>(decode->ranks[0].ops.size()), 1e-12);
+  EXPECT_NEAR(on.ttft - off.ttft, 0.5e-6 * static_cast<double>(prefill->ranks[0].ops.size()),
+              1e-12);
+  ASSERT_EQ(on.terms.size(), 1u);
+  EXPECT_EQ(on.terms[0], "iteration_overhead 0.5 us per op");
+}
+
 // Under CUDA graphs a decode step pays one replay instead of a launch per
 // kernel; prefill is not replayed. One rank runs its ops one after another,
 // so the step changes by replay − launch × (kernels that run).
