@@ -347,8 +347,7 @@ class Results {
     for (const Measurement& r : all_) {
       const bool gemm = r.k > 0;
       if (r.kind == "copy" || r.kind == "gemm_peak" || r.kind.rfind("decode_layers", 0) == 0 ||
-          (gemm && r.dtype != trace_dtype) ||
-          r.Skipped())
+          (gemm && r.dtype != trace_dtype) || r.Skipped())
         continue;
       for (double s : r.seconds) {
         const int64_t dur_ns = std::max<int64_t>(1, std::llround(s * 1e9));
@@ -520,12 +519,13 @@ class GemmBench {
       layers.push_back(std::make_unique<Weights>());
       for (const DeviceBuffer* b : {&layers.back()->qkv, &layers.back()->out, &layers.back()->up,
                                     &layers.back()->down, &layers.back()->norm}) {
-        FillRandom(b->p, static_cast<int64_t>(b->bytes / 2), false, static_cast<uint32_t>(l), stream_);
+        FillRandom(b->p, static_cast<int64_t>(b->bytes / 2), false, static_cast<uint32_t>(l),
+                   stream_);
       }
     }
     const int64_t max_m = rows.back();
-    DeviceBuffer x(max_m * kH * 2), y(max_m * kH * 2), qkv(max_m * kQkv * 2), gu(max_m * 2 * kF * 2),
-        act(max_m * kF * 2);
+    DeviceBuffer x(max_m * kH * 2), y(max_m * kH * 2), qkv(max_m * kQkv * 2),
+        gu(max_m * 2 * kF * 2), act(max_m * kF * 2);
     FillRandom(x.p, max_m * kH, false, 7, stream_);
     for (int64_t m : rows) {
       if (timer.OutOfTime()) return;
@@ -545,19 +545,22 @@ class GemmBench {
       const int64_t mh = m * kH;
       auto launch_all = [&] {
         for (const auto& w : layers) {
-          RmsNormKernel<<<static_cast<unsigned>(m), 256, 0, stream_>>>(x.as<bf16>(), w->norm.as<bf16>(),
-                                                                       y.as<bf16>(), kH);
+          RmsNormKernel<<<static_cast<unsigned>(m), 256, 0, stream_>>>(
+              x.as<bf16>(), w->norm.as<bf16>(), y.as<bf16>(), kH);
           gemm(mq, w->qkv, y.p, qkv.p);
-          RopeKernel<<<Grid(mh / 2, 256), 256, 0, stream_>>>(qkv.as<bf16>(), m, static_cast<int>(kH));
+          RopeKernel<<<Grid(mh / 2, 256), 256, 0, stream_>>>(qkv.as<bf16>(), m,
+                                                             static_cast<int>(kH));
           gemm(mo, w->out, qkv.p, y.p);
-          AddKernel<<<Grid(mh / 8, 256), 256, 0, stream_>>>(x.as<bf16>(), y.as<bf16>(), x.as<bf16>(), mh / 8);
-          RmsNormKernel<<<static_cast<unsigned>(m), 256, 0, stream_>>>(x.as<bf16>(), w->norm.as<bf16>(),
-                                                                       y.as<bf16>(), kH);
+          AddKernel<<<Grid(mh / 8, 256), 256, 0, stream_>>>(x.as<bf16>(), y.as<bf16>(),
+                                                            x.as<bf16>(), mh / 8);
+          RmsNormKernel<<<static_cast<unsigned>(m), 256, 0, stream_>>>(
+              x.as<bf16>(), w->norm.as<bf16>(), y.as<bf16>(), kH);
           gemm(mu, w->up, y.p, gu.p);
           SwiGluKernel<<<Grid(m * kF / 8, 256), 256, 0, stream_>>>(gu.as<bf16>(), act.as<bf16>(), m,
                                                                    static_cast<int>(kF));
           gemm(md, w->down, act.p, y.p);
-          AddKernel<<<Grid(mh / 8, 256), 256, 0, stream_>>>(x.as<bf16>(), y.as<bf16>(), x.as<bf16>(), mh / 8);
+          AddKernel<<<Grid(mh / 8, 256), 256, 0, stream_>>>(x.as<bf16>(), y.as<bf16>(),
+                                                            x.as<bf16>(), mh / 8);
         }
       };
       Event a, b;
