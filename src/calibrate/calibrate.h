@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "calibrate/comm_fit.h"
@@ -62,6 +63,7 @@ struct CollectiveFit {
 
 // An overhead term (sim::OverheadTerms) as far as the traces show it.
 struct TermFit {
+  TermFit(std::string name_, int64_t samples_ = 0) : name(std::move(name_)), samples(samples_) {}
   std::string name;  // its key in the file ("min_kernel_us")
   int64_t samples = 0;
   bool fitted = false;

@@ -306,7 +306,7 @@ const TermFit& FindTerm(const CalibrationResult& r, const std::string& name) {
     if (t.name == name) return t;
   }
   ADD_FAILURE() << "no term " << name;
-  static TermFit none;
+  static TermFit none{""};
   return none;
 }
 
@@ -505,7 +505,9 @@ TEST_F(CalibrateTest, KinetoTracesGiveAFileOrSayWhyNotPerClass) {
       continue;
     }
     for (const ClassFit& f : r->classes) {
-      if (!f.fitted) EXPECT_FALSE(f.why_not.empty()) << f.name;
+      if (!f.fitted) {
+        EXPECT_FALSE(f.why_not.empty()) << f.name;
+      }
     }
     for (const CollectiveFit& f : r->collectives) {
       if (f.why_not.empty()) {

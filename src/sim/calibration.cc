@@ -194,6 +194,7 @@ std::vector<std::string> OverheadTerms::Active(bool serving) const {
     out.push_back(fmt::format("fp8_quant {:.6g} B/element", fp8_quant_bytes_per_element));
   }
   us(cold_start, "cold_start");
+  if (async_launch) out.push_back("async_launch (an op takes max(device time, launch))");
   return out;
 }
 
@@ -250,12 +251,12 @@ StatusOr<Calibration> LoadCalibration(const std::string& path, const Calibration
   ASSIGN_OR_RETURN(YamlMap top, YamlMap::From(root, YamlContext{path, "", ""}));
   // "device" and "collectives" (the per-collective fits `shardscope calibrate`
   // writes) are informational: the network model uses network_efficiency.
-  RETURN_IF_ERROR(
-      top.CheckKeys({"device", "ops", "network_efficiency", "launch_overhead_us", "collectives",
-                     "node_memory_bandwidth_gb_s", "cache_bandwidth_gb_s", "request_overhead_us",
-                     "response_overhead_us", "iteration_overhead_us",
-                     "iteration_overhead_per_op_us", "cuda_graphs", "graph_replay_us",
-                     "min_kernel_us", "fp8_quant_bytes_per_element", "cold_start_us"}));
+  RETURN_IF_ERROR(top.CheckKeys(
+      {"device", "ops", "network_efficiency", "launch_overhead_us", "collectives",
+       "node_memory_bandwidth_gb_s", "cache_bandwidth_gb_s", "request_overhead_us",
+       "response_overhead_us", "iteration_overhead_us", "iteration_overhead_per_op_us",
+       "cuda_graphs", "graph_replay_us", "async_launch", "min_kernel_us",
+       "fp8_quant_bytes_per_element", "cold_start_us"}));
   Calibration c = base;
   c.source = path;
   // A file's launch_overhead_us is every class's fixed cost, except where the
@@ -314,6 +315,7 @@ StatusOr<Calibration> LoadCalibration(const std::string& path, const Calibration
   RETURN_IF_ERROR(
       top.Optional("fp8_quant_bytes_per_element", &c.terms.fp8_quant_bytes_per_element));
   RETURN_IF_ERROR(top.Optional("cuda_graphs", &c.terms.cuda_graphs));
+  RETURN_IF_ERROR(top.Optional("async_launch", &c.terms.async_launch));
   Status valid = c.Validate();
   if (!valid.ok()) return valid.WithPrefix(path);
   return c;

@@ -61,11 +61,16 @@ struct OverheadTerms {
   // elementwise kernel at the elementwise class's bandwidth; 0: not modelled.
   double fp8_quant_bytes_per_element = 0;
   double cold_start = 0;  // s added to the first iteration (prefill) only
+  // GPU kernels launch asynchronously: the host issues them ahead, so an op
+  // takes the larger of its device time (roofline + its class's fixed cost)
+  // and the device's launch_overhead (the host's issue interval), not their
+  // sum. For tables fitted on device times (bench/gpu; docs/fidelity.md).
+  bool async_launch = false;
 
   bool any() const {
     return request_overhead > 0 || response_overhead > 0 || iteration_overhead > 0 ||
            iteration_overhead_per_op > 0 || cuda_graphs || min_kernel > 0 ||
-           fp8_quant_bytes_per_element > 0 || cold_start > 0;
+           fp8_quant_bytes_per_element > 0 || cold_start > 0 || async_launch;
   }
   // Each term that is on, as "name value" ("iteration_overhead 30 us"); empty:
   // all off. `serving`: with the request and response overheads (served runs only).

@@ -61,7 +61,8 @@ StatusOr<ComputeModel> ComputeModel::Create(const DeviceSpec& device, DType dtyp
       calibration.launch_overhead >= 0 ? calibration.launch_overhead : device.launch_overhead;
   return ComputeModel(peak, head_peak, dtype == DType::kFp8, head == DType::kFp8,
                       device.memory_bandwidth, launch, std::max(0.0, shared_bandwidth),
-                      cache_resident ? calibration.cache_bandwidth : 0, calibration);
+                      cache_resident ? calibration.cache_bandwidth : 0, device.launch_overhead,
+                      calibration);
 }
 
 ComputeModel ComputeModel::WithoutLaunch() const {
@@ -136,7 +137,10 @@ double ComputeModel::Seconds(const Op& op) const {
   const double flops_time = static_cast<double>(op.flops) / (peak * FlopsEfficiency(e, ramp_rows));
   const double bytes = static_cast<double>(op.bytes_read + op.bytes_written);
   const double memory_time = bytes / MemoryRate(e);
-  const double t = std::max(flops_time, memory_time) + Launch(e) + QuantSeconds(op);
+  double t = std::max(flops_time, memory_time) + Launch(e) + QuantSeconds(op);
+  // Launched asynchronously, the host's issue interval shows only under
+  // shorter kernels; replayed from a graph (WithoutLaunch) not at all.
+  if (host_launch_ > 0 && !no_launch_) t = std::max(t, host_launch_);
   return std::max(t, calibration_.terms.min_kernel);
 }
 

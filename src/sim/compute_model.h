@@ -1,7 +1,10 @@
 // ComputeModel: how long one compute op takes on one device.
 //   time = max(FLOPs / (peak · e_flops(shape)),
 //              bytes / min(bandwidth · e_mem, shared)) + launch
-//          [+ FP8 quantisation of the input activations], at least min_kernel
+//          [+ FP8 quantisation of the input activations], at least min_kernel;
+//   with asynchronous launches (Calibration::terms.async_launch, GPUs):
+//   max(that, the device's launch overhead) — the host's issue interval hides
+//   under longer kernels — and `launch` is then the class's device-side cost
 // with the efficiencies of the op's class from a Calibration (all ≤ 1, so the
 // result never beats FLOPs / peak or bytes / bandwidth), and `shared` the
 // device's part of a memory bus it shares with the node's other busy devices
@@ -79,7 +82,8 @@ class ComputeModel {
 
  private:
   ComputeModel(double peak, double head_peak, bool fp8, bool head_fp8, double bandwidth,
-               double launch, double shared, double cache, Calibration calibration)
+               double launch, double shared, double cache, double host_launch,
+               Calibration calibration)
       : peak_flops_(peak),
         head_peak_flops_(head_peak),
         fp8_(fp8),
@@ -88,6 +92,7 @@ class ComputeModel {
         launch_overhead_(launch),
         shared_bandwidth_(shared),
         cache_bandwidth_(cache),
+        host_launch_(calibration.terms.async_launch ? host_launch : 0),
         calibration_(std::move(calibration)) {
     for (int k = 0; k < kNumKinds; ++k) {
       by_kind_[k] = calibration_.For(static_cast<OpKind>(k));
@@ -103,8 +108,9 @@ class ComputeModel {
   // Bytes/s an op of efficiency `e` moves data at.
   double MemoryRate(const Efficiency& e) const;
   // Seconds of fixed cost per op of efficiency `e`: its class's launch, else the model's.
+  // Asynchronous launches: the class's device-side cost, also under graph replay.
   double Launch(const Efficiency& e) const {
-    return no_launch_ ? 0 : e.launch >= 0 ? e.launch : launch_overhead_;
+    return no_launch_ && host_launch_ == 0 ? 0 : e.launch >= 0 ? e.launch : launch_overhead_;
   }
   // Seconds of the quantisation and scaling ops before an FP8 GEMM (0: none).
   double QuantSeconds(const Op& op) const;
@@ -116,6 +122,7 @@ class ComputeModel {
   double launch_overhead_;
   double shared_bandwidth_;  // 0: no shared bus
   double cache_bandwidth_;   // 0: not cache-resident
+  double host_launch_;       // async_launch: an op's floor, the host's issue interval; else 0
   bool no_launch_ = false;   // WithoutLaunch: no per-op launch at all
   Calibration calibration_;
   std::array<Efficiency, kNumKinds> by_kind_;  // calibration_.For, looked up once

@@ -366,4 +366,35 @@ TEST(ComputeModelTest, CalibrationFileReadsLaunchPerClassAndCacheBandwidth) {
 }
 
 }  // namespace
+// Asynchronous launches (GPUs): the host issues kernels ahead, so an op takes
+// the larger of its device time and the launch interval, not their sum; its
+// class's fixed cost is device time, which a graph replay still pays.
+TEST(ComputeModelTest, AsyncLaunchHidesTheLaunchUnderLongerKernels) {
+  const DeviceSpec d = H100();  // launch_overhead 4 µs
+  Calibration c = DefaultCalibration(d);
+  c.classes[OpClass::kGemm].launch = 1e-6;
+  c.classes[OpClass::kGemv].launch = 1e-6;
+  c.terms.async_launch = true;
+  auto model = ComputeModel::Create(d, DType::kBf16, c);
+  ASSERT_TRUE(model.ok());
+  Calibration sync = c;
+  sync.terms.async_launch = false;
+  auto summed = ComputeModel::Create(d, DType::kBf16, sync);
+  ASSERT_TRUE(summed.ok());
+  // A 4096 × 4096 matrix-vector product: 33.6 MB at 0.85 × 3.35 TB/s ≈ 11.8 µs,
+  // + 1 µs of device cost, longer than the 4 µs launch: the launch hides.
+  const Op big = Gemm(1, 4096, 4096);
+  const double device = summed->Seconds(big);  // roofline + 1 µs (the class's cost)
+  EXPECT_NEAR(model->Seconds(big), device, 1e-15);
+  EXPECT_GT(device, d.launch_overhead);
+  // A 64 × 64 one: ~8 KB, far under 4 µs: the launch interval sets its time.
+  const Op small = Gemm(1, 64, 64);
+  EXPECT_LT(summed->Seconds(small), d.launch_overhead);
+  EXPECT_NEAR(model->Seconds(small), d.launch_overhead, 1e-15);
+  // Replayed from a graph: no launch, but the device-side cost stays.
+  EXPECT_NEAR(model->WithoutLaunch().Seconds(small), summed->Seconds(small), 1e-15);
+  EXPECT_GT(model->WithoutLaunch().Seconds(small), 1e-6);
+  EXPECT_NE(c.terms.Active(false).back().find("async_launch"), std::string::npos);
+}
+
 }  // namespace shardscope::sim
