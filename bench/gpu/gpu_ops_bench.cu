@@ -563,38 +563,31 @@ class GemmBench {
                                                             x.as<bf16>(), mh / 8);
         }
       };
+      // Five timed runs of `run` (after a warm-up) between two events.
       Event a, b;
-      Measurement eager("decode_layers_eager", "bf16", "", m, kLayers, 10 * kLayers);
-      Measurement graphed("decode_layers_graph", "bf16", "", m, kLayers, 10 * kLayers);
-      launch_all();  // warm up
-      CUDA_CHECK(cudaStreamSynchronize(stream_));
-      for (int i = 0; i < 5; ++i) {
-        CUDA_CHECK(cudaEventRecord(a.e, stream_));
-        launch_all();
-        CUDA_CHECK(cudaEventRecord(b.e, stream_));
-        CUDA_CHECK(cudaEventSynchronize(b.e));
-        float ms = 0;
-        CUDA_CHECK(cudaEventElapsedTime(&ms, a.e, b.e));
-        eager.seconds.push_back(ms * 1e-3);
-      }
-      CUDA_CHECK(cudaGetLastError());
+      auto timed = [&](const char* kind, const std::function<void()>& run) {
+        Measurement r(kind, "bf16", "", m, kLayers, 10 * kLayers);
+        run();
+        CUDA_CHECK(cudaStreamSynchronize(stream_));
+        for (int i = 0; i < 5; ++i) {
+          CUDA_CHECK(cudaEventRecord(a.e, stream_));
+          run();
+          CUDA_CHECK(cudaEventRecord(b.e, stream_));
+          CUDA_CHECK(cudaEventSynchronize(b.e));
+          float ms = 0;
+          CUDA_CHECK(cudaEventElapsedTime(&ms, a.e, b.e));
+          r.seconds.push_back(ms * 1e-3);
+        }
+        CUDA_CHECK(cudaGetLastError());
+        results.Add(r);
+      };
+      timed("decode_layers_eager", launch_all);
       Graph g;
       CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
       launch_all();
       CUDA_CHECK(cudaStreamEndCapture(stream_, &g.g));
       CUDA_CHECK(cudaGraphInstantiate(&g.exec, g.g, 0));
-      CUDA_CHECK(cudaGraphLaunch(g.exec, stream_));
-      for (int i = 0; i < 5; ++i) {
-        CUDA_CHECK(cudaEventRecord(a.e, stream_));
-        CUDA_CHECK(cudaGraphLaunch(g.exec, stream_));
-        CUDA_CHECK(cudaEventRecord(b.e, stream_));
-        CUDA_CHECK(cudaEventSynchronize(b.e));
-        float ms = 0;
-        CUDA_CHECK(cudaEventElapsedTime(&ms, a.e, b.e));
-        graphed.seconds.push_back(ms * 1e-3);
-      }
-      results.Add(eager);
-      results.Add(graphed);
+      timed("decode_layers_graph", [&] { CUDA_CHECK(cudaGraphLaunch(g.exec, stream_)); });
     }
   }
 

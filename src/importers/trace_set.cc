@@ -46,8 +46,12 @@ class SetSink : public trace::TraceSink {
     if (offset_ != 0) return Forward(Shifted(op));
     Forward(op);
   }
-  void OnSpan(const trace::SpanEvent& span) override { out_->OnSpan(Shifted(span)); }
-  void OnCounter(const trace::CounterEvent& counter) override { out_->OnCounter(Shifted(counter)); }
+  void OnSpan(const trace::SpanEvent& span) override {
+    offset_ != 0 ? out_->OnSpan(Shifted(span)) : out_->OnSpan(span);
+  }
+  void OnCounter(const trace::CounterEvent& counter) override {
+    offset_ != 0 ? out_->OnCounter(Shifted(counter)) : out_->OnCounter(counter);
+  }
 
   const nlohmann::json& metadata() const { return metadata_; }
 

@@ -24,7 +24,7 @@ constexpr int32_t kFirstLaneTrack = 10;
 
 // One iteration as the trace shows it.
 struct IterationRecord {
-  int32_t replica = 0, engine = 0;  // the replica, and the scheduler's index (trace process)
+  int32_t engine = 0;  // the scheduler's index: its trace process
   double start = 0, end = 0;
   int32_t prefill_requests = 0, decode_requests = 0;
   int64_t prefill_tokens = 0;
@@ -375,7 +375,7 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
                                            static_cast<double>(rep.scheduler.total_blocks()));
     ++occ.iterations;
     if (record) {
-      records.push_back({static_cast<int32_t>(rep.group), static_cast<int32_t>(index), start, end,
+      records.push_back({static_cast<int32_t>(index), start, end,
                          static_cast<int32_t>(it.prefill.size()),
                          static_cast<int32_t>(it.decode.size()), it.prefill_tokens(),
                          rep.scheduler.waiting(), rep.scheduler.used_blocks(), it.preempted});
