@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <optional>
 
 #include "core/yaml_reader.h"
 
@@ -195,6 +196,12 @@ std::vector<std::string> OverheadTerms::Active(bool serving) const {
   }
   us(cold_start, "cold_start");
   if (async_launch) out.push_back("async_launch (an op takes max(device time, launch))");
+  for (const auto& [key, seconds] : collective_latency) {
+    out.push_back(
+        fmt::format("{} over {} latency {:.6g} us",
+                    key.first == Collective::kSend ? "send_recv" : CollectiveName(key.first),
+                    key.second, seconds * 1e6));
+  }
   return out;
 }
 
@@ -246,11 +253,59 @@ Calibration DefaultCalibration(const DeviceSpec& device) {
               0.85);
 }
 
+namespace {
+
+// The `collectives:` list: entries {collective, group_size, latency_us, …};
+// an entry whose latency_us is null (one message size measured) gives none.
+// The other fields (bandwidths, counts) are the fit's report, not read.
+Status ReadCollectiveLatencies(const YamlMap& top,
+                               std::map<std::pair<Collective, int32_t>, double>* out) {
+  if (!top.Has("collectives")) return Status::Ok();
+  const YAML::Node list = top.Get("collectives");
+  const YamlContext ctx = top.context().Child("collectives");
+  if (!list.IsSequence())
+    return ctx.Error("expected a list of {collective, group_size, latency_us}");
+  for (size_t i = 0; i < list.size(); ++i) {
+    ASSIGN_OR_RETURN(YamlMap entry, YamlMap::From(list[i], ctx.Index(i)));
+    RETURN_IF_ERROR(entry.CheckKeys({"collective", "group_size", "latency_us", "algbw_gb_s",
+                                     "busbw_gb_s", "calls", "sizes", "rms_error"}));
+    std::string name;
+    RETURN_IF_ERROR(entry.Required("collective", &name));
+    std::optional<Collective> kind =
+        name == "send_recv" ? std::optional<Collective>(Collective::kSend) : ParseCollective(name);
+    if (!kind || *kind == Collective::kNone || *kind == Collective::kRecv) {
+      return ctx.Index(i)
+          .Child("collective")
+          .Error(fmt::format(
+              "unknown collective '{}' (all_reduce, all_gather, reduce_scatter, all_to_all, "
+              "broadcast, send_recv)",
+              name));
+    }
+    int64_t group = 0;
+    RETURN_IF_ERROR(entry.RequiredAtLeast("group_size", 2, &group));
+    if (*kind == Collective::kSend && group != 2) {
+      return ctx.Index(i).Child("group_size").Error("send_recv is between 2 ranks");
+    }
+    if (!entry.Has("latency_us") || entry.Get("latency_us").IsNull()) continue;
+    double us = 0;
+    RETURN_IF_ERROR(entry.Optional("latency_us", &us));
+    if (!(us >= 0) || !std::isfinite(us)) {
+      return ctx.Index(i)
+          .Child("latency_us")
+          .Error(fmt::format("is {}: must be a finite number ≥ 0", us));
+    }
+    (*out)[{*kind, static_cast<int32_t>(group)}] = us * 1e-6;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 StatusOr<Calibration> LoadCalibration(const std::string& path, const Calibration& base) {
   ASSIGN_OR_RETURN(YAML::Node root, LoadYamlFile(path));
   ASSIGN_OR_RETURN(YamlMap top, YamlMap::From(root, YamlContext{path, "", ""}));
-  // "device" and "collectives" (the per-collective fits `shardscope calibrate`
-  // writes) are informational: the network model uses network_efficiency.
+  // "device" is informational. "collectives" (the per-collective fits
+  // `shardscope calibrate` writes) gives each collective's measured latency.
   RETURN_IF_ERROR(top.CheckKeys(
       {"device", "ops", "network_efficiency", "launch_overhead_us", "collectives",
        "node_memory_bandwidth_gb_s", "cache_bandwidth_gb_s", "request_overhead_us",
@@ -316,6 +371,7 @@ StatusOr<Calibration> LoadCalibration(const std::string& path, const Calibration
       top.Optional("fp8_quant_bytes_per_element", &c.terms.fp8_quant_bytes_per_element));
   RETURN_IF_ERROR(top.Optional("cuda_graphs", &c.terms.cuda_graphs));
   RETURN_IF_ERROR(top.Optional("async_launch", &c.terms.async_launch));
+  RETURN_IF_ERROR(ReadCollectiveLatencies(top, &c.terms.collective_latency));
   Status valid = c.Validate();
   if (!valid.ok()) return valid.WithPrefix(path);
   return c;

@@ -278,8 +278,10 @@ double UncontendedSeconds(const Topology& topo, const CollectivePlan& plan) {
   return total;
 }
 
-StatusOr<CollectivePlan> Decompose(const Topology& topo, const CollectiveCall& c,
-                                   Algorithm forced) {
+namespace {
+
+StatusOr<CollectivePlan> DecomposeByAlgorithm(const Topology& topo, const CollectiveCall& c,
+                                              Algorithm forced) {
   auto unsupported = [&](Algorithm a) {
     return Unimplemented("not implemented: the {} algorithm for {} (only ring{})", AlgorithmName(a),
                          CollectiveShortName(c.collective),
@@ -322,6 +324,32 @@ StatusOr<CollectivePlan> Decompose(const Topology& topo, const CollectiveCall& c
       break;
   }
   return InternalError("collective 'none' has no decomposition");
+}
+
+// A measured latency larger than the algorithm's steps × link latency replaces
+// it, spread over the stages in proportion (on the first stage when the
+// model has none): the bytes still move as the algorithm moves them.
+void ApplyMeasuredLatency(const Topology& topo, const CollectiveCall& c, CollectivePlan* plan) {
+  const double measured =
+      topo.MeasuredLatency(c.collective, static_cast<int64_t>(c.devices.size()));
+  if (measured <= 0 || plan->stages.empty()) return;
+  double model = 0;
+  for (const Stage& st : plan->stages) model += st.latency;
+  if (measured <= model) return;
+  if (model <= 0) {
+    plan->stages.front().latency = measured;
+    return;
+  }
+  for (Stage& st : plan->stages) st.latency *= measured / model;
+}
+
+}  // namespace
+
+StatusOr<CollectivePlan> Decompose(const Topology& topo, const CollectiveCall& c,
+                                   Algorithm forced) {
+  ASSIGN_OR_RETURN(CollectivePlan plan, DecomposeByAlgorithm(topo, c, forced));
+  ApplyMeasuredLatency(topo, c, &plan);
+  return plan;
 }
 
 }  // namespace shardscope::sim

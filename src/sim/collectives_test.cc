@@ -240,5 +240,56 @@ TEST(CollectivesTest, TorusRingUsesIciLinks) {
   EXPECT_GE(t, 2 * 3.0 / 4 * s / c->scale_up.link_bandwidth);
 }
 
+// A measured latency (calibration) larger than the algorithm's replaces the
+// plan's steps × link latency, spread over its stages; the bytes move as
+// before. One smaller than the model's changes nothing (the link latency is
+// a floor), and a collective or group size without one keeps the model's.
+TEST(CollectivesTest, MeasuredLatencyReplacesTheModelsWhenLarger) {
+  const ClusterSpec c = H100(1);
+  const Topology model(c);
+  const CollectiveCall call{Collective::kAllReduce, Devices(2), 4096};
+  auto base = Decompose(model, call, Algorithm::kRing);
+  ASSERT_TRUE(base.ok());
+  double base_latency = 0;
+  for (const Stage& st : base->stages) base_latency += st.latency;
+  ASSERT_GT(base_latency, 0);
+  ASSERT_LT(base_latency, 30e-6);
+
+  const Topology measured(c,
+                          {{{Collective::kAllReduce, 2}, 30e-6}, {{Collective::kSend, 2}, 9e-6}});
+  auto slow = Decompose(measured, call, Algorithm::kRing);
+  ASSERT_TRUE(slow.ok());
+  double latency = 0;
+  for (const Stage& st : slow->stages) latency += st.latency;
+  EXPECT_NEAR(latency, 30e-6, 1e-15);
+  EXPECT_NEAR(UncontendedSeconds(measured, *slow) - UncontendedSeconds(model, *base),
+              30e-6 - base_latency, 1e-15);
+  ASSERT_EQ(slow->stages.size(), base->stages.size());
+  for (size_t i = 0; i < slow->stages.size(); ++i) {
+    ASSERT_EQ(slow->stages[i].loads.size(), base->stages[i].loads.size());
+    for (size_t j = 0; j < slow->stages[i].loads.size(); ++j) {
+      EXPECT_EQ(slow->stages[i].loads[j].bytes, base->stages[i].loads[j].bytes);
+    }
+  }
+  // A recv is keyed as its send.
+  auto p2p = Decompose(measured, {Collective::kRecv, Devices(2), 4096});
+  ASSERT_TRUE(p2p.ok());
+  EXPECT_NEAR(p2p->stages.front().latency, 9e-6, 1e-15);
+  // Another group size, another collective: the model's.
+  auto four = Decompose(measured, {Collective::kAllReduce, Devices(4), 4096}, Algorithm::kRing);
+  auto four_model = Decompose(model, {Collective::kAllReduce, Devices(4), 4096}, Algorithm::kRing);
+  ASSERT_TRUE(four.ok() && four_model.ok());
+  EXPECT_EQ(UncontendedSeconds(measured, *four), UncontendedSeconds(model, *four_model));
+  auto gather = Decompose(measured, {Collective::kAllGather, Devices(2), 4096});
+  auto gather_model = Decompose(model, {Collective::kAllGather, Devices(2), 4096});
+  ASSERT_TRUE(gather.ok() && gather_model.ok());
+  EXPECT_EQ(UncontendedSeconds(measured, *gather), UncontendedSeconds(model, *gather_model));
+  // Smaller than the model's: unchanged.
+  const Topology fast(c, {{{Collective::kAllReduce, 2}, base_latency / 2}});
+  auto same = Decompose(fast, call, Algorithm::kRing);
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(UncontendedSeconds(fast, *same), UncontendedSeconds(model, *base));
+}
+
 }  // namespace
 }  // namespace shardscope::sim

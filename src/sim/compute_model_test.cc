@@ -285,6 +285,45 @@ TEST(ComputeModelTest, CalibrationFileReadsTheTermsAndRejectsNegativeOnes) {
   EXPECT_NE(bad.status().message().find("min_kernel_us"), std::string::npos);
 }
 
+// `collectives:` (as `shardscope calibrate` writes it) gives each collective's
+// measured latency; a null latency (one message size) gives none; a bad name,
+// group size or latency names its entry and field.
+TEST(ComputeModelTest, CalibrationFileReadsCollectiveLatencies) {
+  const DeviceSpec d = H100();
+  const std::string path = ::testing::TempDir() + "/collectives.yaml";
+  auto load = [&](const std::string& text) {
+    std::ofstream(path) << text;
+    return LoadCalibration(path, DefaultCalibration(d));
+  };
+  auto c = load(
+      "collectives:\n"
+      "  - {collective: all_reduce, group_size: 2, latency_us: 28.06, algbw_gb_s: 1.9, calls: 9}\n"
+      "  - {collective: all_gather, group_size: 2, latency_us: null, algbw_gb_s: 0.003}\n"
+      "  - {collective: send_recv, group_size: 2, latency_us: 4}\n");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  ASSERT_EQ(c->terms.collective_latency.size(), 2u);
+  EXPECT_DOUBLE_EQ((c->terms.collective_latency.at({Collective::kAllReduce, 2})), 28.06e-6);
+  EXPECT_DOUBLE_EQ((c->terms.collective_latency.at({Collective::kSend, 2})), 4e-6);
+  const std::vector<std::string> active = c->terms.Active(false);
+  ASSERT_EQ(active.size(), 2u);
+  EXPECT_EQ(active[0], "all_reduce over 2 latency 28.06 us");
+  EXPECT_EQ(active[1], "send_recv over 2 latency 4 us");
+  auto bad_name = load("collectives:\n  - {collective: allreduse, group_size: 2, latency_us: 1}\n");
+  ASSERT_FALSE(bad_name.ok());
+  EXPECT_NE(bad_name.status().message().find("collectives[0].collective"), std::string::npos)
+      << bad_name.status().message();
+  auto bad_group =
+      load("collectives:\n  - {collective: all_reduce, group_size: 1, latency_us: 1}\n");
+  ASSERT_FALSE(bad_group.ok());
+  EXPECT_NE(bad_group.status().message().find("group_size"), std::string::npos);
+  auto negative = load(
+      "collectives:\n  - {collective: all_to_all, group_size: 4, latency_us: 2}\n"
+      "  - {collective: all_reduce, group_size: 2, latency_us: -3}\n");
+  ASSERT_FALSE(negative.ok());
+  EXPECT_NE(negative.status().message().find("collectives[1].latency_us"), std::string::npos)
+      << negative.status().message();
+}
+
 // A cache-resident working set streams at the calibration's cache bandwidth
 // (no memory efficiency, no shared bus) and its GEMMs pay no row ramp; each
 // class pays its own launch. Hand-computed for a 100 GFLOP/s, 10 GB/s device.

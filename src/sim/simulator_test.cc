@@ -10,7 +10,9 @@
 #include "plan/placement.h"
 #include "plan/test_experiments.h"
 #include "program/program_builder.h"
+#include "sim/collectives.h"
 #include "sim/compute_model.h"
+#include "sim/topology.h"
 
 namespace shardscope::sim {
 namespace {
@@ -255,6 +257,42 @@ TEST(SimulatorTermsTest, Bf16LmHeadOfAnFp8Model) {
     EXPECT_EQ(op.weight_bytes, 2 * e.model.hidden_size * e.model.vocab_size);
     EXPECT_EQ(op.bytes_read - op.weight_bytes, op.m * op.k);  // fp8 activations
   }
+}
+
+// A measured all-reduce latency (calibration `collectives:`) on TP2: every
+// all-reduce of a decode step is on its critical path (both ranks wait for
+// it), so the step grows by exactly (measured − the model's latency) per
+// all-reduce; the model's latency comes from the same decomposition.
+TEST(SimulatorTermsTest, MeasuredCollectiveLatencyOnTp2) {
+  ParallelSpec p;
+  p.strategy = "test";
+  p.tp = 2;
+  const Experiment e = testing::ZooExperiment("tiny-dense", "h100-sxm", p, 2, 64, 5);
+  const SimResult off = Simulate(e);
+  const SimResult on = Simulate(
+      e, TermsFile("latency.yaml",
+                   "collectives:\n  - {collective: all_reduce, group_size: 2, latency_us: 40}\n"));
+  auto decode = FirstDecodeStep(e);
+  ASSERT_TRUE(decode.ok()) << decode.status().message();
+  int64_t all_reduces = 0;
+  int64_t bytes = 0;
+  for (const Op& op : decode->ranks[0].ops) {
+    if (op.is_comm() && op.collective == Collective::kAllReduce) {
+      ++all_reduces;
+      bytes = op.bytes;
+    }
+  }
+  ASSERT_GT(all_reduces, 2);
+  const Topology topo(e.cluster);
+  auto plan = Decompose(topo, {Collective::kAllReduce, {0, 1}, bytes});
+  ASSERT_TRUE(plan.ok());
+  double model_latency = 0;
+  for (const Stage& st : plan->stages) model_latency += st.latency;
+  ASSERT_LT(model_latency, 40e-6);
+  EXPECT_NEAR(on.tpot - off.tpot, static_cast<double>(all_reduces) * (40e-6 - model_latency), 1e-9);
+  EXPECT_GT(on.ttft, off.ttft);
+  ASSERT_EQ(on.terms.size(), 1u);
+  EXPECT_EQ(on.terms[0], "all_reduce over 2 latency 40 us");
 }
 
 }  // namespace

@@ -7,14 +7,15 @@
 
 namespace shardscope::sim {
 
-Topology::Topology(const ClusterSpec& cluster)
+Topology::Topology(const ClusterSpec& cluster, CollectiveLatencies measured)
     : cluster_(cluster),
       devices_(cluster.num_devices()),
       domain_size_(cluster.scale_up.domain_size),
       domains_(cluster.scale_up.kind != ScaleUpKind::kNone && cluster.scale_up.domain_size > 1),
       torus_(cluster.scale_up.kind == ScaleUpKind::kTorus),
       num_dims_(static_cast<int>(cluster.scale_up.torus_dims.size())),
-      dims_(cluster.scale_up.torus_dims) {
+      dims_(cluster.scale_up.torus_dims),
+      measured_(std::move(measured)) {
   if (torus_ && domains_ && domain_size_ <= kTableDomain && domain_size_ <= devices_) {
     const int64_t n = domain_size_;
     torus_path_begin_.reserve(n * n + 1);

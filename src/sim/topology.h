@@ -11,16 +11,22 @@
 #define SHARDSCOPE_SIM_TOPOLOGY_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cluster/cluster.h"
+#include "core/collective.h"
 
 namespace shardscope::sim {
 
+// Measured latency (seconds) per (collective, group size); send/recv: kSend, 2.
+using CollectiveLatencies = std::map<std::pair<Collective, int32_t>, double>;
+
 class Topology {
  public:
-  explicit Topology(const ClusterSpec& cluster);
+  explicit Topology(const ClusterSpec& cluster, CollectiveLatencies measured = {});
 
   int32_t num_links() const { return static_cast<int32_t>(capacity_.size()); }
   double Capacity(int32_t link) const { return capacity_[link]; }
@@ -45,6 +51,14 @@ class Topology {
   // devices of different domains.
   double SwitchLatency() const { return cluster_.scale_up.latency; }
   double NicLatency() const { return cluster_.scale_out.latency; }
+  // The calibration's measured latency of `collective` over `group` devices
+  // (Calibration terms, collective_latency); < 0: none measured.
+  double MeasuredLatency(Collective collective, int64_t group) const {
+    if (measured_.empty()) return -1;
+    if (collective == Collective::kRecv) collective = Collective::kSend;
+    auto it = measured_.find({collective, static_cast<int32_t>(group)});
+    return it == measured_.end() ? -1 : it->second;
+  }
 
   // Link ids (exposed for tests).
   int32_t ScaleUpUp(int64_t d) const { return static_cast<int32_t>(d); }
@@ -80,6 +94,7 @@ class Topology {
   std::vector<int32_t> torus_path_;        // links of domain 0
   std::vector<double> torus_latency_;      // per pair
   std::vector<double> capacity_;
+  CollectiveLatencies measured_;
 };
 
 }  // namespace shardscope::sim
