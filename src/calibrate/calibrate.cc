@@ -475,10 +475,10 @@ StatusOr<CalibrationResult> Calibrate(const std::vector<std::string>& paths,
     } else {
       f.fit = FitLink(ms);
       f.busbw = analysis::BusFactor(f.collective, f.group_size) * f.fit.algbw;
-      // The latency the simulator takes for this collective and group size
-      // (where larger than its algorithm's): a line over ≥ 2 sizes has one.
-      if (f.fit.latency_known) {
-        result.calibration.terms.collective_latency[key] = f.fit.latency;
+      // The line the simulator takes for this collective and group size
+      // (where slower than its algorithm's): ≥ 2 sizes give one.
+      if (f.fit.latency_known && f.fit.algbw > 0) {
+        result.calibration.terms.collectives[key] = {f.fit.latency, f.fit.algbw};
       }
       // Only a clean line over several sizes says what the links deliver;
       // small-message calls dominated by latency or waits do not.
@@ -614,10 +614,10 @@ std::string CalibrationYaml(const CalibrationResult& r) {
   for (const CollectiveFit& f : r.collectives) comm |= f.why_not.empty();
   if (comm) {
     out +=
-        "# Measured per collective and group size. The simulator takes latency_us as the\n"
-        "# collective's latency where larger than its algorithm's (null: one message size,\n"
-        "# no latency); bandwidths are the fit's report (the model uses "
-        "network_efficiency).\ncollectives:\n";
+        "# Measured per collective and group size. The simulator takes latency_us and\n"
+        "# algbw_gb_s where slower than its algorithm's latency and bandwidth (null: one\n"
+        "# message size, no line: not used); the other fields are the fit's report.\n"
+        "collectives:\n";
     for (const CollectiveFit& f : r.collectives) {
       if (!f.why_not.empty()) continue;
       out += fmt::format(

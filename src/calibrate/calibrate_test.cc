@@ -199,11 +199,12 @@ TEST_F(CalibrateTest, WritesAFileTheSimulatorLoads) {
   EXPECT_NEAR(loaded->classes.at(sim::OpClass::kGemv).memory, kGemv.memory, 0.01);
   EXPECT_NEAR(loaded->launch_overhead, kLaunch, kLaunch * 0.01);
   EXPECT_NEAR(loaded->network_efficiency, 0.5, 0.005);
-  // The all-reduce's fitted latency is the simulator's for 2-rank all-reduces.
-  ASSERT_EQ(loaded->terms.collective_latency.size(), 1u);
-  EXPECT_NEAR((loaded->terms.collective_latency.at({Collective::kAllReduce, 2})), kLatency,
-              kLatency * 0.01);
-  EXPECT_NEAR((r->calibration.terms.collective_latency.at({Collective::kAllReduce, 2})), kLatency,
+  // The all-reduce's fitted line is the simulator's for 2-rank all-reduces.
+  ASSERT_EQ(loaded->terms.collectives.size(), 1u);
+  const sim::MeasuredCollective& ar = loaded->terms.collectives.at({Collective::kAllReduce, 2});
+  EXPECT_NEAR(ar.latency, kLatency, kLatency * 0.01);
+  EXPECT_NEAR(ar.algbw, kAlgbw, kAlgbw * 0.01);
+  EXPECT_NEAR((r->calibration.terms.collectives.at({Collective::kAllReduce, 2}).latency), kLatency,
               kLatency * 0.01);
   // Attention was not fitted: the file leaves it to the defaults.
   EXPECT_EQ(

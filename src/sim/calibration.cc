@@ -196,11 +196,11 @@ std::vector<std::string> OverheadTerms::Active(bool serving) const {
   }
   us(cold_start, "cold_start");
   if (async_launch) out.push_back("async_launch (an op takes max(device time, launch))");
-  for (const auto& [key, seconds] : collective_latency) {
-    out.push_back(
-        fmt::format("{} over {} latency {:.6g} us",
-                    key.first == Collective::kSend ? "send_recv" : CollectiveName(key.first),
-                    key.second, seconds * 1e6));
+  for (const auto& [key, m] : collectives) {
+    out.push_back(fmt::format(
+        "{} over {}: latency {:.6g} us{}",
+        key.first == Collective::kSend ? "send_recv" : CollectiveName(key.first), key.second,
+        m.latency * 1e6, m.algbw > 0 ? fmt::format(", {:.4g} GB/s", m.algbw * 1e-9) : ""));
   }
   return out;
 }
@@ -255,18 +255,19 @@ Calibration DefaultCalibration(const DeviceSpec& device) {
 
 namespace {
 
-// The `collectives:` list: entries {collective, group_size, latency_us, …};
-// an entry whose latency_us is null (one message size measured) gives none.
-// The other fields (bandwidths, counts) are the fit's report, not read.
-Status ReadCollectiveLatencies(const YamlMap& top,
-                               std::map<std::pair<Collective, int32_t>, double>* out) {
+// The `collectives:` list: entries {collective, group_size, latency_us,
+// algbw_gb_s, …}; an entry whose latency_us is null (one message size: no
+// line) gives nothing. The other fields are the fit's report, not read.
+Status ReadMeasuredCollectives(const YamlMap& top, MeasuredCollectives* out) {
   if (!top.Has("collectives")) return Status::Ok();
   const YAML::Node list = top.Get("collectives");
   const YamlContext ctx = top.context().Child("collectives");
-  if (!list.IsSequence())
-    return ctx.Error("expected a list of {collective, group_size, latency_us}");
+  if (!list.IsSequence()) {
+    return ctx.Error("expected a list of {collective, group_size, latency_us, algbw_gb_s}");
+  }
   for (size_t i = 0; i < list.size(); ++i) {
-    ASSIGN_OR_RETURN(YamlMap entry, YamlMap::From(list[i], ctx.Index(i)));
+    const YamlContext at = ctx.Index(i);
+    ASSIGN_OR_RETURN(YamlMap entry, YamlMap::From(list[i], at));
     RETURN_IF_ERROR(entry.CheckKeys({"collective", "group_size", "latency_us", "algbw_gb_s",
                                      "busbw_gb_s", "calls", "sizes", "rms_error"}));
     std::string name;
@@ -274,27 +275,33 @@ Status ReadCollectiveLatencies(const YamlMap& top,
     std::optional<Collective> kind =
         name == "send_recv" ? std::optional<Collective>(Collective::kSend) : ParseCollective(name);
     if (!kind || *kind == Collective::kNone || *kind == Collective::kRecv) {
-      return ctx.Index(i)
-          .Child("collective")
-          .Error(fmt::format(
-              "unknown collective '{}' (all_reduce, all_gather, reduce_scatter, all_to_all, "
-              "broadcast, send_recv)",
-              name));
+      return at.Child("collective")
+          .Error(fmt::format("unknown collective '{}' (all_reduce, all_gather, reduce_scatter, "
+                             "all_to_all, broadcast, send_recv)",
+                             name));
     }
     int64_t group = 0;
     RETURN_IF_ERROR(entry.RequiredAtLeast("group_size", 2, &group));
     if (*kind == Collective::kSend && group != 2) {
-      return ctx.Index(i).Child("group_size").Error("send_recv is between 2 ranks");
+      return at.Child("group_size").Error("send_recv is between 2 ranks");
     }
     if (!entry.Has("latency_us") || entry.Get("latency_us").IsNull()) continue;
+    MeasuredCollective m;
     double us = 0;
     RETURN_IF_ERROR(entry.Optional("latency_us", &us));
     if (!(us >= 0) || !std::isfinite(us)) {
-      return ctx.Index(i)
-          .Child("latency_us")
-          .Error(fmt::format("is {}: must be a finite number ≥ 0", us));
+      return at.Child("latency_us").Error(fmt::format("is {}: must be a finite number ≥ 0", us));
     }
-    (*out)[{*kind, static_cast<int32_t>(group)}] = us * 1e-6;
+    m.latency = us * 1e-6;
+    if (entry.Has("algbw_gb_s") && !entry.Get("algbw_gb_s").IsNull()) {
+      double gb_s = 0;
+      RETURN_IF_ERROR(entry.Optional("algbw_gb_s", &gb_s));
+      if (!(gb_s > 0) || !std::isfinite(gb_s)) {
+        return at.Child("algbw_gb_s").Error(fmt::format("is {}: must be positive", gb_s));
+      }
+      m.algbw = gb_s * 1e9;
+    }
+    (*out)[{*kind, static_cast<int32_t>(group)}] = m;
   }
   return Status::Ok();
 }
@@ -371,7 +378,7 @@ StatusOr<Calibration> LoadCalibration(const std::string& path, const Calibration
       top.Optional("fp8_quant_bytes_per_element", &c.terms.fp8_quant_bytes_per_element));
   RETURN_IF_ERROR(top.Optional("cuda_graphs", &c.terms.cuda_graphs));
   RETURN_IF_ERROR(top.Optional("async_launch", &c.terms.async_launch));
-  RETURN_IF_ERROR(ReadCollectiveLatencies(top, &c.terms.collective_latency));
+  RETURN_IF_ERROR(ReadMeasuredCollectives(top, &c.terms.collectives));
   Status valid = c.Validate();
   if (!valid.ok()) return valid.WithPrefix(path);
   return c;

@@ -16,6 +16,7 @@
 #include "cluster/cluster.h"
 #include "core/status.h"
 #include "program/op.h"
+#include "sim/topology.h"
 
 namespace shardscope::sim {
 
@@ -68,18 +69,19 @@ struct OverheadTerms {
   // and the device's launch_overhead (the host's issue interval), not their
   // sum. For tables fitted on device times (bench/gpu; docs/fidelity.md).
   bool async_launch = false;
-  // Measured seconds of latency per (collective, group size): the time a call
-  // takes besides its bytes (software stack, protocol, synchronisation) as
-  // `shardscope calibrate` fits it. A collective of that kind and size takes
-  // this latency instead of its algorithm's steps × link latency when it is
-  // larger (the topology's figure stays a floor). Send/recv: key kSend, size 2.
-  std::map<std::pair<Collective, int32_t>, double> collective_latency;
+  // Measured per (collective, group size), as `shardscope calibrate` fits it:
+  // the latency a call takes besides its bytes (software stack, protocol) and
+  // its algorithm bandwidth. A collective of that kind and size takes the
+  // measured latency instead of its algorithm's steps × link latency, and
+  // moves its bytes at the measured bandwidth, each only where slower than the
+  // model's (the topology's figures stay floors). Send/recv: key kSend, size 2.
+  MeasuredCollectives collectives;
 
   bool any() const {
     return request_overhead > 0 || response_overhead > 0 || iteration_overhead > 0 ||
            iteration_overhead_per_op > 0 || cuda_graphs || min_kernel > 0 ||
            fp8_quant_bytes_per_element > 0 || cold_start > 0 || async_launch ||
-           !collective_latency.empty();
+           !collectives.empty();
   }
   // Each term that is on, as "name value" ("iteration_overhead 30 us"); empty:
   // all off. `serving`: with the request and response overheads (served runs only).

@@ -326,21 +326,33 @@ StatusOr<CollectivePlan> DecomposeByAlgorithm(const Topology& topo, const Collec
   return InternalError("collective 'none' has no decomposition");
 }
 
-// A measured latency larger than the algorithm's steps × link latency replaces
-// it, spread over the stages in proportion (on the first stage when the
-// model has none): the bytes still move as the algorithm moves them.
-void ApplyMeasuredLatency(const Topology& topo, const CollectiveCall& c, CollectivePlan* plan) {
-  const double measured =
-      topo.MeasuredLatency(c.collective, static_cast<int64_t>(c.devices.size()));
-  if (measured <= 0 || plan->stages.empty()) return;
-  double model = 0;
-  for (const Stage& st : plan->stages) model += st.latency;
-  if (measured <= model) return;
-  if (model <= 0) {
-    plan->stages.front().latency = measured;
+// The calibration's measured line for the collective, each part only where
+// slower than the plan's: a larger latency replaces the plan's steps × link
+// latency (spread over its stages in proportion; on the first stage when the
+// model has none), and a lower bandwidth scales every stage's link loads so
+// the bytes take size / algbw on an idle network. Loads only time transfers
+// (the traffic figures come from the ops' bytes), so the scaled loads change
+// no byte count.
+void ApplyMeasured(const Topology& topo, const CollectiveCall& c, CollectivePlan* plan) {
+  const MeasuredCollective* m = topo.Measured(c.collective, static_cast<int64_t>(c.devices.size()));
+  if (m == nullptr || plan->stages.empty()) return;
+  double latency = 0;
+  for (const Stage& st : plan->stages) latency += st.latency;
+  const double transfer = UncontendedSeconds(topo, *plan) - latency;
+  if (m->algbw > 0 && transfer > 0 && c.bytes > 0) {
+    const double scale = static_cast<double>(c.bytes) / m->algbw / transfer;
+    if (scale > 1) {
+      for (Stage& st : plan->stages) {
+        for (LinkLoad& l : st.loads) l.bytes *= scale;
+      }
+    }
+  }
+  if (m->latency <= latency) return;
+  if (latency <= 0) {
+    plan->stages.front().latency = m->latency;
     return;
   }
-  for (Stage& st : plan->stages) st.latency *= measured / model;
+  for (Stage& st : plan->stages) st.latency *= m->latency / latency;
 }
 
 }  // namespace
@@ -348,7 +360,7 @@ void ApplyMeasuredLatency(const Topology& topo, const CollectiveCall& c, Collect
 StatusOr<CollectivePlan> Decompose(const Topology& topo, const CollectiveCall& c,
                                    Algorithm forced) {
   ASSIGN_OR_RETURN(CollectivePlan plan, DecomposeByAlgorithm(topo, c, forced));
-  ApplyMeasuredLatency(topo, c, &plan);
+  ApplyMeasured(topo, c, &plan);
   return plan;
 }
 

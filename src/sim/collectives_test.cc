@@ -240,6 +240,12 @@ TEST(CollectivesTest, TorusRingUsesIciLinks) {
   EXPECT_GE(t, 2 * 3.0 / 4 * s / c->scale_up.link_bandwidth);
 }
 
+double Latency(const CollectivePlan& plan) {
+  double t = 0;
+  for (const Stage& st : plan.stages) t += st.latency;
+  return t;
+}
+
 // A measured latency (calibration) larger than the algorithm's replaces the
 // plan's steps × link latency, spread over its stages; the bytes move as
 // before. One smaller than the model's changes nothing (the link latency is
@@ -250,18 +256,15 @@ TEST(CollectivesTest, MeasuredLatencyReplacesTheModelsWhenLarger) {
   const CollectiveCall call{Collective::kAllReduce, Devices(2), 4096};
   auto base = Decompose(model, call, Algorithm::kRing);
   ASSERT_TRUE(base.ok());
-  double base_latency = 0;
-  for (const Stage& st : base->stages) base_latency += st.latency;
+  const double base_latency = Latency(*base);
   ASSERT_GT(base_latency, 0);
   ASSERT_LT(base_latency, 30e-6);
 
-  const Topology measured(c,
-                          {{{Collective::kAllReduce, 2}, 30e-6}, {{Collective::kSend, 2}, 9e-6}});
+  const Topology measured(
+      c, {{{Collective::kAllReduce, 2}, {30e-6, 0}}, {{Collective::kSend, 2}, {9e-6, 0}}});
   auto slow = Decompose(measured, call, Algorithm::kRing);
   ASSERT_TRUE(slow.ok());
-  double latency = 0;
-  for (const Stage& st : slow->stages) latency += st.latency;
-  EXPECT_NEAR(latency, 30e-6, 1e-15);
+  EXPECT_NEAR(Latency(*slow), 30e-6, 1e-15);
   EXPECT_NEAR(UncontendedSeconds(measured, *slow) - UncontendedSeconds(model, *base),
               30e-6 - base_latency, 1e-15);
   ASSERT_EQ(slow->stages.size(), base->stages.size());
@@ -285,7 +288,34 @@ TEST(CollectivesTest, MeasuredLatencyReplacesTheModelsWhenLarger) {
   ASSERT_TRUE(gather.ok() && gather_model.ok());
   EXPECT_EQ(UncontendedSeconds(measured, *gather), UncontendedSeconds(model, *gather_model));
   // Smaller than the model's: unchanged.
-  const Topology fast(c, {{{Collective::kAllReduce, 2}, base_latency / 2}});
+  const Topology fast(c, {{{Collective::kAllReduce, 2}, {base_latency / 2, 0}}});
+  auto same = Decompose(fast, call, Algorithm::kRing);
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(UncontendedSeconds(fast, *same), UncontendedSeconds(model, *base));
+}
+
+// A measured bandwidth below the model's stretches the transfer to exactly
+// size / algbw on an idle network (latency unchanged); one above it changes
+// nothing (the links' bandwidth is a floor on the time).
+TEST(CollectivesTest, MeasuredBandwidthSlowsTheTransferOnlyWhenSlower) {
+  const ClusterSpec c = H100(1);
+  const Topology model(c);
+  const int64_t s = 64 << 20;
+  const CollectiveCall call{Collective::kAllReduce, Devices(2), s};
+  auto base = Decompose(model, call, Algorithm::kRing);
+  ASSERT_TRUE(base.ok());
+  const double base_transfer = UncontendedSeconds(model, *base) - Latency(*base);
+  ASSERT_GT(base_transfer, 0);
+  const double algbw = 0.25 * static_cast<double>(s) / base_transfer;  // 4× slower
+  const Topology slow(c, {{{Collective::kAllReduce, 2}, {0, algbw}}});
+  auto plan = Decompose(slow, call, Algorithm::kRing);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_NEAR(Latency(*plan), Latency(*base), 1e-18);
+  EXPECT_LT(Rel(UncontendedSeconds(slow, *plan) - Latency(*plan), static_cast<double>(s) / algbw),
+            1e-12);
+  EXPECT_LT(Rel(Simulate(slow, *plan), Latency(*base) + static_cast<double>(s) / algbw), 1e-9);
+  const Topology fast(
+      c, {{{Collective::kAllReduce, 2}, {0, 4 * static_cast<double>(s) / base_transfer}}});
   auto same = Decompose(fast, call, Algorithm::kRing);
   ASSERT_TRUE(same.ok());
   EXPECT_EQ(UncontendedSeconds(fast, *same), UncontendedSeconds(model, *base));

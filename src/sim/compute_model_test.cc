@@ -286,9 +286,10 @@ TEST(ComputeModelTest, CalibrationFileReadsTheTermsAndRejectsNegativeOnes) {
 }
 
 // `collectives:` (as `shardscope calibrate` writes it) gives each collective's
-// measured latency; a null latency (one message size) gives none; a bad name,
-// group size or latency names its entry and field.
-TEST(ComputeModelTest, CalibrationFileReadsCollectiveLatencies) {
+// measured latency and bandwidth; a null latency (one message size: no line)
+// gives none; a bad name, group size, latency or bandwidth names its entry
+// and field.
+TEST(ComputeModelTest, CalibrationFileReadsMeasuredCollectives) {
   const DeviceSpec d = H100();
   const std::string path = ::testing::TempDir() + "/collectives.yaml";
   auto load = [&](const std::string& text) {
@@ -301,27 +302,31 @@ TEST(ComputeModelTest, CalibrationFileReadsCollectiveLatencies) {
       "  - {collective: all_gather, group_size: 2, latency_us: null, algbw_gb_s: 0.003}\n"
       "  - {collective: send_recv, group_size: 2, latency_us: 4}\n");
   ASSERT_TRUE(c.ok()) << c.status().message();
-  ASSERT_EQ(c->terms.collective_latency.size(), 2u);
-  EXPECT_DOUBLE_EQ((c->terms.collective_latency.at({Collective::kAllReduce, 2})), 28.06e-6);
-  EXPECT_DOUBLE_EQ((c->terms.collective_latency.at({Collective::kSend, 2})), 4e-6);
+  ASSERT_EQ(c->terms.collectives.size(), 2u);
+  const MeasuredCollective& ar = c->terms.collectives.at({Collective::kAllReduce, 2});
+  EXPECT_DOUBLE_EQ(ar.latency, 28.06e-6);
+  EXPECT_DOUBLE_EQ(ar.algbw, 1.9e9);
+  const MeasuredCollective& p2p = c->terms.collectives.at({Collective::kSend, 2});
+  EXPECT_DOUBLE_EQ(p2p.latency, 4e-6);
+  EXPECT_EQ(p2p.algbw, 0);
   const std::vector<std::string> active = c->terms.Active(false);
   ASSERT_EQ(active.size(), 2u);
-  EXPECT_EQ(active[0], "all_reduce over 2 latency 28.06 us");
-  EXPECT_EQ(active[1], "send_recv over 2 latency 4 us");
-  auto bad_name = load("collectives:\n  - {collective: allreduse, group_size: 2, latency_us: 1}\n");
-  ASSERT_FALSE(bad_name.ok());
-  EXPECT_NE(bad_name.status().message().find("collectives[0].collective"), std::string::npos)
-      << bad_name.status().message();
-  auto bad_group =
-      load("collectives:\n  - {collective: all_reduce, group_size: 1, latency_us: 1}\n");
-  ASSERT_FALSE(bad_group.ok());
-  EXPECT_NE(bad_group.status().message().find("group_size"), std::string::npos);
-  auto negative = load(
+  EXPECT_EQ(active[0], "all_reduce over 2: latency 28.06 us, 1.9 GB/s");
+  EXPECT_EQ(active[1], "send_recv over 2: latency 4 us");
+  auto error = [&](const std::string& text, const std::string& field) {
+    auto bad = load(text);
+    ASSERT_FALSE(bad.ok()) << text;
+    EXPECT_NE(bad.status().message().find(field), std::string::npos) << bad.status().message();
+  };
+  error("collectives:\n  - {collective: allreduse, group_size: 2, latency_us: 1}\n",
+        "collectives[0].collective");
+  error("collectives:\n  - {collective: all_reduce, group_size: 1, latency_us: 1}\n", "group_size");
+  error(
       "collectives:\n  - {collective: all_to_all, group_size: 4, latency_us: 2}\n"
-      "  - {collective: all_reduce, group_size: 2, latency_us: -3}\n");
-  ASSERT_FALSE(negative.ok());
-  EXPECT_NE(negative.status().message().find("collectives[1].latency_us"), std::string::npos)
-      << negative.status().message();
+      "  - {collective: all_reduce, group_size: 2, latency_us: -3}\n",
+      "collectives[1].latency_us");
+  error("collectives:\n  - {collective: all_reduce, group_size: 2, latency_us: 3, algbw_gb_s: 0}\n",
+        "collectives[0].algbw_gb_s");
 }
 
 // A cache-resident working set streams at the calibration's cache bandwidth

@@ -23,7 +23,7 @@ StatusOr<std::unique_ptr<const SimSetup>> MakeSimSetup(const Experiment& experim
   network_cluster.scale_up.link_bandwidth *= calibration.network_efficiency;
   network_cluster.scale_out.nic_bandwidth_per_device *= calibration.network_efficiency;
   ComputeModel replay = compute.WithoutLaunch();
-  Topology topology(network_cluster, calibration.terms.collective_latency);
+  Topology topology(network_cluster, calibration.terms.collectives);
   return std::unique_ptr<const SimSetup>(new SimSetup{std::move(calibration), std::move(compute),
                                                       std::move(topology), std::move(replay)});
 }

@@ -292,7 +292,7 @@ TEST(SimulatorTermsTest, MeasuredCollectiveLatencyOnTp2) {
   EXPECT_NEAR(on.tpot - off.tpot, static_cast<double>(all_reduces) * (40e-6 - model_latency), 1e-9);
   EXPECT_GT(on.ttft, off.ttft);
   ASSERT_EQ(on.terms.size(), 1u);
-  EXPECT_EQ(on.terms[0], "all_reduce over 2 latency 40 us");
+  EXPECT_EQ(on.terms[0], "all_reduce over 2: latency 40 us");
 }
 
 }  // namespace

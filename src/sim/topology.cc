@@ -7,7 +7,7 @@
 
 namespace shardscope::sim {
 
-Topology::Topology(const ClusterSpec& cluster, CollectiveLatencies measured)
+Topology::Topology(const ClusterSpec& cluster, MeasuredCollectives measured)
     : cluster_(cluster),
       devices_(cluster.num_devices()),
       domain_size_(cluster.scale_up.domain_size),

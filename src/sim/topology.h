@@ -21,12 +21,17 @@
 
 namespace shardscope::sim {
 
-// Measured latency (seconds) per (collective, group size); send/recv: kSend, 2.
-using CollectiveLatencies = std::map<std::pair<Collective, int32_t>, double>;
+// A collective's measured line t = latency + bytes / algbw (calibration).
+struct MeasuredCollective {
+  double latency = 0;  // seconds
+  double algbw = 0;    // bytes/s of the nccl-tests size; 0: not measured
+};
+// Per (collective, group size); send/recv: kSend, 2.
+using MeasuredCollectives = std::map<std::pair<Collective, int32_t>, MeasuredCollective>;
 
 class Topology {
  public:
-  explicit Topology(const ClusterSpec& cluster, CollectiveLatencies measured = {});
+  explicit Topology(const ClusterSpec& cluster, MeasuredCollectives measured = {});
 
   int32_t num_links() const { return static_cast<int32_t>(capacity_.size()); }
   double Capacity(int32_t link) const { return capacity_[link]; }
@@ -51,13 +56,13 @@ class Topology {
   // devices of different domains.
   double SwitchLatency() const { return cluster_.scale_up.latency; }
   double NicLatency() const { return cluster_.scale_out.latency; }
-  // The calibration's measured latency of `collective` over `group` devices
-  // (Calibration terms, collective_latency); < 0: none measured.
-  double MeasuredLatency(Collective collective, int64_t group) const {
-    if (measured_.empty()) return -1;
+  // The calibration's measured line for `collective` over `group` devices
+  // (OverheadTerms::collectives); nullptr: none measured.
+  const MeasuredCollective* Measured(Collective collective, int64_t group) const {
+    if (measured_.empty()) return nullptr;
     if (collective == Collective::kRecv) collective = Collective::kSend;
     auto it = measured_.find({collective, static_cast<int32_t>(group)});
-    return it == measured_.end() ? -1 : it->second;
+    return it == measured_.end() ? nullptr : &it->second;
   }
 
   // Link ids (exposed for tests).
@@ -94,7 +99,7 @@ class Topology {
   std::vector<int32_t> torus_path_;        // links of domain 0
   std::vector<double> torus_latency_;      // per pair
   std::vector<double> capacity_;
-  CollectiveLatencies measured_;
+  MeasuredCollectives measured_;
 };
 
 }  // namespace shardscope::sim
