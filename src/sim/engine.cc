@@ -302,7 +302,7 @@ Status PhaseRun::Build() {
       const int32_t g = base + static_cast<int32_t>(i);
       Engine::Scratch::OpState& st = s_.op[g];
       st.rank = static_cast<int32_t>(r);
-      int32_t& l = last[static_cast<int>(op.stream)];
+      int32_t& l = last[options_.serial_comm ? 0 : static_cast<int>(op.stream)];
       // Successor order as before: the stream successor, then deps, by op.
       if (l >= 0) {
         s_.edge_from.push_back(l);

@@ -33,6 +33,9 @@ struct EngineOptions {
   // All-reduce algorithm; kAuto chooses per call (collectives.h). Other
   // collectives have one algorithm (ring, or direct for all-to-all and p2p).
   Algorithm allreduce = Algorithm::kAuto;
+  // Every op of a rank in program order, comm included (SimSetup::serial_comm:
+  // CPU ranks, whose communication progresses only on their one thread).
+  bool serial_comm = false;
 };
 
 // When one op ran, in seconds from the start of the simulation.

@@ -24,8 +24,10 @@ StatusOr<std::unique_ptr<const SimSetup>> MakeSimSetup(const Experiment& experim
   network_cluster.scale_out.nic_bandwidth_per_device *= calibration.network_efficiency;
   ComputeModel replay = compute.WithoutLaunch();
   Topology topology(network_cluster, calibration.terms.collectives);
+  const bool serial_comm = experiment.cluster.device.kind == DeviceKind::kCpu;
   return std::unique_ptr<const SimSetup>(new SimSetup{std::move(calibration), std::move(compute),
-                                                      std::move(topology), std::move(replay)});
+                                                      std::move(topology), std::move(replay),
+                                                      serial_comm});
 }
 
 }  // namespace shardscope::sim

@@ -23,6 +23,11 @@ struct SimSetup {
   Topology topology;
   // Kernels replayed from a CUDA graph (calibration.terms.cuda_graphs): no launch each.
   ComputeModel replay_compute;
+  // A CPU rank is one thread that computes and drives its MPI calls: its
+  // messages move only inside those calls (no progress thread, no copy
+  // engine), so a comm op does not overlap the rank's compute — the rank's ops
+  // run in program order (EngineOptions::serial_comm). Accelerators overlap.
+  bool serial_comm = false;
 };
 
 // Fails on a bad calibration file (empty path: the device family's defaults)

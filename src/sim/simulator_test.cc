@@ -12,6 +12,8 @@
 #include "program/program_builder.h"
 #include "sim/collectives.h"
 #include "sim/compute_model.h"
+#include "sim/engine.h"
+#include "sim/sim_setup.h"
 #include "sim/topology.h"
 
 namespace shardscope::sim {
@@ -293,6 +295,49 @@ TEST(SimulatorTermsTest, MeasuredCollectiveLatencyOnTp2) {
   EXPECT_GT(on.ttft, off.ttft);
   ASSERT_EQ(on.terms.size(), 1u);
   EXPECT_EQ(on.terms[0], "all_reduce over 2: latency 40 us");
+}
+
+// A CPU rank computes and drives its MPI calls on one thread, so its comm
+// ops do not overlap its compute: on local-cpu every rank's ops of the EP2
+// prefill run one after another in program order. On an H100 the same
+// Program overlaps the dispatch all-to-all with the shared expert.
+TEST(SimulatorTest, CpuRanksDoNotOverlapCommWithCompute) {
+  ParallelSpec p;
+  p.strategy = "test";
+  p.ep = 2;
+  for (const char* cluster : {"local-cpu", "h100-sxm"}) {
+    Experiment e = testing::ZooExperiment("tiny-moe-mla", cluster, p, 4, 64, 2);
+    if (std::string(cluster) == "local-cpu") e.workload.dtype = e.workload.kv_dtype = DType::kFp32;
+    auto setup = MakeSimSetup(e, "");
+    ASSERT_TRUE(setup.ok()) << setup.status().message();
+    const bool cpu = std::string(cluster) == "local-cpu";
+    EXPECT_EQ((*setup)->serial_comm, cpu);
+    auto pl = Placement::Create(e);
+    ASSERT_TRUE(pl.ok()) << pl.status().message();
+    auto builder = ProgramBuilder::Create(e, *pl);
+    ASSERT_TRUE(builder.ok()) << builder.status().message();
+    auto prefill = builder->Build(Phase::kPrefill, 0);
+    ASSERT_TRUE(prefill.ok()) << prefill.status().message();
+    const EngineOptions options{Algorithm::kAuto, (*setup)->serial_comm};
+    Engine engine(*pl, (*setup)->compute, (*setup)->topology, options);
+    auto r = engine.Run(*prefill);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    int overlaps = 0;
+    int comm = 0;
+    for (size_t rank = 0; rank < prefill->ranks.size(); ++rank) {
+      const auto t = r->timings[rank];
+      for (size_t i = 1; i < t.size(); ++i) {
+        comm += t[i].comm;
+        overlaps += t[i].start < t[i - 1].end - 1e-15;
+      }
+    }
+    EXPECT_GT(comm, 2) << cluster;
+    if (cpu) {
+      EXPECT_EQ(overlaps, 0) << "an op of a CPU rank started before its previous op ended";
+    } else {
+      EXPECT_GT(overlaps, 0) << "no comm overlapped compute on the H100: the test sees nothing";
+    }
+  }
 }
 
 }  // namespace
