@@ -275,8 +275,16 @@ StatusOr<CalibrationResult> Calibrate(const std::vector<std::string>& paths,
   // node's bus are fitted on the others first.
   std::map<sim::OpClass, std::vector<const ComputeOpSample*>> by_class, resident_by_class;
   std::map<OpKind, std::vector<const ComputeOpSample*>> by_kind;
+  // On a GPU, GEMMs with a dimension tensor cores cannot take run slower
+  // kernels the model has no term for (no alignment): left out, counted.
+  const bool tensor_cores = cluster && cluster->device.kind == DeviceKind::kGpu;
+  std::map<sim::OpClass, int64_t> misaligned;
   for (const ComputeOpSample& s : samples.compute) {
     const sim::OpClass c = sim::ClassOfShape(s.kind, s.rows);
+    if (tensor_cores && s.misaligned) {
+      ++misaligned[c];
+      continue;
+    }
     (s.resident ? resident_by_class : by_class)[c].push_back(&s);
     by_kind[s.kind].push_back(&s);
     result.cache.samples += s.resident;
@@ -290,6 +298,12 @@ StatusOr<CalibrationResult> Calibrate(const std::vector<std::string>& paths,
     f.name = std::string(sim::OpClassName(c));
     f.samples = static_cast<int64_t>(by_class[c].size() + resident_by_class[c].size());
     f.prior = f.result = result.calibration.classes.at(c);
+    if (misaligned[c] > 0) {
+      f.note = fmt::format(
+          "{} ops of misaligned shapes left out (k, m or n not a multiple of 16 bytes: slower "
+          "kernels, no alignment term)",
+          misaligned[c]);
+    }
     if (f.samples < options.min_samples) {
       f.why_not =
           fmt::format("too few samples ({} < {}): default kept", f.samples, options.min_samples);

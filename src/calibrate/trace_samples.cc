@@ -148,6 +148,8 @@ class SampleSink : public trace::TraceSink {
       // The op says its element size (foreign GEMMs): rows now, and the run's dtype.
       s.rows = GemmRows(s.flops, static_cast<double>(op.bytes_read),
                         static_cast<double>(op.bytes_written), DTypeSize(*own));
+      s.misaligned = GemmMisaligned(s.flops, static_cast<double>(op.bytes_read),
+                                    static_cast<double>(op.bytes_written), DTypeSize(*own));
       ++op_dtypes_[*own];
     } else if (sim::ClassOf(*kind) == sim::OpClass::kGemm && *kind != OpKind::kExpertGemm) {
       pending_rows_.push_back({out_->compute.size(), op.bytes_read, op.bytes_written});
@@ -166,6 +168,8 @@ class SampleSink : public trace::TraceSink {
       for (const auto& [i, read, written] : pending_rows_) {
         ComputeOpSample& c = out_->compute[i];
         c.rows = GemmRows(c.flops, static_cast<double>(read), static_cast<double>(written), s);
+        c.misaligned =
+            GemmMisaligned(c.flops, static_cast<double>(read), static_cast<double>(written), s);
       }
     }
     // Each phase of each run weighs the same (TTFT and TPOT count alike); within
@@ -297,6 +301,17 @@ double GemmRows(double flops, double bytes_read, double bytes_written, double el
   const double small = (sum - std::sqrt(disc)) / 2;
   // Whole rows: the figures are exact up to a bias row.
   return small >= 0.5 ? std::round(small) : 0;
+}
+
+bool GemmMisaligned(double flops, double bytes_read, double bytes_written, double elem_bytes) {
+  const double m = GemmRows(flops, bytes_read, bytes_written, elem_bytes);
+  if (!(m > 0)) return false;
+  const double n = std::round(bytes_written / elem_bytes / m);
+  const double k = std::round(flops / (2 * m * n));
+  auto off = [&](double elements) {
+    return std::fmod(std::round(elements * elem_bytes), 16.0) != 0;
+  };
+  return off(k) || (m >= 16 && off(m)) || (n >= 16 && off(n));
 }
 
 StatusOr<TraceSamples> CollectSamples(const std::vector<std::string>& paths) {

@@ -27,6 +27,9 @@ struct ComputeOpSample {
   double flops = 0;
   double bytes = 0;  // read + written
   double rows = 0;   // GEMM m (or mean tokens per routed expert); 0: unknown
+  // A GEMM whose k, or whose m or n of 16 or more, is not a multiple of 16
+  // bytes (GemmMisaligned): tensor-core libraries run it on slower kernels.
+  bool misaligned = false;
   double seconds = 0;
   double shared_bandwidth = 0;  // the run's sim::SharedBandwidthPerDevice; 0: none
   // The rank's working set fits the device's last-level cache: the median
@@ -73,6 +76,14 @@ StatusOr<TraceSamples> CollectSamples(const std::vector<std::string>& paths);
 // mn·s with s bytes per element: the smaller root of x² − (m+n)x + mn. 0 when
 // the figures are not those of a GEMM.
 double GemmRows(double flops, double bytes_read, double bytes_written, double elem_bytes);
+
+// Whether a GEMM of these figures has a dimension tensor-core kernels cannot
+// take: k, or m or n of at least 16 elements, not a multiple of 16 bytes
+// (cuBLAS runs an LM-head shard of n = 6 283 bf16 columns at 1/8 the speed;
+// docs/fidelity.md). m and n are told apart only as the two roots of the
+// shape (GemmRows), so both are checked; m < 16 (decode) is exempt. False
+// when the figures are not those of a GEMM.
+bool GemmMisaligned(double flops, double bytes_read, double bytes_written, double elem_bytes);
 
 }  // namespace shardscope::calibrate
 
