@@ -405,7 +405,8 @@ TEST_F(CalibrateTest, RecoversTheCacheBandwidthLaunchPerClassAndPerOpGapOfSimula
 }
 
 // A dimension tensor cores cannot take: k, or m or n ≥ 16, not a multiple of
-// 16 bytes. m and n are the shape's two roots, so an odd m ≥ 16 counts too.
+// 16 bytes (bf16, fp8). m and n are the shape's two roots, so an odd m ≥ 16
+// counts too.
 TEST(GemmRowsTest, MisalignedShapes) {
   auto odd = [](double m, double k, double n, double s) {
     return GemmMisaligned(2 * m * n * k, s * (m * k + k * n), s * m * n, s);
@@ -414,11 +415,18 @@ TEST(GemmRowsTest, MisalignedShapes) {
   EXPECT_FALSE(odd(3, 4096, 14336, 2));   // a decode batch of 3 rows
   EXPECT_TRUE(odd(1024, 4096, 6283, 2));  // 50 257-token vocabulary over 8 ranks
   EXPECT_TRUE(odd(16, 6283, 4096, 2));
-  EXPECT_TRUE(odd(37, 4096, 4096, 2));    // the price of not telling m from n
-  EXPECT_FALSE(odd(37, 4096, 4096, 16));  // 16-byte elements are always aligned
-  EXPECT_TRUE(odd(1024, 4096, 6284, 2));  // 12 568 bytes: a multiple of 8, not 16
+  EXPECT_TRUE(odd(37, 4096, 4096, 2));     // the price of not telling m from n
+  EXPECT_FALSE(odd(1024, 4096, 6283, 4));  // fp32: no tensor cores, no alignment rule
+  EXPECT_TRUE(odd(1024, 4096, 6284, 2));   // 12 568 bytes: a multiple of 8, not 16
   EXPECT_FALSE(odd(1024, 4096, 6288, 2));
   EXPECT_FALSE(GemmMisaligned(0, 10, 10, 2));
+  // k alone (foreign GEMMs, whose m is the batch's): an odd m or n passes.
+  auto odd_k = [](double m, double k, double n) {
+    return GemmMisaligned(2 * m * n * k, 2 * (m * k + k * n), 2 * m * n, 2, /*k_only=*/true);
+  };
+  EXPECT_FALSE(odd_k(37, 4096, 4096));
+  EXPECT_FALSE(odd_k(1024, 4096, 6283));
+  EXPECT_TRUE(odd_k(16, 6283, 4096));
 }
 
 TEST(GemmRowsTest, SmallerRootOfTheShape) {
@@ -481,12 +489,12 @@ TEST_F(CalibrateTest, RecoversTheTrueParametersOfASyntheticKinetoTrace) {
       add("aten::addmm", nlohmann::json::array({{width}, {1, k}, {k, width}}),
           ModelSeconds(kGemv, roofs, kLaunch, s));
     }
-    // An LM-head shard of 6 283 columns (not a multiple of 8 bf16): cuBLAS
+    // A projection from 6 283 inputs (k not a multiple of 8 bf16): cuBLAS
     // runs it without tensor cores, 8× the model's time. Left out of the fit.
     for (double m : {64.0, 256.0, 1024.0}) {
       const double odd = 6283;
-      const ShapeSample s{2 * m * odd * k, 2 * (m * k + k * odd + m * odd), m, 0, 1};
-      add("aten::mm", nlohmann::json::array({{m, k}, {k, odd}}),
+      const ShapeSample s{2 * m * n * odd, 2 * (m * odd + odd * n + m * n), m, 0, 1};
+      add("aten::mm", nlohmann::json::array({{m, odd}, {odd, n}}),
           8 * ModelSeconds(kHopperGemm, roofs, kLaunch, s));
     }
   }

@@ -148,8 +148,12 @@ class SampleSink : public trace::TraceSink {
       // The op says its element size (foreign GEMMs): rows now, and the run's dtype.
       s.rows = GemmRows(s.flops, static_cast<double>(op.bytes_read),
                         static_cast<double>(op.bytes_written), DTypeSize(*own));
+      // A foreign GEMM's m is whatever the batch held (37 tokens, 1 000
+      // images): only k says the weights' alignment (GemmMisaligned's roots
+      // cannot tell m from n).
       s.misaligned = GemmMisaligned(s.flops, static_cast<double>(op.bytes_read),
-                                    static_cast<double>(op.bytes_written), DTypeSize(*own));
+                                    static_cast<double>(op.bytes_written), DTypeSize(*own),
+                                    /*k_only=*/true);
       ++op_dtypes_[*own];
     } else if (sim::ClassOf(*kind) == sim::OpClass::kGemm && *kind != OpKind::kExpertGemm) {
       pending_rows_.push_back({out_->compute.size(), op.bytes_read, op.bytes_written});
@@ -303,7 +307,9 @@ double GemmRows(double flops, double bytes_read, double bytes_written, double el
   return small >= 0.5 ? std::round(small) : 0;
 }
 
-bool GemmMisaligned(double flops, double bytes_read, double bytes_written, double elem_bytes) {
+bool GemmMisaligned(double flops, double bytes_read, double bytes_written, double elem_bytes,
+                    bool k_only) {
+  if (elem_bytes > 2) return false;  // fp32: FMA-unit kernels, no tensor-core alignment
   const double m = GemmRows(flops, bytes_read, bytes_written, elem_bytes);
   if (!(m > 0)) return false;
   const double n = std::round(bytes_written / elem_bytes / m);
@@ -311,7 +317,7 @@ bool GemmMisaligned(double flops, double bytes_read, double bytes_written, doubl
   auto off = [&](double elements) {
     return std::fmod(std::round(elements * elem_bytes), 16.0) != 0;
   };
-  return off(k) || (m >= 16 && off(m)) || (n >= 16 && off(n));
+  return off(k) || (!k_only && ((m >= 16 && off(m)) || (n >= 16 && off(n))));
 }
 
 StatusOr<TraceSamples> CollectSamples(const std::vector<std::string>& paths) {

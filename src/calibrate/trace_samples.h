@@ -81,9 +81,12 @@ double GemmRows(double flops, double bytes_read, double bytes_written, double el
 // take: k, or m or n of at least 16 elements, not a multiple of 16 bytes
 // (cuBLAS runs an LM-head shard of n = 6 283 bf16 columns at 1/8 the speed;
 // docs/fidelity.md). m and n are told apart only as the two roots of the
-// shape (GemmRows), so both are checked; m < 16 (decode) is exempt. False
+// shape (GemmRows), so both are checked (m < 16, decode, is exempt);
+// `k_only`: k alone, for GEMMs whose m is arbitrary (foreign traces' batches).
+// False for elements wider than 2 bytes (fp32 GEMMs run on the FMA units) and
 // when the figures are not those of a GEMM.
-bool GemmMisaligned(double flops, double bytes_read, double bytes_written, double elem_bytes);
+bool GemmMisaligned(double flops, double bytes_read, double bytes_written, double elem_bytes,
+                    bool k_only = false);
 
 }  // namespace shardscope::calibrate
 
