@@ -86,7 +86,10 @@ for e in exps:
     print("| " + " | ".join(cells) + " |")
 print()
 for (name, cal), v in errs.items():
-    print(f"{name} {cal}: median |error| {100 * statistics.median(v):.1f} %, max {100 * max(v):.1f} %")
+    med, top = statistics.median(v), max(v)
+    verdict = "met" if med <= 0.05 and top <= 0.10 else "not met"
+    print(f"{name} {cal}: median |error| {100 * med:.1f} %, max {100 * top:.1f} % "
+          f"(target: every case ≤ 10 %, median ≤ 5 %: {verdict})")
 # Per op kind and phase, summed over the held-out experiments (time per rank; decode per step).
 for cal in ("default", "fitted"):
     print(f"\n| phase | op kind ({cal}) | simulated | measured | error |")
