@@ -14,6 +14,7 @@
 #include <emmintrin.h>
 #endif
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <string_view>
@@ -88,7 +89,7 @@ class PlainJsonCursor {
   }
   // Consumes the key `k` (quotes and colon) when it is next, exactly.
   SHARDSCOPE_PLAIN_JSON_INLINE bool MatchKey(const KeyPattern& k) {
-    if (k.size == 0 || end_ - p_ < static_cast<ptrdiff_t>(k.size)) return false;
+    if (k.size == 0 || end_ - p_ < static_cast<std::ptrdiff_t>(k.size)) return false;
 #if defined(__SSE2__)
     const __m128i got = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p_));
     const __m128i want = _mm_load_si128(reinterpret_cast<const __m128i*>(k.bytes));
@@ -125,7 +126,7 @@ class PlainJsonCursor {
       v = v * 10 + d;  // wraps harmlessly past 19 digits, which fail below
       ++p_;
     }
-    const ptrdiff_t n = p_ - digits;
+    const std::ptrdiff_t n = p_ - digits;
     if (n == 0 || n > 18 || (p_ < end_ && !IsDelimiter(*p_))) {
       p_ = s;
       return false;
