@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "trace/trace_reader.h"
+
 namespace shardscope::trace {
 namespace {
 
@@ -40,6 +42,50 @@ TEST(PlainJsonTest, DecimalIntsAreWhatParseDecimalIntAccepts) {
   PlainJsonCursor d = big.Cursor();
   ASSERT_TRUE(d.DecimalInt(&v));
   EXPECT_EQ(v, 123456789012345678);
+}
+
+// The multiply-and-shift digit reader against a digit loop, every length.
+TEST(PlainJsonTest, DigitsParseLikeALoop) {
+  uint32_t seed = 99;
+  auto next = [&seed] {
+    seed = seed * 1103515245 + 12345;
+    return (seed >> 16) & 0x7fff;
+  };
+  for (int round = 0; round < 20000; ++round) {
+    const int n = 1 + round % 15;
+    std::string digits;
+    uint64_t want = 0;
+    for (int i = 0; i < n; ++i) {
+      const int d = round % 7 == 0 ? 9 : static_cast<int>(next() % 10);
+      digits += static_cast<char>('0' + d);
+      want = want * 10 + static_cast<uint64_t>(d);
+    }
+    Padded p(digits + ",x");
+    EXPECT_EQ(PlainJsonCursor::DigitRun(p.buf.data()), n) << digits;
+    EXPECT_EQ(PlainJsonCursor::ParseDigits(p.buf.data(), n), want) << digits;
+    int64_t v = 0;
+    PlainJsonCursor c = p.Cursor();
+    ASSERT_TRUE(c.DecimalInt(&v)) << digits;
+    EXPECT_EQ(v, static_cast<int64_t>(want)) << digits;
+  }
+}
+
+// Micros reads what ParseMicrosToNs reads of the same token.
+TEST(PlainJsonTest, MicrosEqualParseMicrosToNs) {
+  for (const char* t : {"294.000", "9.956", "0.5", "12.34", "7", "1.", "1.2345", "-3.5", "1e3",
+                        "00012.5", "999999999999999.999", "9999999999999999.9", "1.5x", "x"}) {
+    for (const char* after : {",", "}", " ,", ""}) {
+      Padded p(std::string(t) + after);
+      PlainJsonCursor c = p.Cursor();
+      int64_t got = -1, want = -1;
+      const bool ok = c.Micros(&got, ParseMicrosToNs);
+      std::string_view token(t);
+      const bool token_ok = token.find('x') == std::string_view::npos;
+      const bool want_ok = token_ok && ParseMicrosToNs(token, &want);
+      EXPECT_EQ(ok, want_ok) << t << after;
+      if (ok && want_ok) EXPECT_EQ(got, want) << t << after;
+    }
+  }
 }
 
 TEST(PlainJsonTest, StringsAreAsciiWithoutEscapes) {
