@@ -56,6 +56,7 @@ void BM_ReadAndCollect(benchmark::State& state) {
   for (auto _ : state) {
     analysis::RunData data;
     analysis::RunCollector collector(&data);
+    collector.set_size_hint(static_cast<int64_t>(size));  // as AnalyzeTraceFile does
     auto stats = trace::ReadTrace(path, &collector);
     if (!stats.ok()) {
       state.SkipWithError(stats.status().ToString().c_str());

@@ -205,6 +205,9 @@ StatusOr<AnalysisResult> AnalyzeTraceFile(const std::string& path, const Analyze
   result.format = std::string(importers::TraceFormatName(format));
   RunData data;
   RunCollector collector(&data);
+  std::error_code size_error;
+  const auto bytes = std::filesystem::file_size(path, size_error);
+  if (!size_error) collector.set_size_hint(static_cast<int64_t>(bytes));
   trace::TraceSink* also = options.also_read_by ? options.also_read_by(path) : nullptr;
   trace::TeeSink tee(&collector, also);
   ASSIGN_OR_RETURN(result.stats, trace::ReadTrace(path, also ? static_cast<trace::TraceSink*>(&tee)

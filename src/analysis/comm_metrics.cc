@@ -318,9 +318,11 @@ void AddBandwidth(const Context& ctx, MetricSet* out) {
 void AddTrafficIntervals(const RunData& data, MetricSet* out) {
   using Samples = std::pair<std::vector<double>, std::vector<double>>;  // gaps, arrivals
   std::vector<double> all_gaps, all_arrivals;
-  std::map<int32_t, Samples> by_group;
-  std::map<GroupDim, Samples> within;
-  std::map<std::pair<GroupDim, GroupDim>, Samples> across;
+  // Indexed by group id, dimension and pair of dimensions (a lookup per op, not a map
+  // search); an entry with samples is reported, in index order as a map would list it.
+  std::vector<Samples> by_group(data.groups.size());
+  std::array<Samples, trace::kNumGroupDims> within;
+  std::array<Samples, trace::kNumGroupDims * trace::kNumGroupDims> across;
   auto add = [](Samples* s, const OpRec& a, const OpRec& b) {
     s->first.push_back(Seconds(b.ts - a.end));
     s->second.push_back(Seconds(b.ts - a.ts));
@@ -328,10 +330,11 @@ void AddTrafficIntervals(const RunData& data, MetricSet* out) {
   auto dim_of = [&](const OpRec& op) {
     return op.group >= 0 ? data.groups[op.group].dim : GroupDim::kNone;
   };
+  std::vector<const OpRec*> prev_in_group(data.groups.size());
   for (const auto& [rank, rd] : data.ranks) {
     std::vector<double> gaps, arrivals;
-    std::map<int32_t, const OpRec*> prev_in_group;
-    std::map<GroupDim, const OpRec*> prev_in_dim;
+    std::fill(prev_in_group.begin(), prev_in_group.end(), nullptr);
+    std::array<const OpRec*, trace::kNumGroupDims> prev_in_dim{};
     const OpRec* prev = nullptr;
     for (const OpRec& op : rd.ops) {
       if (op.cat != Category::kComm) continue;
@@ -341,23 +344,21 @@ void AddTrafficIntervals(const RunData& data, MetricSet* out) {
         arrivals.push_back(Seconds(op.ts - prev->ts));
         const GroupDim prev_dim = dim_of(*prev);
         if (dim != GroupDim::kNone && prev_dim != GroupDim::kNone && dim != prev_dim) {
-          add(&across[{prev_dim, dim}], *prev, op);
+          add(&across[static_cast<size_t>(prev_dim) * trace::kNumGroupDims +
+                      static_cast<size_t>(dim)],
+              *prev, op);
         }
       }
       prev = &op;
       if (op.group >= 0) {
-        auto [it, first] = prev_in_group.emplace(op.group, &op);
-        if (!first) {
-          add(&by_group[op.group], *it->second, op);
-          it->second = &op;
-        }
+        const OpRec*& last = prev_in_group[static_cast<size_t>(op.group)];
+        if (last != nullptr) add(&by_group[static_cast<size_t>(op.group)], *last, op);
+        last = &op;
       }
       if (dim != GroupDim::kNone) {
-        auto [it, first] = prev_in_dim.emplace(dim, &op);
-        if (!first) {
-          add(&within[dim], *it->second, op);
-          it->second = &op;
-        }
+        const OpRec*& last = prev_in_dim[static_cast<size_t>(dim)];
+        if (last != nullptr) add(&within[static_cast<size_t>(dim)], *last, op);
+        last = &op;
       }
     }
     all_gaps.insert(all_gaps.end(), gaps.begin(), gaps.end());
@@ -368,21 +369,29 @@ void AddTrafficIntervals(const RunData& data, MetricSet* out) {
   }
   AddSummary("comm_gap", "", &all_gaps, out, "pooled over all ranks");
   AddSummary("comm_interarrival", "", &all_arrivals, out, "pooled over all ranks");
-  for (auto& [g, v] : by_group) {
+  for (size_t g = 0; g < by_group.size(); ++g) {
+    Samples& v = by_group[g];
+    if (v.first.empty()) continue;
     std::string scope = GroupScope(data.groups[g]);
     AddSummary("comm_gap", scope, &v.first, out, "pooled over the members' calls on the group");
     AddSummary("comm_interarrival", scope, &v.second, out,
                "pooled over the members' calls on the group");
   }
-  for (auto& [dim, v] : within) {
-    const std::string scope = fmt::format("dim {}", GroupDimName(dim));
+  for (size_t d = 0; d < within.size(); ++d) {
+    Samples& v = within[d];
+    if (v.first.empty()) continue;
+    const std::string scope = fmt::format("dim {}", GroupDimName(static_cast<GroupDim>(d)));
     const char* how = "each rank's consecutive calls of the dimension, pooled over ranks";
     AddSummary("comm_gap", scope, &v.first, out, how);
     AddSummary("comm_interarrival", scope, &v.second, out, how);
   }
-  for (auto& [dims, v] : across) {
+  for (size_t i = 0; i < across.size(); ++i) {
+    Samples& v = across[i];
+    if (v.first.empty()) continue;
+    const auto first = static_cast<GroupDim>(i / trace::kNumGroupDims);
+    const auto second = static_cast<GroupDim>(i % trace::kNumGroupDims);
     const std::string scope =
-        fmt::format("dims {} -> {}", GroupDimName(dims.first), GroupDimName(dims.second));
+        fmt::format("dims {} -> {}", GroupDimName(first), GroupDimName(second));
     const char* how = "a rank's call of the first dimension followed by one of the second";
     AddSummary("comm_gap", scope, &v.first, out, how);
     AddSummary("comm_interarrival", scope, &v.second, out, how);

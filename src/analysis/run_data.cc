@@ -1,5 +1,7 @@
 #include "analysis/run_data.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -213,7 +215,34 @@ void RunCollector::OnOp(const trace::OpEvent& op) {
       }
     }
   }
+  if (rd.ops.size() == rd.ops.capacity()) GrowOps(&rd);
   rd.ops.push_back(rec);
+  ++ops_seen_;
+}
+
+void RunCollector::GrowOps(RankData* rd) {
+  const int64_t n = static_cast<int64_t>(rd->ops.size());
+  int64_t want = std::max<int64_t>(2 * n, 1024);
+  // Once a few thousand ops show this rank's share, project it to the whole
+  // trace: all ranks together at most 1.5 × the expected ops, one rank at most
+  // a sixteenth of the machine's memory.
+  if (ops_seen_ >= 4096 && ops_seen_ < expected_ops_) {
+    static const int64_t kMaxOps = [] {
+      const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+      return pages > 0 && page > 0
+                 ? static_cast<int64_t>(pages) * page / 16 / static_cast<int64_t>(sizeof(OpRec))
+                 : int64_t{1} << 20;
+    }();
+    const double share = static_cast<double>(n) / static_cast<double>(ops_seen_);
+    const int64_t projected =
+        std::min(kMaxOps, static_cast<int64_t>(share * static_cast<double>(expected_ops_)));
+    const int64_t extra = projected - static_cast<int64_t>(rd->ops.capacity());
+    if (projected > want && ops_reserved_ + extra <= expected_ops_ + expected_ops_ / 2) {
+      want = projected;
+    }
+  }
+  ops_reserved_ += want - static_cast<int64_t>(rd->ops.capacity());
+  rd->ops.reserve(static_cast<size_t>(want));
 }
 
 void RunCollector::OnSpan(const trace::SpanEvent& span) {

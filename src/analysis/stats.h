@@ -28,7 +28,7 @@ struct Summary {
   int64_t count = 0;
   double mean = 0, min = 0, p50 = 0, p90 = 0, p99 = 0, max = 0;
 };
-// Summary of `values` (reordered in place). count == 0 when empty.
+// Summary of `values` (possibly reordered in place). count == 0 when empty.
 Summary Summarize(std::vector<double>* values);
 
 }  // namespace shardscope::analysis

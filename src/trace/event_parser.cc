@@ -3,13 +3,16 @@
 #include <fmt/format.h>
 #include <simdjson.h>
 
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "trace/json_value.h"
+#include "trace/plain_json.h"
 #include "trace/trace_reader.h"
 
 namespace shardscope::trace {
