@@ -758,9 +758,12 @@ class RankBuilder {
     bool same = op.bytes_per_peer.size() == to.size() && op.bytes_from_peer.size() == from.size();
     op.bytes_per_peer.resize(to.size());
     op.bytes_from_peer.resize(from.size());
+    op.peer_sends.clear();  // the non-zero entries again (the sizes alone say no change)
     for (size_t i = 0; i < to.size(); ++i) {
-      same = same && op.bytes_per_peer[i] == to[i] * h_ * bpe_;
-      op.bytes_per_peer[i] = to[i] * h_ * bpe_;
+      const int64_t bytes = to[i] * h_ * bpe_;
+      same = same && op.bytes_per_peer[i] == bytes;
+      op.bytes_per_peer[i] = bytes;
+      if (bytes != 0) op.peer_sends.push_back({static_cast<int32_t>(i), bytes});
     }
     for (size_t i = 0; i < from.size(); ++i) {
       same = same && op.bytes_from_peer[i] == from[i] * h_ * bpe_;
