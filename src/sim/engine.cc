@@ -235,11 +235,12 @@ class PhaseRun {
   using CommInfo = Engine::Scratch::CommInfo;
   // Points `c` at a copy of `row`: in its old place when it fits, else at the
   // end of s_.rows.
-  void SetRow(CommInfo& c, const std::vector<PeerBytes>& row);
+  void SetRow(CommInfo& c, std::span<const PeerBytes> row);
   // timing_ from the recycled buffer, `total` long (not yet initialised).
   void PrepareTimings(int64_t total);
-  // Initial timings of global ops [begin, end) (their states must be set).
-  void InitTimings(int64_t begin, int64_t end);
+  // Initial timings of global ops [begin, end) (their states must be set),
+  // and with `reset_pending` their pending counts, in one pass.
+  void InitTimings(int64_t begin, int64_t end, bool reset_pending);
   // Drops the rows no comm op points at any more, once they are half of s_.rows.
   void CompactRows();
   std::span<const PeerBytes> Row(const CommInfo& c) const {
@@ -290,6 +291,8 @@ class PhaseRun {
   std::vector<int32_t> members_;            // global op per instance and group position
   FlatIndex collective_index_, p2p_index_;  // (group, seq) and (dim, src, dst, seq) → instance
   std::vector<int32_t> chain_;              // Complete's stack of finished ops
+  // Build: the rank's all-to-all rows, by comm op, copied after its other fields.
+  std::vector<std::pair<int32_t, std::span<const PeerBytes>>> rows_to_copy_;
   EventHeap queue_;
   uint64_t next_seq_ = 0;
   int64_t done_ = 0;
@@ -327,17 +330,10 @@ Status PhaseRun::Build() {
     for (size_t i = 0; i < ops.size(); ++i) {
       // The Ops are cold (written by the builder): fetch ahead what is read
       // of them, then their deps and (comm ops) their comm fields and row.
-      if (i + kAhead < ops.size()) Prefetch(&ops[i + kAhead], kComputeHotBytes);
+      if (i + kAhead < ops.size()) Prefetch(&ops[i + kAhead], kCommHotBytes);
       if (i + kAhead / 2 < ops.size()) {
         const Op& ahead = ops[i + kAhead / 2];
         if (!ahead.deps.empty()) Prefetch(ahead.deps.data(), 1);
-        if (ahead.is_comm()) {
-          Prefetch(&ahead.collective, kCommHotBytes - kComputeHotBytes);
-        }
-      }
-      if (i + kAhead / 4 < ops.size()) {
-        const Op& ahead = ops[i + kAhead / 4];
-        if (ahead.is_comm() && !ahead.peer_sends.empty()) Prefetch(ahead.peer_sends.data(), 1);
       }
       const Op& op = ops[i];
       const int32_t g = base + static_cast<int32_t>(i);
@@ -362,12 +358,18 @@ Status PhaseRun::Build() {
         st.comm = static_cast<int32_t>(s_.comm.size());
         s_.comm.push_back({0, 0, op.group_id, op.peer, op.seq, op.bytes, op.collective, op.dim});
         if (op.collective == Collective::kSend || op.collective == Collective::kRecv) ++s_.p2p_ops;
-        SetRow(s_.comm.back(), op.peer_sends);
+        // Copied after the rank's ops: its lines have arrived by then.
+        if (!op.peer_sends.empty()) {
+          Prefetch(op.peer_sends.data(), std::span(op.peer_sends).size_bytes());
+          rows_to_copy_.emplace_back(st.comm, op.peer_sends);
+        }
       } else {
         st.duration = compute_.Seconds(op);
       }
       st.succ_begin = st.succ_end = 0;
     }
+    for (const auto& [c, row] : rows_to_copy_) SetRow(s_.comm[c], row);
+    rows_to_copy_.clear();
     // Counting sort of the rank's edges by source, stable: successors in
     // creation order.
     for (int32_t f : s_.edge_from) ++s_.op[f].succ_end;  // counts first
@@ -383,7 +385,7 @@ Status PhaseRun::Build() {
       s_.succ[s_.op[s_.edge_from[e]].succ_end++] = s_.edge_to[e];
     }
   }
-  InitTimings(0, total);
+  InitTimings(0, total, /*reset_pending=*/false);  // Build set them
   s_.graph = true;
   return Status::Ok();
 }
@@ -426,8 +428,7 @@ Status PhaseRun::Refresh(const UpdatedOps* updated) {
     }
   }
   PrepareTimings(s_.offset[ranks]);
-  for (Engine::Scratch::OpState& st : s_.op) st.pending = st.preds;
-  InitTimings(0, s_.offset[ranks]);
+  InitTimings(0, s_.offset[ranks], /*reset_pending=*/true);
   if (updated != nullptr) {
     if (updated->by_rank.size() != ranks) {
       return InternalError("updated ops list {} ranks, the program {}", updated->by_rank.size(),
@@ -478,15 +479,16 @@ void PhaseRun::PrepareTimings(int64_t total) {
   timing_.resize(total);  // a recycled buffer of this size is written once, by InitTimings
 }
 
-void PhaseRun::InitTimings(int64_t begin, int64_t end) {
+void PhaseRun::InitTimings(int64_t begin, int64_t end, bool reset_pending) {
   for (int64_t g = begin; g < end; ++g) {
+    if (reset_pending) s_.op[g].pending = s_.op[g].preds;
     OpTiming& t = timing_[g];
     t = OpTiming{};
     t.comm = s_.op[g].is_comm();
   }
 }
 
-void PhaseRun::SetRow(CommInfo& c, const std::vector<PeerBytes>& row) {
+void PhaseRun::SetRow(CommInfo& c, std::span<const PeerBytes> row) {
   if (row.size() > static_cast<size_t>(c.row_size)) {  // else in its own place
     c.row_begin = static_cast<int64_t>(s_.rows.size());
     s_.rows.resize(s_.rows.size() + row.size());
