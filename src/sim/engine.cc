@@ -229,13 +229,24 @@ class PhaseRun {
   // compute times and the message sizes are read from the ops (of `updated` only).
   Status Refresh(const UpdatedOps* updated);
   // Refresh's figures of global op g from `op`.
-  Status Reread(int64_t g, const Op& op);
+  // `row_later`: its all-to-all row by CopyRowLater, else now (fetched ahead).
+  Status Reread(int64_t g, const Op& op, bool row_later);
   // An all-to-all with bytes must list them in peer_sends.
   Status CheckRow(int64_t rank, const Op& op) const;
   using CommInfo = Engine::Scratch::CommInfo;
   // Points `c` at a copy of `row`: in its old place when it fits, else at the
   // end of s_.rows.
   void SetRow(CommInfo& c, std::span<const PeerBytes> row);
+  // SetRow of comm op c, once CopyRows is called: the row is fetched meanwhile
+  // (a rank's rows are copied after its ops are read).
+  void CopyRowLater(int32_t c, const std::vector<PeerBytes>& row) {
+    Prefetch(row.data(), row.size() * sizeof(PeerBytes));
+    rows_to_copy_.emplace_back(c, row);
+  }
+  void CopyRows() {
+    for (const auto& [c, row] : rows_to_copy_) SetRow(s_.comm[c], row);
+    rows_to_copy_.clear();
+  }
   // timing_ from the recycled buffer, `total` long (not yet initialised).
   void PrepareTimings(int64_t total);
   // Initial timings of global ops [begin, end) (their states must be set),
@@ -358,18 +369,13 @@ Status PhaseRun::Build() {
         st.comm = static_cast<int32_t>(s_.comm.size());
         s_.comm.push_back({0, 0, op.group_id, op.peer, op.seq, op.bytes, op.collective, op.dim});
         if (op.collective == Collective::kSend || op.collective == Collective::kRecv) ++s_.p2p_ops;
-        // Copied after the rank's ops: its lines have arrived by then.
-        if (!op.peer_sends.empty()) {
-          Prefetch(op.peer_sends.data(), std::span(op.peer_sends).size_bytes());
-          rows_to_copy_.emplace_back(st.comm, op.peer_sends);
-        }
+        CopyRowLater(st.comm, op.peer_sends);
       } else {
         st.duration = compute_.Seconds(op);
       }
       st.succ_begin = st.succ_end = 0;
     }
-    for (const auto& [c, row] : rows_to_copy_) SetRow(s_.comm[c], row);
-    rows_to_copy_.clear();
+    CopyRows();
     // Counting sort of the rank's edges by source, stable: successors in
     // creation order.
     for (int32_t f : s_.edge_from) ++s_.op[f].succ_end;  // counts first
@@ -400,14 +406,18 @@ Status PhaseRun::CheckRow(int64_t rank, const Op& op) const {
   return Status::Ok();
 }
 
-Status PhaseRun::Reread(int64_t g, const Op& op) {
+Status PhaseRun::Reread(int64_t g, const Op& op, bool row_later) {
   Engine::Scratch::OpState& st = s_.op[g];
   if (st.is_comm()) {  // the fields Update may change (the row in place)
     RETURN_IF_ERROR(CheckRow(st.rank, op));
     Engine::Scratch::CommInfo& c = s_.comm[st.comm];
     c.bytes = op.bytes;
     c.peer = op.peer;
-    SetRow(c, op.peer_sends);  // appended: compacted at the end of Refresh
+    if (row_later) {
+      CopyRowLater(st.comm, op.peer_sends);
+    } else {
+      SetRow(c, op.peer_sends);
+    }
     c.changed = true;
   } else {
     st.duration = compute_.Seconds(op);
@@ -452,7 +462,7 @@ Status PhaseRun::Refresh(const UpdatedOps* updated) {
           if (!ahead.expert_tokens.empty()) Prefetch(ahead.expert_tokens.data(), 1);
           if (!ahead.peer_sends.empty()) Prefetch(ahead.peer_sends.data(), 1);
         }
-        RETURN_IF_ERROR(Reread(s_.offset[r] + id, ops[id]));
+        RETURN_IF_ERROR(Reread(s_.offset[r] + id, ops[id], /*row_later=*/false));
       }
     }
     CompactRows();
@@ -461,14 +471,10 @@ Status PhaseRun::Refresh(const UpdatedOps* updated) {
   for (size_t r = 0; r < ranks; ++r) {
     const auto& ops = program_.ranks[r].ops;
     for (size_t i = 0; i < ops.size(); ++i) {
-      if (i + kAhead < ops.size()) {  // the fields Seconds reads, not the whole Op
-        const Op& ahead = ops[i + kAhead];
-        __builtin_prefetch(&ahead.kind);
-        __builtin_prefetch(&ahead.k);
-        __builtin_prefetch(&ahead.expert_tokens);
-      }
-      RETURN_IF_ERROR(Reread(s_.offset[r] + static_cast<int64_t>(i), ops[i]));
+      if (i + kAhead < ops.size()) Prefetch(&ops[i + kAhead], kCommHotBytes);
+      RETURN_IF_ERROR(Reread(s_.offset[r] + static_cast<int64_t>(i), ops[i], /*row_later=*/true));
     }
+    CopyRows();
   }
   CompactRows();
   return Status::Ok();
