@@ -751,23 +751,26 @@ class RankBuilder {
   // each member (by ep coordinate).
   int32_t AllToAll(OpRole role, std::span<const int64_t> to, std::span<const int64_t> from) {
     int64_t total = 0;
-    for (int64_t t : to) total += t;
+    size_t non_zero = 0;
+    for (int64_t t : to) total += t, non_zero += t != 0;
     const int32_t id =
         Collect(Collective::kAllToAll, Dim::kEp, role, total * h_ * bpe_, {last_compute_});
     Op& op = *last_;
     bool same = op.bytes_per_peer.size() == to.size() && op.bytes_from_peer.size() == from.size();
     op.bytes_per_peer.resize(to.size());
     op.bytes_from_peer.resize(from.size());
-    op.peer_sends.clear();  // the non-zero entries again (the sizes alone say no change)
     for (size_t i = 0; i < to.size(); ++i) {
-      const int64_t bytes = to[i] * h_ * bpe_;
-      same = same && op.bytes_per_peer[i] == bytes;
-      op.bytes_per_peer[i] = bytes;
-      if (bytes != 0) op.peer_sends.push_back({static_cast<int32_t>(i), bytes});
+      same &= op.bytes_per_peer[i] == to[i] * h_ * bpe_;
+      op.bytes_per_peer[i] = to[i] * h_ * bpe_;
     }
     for (size_t i = 0; i < from.size(); ++i) {
-      same = same && op.bytes_from_peer[i] == from[i] * h_ * bpe_;
+      same &= op.bytes_from_peer[i] == from[i] * h_ * bpe_;
       op.bytes_from_peer[i] = from[i] * h_ * bpe_;
+    }
+    // The non-zero entries again (the sizes alone say whether anything changed).
+    op.peer_sends.resize(non_zero);
+    for (size_t i = 0, w = 0; i < to.size(); ++i) {
+      if (to[i] != 0) op.peer_sends[w++] = {static_cast<int32_t>(i), op.bytes_per_peer[i]};
     }
     if (!same) Changed(op);
     return id;
