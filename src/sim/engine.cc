@@ -506,7 +506,7 @@ void PhaseRun::SetRow(CommInfo& c, std::span<const PeerBytes> row) {
 void PhaseRun::CompactRows() {
   size_t live = 0;
   for (const CommInfo& c : s_.comm) live += static_cast<size_t>(c.row_size);
-  if (s_.rows.size() <= 2 * live + 4096) return;
+  if (s_.rows.size() <= 2 * live + 64) return;
   s_.spare_rows.clear();
   for (CommInfo& c : s_.comm) {
     const std::span<const PeerBytes> row = Row(c);

@@ -205,7 +205,8 @@ TEST(EngineTest, SameGraphRunsEqualFreshRuns) {
   ASSERT_TRUE(reused.Run(*prog).ok());
   std::vector<double> start(pl->world_size(), 0.5);
   // Every op read again, then only the updated ones (the engine keeps the
-  // all-to-all rows of the others, and moves and compacts the ones that grow).
+  // all-to-all rows of the others, and moves the ones that grow to the end of
+  // its block, which it compacts twice over these steps).
   int64_t k = 0;
   for (int64_t step : {1, 2, 9, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15, 0}) {
     bool same_ops = false;
