@@ -114,32 +114,33 @@ OpKind RoleKind(OpRole role);
 enum class Stream : int8_t { kCompute = 0, kCommTp, kCommSp, kCommEp, kCommDp, kCommPp };
 inline constexpr int kNumStreams = 6;
 
+// One non-zero entry of an all-to-all's bytes_per_peer: position in Group::ranks, bytes.
+struct PeerBytes {
+  int32_t position = 0;
+  int64_t bytes = 0;
+  bool operator==(const PeerBytes&) const = default;
+};
+
+// Fields are ordered by who reads them: the simulator's engine reads every op
+// of a phase on each run, so what it needs (kind, stream, deps, cost, shape,
+// the comm fields) comes first, in as few cache lines as possible.
 struct Op {
   int32_t id = 0;  // index in RankProgram::ops
   OpKind kind = OpKind::kComm;
   Stream stream = Stream::kCompute;
-  int32_t layer = -1;       // model layer, -1 outside layers
-  int32_t micro_batch = 0;  // pipeline micro-batch (0 without pipelining)
-  int32_t sp_step = -1;     // ring-attention step, -1 otherwise
   // What the op does within its kind (see OpRole); label() is its text.
   OpRole role = OpRole::kNone;
+  // Ops of the same rank that must finish before this one starts, beyond
+  // stream order (cross-stream dependencies).
+  std::vector<int32_t> deps;
   // Cost. FLOPs count a multiply-add as 2.
   int64_t flops = 0;
   int64_t bytes_read = 0;
   int64_t bytes_written = 0;
-  // The part of bytes_read that is parameters (weights and biases of this rank's
-  // shard the op multiplies by); 0 for ops without weights and for the embedding
-  // gather (its rows are counted in bytes_read).
-  int64_t weight_bytes = 0;
   // Shape for cost models: GEMM m×k · k×n; attention: m = query tokens (all
   // requests), n = key tokens per request, k = heads · qk head dim; elementwise
   // ops: m = tokens, n = elements per token. Zero when not applicable.
   int64_t m = 0, n = 0, k = 0;
-  // How many ranks compute this same work redundantly (1 = unique work): tp for
-  // ops replicated over the TP group, tp/kv_heads for replicated KV heads, sp for
-  // decode ops replicated over the SP group, and their products. Sum over ranks of
-  // flops / replication = the single-device total.
-  int32_t replication = 1;
   // Routed-expert GEMMs (role kExpertGateUp): tokens each local expert received, in
   // the order of Placement::ExpertsOfEpRank (all experts when ep = 1).
   std::vector<int64_t> expert_tokens;
@@ -151,14 +152,27 @@ struct Op {
   int64_t peer = -1;      // send/recv: the other global rank; broadcast: the root
   int64_t seq = 0;        // order of this call within its group (or peer pair)
   int64_t bytes = 0;      // message size as nccl-tests counts it (see docs)
+  // All-to-all: the non-zero entries of bytes_per_peer, by position — what the
+  // simulator reads (a decode step's rows are mostly zeros). Kept equal to
+  // bytes_per_peer by whoever writes it (ProgramCheck checks).
+  std::vector<PeerBytes> peer_sends;
+
+  int32_t layer = -1;       // model layer, -1 outside layers
+  int32_t micro_batch = 0;  // pipeline micro-batch (0 without pipelining)
+  int32_t sp_step = -1;     // ring-attention step, -1 otherwise
+  // How many ranks compute this same work redundantly (1 = unique work): tp for
+  // ops replicated over the TP group, tp/kv_heads for replicated KV heads, sp for
+  // decode ops replicated over the SP group, and their products. Sum over ranks of
+  // flops / replication = the single-device total.
+  int32_t replication = 1;
+  // The part of bytes_read that is parameters (weights and biases of this rank's
+  // shard the op multiplies by); 0 for ops without weights and for the embedding
+  // gather (its rows are counted in bytes_read).
+  int64_t weight_bytes = 0;
   // All-to-all: bytes sent to / received from each group member, indexed by position
   // in Group::ranks (this rank's own entry included: it moves locally).
   std::vector<int64_t> bytes_per_peer;
   std::vector<int64_t> bytes_from_peer;
-
-  // Ops of the same rank that must finish before this one starts, beyond
-  // stream order (cross-stream dependencies).
-  std::vector<int32_t> deps;
 
   bool is_comm() const { return kind == OpKind::kComm; }
   // Tells apart ops of one kind in one layer ("input", "q_a", "gate_up", "attn");

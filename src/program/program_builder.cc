@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <deque>
 #include <initializer_list>
 #include <map>
@@ -52,6 +53,10 @@ struct RoutingBlock {
   int64_t* send = nullptr;    // [owner][ep rank]: assignments the owner sends the rank's experts
   int64_t* recv = nullptr;    // [ep rank][owner]: the same, transposed
   int64_t* expert = nullptr;  // [expert]: assignments over all owners
+  // Which entries of each send / recv row are non-zero, a bit per column
+  // (RoutingCache::MaskWords words per row): a decode row has a few of ep.
+  uint64_t* send_mask = nullptr;
+  uint64_t* recv_mask = nullptr;
 };
 
 class RoutingCache {
@@ -65,13 +70,18 @@ class RoutingCache {
     RoutingBlock& b =
         blocks_[static_cast<size_t>(((dp * sp_ + sp) * micro_ + mb) * layers_ + layer)];
     if (b.send == nullptr) {
-      storage_.emplace_back(static_cast<size_t>(2 * ep_ * ep_ + experts_), 0);
+      const int64_t words = MaskWords();
+      storage_.emplace_back(static_cast<size_t>(2 * ep_ * ep_ + experts_ + 2 * ep_ * words), 0);
       b.send = storage_.back().data();
       b.recv = b.send + ep_ * ep_;
       b.expert = b.recv + ep_ * ep_;
+      b.send_mask = reinterpret_cast<uint64_t*>(b.expert + experts_);
+      b.recv_mask = b.send_mask + ep_ * words;
     }
     return b;
   }
+  // Words of a row's non-zero mask.
+  int64_t MaskWords() const { return (ep_ + 63) / 64; }
   // Scratch for one owner's per-expert counts.
   std::vector<int64_t>& counts() { return counts_; }
 
@@ -656,6 +666,7 @@ class RankBuilder {
       // (Placement), so what owner j sends k is what k receives from j. Decode
       // draws few assignments: skip the experts that got none.
       int64_t* send = b.send + j * ep_;
+      const int64_t words = cache_.MaskWords();
       for (int64_t x = 0; x < experts; ++x) {
         const int64_t n = counts[x];
         if (n == 0) continue;
@@ -663,6 +674,8 @@ class RankBuilder {
         send[k] += n;
         b.recv[k * ep_ + j] += n;
         b.expert[x] += n;
+        b.send_mask[j * words + k / 64] |= uint64_t{1} << (k % 64);
+        b.recv_mask[k * words + j / 64] |= uint64_t{1} << (j % 64);
       }
     }
     b.drawn = true;
@@ -695,13 +708,16 @@ class RankBuilder {
     const RoutingBlock& routing = Routing();
     const std::span<const int64_t> send(routing.send + c_ep_ * ep_, ep_);
     const std::span<const int64_t> recv(routing.recv + c_ep_ * ep_, ep_);
+    const int64_t words = cache_.MaskWords();
+    const std::span<const uint64_t> send_mask(routing.send_mask + c_ep_ * words, words);
+    const std::span<const uint64_t> recv_mask(routing.recv_mask + c_ep_ * words, words);
     std::vector<int64_t>& per_expert = per_expert_;  // a member: no allocation per layer
     per_expert.resize(local_experts.size());
     for (size_t i = 0; i < local_experts.size(); ++i) {
       per_expert[i] = routing.expert[local_experts[i]];
     }
     int32_t dispatch = -1;
-    if (ep_ > 1) dispatch = AllToAll(OpRole::kDispatch, send, recv);
+    if (ep_ > 1) dispatch = AllToAll(OpRole::kDispatch, send, send_mask, recv);
     if (moe.num_shared_experts > 0) {
       // Runs while the dispatch is in flight.
       SplitFfn(OpRole::kSharedGateUp, OpRole::kSharedDown, OpRole::kSharedActivation, tokens,
@@ -709,7 +725,7 @@ class RankBuilder {
     }
     if (dispatch >= 0) pending_.push_back(dispatch);
     ExpertGemms(per_expert);
-    if (ep_ > 1) pending_.push_back(AllToAll(OpRole::kCombine, recv, send));
+    if (ep_ > 1) pending_.push_back(AllToAll(OpRole::kCombine, recv, recv_mask, send));
     {  // Unpermute: weighted sum of each token's expert outputs (+ the shared output).
       const bool shared = moe.num_shared_experts > 0;
       Cost c;
@@ -748,8 +764,9 @@ class RankBuilder {
   }
 
   // All-to-all(v) of hidden states over the ep group: token counts to and from
-  // each member (by ep coordinate).
-  int32_t AllToAll(OpRole role, std::span<const int64_t> to, std::span<const int64_t> from) {
+  // each member (by ep coordinate); `to_mask` has a bit per non-zero of `to`.
+  int32_t AllToAll(OpRole role, std::span<const int64_t> to, std::span<const uint64_t> to_mask,
+                   std::span<const int64_t> from) {
     int64_t total = 0;
     for (int64_t t : to) total += t;
     const int32_t id =
@@ -759,12 +776,22 @@ class RankBuilder {
     op.bytes_per_peer.resize(to.size());
     op.bytes_from_peer.resize(from.size());
     for (size_t i = 0; i < to.size(); ++i) {
-      same = same && op.bytes_per_peer[i] == to[i] * h_ * bpe_;
+      same &= op.bytes_per_peer[i] == to[i] * h_ * bpe_;
       op.bytes_per_peer[i] = to[i] * h_ * bpe_;
     }
     for (size_t i = 0; i < from.size(); ++i) {
-      same = same && op.bytes_from_peer[i] == from[i] * h_ * bpe_;
+      same &= op.bytes_from_peer[i] == from[i] * h_ * bpe_;
       op.bytes_from_peer[i] = from[i] * h_ * bpe_;
+    }
+    // The non-zero entries again (the sizes alone say whether anything changed).
+    size_t non_zero = 0;
+    for (uint64_t word : to_mask) non_zero += static_cast<size_t>(std::popcount(word));
+    op.peer_sends.resize(non_zero);  // one allocation when built
+    for (size_t word = 0, w = 0; word < to_mask.size(); ++word) {
+      for (uint64_t bits = to_mask[word]; bits != 0; bits &= bits - 1) {
+        const size_t i = word * 64 + static_cast<size_t>(std::countr_zero(bits));
+        op.peer_sends[w++] = {static_cast<int32_t>(i), op.bytes_per_peer[i]};
+      }
     }
     if (!same) Changed(op);
     return id;

@@ -610,7 +610,8 @@ void ExpectSamePrograms(const PhaseProgram& a, const PhaseProgram& b) {
         return std::make_tuple(o.id, o.kind, o.stream, o.layer, o.micro_batch, o.sp_step, o.role,
                                o.flops, o.bytes_read, o.bytes_written, o.weight_bytes, o.m, o.n,
                                o.k, o.replication, o.expert_tokens, o.collective, o.dim, o.group_id,
-                               o.peer, o.seq, o.bytes, o.bytes_per_peer, o.bytes_from_peer, o.deps);
+                               o.peer, o.seq, o.bytes, o.peer_sends, o.bytes_per_peer,
+                               o.bytes_from_peer, o.deps);
       };
       EXPECT_TRUE(fields(x) == fields(y)) << "rank " << r << " op " << i << " " << OpName(x);
     }
@@ -678,7 +679,7 @@ TEST(ProgramBuilderTest, UpdateListsTheOpsItChanged) {
           auto costs = [](const Op& o) {
             return std::make_tuple(o.flops, o.bytes_read, o.bytes_written, o.weight_bytes, o.m, o.n,
                                    o.k, o.replication, o.expert_tokens, o.peer, o.bytes,
-                                   o.bytes_per_peer, o.bytes_from_peer);
+                                   o.peer_sends, o.bytes_per_peer, o.bytes_from_peer);
           };
           const bool rebuilt = now.size() != was.size() || now[i].role != was[i].role;
           if (rebuilt || costs(now[i]) != costs(was[i])) want.push_back(static_cast<int32_t>(i));

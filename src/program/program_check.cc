@@ -83,6 +83,17 @@ Status CheckRank(const RankProgram& rp, const Placement& pl) {
       if (sum != op.bytes) {
         return Broken(op, rp.rank, "bytes_per_peer sums to {}, bytes is {}", sum, op.bytes);
       }
+      std::vector<PeerBytes> non_zero;
+      for (size_t j = 0; j < op.bytes_per_peer.size(); ++j) {
+        if (op.bytes_per_peer[j] != 0) {
+          non_zero.push_back({static_cast<int32_t>(j), op.bytes_per_peer[j]});
+        }
+      }
+      if (op.peer_sends != non_zero) {
+        return Broken(op, rp.rank,
+                      "peer_sends ({} entries) are not the non-zero bytes_per_peer ({})",
+                      op.peer_sends.size(), non_zero.size());
+      }
     }
   }
   return Status::Ok();

@@ -80,7 +80,26 @@ TEST(ProgramCheckTest, CatchesAllToAllSplitsThatDisagree) {
   ASSERT_NE(a2a, nullptr);
   a2a->bytes_per_peer[0] += 128;  // same total, different split
   a2a->bytes_per_peer[1] -= 128;
+  a2a->peer_sends.clear();  // consistent with the row: the split itself is wrong
+  for (size_t j = 0; j < a2a->bytes_per_peer.size(); ++j) {
+    if (a2a->bytes_per_peer[j] != 0) {
+      a2a->peer_sends.push_back({static_cast<int32_t>(j), a2a->bytes_per_peer[j]});
+    }
+  }
   ExpectBroken(b.program, b.placement, "expects");
+}
+
+TEST(ProgramCheckTest, CatchesPeerSendsThatAreNotTheRowsNonZeros) {
+  Built b =
+      BuildOrDie(MakeExperiment(testing::TinyMoe(true), Sizes{.ep = 2}, 2, 16), Phase::kPrefill);
+  Op* a2a = Find(b.program, 0, Collective::kAllToAll);
+  ASSERT_NE(a2a, nullptr);
+  ASSERT_FALSE(a2a->peer_sends.empty());
+  a2a->peer_sends.back().bytes += 1;  // the row (what the sums check) unchanged
+  ExpectBroken(b.program, b.placement, "peer_sends");
+  a2a->peer_sends.back().bytes -= 1;
+  a2a->peer_sends.push_back({1, 0});  // a zero entry is not a non-zero one
+  ExpectBroken(b.program, b.placement, "peer_sends");
 }
 
 TEST(ProgramCheckTest, CatchesForwardDependencies) {

@@ -135,16 +135,28 @@ CollectivePlan Hierarchical(const Topology& topo, const CollectiveCall& c,
   return p;
 }
 
-// Row i of an all-to-all's matrix (borrowed or its own); with borrowed rows
-// (the ops', cold) it also fetches row i + 1 for the next call.
-std::span<const int64_t> RowOf(const CollectiveCall& c, size_t i) {
-  if (c.per_peer_rows.empty()) return c.per_peer[i];
-  if (i + 1 < c.per_peer_rows.size()) {
-    const std::span<const int64_t> next = c.per_peer_rows[i + 1];
-    const char* p = reinterpret_cast<const char*>(next.data());
-    for (size_t o = 0; o < next.size_bytes(); o += 64) __builtin_prefetch(p + o);
+// An all-to-all's rows as their non-zero (position, bytes) entries, by
+// position: the call's sparse rows, or those of its dense matrix (kept in
+// `storage`). A member without a row sends nothing.
+std::vector<std::span<const PeerBytes>> SparseRows(const CollectiveCall& c,
+                                                   std::vector<std::vector<PeerBytes>>* storage) {
+  if (!c.sparse_rows.empty()) return c.sparse_rows;
+  storage->resize(c.per_peer.size());
+  std::vector<std::span<const PeerBytes>> rows(c.per_peer.size());
+  for (size_t i = 0; i < c.per_peer.size(); ++i) {
+    for (size_t j = 0; j < c.per_peer[i].size(); ++j) {
+      const int64_t bytes = c.per_peer[i][j];
+      if (bytes != 0) (*storage)[i].push_back({static_cast<int32_t>(j), bytes});
+    }
+    rows[i] = (*storage)[i];
   }
-  return c.per_peer_rows[i];
+  return rows;
+}
+
+// Asks for the cache lines of a row (the ops' rows are cold).
+void PrefetchRow(std::span<const PeerBytes> row) {
+  const char* p = reinterpret_cast<const char*>(row.data());
+  for (size_t o = 0; o < row.size_bytes(); o += 64) __builtin_prefetch(p + o);
 }
 
 // The all-to-all's stage without a torus: a pair's path is the sender's up
@@ -152,8 +164,8 @@ std::span<const int64_t> RowOf(const CollectiveCall& c, size_t i) {
 // of the NICs across, so each link's load is a row or column sum. Sums stay in
 // whole bytes and the loads come out in link order: the same stage the general
 // loop below makes, without a path lookup per pair.
-Stage SwitchedAllToAll(const Topology& topo, const CollectiveCall& c) {
-  const size_t rows = c.per_peer_rows.empty() ? c.per_peer.size() : c.per_peer_rows.size();
+Stage SwitchedAllToAll(const Topology& topo, const CollectiveCall& c,
+                       const std::vector<std::span<const PeerBytes>>& rows) {
   const size_t n = c.devices.size();
   // Per member: its domain (−1 − i where there are none: no pair shares one).
   std::vector<int64_t> domain(n);
@@ -163,22 +175,21 @@ Stage SwitchedAllToAll(const Topology& topo, const CollectiveCall& c) {
   // Per member: bytes up and down, within its domain and across.
   std::vector<int64_t> up_in(n), up_out(n), down_in(n), down_out(n);
   bool any_in = false, any_out = false;  // bytes moved within a domain, across
-  for (size_t i = 0; i < n && i < rows; ++i) {
-    const std::span<const int64_t> row = RowOf(c, i);
+  for (size_t i = 0; i < n && i < rows.size(); ++i) {
+    if (i + 1 < rows.size()) PrefetchRow(rows[i + 1]);
     const int64_t a = c.devices[i], own = domain[i];
-    const int64_t* peer = c.devices.data();
-    const int64_t* dom = domain.data();
     int64_t in = 0, out = 0;
-    const size_t m = std::min(n, row.size());
-    // Branch-free (most pairs move bytes). The member's own part (j = i, the
-    // same device) stays local.
-    for (size_t j = 0; j < m; ++j) {
-      const int64_t bytes = row[j] > 0 && peer[j] != a ? row[j] : 0;
-      const int64_t same = -static_cast<int64_t>(dom[j] == own);  // all ones or zero
-      in += bytes & same;
-      out += bytes & ~same;
-      down_in[j] += bytes & same;
-      down_out[j] += bytes & ~same;
+    for (const PeerBytes& e : rows[i]) {
+      const size_t j = static_cast<uint32_t>(e.position);
+      // The member's own part (the same device) stays local.
+      if (j >= n || e.bytes <= 0 || c.devices[j] == a) continue;
+      if (domain[j] == own) {
+        in += e.bytes;
+        down_in[j] += e.bytes;
+      } else {
+        out += e.bytes;
+        down_out[j] += e.bytes;
+      }
     }
     up_in[i] = in;
     up_out[i] = out;
@@ -206,25 +217,27 @@ Stage SwitchedAllToAll(const Topology& topo, const CollectiveCall& c) {
 CollectivePlan Direct(const Topology& topo, const CollectiveCall& c) {
   Stage st;
   std::vector<int32_t> scratch;
+  std::vector<std::vector<PeerBytes>> storage;  // rows of a dense matrix
   if (c.collective == Collective::kAllToAll && !topo.torus()) {
-    st = SwitchedAllToAll(topo, c);
+    st = SwitchedAllToAll(topo, c, SparseRows(c, &storage));
   } else if (c.collective == Collective::kAllToAll) {
     // Every pair's bytes summed per link here, in link order: the bytes are
     // whole numbers, so the sums are exact and FlowNetwork::Start (which would
     // sort and merge thousands of entries) gets the same loads it would make.
-    const size_t rows = c.per_peer_rows.empty() ? c.per_peer.size() : c.per_peer_rows.size();
+    const std::vector<std::span<const PeerBytes>> rows = SparseRows(c, &storage);
     std::vector<double> per_link(static_cast<size_t>(topo.num_links()), 0.0);
     std::vector<int32_t> used;
     const size_t n = c.devices.size();
-    for (size_t i = 0; i < n && i < rows; ++i) {
-      const std::span<const int64_t> row = RowOf(c, i);
-      for (size_t j = 0; j < n && j < row.size(); ++j) {
-        if (i == j || row[j] <= 0) continue;  // own part moves locally
+    for (size_t i = 0; i < n && i < rows.size(); ++i) {
+      if (i + 1 < rows.size()) PrefetchRow(rows[i + 1]);
+      for (const PeerBytes& e : rows[i]) {
+        const size_t j = static_cast<uint32_t>(e.position);
+        if (j >= n || i == j || e.bytes <= 0) continue;  // own part moves locally
         scratch.clear();
         topo.AppendPath(c.devices[i], c.devices[j], &scratch);
         for (int32_t l : scratch) {
           if (per_link[l] == 0) used.push_back(l);
-          per_link[l] += static_cast<double>(row[j]);
+          per_link[l] += static_cast<double>(e.bytes);
         }
         st.latency = std::max(st.latency, topo.Latency(c.devices[i], c.devices[j]));
       }

@@ -50,9 +50,10 @@ struct CollectiveCall {
   int64_t root = 0;              // broadcast: position of the root in `devices`
   // All-to-all: per_peer[i][j] = bytes member i sends member j.
   std::vector<std::vector<int64_t>> per_peer;
-  // All-to-all, instead of per_peer when non-empty: borrowed rows (the ops'
-  // own bytes_per_peer), which must outlive the Decompose call.
-  std::vector<std::span<const int64_t>> per_peer_rows;
+  // All-to-all, instead of per_peer when non-empty: row i's non-zero entries
+  // (by position), borrowed (the ops' own peer_sends), which must outlive the
+  // Decompose call. A decode step's rows have a few non-zeros of n.
+  std::vector<std::span<const PeerBytes>> sparse_rows;
 };
 
 // Decomposes `call`. `forced` kAuto picks by the closed forms; a forced

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <random>
@@ -166,6 +167,59 @@ TEST(CollectivesTest, AllToAllLoadsArePairByPairSumsOverEachPath) {
       for (size_t k = 0; k < want.loads.size(); ++k) {
         EXPECT_EQ(got.loads[k].link, want.loads[k].link);
         EXPECT_EQ(got.loads[k].bytes, want.loads[k].bytes) << topo.LinkName(want.loads[k].link);
+      }
+    }
+  }
+}
+
+// Row i's non-zero entries, by position (what the ops' peer_sends hold).
+std::vector<std::vector<PeerBytes>> NonZeros(const std::vector<std::vector<int64_t>>& matrix) {
+  std::vector<std::vector<PeerBytes>> rows(matrix.size());
+  for (size_t i = 0; i < matrix.size(); ++i) {
+    for (size_t j = 0; j < matrix[i].size(); ++j) {
+      if (matrix[i][j] != 0) rows[i].push_back({static_cast<int32_t>(j), matrix[i][j]});
+    }
+  }
+  return rows;
+}
+
+TEST(CollectivesTest, AllToAllOfSparseRowsEqualsPairByPairSumsOfTheDenseMatrix) {
+  std::mt19937_64 rng(29);
+  auto tpu = LoadClusterFile(std::string(SHARDSCOPE_SOURCE_DIR) + "/configs/hardware/tpu-v5e.yaml");
+  ASSERT_TRUE(tpu.ok());
+  tpu->num_nodes = 2;
+  // A switched fabric (row and column sums) and a torus (each pair's route).
+  for (const ClusterSpec& cluster : {H100(3), *tpu}) {
+    const Topology topo(cluster);
+    const int64_t devices = std::min<int64_t>(24, cluster.num_devices());
+    std::vector<int64_t> shuffled = Devices(devices);
+    std::shuffle(shuffled.begin(), shuffled.end(), rng);
+    for (const auto& members : {Devices(devices), shuffled}) {
+      // Decode-like rows (a few non-zeros of n) and dense ones.
+      for (int non_zero_in_16 : {1, 4, 16}) {
+        const size_t n = members.size();
+        CollectiveCall dense{Collective::kAllToAll, members, 0, 0, {}};
+        dense.per_peer.assign(n, std::vector<int64_t>(n, 0));
+        for (auto& row : dense.per_peer) {
+          for (int64_t& b : row) {
+            if (static_cast<int>(rng() % 16) < non_zero_in_16) b = 1 + rng() % 99999;
+          }
+        }
+        const std::vector<std::vector<PeerBytes>> rows = NonZeros(dense.per_peer);
+        CollectiveCall sparse{Collective::kAllToAll, members, 0, 0, {}};
+        for (const auto& row : rows) sparse.sparse_rows.push_back(row);
+        auto plan = Decompose(topo, sparse);
+        ASSERT_TRUE(plan.ok());
+        ASSERT_EQ(plan->stages.size(), 1u);
+        const Stage want = PairByPair(topo, dense);
+        const Stage& got = plan->stages[0];
+        EXPECT_EQ(got.latency, want.latency);
+        ASSERT_EQ(got.loads.size(), want.loads.size())
+            << cluster.name << ", " << n << " members, " << non_zero_in_16 << "/16 non-zero";
+        for (size_t k = 0; k < want.loads.size(); ++k) {
+          EXPECT_EQ(got.loads[k].link, want.loads[k].link);
+          EXPECT_EQ(got.loads[k].bytes, want.loads[k].bytes) << topo.LinkName(want.loads[k].link);
+        }
       }
     }
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstddef>
 #include <limits>
 #include <unordered_map>
 
@@ -12,6 +13,10 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr size_t kAhead = 8;  // ops prefetched ahead in Build
+// Build reads a compute Op's fields before `collective`, a comm op's up to
+// its all-to-all row (op.h orders them so).
+constexpr size_t kComputeHotBytes = offsetof(Op, collective);
+constexpr size_t kCommHotBytes = offsetof(Op, peer_sends) + sizeof(Op::peer_sends);
 // Per-op state and timings (32 bytes each) and successors (4 bytes) fetched
 // ahead of a rank's completions in the event loop.
 constexpr int64_t kStateAhead = 4;
@@ -19,8 +24,10 @@ constexpr int32_t kSuccAhead = 16;
 
 // Asks for the cache lines of [p, p + bytes).
 inline void Prefetch(const void* p, size_t bytes) {
-  const char* c = static_cast<const char*>(p);
-  for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(c + o);
+  const uintptr_t end = reinterpret_cast<uintptr_t>(p) + bytes;
+  for (uintptr_t a = reinterpret_cast<uintptr_t>(p) & ~uintptr_t{63}; a < end; a += 64) {
+    __builtin_prefetch(reinterpret_cast<const void*>(a));
+  }
 }
 
 enum class EventKind : uint8_t {
@@ -167,16 +174,21 @@ struct Engine::Scratch {
   // What matching and decomposing read of a comm op, copied out of the (cold,
   // large) Op when the graph is built: the event loop never touches an Op.
   struct CommInfo {
-    std::span<const int64_t> bytes_per_peer;  // the Op's own row
+    int64_t row_begin = 0;  // all-to-all: its row (peer_sends) is rows[row_begin, + row_size)
+    int32_t row_size = 0;
     int64_t group_id = -1, peer = -1, seq = 0, bytes = 0;
     Collective collective = Collective::kNone;
     Dim dim = Dim::kTp;
     bool changed = true;  // since the previous run (all-to-all plans are kept otherwise)
   };
-  std::vector<int64_t> offset;              // global index of each rank's op 0
-  std::vector<OpState> op;                  // per global op
-  std::vector<CommInfo> comm;               // per comm op, in global op order
+  std::vector<int64_t> offset;  // global index of each rank's op 0
+  std::vector<OpState> op;      // per global op
+  std::vector<CommInfo> comm;   // per comm op, in global op order
+  // All-to-all rows, copied out of the ops: in one block, not one heap block
+  // per op (a cache and a TLB miss each when matched); spare: for compacting.
+  std::vector<PeerBytes> rows, spare_rows;
   std::vector<int32_t> succ;                // successors (stream order and deps), CSR
+  size_t p2p_ops = 0;                       // comm ops that are sends or recvs
   std::vector<int32_t> edge_from, edge_to;  // edges in creation order, for the CSR
   std::vector<double> rank_end;
   std::vector<OpTiming> spare_timings;  // from Engine::Recycle
@@ -217,7 +229,34 @@ class PhaseRun {
   // compute times and the message sizes are read from the ops (of `updated` only).
   Status Refresh(const UpdatedOps* updated);
   // Refresh's figures of global op g from `op`.
-  void Reread(int64_t g, const Op& op);
+  // `row_later`: its all-to-all row by CopyRowLater, else now (fetched ahead).
+  Status Reread(int64_t g, const Op& op, bool row_later);
+  // An all-to-all with bytes must list them in peer_sends.
+  Status CheckRow(int64_t rank, const Op& op) const;
+  using CommInfo = Engine::Scratch::CommInfo;
+  // Points `c` at a copy of `row`: in its old place when it fits, else at the
+  // end of s_.rows.
+  void SetRow(CommInfo& c, std::span<const PeerBytes> row);
+  // SetRow of comm op c, once CopyRows is called: the row is fetched meanwhile
+  // (a rank's rows are copied after its ops are read).
+  void CopyRowLater(int32_t c, const std::vector<PeerBytes>& row) {
+    Prefetch(row.data(), row.size() * sizeof(PeerBytes));
+    rows_to_copy_.emplace_back(c, row);
+  }
+  void CopyRows() {
+    for (const auto& [c, row] : rows_to_copy_) SetRow(s_.comm[c], row);
+    rows_to_copy_.clear();
+  }
+  // timing_ from the recycled buffer, `total` long (not yet initialised).
+  void PrepareTimings(int64_t total);
+  // Initial timings of global ops [begin, end) (their states must be set),
+  // and with `reset_pending` their pending counts, in one pass.
+  void InitTimings(int64_t begin, int64_t end, bool reset_pending);
+  // Drops the rows no comm op points at any more, once they are half of s_.rows.
+  void CompactRows();
+  std::span<const PeerBytes> Row(const CommInfo& c) const {
+    return {s_.rows.data() + c.row_begin, static_cast<size_t>(c.row_size)};
+  }
   void Push(double time, EventKind kind, int64_t a) {
     queue_.push(Event(time + 0.0, next_seq_++, kind, a));  // + 0.0: -0 becomes +0
   }
@@ -235,7 +274,6 @@ class PhaseRun {
   // that becomes ready is posted now, or by an event at its time: posts (and
   // everything on the network) stay in time order.
   Status Complete(int64_t g, double now);
-  using CommInfo = Engine::Scratch::CommInfo;
   const CommInfo& Comm(int64_t g) const { return s_.comm[s_.op[g].comm]; }
   const Op& OpAt(int64_t g) const {
     const int32_t r = s_.op[g].rank;
@@ -264,13 +302,17 @@ class PhaseRun {
   std::vector<int32_t> members_;            // global op per instance and group position
   FlatIndex collective_index_, p2p_index_;  // (group, seq) and (dim, src, dst, seq) → instance
   std::vector<int32_t> chain_;              // Complete's stack of finished ops
+  // Build: the rank's all-to-all rows, by comm op, copied after its other fields.
+  std::vector<std::pair<int32_t, std::span<const PeerBytes>>> rows_to_copy_;
   EventHeap queue_;
   uint64_t next_seq_ = 0;
   int64_t done_ = 0;
 };
 
 // One pass over every op (in order, for the memory prefetcher): rank, compute
-// time, comm flag, predecessor count and edges; then the successor CSR.
+// time, comm flag, predecessor count and edges; after each rank, its part of
+// the successor CSR (edges never leave a rank, so its edges and op states are
+// still in cache when they are sorted).
 Status PhaseRun::Build() {
   const size_t ranks = program_.ranks.size();
   s_.offset.assign(ranks + 1, 0);
@@ -283,20 +325,26 @@ Status PhaseRun::Build() {
     return InvalidArgument("program has {} ops, more than the engine supports", total);
   }
   s_.op.resize(total);
+  PrepareTimings(total);
+  s_.p2p_ops = 0;
   s_.comm.clear();
+  s_.rows.clear();
   s_.all_to_all_plans.clear();
-  s_.edge_from.clear();
-  s_.edge_to.clear();
+  s_.succ.clear();
   for (size_t r = 0; r < ranks; ++r) {
+    s_.edge_from.clear();
+    s_.edge_to.clear();
     int32_t last[kNumStreams];
     std::fill(std::begin(last), std::end(last), -1);
     const auto& ops = program_.ranks[r].ops;
     const int32_t base = static_cast<int32_t>(s_.offset[r]);
     for (size_t i = 0; i < ops.size(); ++i) {
-      // The Ops are cold (written by the builder): fetch ahead, with their deps.
-      if (i + kAhead < ops.size()) Prefetch(&ops[i + kAhead], sizeof(Op));
-      if (i + kAhead / 2 < ops.size() && !ops[i + kAhead / 2].deps.empty()) {
-        Prefetch(ops[i + kAhead / 2].deps.data(), 1);
+      // The Ops are cold (written by the builder): fetch ahead what is read
+      // of them, then their deps and (comm ops) their comm fields and row.
+      if (i + kAhead < ops.size()) Prefetch(&ops[i + kAhead], kCommHotBytes);
+      if (i + kAhead / 2 < ops.size()) {
+        const Op& ahead = ops[i + kAhead / 2];
+        if (!ahead.deps.empty()) Prefetch(ahead.deps.data(), 1);
       }
       const Op& op = ops[i];
       const int32_t g = base + static_cast<int32_t>(i);
@@ -317,42 +365,64 @@ Status PhaseRun::Build() {
       st.comm = -1;
       st.duration = 0;
       if (op.is_comm()) {
+        RETURN_IF_ERROR(CheckRow(r, op));
         st.comm = static_cast<int32_t>(s_.comm.size());
-        s_.comm.push_back(
-            {op.bytes_per_peer, op.group_id, op.peer, op.seq, op.bytes, op.collective, op.dim});
+        s_.comm.push_back({0, 0, op.group_id, op.peer, op.seq, op.bytes, op.collective, op.dim});
+        if (op.collective == Collective::kSend || op.collective == Collective::kRecv) ++s_.p2p_ops;
+        CopyRowLater(st.comm, op.peer_sends);
       } else {
         st.duration = compute_.Seconds(op);
       }
       st.succ_begin = st.succ_end = 0;
     }
+    CopyRows();
+    // Counting sort of the rank's edges by source, stable: successors in
+    // creation order.
+    for (int32_t f : s_.edge_from) ++s_.op[f].succ_end;  // counts first
+    int32_t next = static_cast<int32_t>(s_.succ.size());
+    for (int64_t g = s_.offset[r]; g < s_.offset[r + 1]; ++g) {
+      Engine::Scratch::OpState& st = s_.op[g];
+      st.succ_begin = next;
+      next += st.succ_end;
+      st.succ_end = st.succ_begin;  // the fill cursor; ends at the end
+    }
+    s_.succ.resize(next);
+    for (size_t e = 0; e < s_.edge_from.size(); ++e) {
+      s_.succ[s_.op[s_.edge_from[e]].succ_end++] = s_.edge_to[e];
+    }
   }
-  // Counting sort of the edges by source, stable: successors in creation order.
-  for (int32_t f : s_.edge_from) ++s_.op[f].succ_end;  // counts first
-  int32_t next = 0;
-  for (Engine::Scratch::OpState& st : s_.op) {
-    st.succ_begin = next;
-    next += st.succ_end;
-    st.succ_end = st.succ_begin;  // the fill cursor; ends at the end
-  }
-  s_.succ.resize(s_.edge_from.size());
-  for (size_t e = 0; e < s_.edge_from.size(); ++e) {
-    s_.succ[s_.op[s_.edge_from[e]].succ_end++] = s_.edge_to[e];
-  }
+  InitTimings(0, total, /*reset_pending=*/false);  // Build set them
   s_.graph = true;
   return Status::Ok();
 }
 
-void PhaseRun::Reread(int64_t g, const Op& op) {
+Status PhaseRun::CheckRow(int64_t rank, const Op& op) const {
+  if (op.collective == Collective::kAllToAll && op.peer_sends.empty() && op.bytes != 0) {
+    return InvalidArgument(
+        "rank {} op {} ({}): an all-to-all of {} B without peer_sends (the non-zero entries "
+        "of bytes_per_peer, which the simulator reads)",
+        rank, op.id, OpName(op), op.bytes);
+  }
+  return Status::Ok();
+}
+
+Status PhaseRun::Reread(int64_t g, const Op& op, bool row_later) {
   Engine::Scratch::OpState& st = s_.op[g];
   if (st.is_comm()) {  // the fields Update may change (the row in place)
+    RETURN_IF_ERROR(CheckRow(st.rank, op));
     Engine::Scratch::CommInfo& c = s_.comm[st.comm];
     c.bytes = op.bytes;
     c.peer = op.peer;
-    c.bytes_per_peer = op.bytes_per_peer;
+    if (row_later) {
+      CopyRowLater(st.comm, op.peer_sends);
+    } else {
+      SetRow(c, op.peer_sends);
+    }
     c.changed = true;
   } else {
     st.duration = compute_.Seconds(op);
   }
+  return Status::Ok();
 }
 
 Status PhaseRun::Refresh(const UpdatedOps* updated) {
@@ -367,7 +437,8 @@ Status PhaseRun::Refresh(const UpdatedOps* updated) {
                            s_.offset[r + 1] - s_.offset[r]);
     }
   }
-  for (Engine::Scratch::OpState& st : s_.op) st.pending = st.preds;
+  PrepareTimings(s_.offset[ranks]);
+  InitTimings(0, s_.offset[ranks], /*reset_pending=*/true);
   if (updated != nullptr) {
     if (updated->by_rank.size() != ranks) {
       return InternalError("updated ops list {} ranks, the program {}", updated->by_rank.size(),
@@ -376,28 +447,73 @@ Status PhaseRun::Refresh(const UpdatedOps* updated) {
     for (Engine::Scratch::CommInfo& c : s_.comm) c.changed = false;
     for (size_t r = 0; r < ranks; ++r) {
       const auto& ops = program_.ranks[r].ops;
-      for (int32_t id : updated->by_rank[r]) {
+      const std::vector<int32_t>& ids = updated->by_rank[r];
+      for (size_t k = 0; k < ids.size(); ++k) {
+        const int32_t id = ids[k];
         if (id < 0 || static_cast<size_t>(id) >= ops.size()) {
           return InternalError("updated op {} of rank {} is not in the program", id, r);
         }
-        Reread(s_.offset[r] + id, ops[id]);
+        // The ops are cold: fetch those a little ahead, then their vectors.
+        if (k + kAhead < ids.size() && static_cast<size_t>(ids[k + kAhead]) < ops.size()) {
+          Prefetch(&ops[ids[k + kAhead]], kCommHotBytes);
+        }
+        if (k + kAhead / 2 < ids.size() && static_cast<size_t>(ids[k + kAhead / 2]) < ops.size()) {
+          const Op& ahead = ops[ids[k + kAhead / 2]];
+          if (!ahead.expert_tokens.empty()) Prefetch(ahead.expert_tokens.data(), 1);
+          if (!ahead.peer_sends.empty()) Prefetch(ahead.peer_sends.data(), 1);
+        }
+        RETURN_IF_ERROR(Reread(s_.offset[r] + id, ops[id], /*row_later=*/false));
       }
     }
+    CompactRows();
     return Status::Ok();
   }
   for (size_t r = 0; r < ranks; ++r) {
     const auto& ops = program_.ranks[r].ops;
     for (size_t i = 0; i < ops.size(); ++i) {
-      if (i + kAhead < ops.size()) {  // the fields Seconds reads, not the whole Op
-        const Op& ahead = ops[i + kAhead];
-        __builtin_prefetch(&ahead.kind);
-        __builtin_prefetch(&ahead.k);
-        __builtin_prefetch(&ahead.expert_tokens);
-      }
-      Reread(s_.offset[r] + static_cast<int64_t>(i), ops[i]);
+      if (i + kAhead < ops.size()) Prefetch(&ops[i + kAhead], kCommHotBytes);
+      RETURN_IF_ERROR(Reread(s_.offset[r] + static_cast<int64_t>(i), ops[i], /*row_later=*/true));
     }
+    CopyRows();
   }
+  CompactRows();
   return Status::Ok();
+}
+
+void PhaseRun::PrepareTimings(int64_t total) {
+  timing_ = std::move(s_.spare_timings);  // a recycled result's buffer, if any
+  timing_.resize(total);  // a recycled buffer of this size is written once, by InitTimings
+}
+
+void PhaseRun::InitTimings(int64_t begin, int64_t end, bool reset_pending) {
+  for (int64_t g = begin; g < end; ++g) {
+    if (reset_pending) s_.op[g].pending = s_.op[g].preds;
+    OpTiming& t = timing_[g];
+    t = OpTiming{};
+    t.comm = s_.op[g].is_comm();
+  }
+}
+
+void PhaseRun::SetRow(CommInfo& c, std::span<const PeerBytes> row) {
+  if (row.size() > static_cast<size_t>(c.row_size)) {  // else in its own place
+    c.row_begin = static_cast<int64_t>(s_.rows.size());
+    s_.rows.resize(s_.rows.size() + row.size());
+  }
+  c.row_size = static_cast<int32_t>(row.size());
+  std::copy(row.begin(), row.end(), s_.rows.begin() + c.row_begin);
+}
+
+void PhaseRun::CompactRows() {
+  size_t live = 0;
+  for (const CommInfo& c : s_.comm) live += static_cast<size_t>(c.row_size);
+  if (s_.rows.size() <= 2 * live + 64) return;
+  s_.spare_rows.clear();
+  for (CommInfo& c : s_.comm) {
+    const std::span<const PeerBytes> row = Row(c);
+    c.row_begin = static_cast<int64_t>(s_.spare_rows.size());
+    s_.spare_rows.insert(s_.spare_rows.end(), row.begin(), row.end());
+  }
+  std::swap(s_.rows, s_.spare_rows);
 }
 
 Status PhaseRun::Mismatch(int64_t g, int64_t other, std::string_view what) const {
@@ -471,8 +587,8 @@ Status PhaseRun::Rendezvous(int64_t g, double now) {
   member = static_cast<int32_t>(g);
   if (op.collective == Collective::kAllToAll) {
     // Its per-peer row is read when the last member posts: fetch it meanwhile.
-    const char* row = reinterpret_cast<const char*>(op.bytes_per_peer.data());
-    const size_t bytes = op.bytes_per_peer.size_bytes();
+    const char* row = reinterpret_cast<const char*>(Row(op).data());
+    const size_t bytes = Row(op).size_bytes();
     for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(row + o);
   }
   if (++inst.posted == inst.expected) return StartInstance(id, now);
@@ -514,7 +630,7 @@ Status PhaseRun::StartInstance(int64_t id, double now) {
     if (changed || it == s_.all_to_all_plans.end()) {
       CollectiveCall call = make_call();
       for (int32_t i = 0; i < inst.expected; ++i) {
-        call.per_peer_rows.push_back(Comm(members_[inst.members + i]).bytes_per_peer);
+        call.sparse_rows.push_back(Row(Comm(members_[inst.members + i])));
       }
       ASSIGN_OR_RETURN(CollectivePlan plan, Decompose(topology_, call, options_.allreduce));
       it = s_.all_to_all_plans.insert_or_assign(key, std::move(plan)).first;
@@ -589,6 +705,9 @@ Status PhaseRun::Complete(int64_t g, double now) {
     if (f + kStateAhead < static_cast<int64_t>(s_.op.size())) {
       __builtin_prefetch(&s_.op[f + kStateAhead]);
       __builtin_prefetch(&timing_[f + kStateAhead], 1);
+      // A comm op a little ahead (its state fetched earlier): its match fields.
+      const int32_t c = s_.op[f + kStateAhead / 2].comm;
+      if (c >= 0) __builtin_prefetch(&s_.comm[c]);
     }
     if (st.succ_end + kSuccAhead < static_cast<int32_t>(s_.succ.size())) {
       __builtin_prefetch(&s_.succ[st.succ_end + kSuccAhead]);
@@ -626,12 +745,9 @@ StatusOr<PhaseResult> PhaseRun::Run(const std::vector<double>& rank_start, bool 
   }
   RETURN_IF_ERROR(same_graph ? Refresh(updated) : Build());
   const int64_t total = s_.offset[ranks];
-  timing_ = std::move(s_.spare_timings);  // a recycled result's buffer, if any
-  timing_.assign(total, OpTiming{});
-  for (int64_t g = 0; g < total; ++g) timing_[g].comm = s_.op[g].is_comm();
   const size_t comm_ops = s_.comm.size();  // of the graph, built or reused
-  collective_index_.Reset(comm_ops);
-  p2p_index_.Reset(comm_ops);
+  collective_index_.Reset(comm_ops - s_.p2p_ops);
+  p2p_index_.Reset(s_.p2p_ops);
   instances_.reserve(comm_ops);
   s_.rank_end.assign(ranks, 0);
   for (size_t r = 0; r < ranks; ++r) {
@@ -655,8 +771,9 @@ StatusOr<PhaseResult> PhaseRun::Run(const std::vector<double>& rank_start, bool 
     const double t = e.time();
     switch (e.kind()) {
       case EventKind::kRankStart:
+        // Ops that wait for nothing (not those made ready meanwhile). The scan
+        // also brings the rank's op states into cache before its ops run.
         for (int64_t g = s_.offset[e.a()]; g < s_.offset[e.a() + 1]; ++g) {
-          // Ops that wait for nothing (not those made ready meanwhile).
           if (s_.op[g].preds == 0) RETURN_IF_ERROR(Post(g, t));
         }
         break;
