@@ -85,6 +85,32 @@ TEST(AnalyzerTest, PipelineBubbleWithoutReceivesIsNotAvailableOnEveryRank) {
   }
 }
 
+// Found by nccl_jsonl_fuzzer (UBSan, signed overflow): per-rank times each
+// fit int64 ns, their sum over ranks need not. Four ranks idle 3e18 ns each
+// (one op at 0 s, one ~95 years later): the mean is 3e9 s, not a wrapped sum.
+TEST(AnalyzerTest, SumsOverRanksOfHugeTimesDoNotOverflow) {
+  ScratchDir dir;
+  trace::Trace t;
+  for (int32_t rank : {0, 1, 2, 3}) {
+    trace::OpEvent op;
+    op.rank = rank;
+    op.ts_ns = rank == 3 ? 3'000'000'000'000'000'000 : 0;
+    op.dur_ns = 1000;
+    t.ops.push_back(op);
+  }
+  const std::string path = dir.File("far_apart.json");
+  ASSERT_TRUE(trace::WriteTrace(t, path).ok());
+  auto r = AnalyzeTraceFile(path);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const Metric* idle = r->metrics.Find("idle_time.mean");
+  ASSERT_NE(idle, nullptr);
+  ASSERT_TRUE(idle->value.has_value());
+  EXPECT_NEAR(*idle->value, 3e9, 1e-3);
+  const Metric* busy = r->metrics.Find("busy_time.mean");
+  ASSERT_TRUE(busy != nullptr && busy->value.has_value());
+  EXPECT_NEAR(*busy->value, 1e-6, 1e-15);
+}
+
 // issue 17: `--trace-format kineto` on a ShardScope trace silently read 0 ops.
 TEST(AnalyzerTest, ForcedFormatThatReadsNothingOfAnotherFormatIsAnError) {
   ScratchDir dir;

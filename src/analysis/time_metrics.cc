@@ -23,6 +23,20 @@ struct Breakdown {
   int64_t busy = 0, compute = 0, comm = 0, overlap = 0;
 };
 
+// Sums over ranks, in ns as doubles: a run's per-rank times each fit int64,
+// their sum over many ranks need not (a trace whose window spans ~2^62 ns
+// overflowed it, a fuzzer found). Exact while the sum stays below 2^53 ns.
+struct BreakdownSum {
+  double busy = 0, compute = 0, comm = 0, overlap = 0;
+  void Add(const Breakdown& b) {
+    busy += static_cast<double>(b.busy);
+    compute += static_cast<double>(b.compute);
+    comm += static_cast<double>(b.comm);
+    overlap += static_cast<double>(b.overlap);
+  }
+};
+double NsToSeconds(double ns) { return ns * 1e-9; }
+
 // Merged unions of one rank's op intervals (all ops, compute, comm).
 struct Unions {
   std::vector<Interval> any, compute, comm;
@@ -141,8 +155,10 @@ void AddTimeMetrics(const Context& ctx, const SyncResult& sync, MetricSet* out) 
   // Σ over ranks and max over ranks, per phase filter (-1 = all, then prefill, decode).
   constexpr std::array<int, 3> kFilters = {-1, static_cast<int>(Phase::kPrefill),
                                            static_cast<int>(Phase::kDecode)};
-  std::array<Breakdown, 3> sum{}, max{};
-  int64_t idle_sum = 0, idle_max = 0, bubble_sum = 0, bubble_max = 0, wait_sum = 0, wait_max = 0;
+  std::array<BreakdownSum, 3> sum{};
+  std::array<Breakdown, 3> max{};
+  double idle_sum = 0, bubble_sum = 0, wait_sum = 0;
+  int64_t idle_max = 0, bubble_max = 0, wait_max = 0;
   bool any_recv = false;
   std::vector<double> busy_per_rank;
   std::vector<std::pair<double, int32_t>> compute_per_rank;  // (compute time, rank)
@@ -166,10 +182,7 @@ void AddTimeMetrics(const Context& ctx, const SyncResult& sync, MetricSet* out) 
     for (size_t f = 0; f < kFilters.size(); ++f) {
       const std::vector<Interval>& busy = unions[f].any;
       Breakdown b = unions[f].Measure();
-      sum[f].busy += b.busy;
-      sum[f].compute += b.compute;
-      sum[f].comm += b.comm;
-      sum[f].overlap += b.overlap;
+      sum[f].Add(b);
       max[f].busy = std::max(max[f].busy, b.busy);
       max[f].compute = std::max(max[f].compute, b.compute);
       max[f].comm = std::max(max[f].comm, b.comm);
@@ -189,7 +202,7 @@ void AddTimeMetrics(const Context& ctx, const SyncResult& sync, MetricSet* out) 
         }
         int64_t idle = window - b.busy;
         out->Add("idle_time", scope, Seconds(idle), "s");
-        idle_sum += idle;
+        idle_sum += static_cast<double>(idle);
         idle_max = std::max(idle_max, idle);
         busy_per_rank.push_back(Seconds(b.busy));
         compute_per_rank.emplace_back(Seconds(b.compute), rank);
@@ -201,7 +214,7 @@ void AddTimeMetrics(const Context& ctx, const SyncResult& sync, MetricSet* out) 
         } else {
           out->AddUnavailable("pipeline_bubble", scope, "s", kNoReceives);
         }
-        bubble_sum += bubble;
+        bubble_sum += static_cast<double>(bubble);
         bubble_max = std::max(bubble_max, bubble);
         auto w = sync.wait_ns.find(rank);
         int64_t wait = w == sync.wait_ns.end() ? 0 : w->second;
@@ -210,7 +223,7 @@ void AddTimeMetrics(const Context& ctx, const SyncResult& sync, MetricSet* out) 
         } else {
           out->Add("sync_wait", scope, Seconds(wait), "s");
         }
-        wait_sum += wait;
+        wait_sum += static_cast<double>(wait);
         wait_max = std::max(wait_max, wait);
       } else if (present[f]) {
         std::string ps = fmt::format("{} phase {}", scope, trace::PhaseName(Phase(kFilters[f])));
@@ -231,18 +244,18 @@ void AddTimeMetrics(const Context& ctx, const SyncResult& sync, MetricSet* out) 
       }
       continue;
     }
-    const Breakdown& s = sum[f];
+    const BreakdownSum& s = sum[f];
     const Breakdown& m = max[f];
     if (f == 0) {
       out->Add("busy_time.max", scope, Seconds(m.busy), "s", "max over ranks");
-      out->Add("busy_time.mean", scope, Seconds(s.busy) / ranks, "s", "mean over ranks");
+      out->Add("busy_time.mean", scope, NsToSeconds(s.busy) / ranks, "s", "mean over ranks");
     }
     out->Add("compute_time.max", scope, Seconds(m.compute), "s", "max over ranks");
-    out->Add("compute_time.mean", scope, Seconds(s.compute) / ranks, "s", "mean over ranks");
+    out->Add("compute_time.mean", scope, NsToSeconds(s.compute) / ranks, "s", "mean over ranks");
     out->Add("comm_time.max", scope, Seconds(m.comm), "s", "max over ranks");
-    out->Add("comm_time.mean", scope, Seconds(s.comm) / ranks, "s", "mean over ranks");
+    out->Add("comm_time.mean", scope, NsToSeconds(s.comm) / ranks, "s", "mean over ranks");
     out->Add("exposed_comm_time.max", scope, Seconds(m.overlap), "s", "max over ranks");
-    out->Add("exposed_comm_time.mean", scope, Seconds(s.comm - s.overlap) / ranks, "s",
+    out->Add("exposed_comm_time.mean", scope, NsToSeconds(s.comm - s.overlap) / ranks, "s",
              "mean over ranks");
     out->Add("comm_ratio", scope, Ratio(s.comm, s.compute), "ratio",
              "Σ comm / Σ compute over ranks");
@@ -256,12 +269,12 @@ void AddTimeMetrics(const Context& ctx, const SyncResult& sync, MetricSet* out) 
     }
   }
   out->Add("idle_time.max", "", Seconds(idle_max), "s", "max over ranks");
-  out->Add("idle_time.mean", "", Seconds(idle_sum) / ranks, "s", "mean over ranks");
+  out->Add("idle_time.mean", "", NsToSeconds(idle_sum) / ranks, "s", "mean over ranks");
   if (any_recv) {
     out->Add("pipeline_bubble.max", "", Seconds(bubble_max), "s", "max over ranks");
-    out->Add("pipeline_bubble.mean", "", Seconds(bubble_sum) / ranks, "s", "mean over ranks");
-    out->Add("bubble_fraction", "", Ratio(Seconds(bubble_sum), ranks * Seconds(window)), "ratio",
-             "Σ bubble / (ranks × wall time)");
+    out->Add("pipeline_bubble.mean", "", NsToSeconds(bubble_sum) / ranks, "s", "mean over ranks");
+    out->Add("bubble_fraction", "", Ratio(NsToSeconds(bubble_sum), ranks * Seconds(window)),
+             "ratio", "Σ bubble / (ranks × wall time)");
   } else {
     for (const char* name : {"pipeline_bubble.max", "pipeline_bubble.mean", "bubble_fraction"}) {
       out->AddUnavailable(name, "", name[0] == 'b' ? "ratio" : "s", kNoReceives);
@@ -273,8 +286,8 @@ void AddTimeMetrics(const Context& ctx, const SyncResult& sync, MetricSet* out) 
     }
   } else {
     out->Add("sync_wait.max", "", Seconds(wait_max), "s", "max over ranks");
-    out->Add("sync_wait.mean", "", Seconds(wait_sum) / ranks, "s", "mean over ranks");
-    out->Add("sync_wait.sum", "", Seconds(wait_sum), "s", "sum over ranks");
+    out->Add("sync_wait.mean", "", NsToSeconds(wait_sum) / ranks, "s", "mean over ranks");
+    out->Add("sync_wait.sum", "", NsToSeconds(wait_sum), "s", "sum over ranks");
   }
   // Load balance and stragglers.
   double busy_max = 0, busy_mean = 0;
