@@ -637,8 +637,8 @@ std::string CalibrationYaml(const CalibrationResult& r) {
       out += fmt::format(
           "  - {{collective: {}, group_size: {}, latency_us: {}, algbw_gb_s: {:.4g}, "
           "busbw_gb_s: {:.4g}, calls: {}, sizes: {}, rms_error: {:.3g}}}\n",
-          f.collective == Collective::kSend ? "send_recv" : CollectiveName(f.collective),
-          f.group_size, f.fit.latency_known ? fmt::format("{:.4g}", f.fit.latency * 1e6) : "null",
+          sim::MeasuredCollectiveName(f.collective), f.group_size,
+          f.fit.latency_known ? fmt::format("{:.4g}", f.fit.latency * 1e6) : "null",
           f.fit.algbw * 1e-9, f.busbw * 1e-9, f.samples, f.sizes, f.fit.rms_relative);
     }
   }

@@ -13,11 +13,10 @@ IterationCost::IterationCost(Experiment replica, Placement placement,
     : replica_(std::move(replica)),
       placement_(std::move(placement)),
       setup_(std::move(setup)),
-      engine_(placement_, setup_->compute, setup_->topology,
-              sim::EngineOptions{allreduce, setup_->serial_comm}),
+      engine_(placement_, setup_->compute, setup_->topology, setup_->EngineOptionsFor(allreduce)),
       replay_compute_(setup_->compute.WithoutLaunch()),
       replay_engine_(placement_, replay_compute_, setup_->topology,
-                     sim::EngineOptions{allreduce, setup_->serial_comm}),
+                     setup_->EngineOptionsFor(allreduce)),
       per_octave_(per_octave),
       align_(replica_.parallel.sp > 1
                  ? (replica_.parallel.sp_variant == SpVariant::kZigzag ? 2 * replica_.parallel.sp

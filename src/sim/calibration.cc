@@ -175,6 +175,19 @@ Status Calibration::Validate() const {
   return Status::Ok();
 }
 
+std::string_view MeasuredCollectiveName(Collective c) {
+  return c == Collective::kSend ? "send_recv" : CollectiveName(c);
+}
+
+std::optional<Collective> ParseMeasuredCollective(std::string_view name) {
+  if (name == "send_recv") return Collective::kSend;
+  std::optional<Collective> c = ParseCollective(name);
+  if (!c || *c == Collective::kNone || *c == Collective::kRecv) {
+    return std::nullopt;
+  }
+  return c;
+}
+
 std::vector<std::string> OverheadTerms::Active(bool serving) const {
   std::vector<std::string> out;
   auto us = [&](double seconds, std::string_view name) {
@@ -197,10 +210,9 @@ std::vector<std::string> OverheadTerms::Active(bool serving) const {
   us(cold_start, "cold_start");
   if (async_launch) out.push_back("async_launch (an op takes max(device time, launch))");
   for (const auto& [key, m] : collectives) {
-    out.push_back(fmt::format(
-        "{} over {}: latency {:.6g} us{}",
-        key.first == Collective::kSend ? "send_recv" : CollectiveName(key.first), key.second,
-        m.latency * 1e6, m.algbw > 0 ? fmt::format(", {:.4g} GB/s", m.algbw * 1e-9) : ""));
+    out.push_back(fmt::format("{} over {}: latency {:.6g} us{}", MeasuredCollectiveName(key.first),
+                              key.second, m.latency * 1e6,
+                              m.algbw > 0 ? fmt::format(", {:.4g} GB/s", m.algbw * 1e-9) : ""));
   }
   return out;
 }
@@ -272,9 +284,8 @@ Status ReadMeasuredCollectives(const YamlMap& top, MeasuredCollectives* out) {
                                      "busbw_gb_s", "calls", "sizes", "rms_error"}));
     std::string name;
     RETURN_IF_ERROR(entry.Required("collective", &name));
-    std::optional<Collective> kind =
-        name == "send_recv" ? std::optional<Collective>(Collective::kSend) : ParseCollective(name);
-    if (!kind || *kind == Collective::kNone || *kind == Collective::kRecv) {
+    const std::optional<Collective> kind = ParseMeasuredCollective(name);
+    if (!kind) {
       return at.Child("collective")
           .Error(fmt::format("unknown collective '{}' (all_reduce, all_gather, reduce_scatter, "
                              "all_to_all, broadcast, send_recv)",

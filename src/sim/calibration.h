@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -121,6 +122,13 @@ struct Calibration {
   const Efficiency& For(OpKind kind, double rows) const;
   Status Validate() const;
 };
+
+// The calibration file's name of a measured collective (`collectives:`):
+// CollectiveName, and "send_recv" for point-to-point pairs (kSend).
+std::string_view MeasuredCollectiveName(Collective c);
+// Its inverse (also any spelling ParseCollective takes); nullopt for other
+// names and for "none" and "recv".
+std::optional<Collective> ParseMeasuredCollective(std::string_view name);
 
 // Defaults for the device family of `device` (H100/H200, A100, TPU, CPU).
 Calibration DefaultCalibration(const DeviceSpec& device);

@@ -13,6 +13,7 @@
 #include "core/status.h"
 #include "sim/calibration.h"
 #include "sim/compute_model.h"
+#include "sim/engine.h"
 #include "sim/topology.h"
 
 namespace shardscope::sim {
@@ -28,6 +29,9 @@ struct SimSetup {
   // engine), so a comm op does not overlap the rank's compute — the rank's ops
   // run in program order (EngineOptions::serial_comm). Accelerators overlap.
   bool serial_comm = false;
+
+  // The options of an Engine over this setup, with `allreduce`'s algorithm.
+  EngineOptions EngineOptionsFor(Algorithm allreduce) const { return {allreduce, serial_comm}; }
 };
 
 // Fails on a bad calibration file (empty path: the device family's defaults)

@@ -318,7 +318,7 @@ TEST(SimulatorTest, CpuRanksDoNotOverlapCommWithCompute) {
     ASSERT_TRUE(builder.ok()) << builder.status().message();
     auto prefill = builder->Build(Phase::kPrefill, 0);
     ASSERT_TRUE(prefill.ok()) << prefill.status().message();
-    const EngineOptions options{Algorithm::kAuto, (*setup)->serial_comm};
+    const EngineOptions options = (*setup)->EngineOptionsFor(Algorithm::kAuto);
     Engine engine(*pl, (*setup)->compute, (*setup)->topology, options);
     auto r = engine.Run(*prefill);
     ASSERT_TRUE(r.ok()) << r.status().message();
