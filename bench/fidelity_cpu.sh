@@ -22,27 +22,33 @@ experiments=$(grep -o 'name: \(cal\|val\)_[a-z0-9_]*' "$cfg" | cut -d' ' -f2)
 
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 
-# Runs an experiment REPEATS times; prints the trace with the median TPOT.
+# One real run of an experiment (round R); records its TPOT and trace.
 measure() {
-  local e=$1 r trace tpot
-  : > "$out/$e.tpot"
-  for r in $(seq 1 "$repeats"); do
-    echo "  $e run $r: load $(load)" >&2
-    "$bin" run --config "$cfg" --experiment "$e" --backend cpu --out "$out/traces/$e/$r" \
-      > "$out/$e.run$r.txt"
-    trace=$(find "$out/traces/$e/$r" -name 'trace_*.trace' | head -1)
-    tpot=$("$bin" analyze "$trace" --format json |
-      /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); d=d[0] if isinstance(d,list) else d; m={x["name"]:x.get("value") for x in d["metrics"] if not x.get("scope")}; print(m.get("tpot"))')
-    echo "$tpot $trace" >> "$out/$e.tpot"
-  done
-  sort -g "$out/$e.tpot" | awk -v n="$repeats" 'NR == int((n + 1) / 2) {print $2}'
+  local e=$1 r=$2 trace tpot
+  echo "  $e run $r: load $(load)" >&2
+  "$bin" run --config "$cfg" --experiment "$e" --backend cpu --out "$out/traces/$e/$r" \
+    > "$out/$e.run$r.txt"
+  trace=$(find "$out/traces/$e/$r" -name 'trace_*.trace' | head -1)
+  tpot=$("$bin" analyze "$trace" --format json |
+    /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); d=d[0] if isinstance(d,list) else d; m={x["name"]:x.get("value") for x in d["metrics"] if not x.get("scope")}; print(m.get("tpot"))')
+  echo "$tpot $trace" >> "$out/$e.tpot"
 }
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 echo "commit: $(git rev-parse --short HEAD)$(git diff --quiet || echo ' (modified)'), $(date -u +%FT%TZ)"
 echo "load before: $(load)"
+# Rounds over all experiments (not all repeats of one, then the next): the
+# host's memory bandwidth drifts over minutes, and interleaving spreads the
+# drift over the calibration and held-out runs alike.
+for e in $experiments; do : > "$out/$e.tpot"; done
+for r in $(seq 1 "$repeats"); do
+  for e in $experiments; do measure "$e" "$r"; done
+done
+# Each experiment's run with the median TPOT.
 declare -A trace_of
-for e in $experiments; do trace_of[$e]=$(measure "$e"); done
+for e in $experiments; do
+  trace_of[$e]=$(sort -g "$out/$e.tpot" | awk -v n="$repeats" 'NR == int((n + 1) / 2) {print $2}')
+done
 
 cal_traces=()
 for e in $experiments; do [[ $e == cal_* ]] && cal_traces+=("${trace_of[$e]}"); done

@@ -6,6 +6,7 @@
 //     program_shapes.py) and rows m from 1 to 16 384;
 //   - the memory-bound elementwise and gather ops (RMSNorm, SwiGLU, residual
 //     add, RoPE, KV append, embedding), bf16, by our own simple kernels;
+//   - the FP8 activation quantisation before an FP8 GEMM (amax, scale, cast);
 //   - copy bandwidth (cudaMemcpy device to device, and a copy kernel), the
 //     square GEMM peak, and launch costs (eager, CUDA graph).
 // Kernel times are device times: each op is captured R times into a CUDA
@@ -213,6 +214,48 @@ __global__ void GatherKernel(const int32_t* ids, const bf16* table, bf16* out, i
   for (int i = threadIdx.x; i < h / 8; i += blockDim.x) d[i] = s[i];
 }
 
+// FP8 activation quantisation with a per-tensor dynamic scale, the pass a
+// serving stack runs before each FP8 GEMM: the amax of |x| over the tensor,
+// then y = x · 448 / amax cast to e4m3. Two kernels: the first reads 2 bytes
+// per element, the second reads 2 and writes 1.
+__global__ void AmaxKernel(const bf16* x, int64_t vecs, unsigned* amax_bits) {
+  const Vec8* xv = reinterpret_cast<const Vec8*>(x);
+  float m = 0;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < vecs;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const Vec8 a = xv[i];
+    for (int j = 0; j < 8; ++j) m = fmaxf(m, fabsf(__bfloat162float(a.v[j])));
+  }
+  for (int o = 16; o > 0; o /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+  // The block's maximum, then one atomic per block (one per warp would
+  // serialise thousands of atomics on one address).
+  __shared__ float warp_max[32];
+  if (threadIdx.x % 32 == 0) warp_max[threadIdx.x / 32] = m;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int i = 1; i < (blockDim.x + 31) / 32; ++i) m = fmaxf(m, warp_max[i]);
+    // m ≥ 0, whose bit patterns order as the floats do.
+    atomicMax(amax_bits, __float_as_uint(m));
+  }
+}
+
+struct alignas(8) Fp8x8 {
+  fp8 v[8];
+};
+
+__global__ void QuantKernel(const bf16* x, const unsigned* amax_bits, Fp8x8* y, int64_t vecs) {
+  const float amax = __uint_as_float(*amax_bits);
+  const float scale = amax > 0 ? 448.0f / amax : 1.0f;
+  const Vec8* xv = reinterpret_cast<const Vec8*>(x);
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < vecs;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const Vec8 a = xv[i];
+    Fp8x8 out;
+    for (int j = 0; j < 8; ++j) out.v[j] = fp8(__bfloat162float(a.v[j]) * scale);
+    y[i] = out;
+  }
+}
+
 __global__ void CopyKernel(const uint4* a, uint4* b, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x)
@@ -346,7 +389,8 @@ class Results {
     int64_t ts_ns = 0;
     for (const Measurement& r : all_) {
       const bool gemm = r.k > 0;
-      if (r.kind == "copy" || r.kind == "gemm_peak" || r.kind.rfind("decode_layers", 0) == 0 ||
+      if (r.kind == "copy" || r.kind == "gemm_peak" || r.kind == "fp8_quant" ||
+          r.kind.rfind("decode_layers", 0) == 0 ||
           (gemm && r.dtype != trace_dtype) || r.Skipped())
         continue;
       for (double s : r.seconds) {
@@ -731,6 +775,43 @@ void ElementwiseSweep(cudaStream_t stream, double l2, const std::vector<int64_t>
   }
 }
 
+// ---- FP8 activation quantisation (per tensor, dynamic scale), in gpu_ops.csv
+// only: calibrate_gpu.sh turns it into fp8_quant_bytes_per_element.
+
+void Fp8QuantSweep(cudaStream_t stream, double l2, const std::vector<int64_t>& rows,
+                   Timer& timer, Results& results) {
+  // The inputs of the FP8 GEMMs of bench/gpu/gpu_shapes.yaml: hidden sizes and
+  // FFN widths per rank.
+  for (int64_t w : {4096, 7168, 8192, 14336}) {
+    for (int64_t m : rows) {
+      if (timer.OutOfTime()) return;
+      const int64_t mw = m * w;
+      Measurement r{"fp8_quant", "bf16", "per-tensor dynamic: amax, then scale and cast", m, w, 0};
+      r.bytes_read = 4.0 * mw, r.bytes_written = static_cast<double>(mw);
+      const int copies = Copies(3.0 * mw, l2);
+      DeviceBuffer in(static_cast<size_t>(copies * mw * 2)), out(static_cast<size_t>(copies * mw)),
+          amax(sizeof(unsigned) * copies);
+      FillRandom(in.p, copies * mw, false, 7, stream);
+      const int threads = 256;
+      const int grid = Grid(mw / 8, threads);
+      r.seconds = timer.Time(
+          [&](int i) {
+            const int j = i % copies;
+            unsigned* a = amax.as<unsigned>() + j;
+            const bf16* x = in.as<bf16>() + j * mw;
+            if (cudaMemsetAsync(a, 0, sizeof(unsigned), stream) != cudaSuccess) return false;
+            AmaxKernel<<<grid, threads, 0, stream>>>(x, mw / 8, a);
+            QuantKernel<<<grid, threads, 0, stream>>>(
+                x, a, reinterpret_cast<Fp8x8*>(out.as<uint8_t>() + j * mw), mw / 8);
+            return cudaPeekAtLastError() == cudaSuccess;
+          },
+          5, &r.note);
+      CUDA_CHECK(cudaGetLastError());
+      if (!r.seconds.empty()) results.Add(r);
+    }
+  }
+}
+
 // ---- Device limits: copy bandwidth, GEMM peak, launch costs.
 
 struct Limits {
@@ -868,6 +949,7 @@ int main(int argc, char** argv) {
     gemm.Sweep(GemmShape{"gemm_peak", "peak", 8192, 8192}, dtype, {8192}, timer, results);
   }
   ElementwiseSweep(stream, l2, rows, timer, results);
+  Fp8QuantSweep(stream, l2, rows, timer, results);
   gemm.DecodeLayers({1, 16, 128}, timer, results);
   for (const std::string dtype : {"bf16", "fp8"}) {
     for (const GemmShape& s : shapes) {

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -24,6 +25,11 @@ constexpr double kKindGain = 0.5;
 // A collective's fit sets network_efficiency only with this many message
 // sizes and at most this rms error.
 constexpr int64_t kMinSizes = 3;
+// A class's own cache rate is fitted with a Huber loss beyond this |ln error|
+// (×1.5): among a class's cache-resident ops a few take a library's slower
+// path (OpenBLAS packs the weights of larger m ≥ 4 products: 4× the time of
+// m = 2) and would otherwise set the rate of all.
+constexpr double kCacheHuber = 0.405;
 constexpr double kMaxCommRms = 0.2;
 
 double Median(std::vector<double> v) {
@@ -77,26 +83,35 @@ EfficiencyFit FitClassLaunch(const std::vector<ShapeSample>& samples, const Devi
 // Each class's launch (0 or 10 ns … 1 ms, 0.05 decade) for its fixed
 // efficiencies, minimising its loss over all its ops; with `fit_cache`, at
 // the cache bandwidth (0.01 decade over 10 GB/s … 300 GB/s; ties to the
-// smallest) minimising the total. Returns that bandwidth (0 without).
+// smallest) minimising the total, then each class's own cache rate (the same
+// grid, with its launch) where its `min_resident` or more cache-resident ops
+// decide one (`caches`: −1 where they do not: the common rate). Returns the
+// common bandwidth (0 without).
 double FitLaunchesAndCache(const std::vector<std::vector<ShapeSample>>& groups, DeviceRoofs roofs,
-                           const std::vector<sim::Efficiency>& efficiencies, bool fit_cache,
-                           std::vector<double>* launches) {
+                           std::vector<sim::Efficiency> efficiencies, bool fit_cache,
+                           int64_t min_resident, std::vector<double>* launches,
+                           std::vector<double>* caches) {
   std::vector<double> grid = {0};
   for (double l = -8; l <= -3 + 1e-9; l += 0.05) grid.push_back(std::pow(10.0, l));
+  // The best launch of group i and its loss.
+  auto best_launch = [&](size_t i, const DeviceRoofs& r, double* launch, double huber = 0) {
+    double best = (*launches)[i];
+    double best_loss = FitLoss(groups[i], r, best, efficiencies[i], huber);
+    for (double l : grid) {
+      const double v = FitLoss(groups[i], r, l, efficiencies[i], huber);
+      if (v < best_loss * (1 - 1e-9)) best_loss = v, best = l;
+    }
+    if (launch != nullptr) *launch = best;
+    return best_loss;
+  };
   auto best_launches = [&](std::vector<double>* out) {
     double total = 0;
     for (size_t i = 0; i < groups.size(); ++i) {
-      double best = (*launches)[i];
-      double best_loss = FitLoss(groups[i], roofs, best, efficiencies[i]);
-      for (double l : grid) {
-        const double v = FitLoss(groups[i], roofs, l, efficiencies[i]);
-        if (v < best_loss * (1 - 1e-9)) best_loss = v, best = l;
-      }
-      if (out != nullptr) (*out)[i] = best;
-      total += best_loss;
+      total += best_launch(i, roofs, out != nullptr ? &(*out)[i] : nullptr);
     }
     return total;
   };
+  caches->assign(groups.size(), -1);
   double cache = 0;
   if (fit_cache) {
     double best_loss = std::numeric_limits<double>::infinity();
@@ -106,6 +121,21 @@ double FitLaunchesAndCache(const std::vector<std::vector<ShapeSample>>& groups, 
       if (v < best_loss * (1 - 1e-9)) best_loss = v, cache = roofs.cache_bandwidth;
     }
     roofs.cache_bandwidth = cache;
+    // A class's own rate where its resident ops are many enough and the data
+    // prefer one (ties keep the common rate: ops the FLOPs bound say nothing).
+    for (size_t i = 0; i < groups.size(); ++i) {
+      int64_t resident = 0;
+      for (const ShapeSample& s : groups[i]) resident += s.resident ? s.count : 0;
+      if (resident < min_resident) continue;
+      double best = -1, best_class_loss = best_launch(i, roofs, nullptr, kCacheHuber);
+      for (double l = 10; l <= 11.5 + 1e-9; l += 0.01) {
+        efficiencies[i].cache = std::pow(10.0, l);
+        const double v = best_launch(i, roofs, nullptr, kCacheHuber);
+        if (v < best_class_loss * (1 - 1e-9)) best_class_loss = v, best = efficiencies[i].cache;
+      }
+      efficiencies[i].cache = best;
+      (*caches)[i] = best;
+    }
   }
   best_launches(launches);
   return cache;
@@ -181,20 +211,45 @@ bool AnyShared(const std::vector<std::vector<ShapeSample>>& groups) {
   return false;
 }
 
-// The factor k on every sample's shared bandwidth (the node's bus) that
-// minimises the loss of the classes with such samples, log10 k in [−0.5, 0.5].
-// Scales the samples by the k found.
-double FitNodeScale(const std::vector<sim::OpClass>& classes,
-                    std::vector<std::vector<ShapeSample>>* groups, const DeviceRoofs& roofs,
-                    double launch, const std::vector<sim::Efficiency>& priors) {
-  std::vector<size_t> shared;
-  for (size_t i = 0; i < groups->size(); ++i) {
-    if (AnyShared({(*groups)[i]})) shared.push_back(i);
+// The matrix products of a class whose shape (rows m, FLOPs and bytes, which
+// give n·k and n + k) was measured at two or more shares of the node's bus
+// (alone, and with the node's other devices busy): only such pairs tell the
+// bus apart from the class's own efficiency. Different shapes (a TP2 shard
+// against a TP1 matrix, m = 4 against m = 1) would let the bus absorb the
+// shapes' own rates, and ops without rows (attention over one request or
+// four, elementwise ops) can agree in FLOPs and bytes while doing different
+// work, so they take no part in the bus's fit.
+std::vector<ShapeSample> PairedShapes(const std::vector<ShapeSample>& group) {
+  using Key = std::tuple<double, double, double>;
+  std::map<Key, std::set<double>> shares;
+  for (const ShapeSample& s : group) {
+    if (s.rows > 0) shares[{s.flops, s.bytes, s.rows}].insert(s.shared_bandwidth);
   }
+  std::vector<ShapeSample> out;
+  for (const ShapeSample& s : group) {
+    if (s.rows > 0 && shares[{s.flops, s.bytes, s.rows}].size() >= 2) out.push_back(s);
+  }
+  return out;
+}
+
+// The factor k on every sample's shared bandwidth (the node's bus) that
+// minimises the loss of the shapes measured at several shares of the bus
+// (PairedShapes), log10 k in [−0.5, 0.5]. Scales the samples by
+// the k found. nullopt (nothing scaled) when no class has such a shape.
+std::optional<double> FitNodeScale(const std::vector<sim::OpClass>& classes,
+                                   std::vector<std::vector<ShapeSample>>* groups,
+                                   const DeviceRoofs& roofs, double launch,
+                                   const std::vector<sim::Efficiency>& priors) {
+  std::vector<std::pair<size_t, std::vector<ShapeSample>>> paired;
+  for (size_t i = 0; i < groups->size(); ++i) {
+    std::vector<ShapeSample> p = PairedShapes((*groups)[i]);
+    if (!p.empty()) paired.emplace_back(i, std::move(p));
+  }
+  if (paired.empty()) return std::nullopt;
   auto loss = [&](double log_k) {
     double total = 0;
-    for (size_t i : shared) {
-      std::vector<ShapeSample> g = (*groups)[i];
+    for (const auto& [i, samples] : paired) {
+      std::vector<ShapeSample> g = samples;
       for (ShapeSample& s : g) s.shared_bandwidth *= std::pow(10.0, log_k);
       total += FitEfficiency(g, roofs, launch, priors[i], classes[i] != sim::OpClass::kGemv).loss;
     }
@@ -202,7 +257,8 @@ double FitNodeScale(const std::vector<sim::OpClass>& classes,
   };
   // A grid, not a bracketing search: above the bus the loss is flat (the cap
   // stops binding), which would lead a bracketing search past a narrow minimum.
-  // Ties go to the smallest k: the bus is at least what the data show.
+  // Ties keep the cluster's figure (k = 1) when it is among the best, else go
+  // to the smallest k: the bus is at least what the data show.
   double best = 0, best_loss = loss(0);
   for (double l = -0.5; l <= 0.5 + 1e-9; l += 0.02) {
     const double v = loss(l);
@@ -331,10 +387,18 @@ StatusOr<CalibrationResult> Calibrate(const std::vector<std::string>& paths,
     // Runs whose ranks shared a node's memory bus measure that bus: fit its
     // bandwidth (as a factor on the cluster's figure), then the launch again.
     if (cluster && cluster->node_memory_bandwidth > 0 && AnyShared(groups)) {
-      const double k = FitNodeScale(fit_classes, &groups, result.roofs, launch, priors);
-      result.node_bandwidth_fitted = true;
-      result.calibration.node_memory_bandwidth = k * cluster->node_memory_bandwidth;
-      launch = FitLaunch(fit_classes, groups, result.roofs, priors);
+      if (std::optional<double> k =
+              FitNodeScale(fit_classes, &groups, result.roofs, launch, priors)) {
+        result.node_bandwidth_fitted = true;
+        result.calibration.node_memory_bandwidth = *k * cluster->node_memory_bandwidth;
+        launch = FitLaunch(fit_classes, groups, result.roofs, priors);
+      } else {
+        result.node_bandwidth_why_not = fmt::format(
+            "no matrix product of one shape was measured both alone on the node and with its "
+            "other devices busy: "
+            "the cluster file's {:.3g} GB/s kept",
+            cluster->node_memory_bandwidth * 1e-9);
+      }
     }
     result.launch_fitted = true;
     result.calibration.launch_overhead = launch;
@@ -359,6 +423,7 @@ StatusOr<CalibrationResult> Calibrate(const std::vector<std::string>& paths,
   const double prior_cache = result.calibration.cache_bandwidth;  // the defaults'
   std::vector<EfficiencyFit> fits(fit_classes.size());
   std::vector<double> launches(fit_classes.size(), launch);
+  std::vector<double> caches(fit_classes.size(), -1);  // each class's own cache rate
   for (int round = 0; round < 2; ++round) {
     for (size_t i = 0; i < fit_classes.size(); ++i) {
       // gemv is one row by definition: no ramp to fit.
@@ -367,7 +432,8 @@ StatusOr<CalibrationResult> Calibrate(const std::vector<std::string>& paths,
     }
     std::vector<sim::Efficiency> efficiencies;
     for (const EfficiencyFit& f : fits) efficiencies.push_back(f.efficiency);
-    const double cache = FitLaunchesAndCache(all, result.roofs, efficiencies, fit_cache, &launches);
+    const double cache = FitLaunchesAndCache(all, result.roofs, efficiencies, fit_cache,
+                                             options.min_samples, &launches, &caches);
     if (fit_cache) result.roofs.cache_bandwidth = cache;
   }
   if (fit_cache) {
@@ -384,6 +450,7 @@ StatusOr<CalibrationResult> Calibrate(const std::vector<std::string>& paths,
     f.fitted = true;
     f.result = fit.efficiency;
     f.result.launch = launches[i];
+    f.result.cache = caches[i];
     f.flops_bound = fit.flops_bound;
     f.memory_bound = fit.memory_bound;
     // The defaults as the simulator applies them: their launch and cache bandwidth.
@@ -401,7 +468,10 @@ StatusOr<CalibrationResult> Calibrate(const std::vector<std::string>& paths,
     if (!resident[i].empty()) {
       int64_t n = 0;
       for (const ShapeSample& r : resident[i]) n += r.count;
-      note(fmt::format("{} ops from cache (launch, cache bandwidth)", n));
+      note(caches[i] > 0
+               ? fmt::format("{} ops from cache (launch, own cache bandwidth {:.3g} GB/s)", n,
+                             caches[i] * 1e-9)
+               : fmt::format("{} ops from cache (launch, cache bandwidth)", n));
     }
     result.calibration.classes[fit_classes[i]] = f.result;
   }
@@ -469,8 +539,10 @@ StatusOr<CalibrationResult> Calibrate(const std::vector<std::string>& paths,
 
   // ---- Communication: per (collective, group size).
   std::map<std::pair<Collective, int32_t>, std::map<double, std::vector<double>>> calls;
+  std::map<std::pair<Collective, int32_t>, std::vector<double>> waits;  // calls of ≥ 2 members
   for (const CommCallSample& s : samples.comm) {
     calls[{s.collective, s.group_size}][s.bytes].push_back(s.seconds);
+    if (s.members >= 2) waits[{s.collective, s.group_size}].push_back(s.wait);
   }
   std::vector<double> efficiencies;
   for (const auto& [key, by_size] : calls) {
@@ -489,10 +561,19 @@ StatusOr<CalibrationResult> Calibrate(const std::vector<std::string>& paths,
     } else {
       f.fit = FitLink(ms);
       f.busbw = analysis::BusFactor(f.collective, f.group_size) * f.fit.algbw;
+      // The mean wait for the later members (ranks drift apart between
+      // synchronisations; a simulator's ranks do not): from calls whose
+      // members all showed up in the traces.
+      const std::vector<double>& w = waits[key];
+      f.wait_calls = static_cast<int64_t>(w.size());
+      if (f.wait_calls >= options.min_samples) f.wait = Median(w);
       // The line the simulator takes for this collective and group size
-      // (where slower than its algorithm's): ≥ 2 sizes give one.
+      // (where slower than its algorithm's), with its wait: ≥ 2 sizes give
+      // one. A collective of one size is mostly one role at one place of the
+      // step (TP's sampling all-gather at the step's end, whose members wait
+      // out the whole step's drift): its wait does not carry over.
       if (f.fit.latency_known && f.fit.algbw > 0) {
-        result.calibration.terms.collectives[key] = {f.fit.latency, f.fit.algbw};
+        result.calibration.terms.collectives[key] = {f.fit.latency, f.fit.algbw, f.wait};
       }
       // Only a clean line over several sizes says what the links deliver;
       // small-message calls dominated by latency or waits do not.
@@ -593,10 +674,12 @@ std::string CalibrationYaml(const CalibrationResult& r) {
     for (const ClassFit& f : r.classes) {
       if (!f.fitted) continue;
       out += fmt::format(
-          "  {}: {{flops_efficiency: {:.4g}, memory_efficiency: {:.4g}, half_rows: {:.4g}{}}}"
+          "  {}: {{flops_efficiency: {:.4g}, memory_efficiency: {:.4g}, half_rows: {:.4g}{}{}}}"
           "  # {} ops, {} shapes, rms error {:.1f} % (defaults {:.1f} %)\n",
           f.name, f.result.flops, f.result.memory, f.result.half_rows,
           f.result.launch >= 0 ? fmt::format(", launch_us: {:.4g}", f.result.launch * 1e6) : "",
+          f.result.cache > 0 ? fmt::format(", cache_bandwidth_gb_s: {:.4g}", f.result.cache * 1e-9)
+                             : "",
           f.samples, f.shapes, 100 * f.residual.rms_relative, 100 * f.prior_residual.rms_relative);
     }
   }
@@ -630,16 +713,17 @@ std::string CalibrationYaml(const CalibrationResult& r) {
     out +=
         "# Measured per collective and group size. The simulator takes latency_us and\n"
         "# algbw_gb_s where slower than its algorithm's latency and bandwidth (null: one\n"
-        "# message size, no line: not used); the other fields are the fit's report.\n"
+        "# message size, no line: the entry is not used), plus wait_us, the members'\n"
+        "# median wait for the latest; the other fields are the fit's report.\n"
         "collectives:\n";
     for (const CollectiveFit& f : r.collectives) {
       if (!f.why_not.empty()) continue;
       out += fmt::format(
           "  - {{collective: {}, group_size: {}, latency_us: {}, algbw_gb_s: {:.4g}, "
-          "busbw_gb_s: {:.4g}, calls: {}, sizes: {}, rms_error: {:.3g}}}\n",
+          "wait_us: {:.4g}, busbw_gb_s: {:.4g}, calls: {}, sizes: {}, rms_error: {:.3g}}}\n",
           sim::MeasuredCollectiveName(f.collective), f.group_size,
           f.fit.latency_known ? fmt::format("{:.4g}", f.fit.latency * 1e6) : "null",
-          f.fit.algbw * 1e-9, f.busbw * 1e-9, f.samples, f.sizes, f.fit.rms_relative);
+          f.fit.algbw * 1e-9, f.wait * 1e6, f.busbw * 1e-9, f.samples, f.sizes, f.fit.rms_relative);
     }
   }
   return out;
@@ -679,24 +763,26 @@ std::string CalibrationSummary(const CalibrationResult& r) {
   if (!r.collectives.empty()) {
     out +=
         "\n| collective | group | calls | sizes | latency | algbw | busbw | link | rms error | "
-        "note |\n"
-        "|---|---|---|---|---|---|---|---|---|---|\n";
+        "wait | note |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|\n";
     for (const CollectiveFit& f : r.collectives) {
       const std::string name = f.collective == Collective::kSend
                                    ? "send/recv"
                                    : std::string(CollectiveName(f.collective));
       if (!f.why_not.empty()) {
-        out += fmt::format("| {} | {} | {} | {} | - | - | - | - | - | {} |\n", name, f.group_size,
-                           f.samples, f.sizes, f.why_not);
+        out += fmt::format("| {} | {} | {} | {} | - | - | - | - | - | - | {} |\n", name,
+                           f.group_size, f.samples, f.sizes, f.why_not);
         continue;
       }
       out += fmt::format(
-          "| {} | {} | {} | {} | {} | {:.3g} GB/s | {:.3g} GB/s | {} | {:.1f} % | {} |\n", name,
-          f.group_size, f.samples, f.sizes,
+          "| {} | {} | {} | {} | {} | {:.3g} GB/s | {:.3g} GB/s | {} | {:.1f} % | {} | {} |\n",
+          name, f.group_size, f.samples, f.sizes,
           f.fit.latency_known ? fmt::format("{:.3g} µs", f.fit.latency * 1e6) : "-",
           f.fit.algbw * 1e-9, f.busbw * 1e-9,
           f.link_bw > 0 ? fmt::format("{:.3g} GB/s", f.link_bw * 1e-9) : "-",
           100 * f.fit.rms_relative,
+          f.wait > 0 ? fmt::format("{:.3g} µs over {} calls", f.wait * 1e6, f.wait_calls)
+                     : fmt::format("- ({} calls of all members)", f.wait_calls),
           f.fit.latency_known
               ? f.note
               : "one message size (or no positive latency): latency in algbw; " + f.note);
@@ -707,8 +793,11 @@ std::string CalibrationSummary(const CalibrationResult& r) {
   }
   if (r.node_bandwidth_fitted) {
     out += fmt::format(
-        "\nnode memory bandwidth {:.3g} GB/s (fitted from the runs whose ranks shared it)\n",
+        "\nnode memory bandwidth {:.3g} GB/s (fitted on the op shapes measured both alone and "
+        "with the node's other ranks busy)\n",
         r.calibration.node_memory_bandwidth * 1e-9);
+  } else if (!r.node_bandwidth_why_not.empty()) {
+    out += fmt::format("\nnode memory bandwidth not fitted: {}\n", r.node_bandwidth_why_not);
   }
   out += r.cache.fitted
              ? fmt::format(

@@ -55,10 +55,12 @@ struct CollectiveFit {
   int64_t samples = 0;  // calls
   int64_t sizes = 0;    // distinct message sizes
   LinkFit fit;
-  double busbw = 0;     // bus bandwidth (nccl-tests factor × algbw)
-  double link_bw = 0;   // the cluster's per-device link bandwidth, 0 unknown
-  std::string why_not;  // when not fitted
-  std::string note;     // e.g. why it does not set network_efficiency
+  double busbw = 0;        // bus bandwidth (nccl-tests factor × algbw)
+  double link_bw = 0;      // the cluster's per-device link bandwidth, 0 unknown
+  double wait = 0;         // mean wait of a member for the later ones (s); 0: not fitted
+  int64_t wait_calls = 0;  // calls whose members all appear in the traces
+  std::string why_not;     // when not fitted
+  std::string note;        // e.g. why it does not set network_efficiency
 };
 
 // An overhead term (sim::OverheadTerms) as far as the traces show it.
@@ -91,6 +93,7 @@ struct CalibrationResult {
   DeviceRoofs roofs;  // zero when unknown
   bool launch_fitted = false;
   bool node_bandwidth_fitted = false;  // calibration.node_memory_bandwidth
+  std::string node_bandwidth_why_not;  // runs shared a bus it could not be fitted from
   sim::Calibration calibration;        // defaults with the fitted entries
   std::vector<ClassFit> classes;
   std::vector<CollectiveFit> collectives;

@@ -181,6 +181,9 @@ TEST_F(CalibrateTest, RecoversTheTrueParametersOfASyntheticTrace) {
   ASSERT_TRUE(ar.fit.latency_known);
   EXPECT_NEAR(ar.fit.latency, kLatency, kLatency * 0.01);  // without rank 1's 7 µs wait
   EXPECT_NEAR(ar.fit.algbw, kAlgbw, kAlgbw * 0.01);
+  // The wait: rank 0 waits 0, rank 1 7 µs: a member waits 3.5 µs on average.
+  EXPECT_EQ(ar.wait_calls, 10);
+  EXPECT_NEAR(ar.wait, 3.5e-6, 1e-9);
   EXPECT_NEAR(ar.busbw, kAlgbw, kAlgbw * 0.01);  // 2(n−1)/n = 1 for n = 2
   ASSERT_TRUE(r->network_fitted);
   EXPECT_NEAR(r->calibration.network_efficiency, 0.5, 0.005);  // 2.5 of 5 GB/s
@@ -204,6 +207,7 @@ TEST_F(CalibrateTest, WritesAFileTheSimulatorLoads) {
   const sim::MeasuredCollective& ar = loaded->terms.collectives.at({Collective::kAllReduce, 2});
   EXPECT_NEAR(ar.latency, kLatency, kLatency * 0.01);
   EXPECT_NEAR(ar.algbw, kAlgbw, kAlgbw * 0.01);
+  EXPECT_NEAR(ar.wait, 3.5e-6, 1e-9);
   EXPECT_NEAR((r->calibration.terms.collectives.at({Collective::kAllReduce, 2}).latency), kLatency,
               kLatency * 0.01);
   // Attention was not fitted: the file leaves it to the defaults.
@@ -258,7 +262,8 @@ TEST_F(CalibrateTest, UnknownHardwareIsAnError) {
 // Matrix-vector products that alone run at 0.9 × 20 GB/s, on one rank alone
 // and on two ranks sharing a node bus of 30 GB/s (15 each) — while the
 // cluster file says 20. The lone run measures e_m, the shared one the bus.
-std::string WriteGemvTrace(const std::string& path, int world, double true_cap) {
+std::string WriteGemvTrace(const std::string& path, int world, double true_cap,
+                           const std::vector<double>& widths = {512, 1024, 2048, 4096}) {
   ClusterSpec cluster = TestCluster();
   cluster.node_memory_bandwidth = 20e9;
   nlohmann::json metadata = {
@@ -273,7 +278,7 @@ std::string WriteGemvTrace(const std::string& path, int world, double true_cap) 
   const sim::Efficiency truth{0.5, 0.9, 0};
   int64_t t = 0;
   for (int32_t rank = 0; rank < world; ++rank) {
-    for (double width : {512.0, 1024.0, 2048.0, 4096.0}) {
+    for (double width : widths) {
       for (int rep = 0; rep < 3; ++rep) {
         const double k = 1024;
         ShapeSample s{2 * width * k, 4 * (k + k * width + width), 1, 0, 1, true_cap};
@@ -306,6 +311,21 @@ TEST_F(CalibrateTest, FitsTheNodeMemoryBusOfTwoBusyRanks) {
   auto loaded = sim::LoadCalibration(out, sim::DefaultCalibration(TestCluster().device));
   ASSERT_TRUE(loaded.ok()) << loaded.status().message();
   EXPECT_NEAR(loaded->node_memory_bandwidth, 30e9, 30e9 * 0.01);
+}
+
+// The same runs, but the shared run's matrices are not the lone run's: the bus
+// cannot be told apart from the shapes' own rates, so the cluster's is kept.
+TEST_F(CalibrateTest, KeepsTheClusterNodeBusWhenNoShapeWasMeasuredAloneAndShared) {
+  auto r = Calibrate({WriteGemvTrace(Path("tp1.trace"), 1, 30e9, {512, 1024, 2048, 4096}),
+                      WriteGemvTrace(Path("tp2.trace"), 2, 15e9, {768, 1536, 3072, 6144})},
+                     {});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r->node_bandwidth_fitted);
+  EXPECT_NE(r->node_bandwidth_why_not.find("measured both alone on the node and with its"),
+            std::string::npos);
+  EXPECT_NE(r->node_bandwidth_why_not.find("20 GB/s kept"), std::string::npos);
+  EXPECT_NE(CalibrationSummary(*r).find("node memory bandwidth not fitted"), std::string::npos);
+  EXPECT_EQ(CalibrationYaml(*r).find("node_memory_bandwidth_gb_s"), std::string::npos);
 }
 
 const TermFit& FindTerm(const CalibrationResult& r, const std::string& name) {
@@ -402,6 +422,44 @@ TEST_F(CalibrateTest, RecoversTheCacheBandwidthLaunchPerClassAndPerOpGapOfSimula
   ASSERT_TRUE(loaded.ok()) << loaded.status().message();
   EXPECT_NEAR(loaded->cache_bandwidth, r->cache.bandwidth, r->cache.bandwidth * 1e-3);
   EXPECT_NEAR(loaded->classes.at(sim::OpClass::kGemm).launch, gemm.result.launch, 1e-9);
+}
+
+// Cache-resident runs whose GEMMs stream from the cache at 80 GB/s and every
+// other class at 40: each class's rate is found.
+TEST_F(CalibrateTest, RecoversAClassOwnCacheBandwidth) {
+  const std::string truth = Path("truth.yaml");
+  std::ofstream(truth) << "ops:\n  gemm: {launch_us: 2, cache_bandwidth_gb_s: 80}\n"
+                          "  elementwise: {launch_us: 0.3}\ncache_bandwidth_gb_s: 40\n";
+  std::vector<std::string> traces;
+  for (const char* model : {"tiny-moe-mla", "tiny-dense"}) {
+    const Experiment e = testing::ZooExperiment(model, "local-cpu", {}, 2, 64, 9);
+    sim::SimOptions o;
+    o.calibration_file = truth;
+    o.trace_file = Path(std::string(model) + ".trace");
+    auto simulated = sim::SimulateExperiment(e, o);
+    ASSERT_TRUE(simulated.ok()) << simulated.status().message();
+    traces.push_back(o.trace_file);
+  }
+  auto r = Calibrate(traces, {});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_TRUE(r->cache.fitted) << r->cache.why_not;
+  const ClassFit& gemm = Find(*r, "gemm");
+  ASSERT_TRUE(gemm.fitted) << gemm.why_not;
+  EXPECT_NEAR(gemm.result.cache, 80e9, 80e9 * 0.03);
+  EXPECT_NE(gemm.note.find("own cache bandwidth"), std::string::npos) << gemm.note;
+  // The common rate is the GEMMs' (most of the time); elementwise ops get
+  // their own, within the launch grid's step (0.05 decade, which the rate
+  // absorbs on these launch-bound ops).
+  const ClassFit& elementwise = Find(*r, "elementwise");
+  const double rate = elementwise.result.cache > 0 ? elementwise.result.cache : r->cache.bandwidth;
+  EXPECT_NEAR(rate, 40e9, 40e9 * 0.1);
+  const std::string out = Path("calibration.yaml");
+  ASSERT_TRUE(WriteNewFile(out, CalibrationYaml(*r), false).ok());
+  auto loaded = sim::LoadCalibration(out, sim::DefaultCalibration(TestCluster().device));
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  EXPECT_NEAR(loaded->classes.at(sim::OpClass::kGemm).cache, gemm.result.cache, 1e-3 * 80e9);
+  EXPECT_NEAR(loaded->classes.at(sim::OpClass::kElementwise).cache, elementwise.result.cache,
+              1e-3 * 40e9);
 }
 
 // A dimension tensor cores cannot take: k, or m or n ≥ 16, not a multiple of

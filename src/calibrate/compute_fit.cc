@@ -24,7 +24,7 @@ Terms ModelTerms(const sim::Efficiency& e, const DeviceRoofs& roofs, const Shape
   if (s.bytes > 0) {
     double rate = roofs.memory_bandwidth * e.memory;
     if (s.shared_bandwidth > 0) rate = std::min(rate, s.shared_bandwidth);
-    if (cached) rate = roofs.cache_bandwidth;
+    if (cached) rate = e.cache > 0 ? e.cache : roofs.cache_bandwidth;
     t.memory = s.bytes / rate;
   }
   return t;
@@ -220,11 +220,11 @@ Residual ComputeResidual(const std::vector<ShapeSample>& samples, const DeviceRo
 namespace shardscope::calibrate {
 
 double FitLoss(const std::vector<ShapeSample>& samples, const DeviceRoofs& roofs, double launch,
-               const sim::Efficiency& e) {
+               const sim::Efficiency& e, double huber) {
   double loss = 0;
   for (const ShapeSample& s : samples) {
-    const double d = std::log(ModelSeconds(e, roofs, launch, s) / s.seconds);
-    loss += Weight(s) * d * d;
+    const double d = std::abs(std::log(ModelSeconds(e, roofs, launch, s) / s.seconds));
+    loss += Weight(s) * (huber > 0 && d > huber ? huber * (2 * d - huber) : d * d);
   }
   return loss;
 }

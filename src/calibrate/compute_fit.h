@@ -64,8 +64,10 @@ EfficiencyFit FitEfficiency(const std::vector<ShapeSample>& samples, const Devic
                             double launch, const sim::Efficiency& prior, bool half_rows = true);
 
 // The loss FitEfficiency minimises: Σ count · measured · ln(model / measured)².
+// With `huber` > 0, a sample's |ln| beyond it counts linearly (Huber): a few
+// ops far off the model (a library's slower path) pull a fit less.
 double FitLoss(const std::vector<ShapeSample>& samples, const DeviceRoofs& roofs, double launch,
-               const sim::Efficiency& e);
+               const sim::Efficiency& e, double huber = 0);
 
 // Error statistics of a model over samples, weighted by count.
 // rms and median are weighted by measured time (count × median duration).

@@ -106,6 +106,15 @@ TEST(ComputeFitTest, ResidentSamplesAndWeights) {
   EXPECT_NEAR(FitLoss({s}, cached, 1e-6, e), 3 * 1e-4 * d * d, 1e-18);
   s.weight = 0.25;
   EXPECT_NEAR(FitLoss({s}, cached, 1e-6, e), 0.25 * d * d, 1e-15);
+  // The class's own cache rate overrides the common one.
+  sim::Efficiency own = e;
+  own.cache = 1e11;
+  EXPECT_NEAR(ModelSeconds(own, cached, 1e-6, s), std::max(s.flops / 5e10, s.bytes / 1e11) + 1e-6,
+              1e-15);
+  // Huber: quadratic up to the threshold, linear beyond.
+  ASSERT_GT(std::abs(d), 0.1);
+  EXPECT_NEAR(FitLoss({s}, cached, 1e-6, e, 0.1), 0.25 * 0.1 * (2 * std::abs(d) - 0.1), 1e-15);
+  EXPECT_NEAR(FitLoss({s}, cached, 1e-6, e, 10), 0.25 * d * d, 1e-15);
 }
 
 }  // namespace

@@ -186,7 +186,11 @@ class SampleSink : public trace::TraceSink {
       const double total = phase_seconds[sample_phases_[i - first_compute_]];
       if (total > 0) out_->compute[i].weight = out_->compute[i].seconds / total;
     }
-    for (const auto& [key, c] : calls_) out_->comm.push_back(c);
+    for (auto [key, call] : calls_) {
+      CommCallSample& c = call.sample;
+      c.wait = c.members > 1 ? std::max(0.0, call.sum / c.members - c.seconds) : 0;
+      out_->comm.push_back(c);
+    }
     for (const auto& [rank, steps] : steps_) {
       for (auto it = steps.begin(), next = std::next(it); next != steps.end(); it = next++) {
         if (next->first != it->first + 1) continue;  // only consecutive steps
@@ -257,7 +261,8 @@ class SampleSink : public trace::TraceSink {
       std::sort(ranks.begin(), ranks.end());
     }
     const double seconds = static_cast<double>(op.dur_ns) * 1e-9;
-    CommCallSample s{c, static_cast<int32_t>(ranks.size()), static_cast<double>(op.bytes), seconds};
+    const PendingCall s{
+        {c, static_cast<int32_t>(ranks.size()), static_cast<double>(op.bytes), seconds}, seconds};
     if (op.seq < 0) {  // no way to match the members of one call
       calls_.emplace(CallKey{-1, op.rank, 0, 0, 0, {}, unmatched_++}, s);
       return;
@@ -265,7 +270,12 @@ class SampleSink : public trace::TraceSink {
     CallKey key{static_cast<int>(op.phase), op.step,          op.micro_batch, op.layer,
                 static_cast<int>(c),        std::move(ranks), op.seq};
     auto [it, inserted] = calls_.emplace(std::move(key), s);
-    if (!inserted) it->second.seconds = std::min(it->second.seconds, seconds);
+    if (!inserted) {
+      CommCallSample& c = it->second.sample;
+      c.seconds = std::min(c.seconds, seconds);
+      ++c.members;
+      it->second.sum += seconds;
+    }
   }
 
   struct PendingRows {
@@ -287,7 +297,11 @@ class SampleSink : public trace::TraceSink {
   std::map<int32_t, std::map<int32_t, double>> step_bytes_;
   std::map<int32_t, std::map<int32_t, int64_t>> step_ops_;  // rank → step → ops
   std::map<DType, int64_t> op_dtypes_;                      // GEMMs that name their dtype, by dtype
-  std::map<CallKey, CommCallSample> calls_;
+  struct PendingCall {
+    CommCallSample sample;
+    double sum = 0;  // of its members' times
+  };
+  std::map<CallKey, PendingCall> calls_;
   // Decode steps' ops: rank → step → (first start, last end) ns.
   std::map<int32_t, std::map<int32_t, std::pair<int64_t, int64_t>>> steps_;
 };

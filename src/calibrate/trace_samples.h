@@ -47,6 +47,10 @@ struct CommCallSample {
   int32_t group_size = 0;
   double bytes = 0;    // nccl-tests size
   double seconds = 0;  // the shortest member's time: the transfer without sync wait
+  // The mean over its members of (member's time − the shortest's): how long a
+  // member waited for the later ones. 0 for a call with one member in the traces.
+  double wait = 0;
+  int32_t members = 1;  // members matched in the traces
 };
 
 struct TraceSamples {

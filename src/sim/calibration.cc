@@ -40,7 +40,8 @@ Calibration Make(std::string source, Efficiency gemm, Efficiency attention, doub
 }
 
 Status ReadEfficiency(const YamlMap& m, Efficiency* e) {
-  RETURN_IF_ERROR(m.CheckKeys({"flops_efficiency", "memory_efficiency", "half_rows", "launch_us"}));
+  RETURN_IF_ERROR(m.CheckKeys(
+      {"flops_efficiency", "memory_efficiency", "half_rows", "launch_us", "cache_bandwidth_gb_s"}));
   RETURN_IF_ERROR(m.Optional("flops_efficiency", &e->flops));
   RETURN_IF_ERROR(m.Optional("memory_efficiency", &e->memory));
   RETURN_IF_ERROR(m.Optional("half_rows", &e->half_rows));
@@ -51,6 +52,15 @@ Status ReadEfficiency(const YamlMap& m, Efficiency* e) {
       return m.context().Error(fmt::format("launch_us is {}: must be finite and ≥ 0", us));
     }
     e->launch = us * 1e-6;
+  }
+  if (m.Has("cache_bandwidth_gb_s")) {
+    double gb_s = 0;
+    RETURN_IF_ERROR(m.Optional("cache_bandwidth_gb_s", &gb_s));
+    if (!(gb_s > 0) || !std::isfinite(gb_s)) {
+      return m.context().Error(
+          fmt::format("cache_bandwidth_gb_s is {}: must be finite and positive", gb_s));
+    }
+    e->cache = gb_s * 1e9;
   }
   return Status::Ok();
 }
@@ -147,6 +157,9 @@ Status Calibration::Validate() const {
     RETURN_IF_ERROR(CheckFraction(e.memory, fmt::format("{}.memory_efficiency", name)));
     if (e.half_rows < 0) return InvalidArgument("{}.half_rows must be ≥ 0", name);
     if (!std::isfinite(e.launch)) return InvalidArgument("{}.launch_us must be finite", name);
+    if (!std::isfinite(e.cache) || e.cache == 0) {
+      return InvalidArgument("{}.cache_bandwidth_gb_s must be finite and positive", name);
+    }
     return Status::Ok();
   };
   for (OpClass c : kAllClasses) {
@@ -210,8 +223,9 @@ std::vector<std::string> OverheadTerms::Active(bool serving) const {
   us(cold_start, "cold_start");
   if (async_launch) out.push_back("async_launch (an op takes max(device time, launch))");
   for (const auto& [key, m] : collectives) {
-    out.push_back(fmt::format("{} over {}: latency {:.6g} us{}", MeasuredCollectiveName(key.first),
-                              key.second, m.latency * 1e6,
+    out.push_back(fmt::format("{} over {}: latency {:.6g} us{}{}",
+                              MeasuredCollectiveName(key.first), key.second, m.latency * 1e6,
+                              m.wait > 0 ? fmt::format(" + wait {:.4g} us", m.wait * 1e6) : "",
                               m.algbw > 0 ? fmt::format(", {:.4g} GB/s", m.algbw * 1e-9) : ""));
   }
   return out;
@@ -268,8 +282,9 @@ Calibration DefaultCalibration(const DeviceSpec& device) {
 namespace {
 
 // The `collectives:` list: entries {collective, group_size, latency_us,
-// algbw_gb_s, …}; an entry whose latency_us is null (one message size: no
-// line) gives nothing. The other fields are the fit's report, not read.
+// algbw_gb_s, wait_us, …}; an entry whose latency_us is null (one message
+// size: no line) gives nothing. The other fields are the fit's report, not
+// read.
 Status ReadMeasuredCollectives(const YamlMap& top, MeasuredCollectives* out) {
   if (!top.Has("collectives")) return Status::Ok();
   const YAML::Node list = top.Get("collectives");
@@ -281,7 +296,7 @@ Status ReadMeasuredCollectives(const YamlMap& top, MeasuredCollectives* out) {
     const YamlContext at = ctx.Index(i);
     ASSIGN_OR_RETURN(YamlMap entry, YamlMap::From(list[i], at));
     RETURN_IF_ERROR(entry.CheckKeys({"collective", "group_size", "latency_us", "algbw_gb_s",
-                                     "busbw_gb_s", "calls", "sizes", "rms_error"}));
+                                     "wait_us", "busbw_gb_s", "calls", "sizes", "rms_error"}));
     std::string name;
     RETURN_IF_ERROR(entry.Required("collective", &name));
     const std::optional<Collective> kind = ParseMeasuredCollective(name);
@@ -296,8 +311,17 @@ Status ReadMeasuredCollectives(const YamlMap& top, MeasuredCollectives* out) {
     if (*kind == Collective::kSend && group != 2) {
       return at.Child("group_size").Error("send_recv is between 2 ranks");
     }
-    if (!entry.Has("latency_us") || entry.Get("latency_us").IsNull()) continue;
     MeasuredCollective m;
+    if (entry.Has("wait_us")) {
+      double wait_us = 0;
+      RETURN_IF_ERROR(entry.Optional("wait_us", &wait_us));
+      if (!(wait_us >= 0) || !std::isfinite(wait_us)) {
+        return at.Child("wait_us").Error(
+            fmt::format("is {}: must be a finite number ≥ 0", wait_us));
+      }
+      m.wait = wait_us * 1e-6;
+    }
+    if (!entry.Has("latency_us") || entry.Get("latency_us").IsNull()) continue;
     double us = 0;
     RETURN_IF_ERROR(entry.Optional("latency_us", &us));
     if (!(us >= 0) || !std::isfinite(us)) {

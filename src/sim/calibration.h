@@ -45,6 +45,9 @@ struct Efficiency {
   // Seconds every op of this class pays besides its roofline time (dispatch,
   // kernel launch, a library's set-up); < 0: Calibration::launch_overhead.
   double launch = -1;
+  // Bytes/s this class's ops stream from the last-level cache when the run's
+  // working set fits it (cache-resident runs); < 0: Calibration::cache_bandwidth.
+  double cache = -1;
 };
 
 // Time the serving stack adds around the kernels. Every term only adds time.

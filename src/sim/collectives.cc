@@ -340,9 +340,9 @@ StatusOr<CollectivePlan> DecomposeByAlgorithm(const Topology& topo, const Collec
 }
 
 // The calibration's measured line for the collective, each part only where
-// slower than the plan's: a larger latency replaces the plan's steps × link
-// latency (spread over its stages in proportion; on the first stage when the
-// model has none), and a lower bandwidth scales every stage's link loads so
+// slower than the plan's: a larger latency (the line's plus the members' mean
+// wait) replaces the plan's steps × link latency (spread over its stages in proportion; on the
+// first stage when the model has none), and a lower bandwidth scales every stage's link loads so
 // the bytes take size / algbw on an idle network. Loads only time transfers
 // (the traffic figures come from the ops' bytes), so the scaled loads change
 // no byte count.
@@ -360,12 +360,13 @@ void ApplyMeasured(const Topology& topo, const CollectiveCall& c, CollectivePlan
       }
     }
   }
-  if (m->latency <= latency) return;
+  const double measured = m->latency + m->wait;
+  if (measured <= latency) return;
   if (latency <= 0) {
-    plan->stages.front().latency = m->latency;
+    plan->stages.front().latency = measured;
     return;
   }
-  for (Stage& st : plan->stages) st.latency *= m->latency / latency;
+  for (Stage& st : plan->stages) st.latency *= measured / latency;
 }
 
 }  // namespace

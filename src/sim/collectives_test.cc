@@ -351,6 +351,28 @@ TEST(CollectivesTest, MeasuredLatencyReplacesTheModelsWhenLarger) {
 // A measured bandwidth below the model's stretches the transfer to exactly
 // size / algbw on an idle network (latency unchanged); one above it changes
 // nothing (the links' bandwidth is a floor on the time).
+// The members' wait adds to the measured latency; bytes stay the model's.
+TEST(CollectivesTest, MeasuredWaitAddsToTheLatency) {
+  const ClusterSpec c = H100(1);
+  const Topology model(c);
+  const CollectiveCall call{Collective::kAllReduce, Devices(2), 4096};
+  auto base = Decompose(model, call, Algorithm::kRing);
+  ASSERT_TRUE(base.ok());
+  sim::MeasuredCollective line{30e-6, 0, 12e-6};
+  const Topology with_line(c, {{{Collective::kAllReduce, 2}, line}});
+  auto slow = Decompose(with_line, call, Algorithm::kRing);
+  ASSERT_TRUE(slow.ok());
+  EXPECT_NEAR(Latency(*slow), 42e-6, 1e-15);
+  sim::MeasuredCollective wait_only;
+  wait_only.wait = 50e-6;
+  const Topology waits(c, {{{Collective::kAllReduce, 2}, wait_only}});
+  auto waited = Decompose(waits, call, Algorithm::kRing);
+  ASSERT_TRUE(waited.ok());
+  EXPECT_NEAR(Latency(*waited), 50e-6, 1e-15);
+  EXPECT_NEAR(UncontendedSeconds(waits, *waited) - UncontendedSeconds(model, *base),
+              50e-6 - Latency(*base), 1e-15);
+}
+
 TEST(CollectivesTest, MeasuredBandwidthSlowsTheTransferOnlyWhenSlower) {
   const ClusterSpec c = H100(1);
   const Topology model(c);

@@ -107,7 +107,7 @@ double ComputeModel::FlopsEfficiency(const Op& op) const {
 }
 
 double ComputeModel::MemoryRate(const Efficiency& e) const {
-  if (cache_bandwidth_ > 0) return cache_bandwidth_;
+  if (cache_bandwidth_ > 0) return e.cache > 0 ? e.cache : cache_bandwidth_;
   double rate = memory_bandwidth_ * e.memory;
   if (shared_bandwidth_ > 0) rate = std::min(rate, shared_bandwidth_);
   return rate;

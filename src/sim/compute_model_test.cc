@@ -300,9 +300,14 @@ TEST(ComputeModelTest, CalibrationFileReadsMeasuredCollectives) {
       "collectives:\n"
       "  - {collective: all_reduce, group_size: 2, latency_us: 28.06, algbw_gb_s: 1.9, calls: 9}\n"
       "  - {collective: all_gather, group_size: 2, latency_us: null, algbw_gb_s: 0.003}\n"
-      "  - {collective: send_recv, group_size: 2, latency_us: 4}\n");
+      "  - {collective: send_recv, group_size: 2, latency_us: 4}\n"
+      "  - {collective: all_to_all, group_size: 2, latency_us: 3, algbw_gb_s: 4, wait_us: 6.5}\n"
+      "  - {collective: broadcast, group_size: 2, latency_us: null, wait_us: 9}\n");
   ASSERT_TRUE(c.ok()) << c.status().message();
-  ASSERT_EQ(c->terms.collectives.size(), 2u);
+  ASSERT_EQ(c->terms.collectives.size(), 3u);  // the broadcast has no line: not used
+  const MeasuredCollective& a2a = c->terms.collectives.at({Collective::kAllToAll, 2});
+  EXPECT_DOUBLE_EQ(a2a.latency, 3e-6);
+  EXPECT_DOUBLE_EQ(a2a.wait, 6.5e-6);
   const MeasuredCollective& ar = c->terms.collectives.at({Collective::kAllReduce, 2});
   EXPECT_DOUBLE_EQ(ar.latency, 28.06e-6);
   EXPECT_DOUBLE_EQ(ar.algbw, 1.9e9);
@@ -310,9 +315,10 @@ TEST(ComputeModelTest, CalibrationFileReadsMeasuredCollectives) {
   EXPECT_DOUBLE_EQ(p2p.latency, 4e-6);
   EXPECT_EQ(p2p.algbw, 0);
   const std::vector<std::string> active = c->terms.Active(false);
-  ASSERT_EQ(active.size(), 2u);
+  ASSERT_EQ(active.size(), 3u);
   EXPECT_EQ(active[0], "all_reduce over 2: latency 28.06 us, 1.9 GB/s");
-  EXPECT_EQ(active[1], "send_recv over 2: latency 4 us");
+  EXPECT_EQ(active[1], "all_to_all over 2: latency 3 us + wait 6.5 us, 4 GB/s");
+  EXPECT_EQ(active[2], "send_recv over 2: latency 4 us");
   auto error = [&](const std::string& text, const std::string& field) {
     auto bad = load(text);
     ASSERT_FALSE(bad.ok()) << text;
@@ -327,6 +333,8 @@ TEST(ComputeModelTest, CalibrationFileReadsMeasuredCollectives) {
       "collectives[1].latency_us");
   error("collectives:\n  - {collective: all_reduce, group_size: 2, latency_us: 3, algbw_gb_s: 0}\n",
         "collectives[0].algbw_gb_s");
+  error("collectives:\n  - {collective: all_reduce, group_size: 2, latency_us: 3, wait_us: -1}\n",
+        "collectives[0].wait_us");
 }
 
 // A cache-resident working set streams at the calibration's cache bandwidth
@@ -353,6 +361,12 @@ TEST(ComputeModelTest, CacheResidentOpsStreamAtTheCacheBandwidthWithoutTheRamp) 
   EXPECT_NEAR(cached->Seconds(gemm), bytes / 50e9 + 2e-6, 1e-15);
   EXPECT_GT(bytes / 50e9, flops / 100e9);
   EXPECT_NEAR(cached->FlopsEfficiency(gemm), 1.0, 1e-15);
+  // The class's own cache rate, where it has one: max(41.9, 21.0) µs + 2 µs.
+  Calibration own = cal;
+  own.classes[OpClass::kGemm].cache = 100e9;
+  auto own_rate = ComputeModel::Create(d, DType::kFp32, own, 4e9, std::nullopt, true);
+  ASSERT_TRUE(own_rate.ok());
+  EXPECT_NEAR(own_rate->Seconds(gemm), flops / 100e9 + 2e-6, 1e-15);
   // A class without its own launch pays the device's.
   Op norm;
   norm.kind = OpKind::kNorm;
@@ -407,6 +421,16 @@ TEST(ComputeModelTest, CalibrationFileReadsLaunchPerClassAndCacheBandwidth) {
   auto negative = LoadCalibration(path, DefaultCalibration(d));
   ASSERT_FALSE(negative.ok());
   EXPECT_NE(negative.status().message().find("cache_bandwidth_gb_s"), std::string::npos);
+  // A class's own cache rate.
+  std::ofstream(path) << "ops:\n  gemm: {cache_bandwidth_gb_s: 72}\n";
+  auto own = LoadCalibration(path, DefaultCalibration(d));
+  ASSERT_TRUE(own.ok()) << own.status().message();
+  EXPECT_DOUBLE_EQ(own->classes.at(OpClass::kGemm).cache, 72e9);
+  EXPECT_LT(own->classes.at(OpClass::kGemv).cache, 0);
+  std::ofstream(path) << "ops:\n  gemm: {cache_bandwidth_gb_s: 0}\n";
+  auto zero = LoadCalibration(path, DefaultCalibration(d));
+  ASSERT_FALSE(zero.ok());
+  EXPECT_NE(zero.status().message().find("ops.gemm"), std::string::npos) << zero.status().message();
 }
 
 }  // namespace

@@ -297,6 +297,35 @@ TEST(SimulatorTermsTest, MeasuredCollectiveLatencyOnTp2) {
   EXPECT_EQ(on.terms[0], "all_reduce over 2: latency 40 us");
 }
 
+// The members' wait adds to the measured latency: with a measured latency of
+// 0, the all-reduces take the wait as their latency, where it exceeds the model's.
+TEST(SimulatorTermsTest, MeasuredCollectiveWaitOnTp2) {
+  ParallelSpec p;
+  p.strategy = "test";
+  p.tp = 2;
+  const Experiment e = testing::ZooExperiment("tiny-dense", "h100-sxm", p, 2, 64, 5);
+  const SimResult off = Simulate(e);
+  const SimResult on = Simulate(
+      e, TermsFile("wait.yaml",
+                   "collectives:\n  - {collective: all_reduce, group_size: 2, latency_us: 0, "
+                   "wait_us: 25}\n"));
+  auto decode = FirstDecodeStep(e);
+  ASSERT_TRUE(decode.ok()) << decode.status().message();
+  int64_t all_reduces = 0, bytes = 0;
+  for (const Op& op : decode->ranks[0].ops) {
+    if (op.is_comm() && op.collective == Collective::kAllReduce) ++all_reduces, bytes = op.bytes;
+  }
+  ASSERT_GT(all_reduces, 2);
+  auto plan = Decompose(Topology(e.cluster), {Collective::kAllReduce, {0, 1}, bytes});
+  ASSERT_TRUE(plan.ok());
+  double model_latency = 0;
+  for (const Stage& st : plan->stages) model_latency += st.latency;
+  ASSERT_LT(model_latency, 25e-6);
+  EXPECT_NEAR(on.tpot - off.tpot, static_cast<double>(all_reduces) * (25e-6 - model_latency), 1e-9);
+  ASSERT_EQ(on.terms.size(), 1u);
+  EXPECT_EQ(on.terms[0], "all_reduce over 2: latency 0 us + wait 25 us");
+}
+
 // A CPU rank computes and drives its MPI calls on one thread, so its comm
 // ops do not overlap its compute: on local-cpu every rank's ops of the EP2
 // prefill run one after another in program order. On an H100 the same

@@ -25,6 +25,10 @@ namespace shardscope::sim {
 struct MeasuredCollective {
   double latency = 0;  // seconds
   double algbw = 0;    // bytes/s of the nccl-tests size; 0: not measured
+  // Mean time a member waits for the later ones: ranks drift apart between
+  // synchronisations (OS noise, uneven work), which symmetric simulated ranks
+  // do not; added to the latency.
+  double wait = 0;
 };
 // Per (collective, group size); send/recv: kSend, 2.
 using MeasuredCollectives = std::map<std::pair<Collective, int32_t>, MeasuredCollective>;
