@@ -41,7 +41,8 @@ Result RunCli(const std::string& args, const std::string& prefix = "") {
 }
 
 fs::path WriteConfig(const std::string& name, const std::string& text) {
-  fs::path p = fs::path(::testing::TempDir()) / (std::to_string(getpid()) + "_" + name);
+  static const fs::path dir = shardscope::testing::FreshTempDir("cli_test_");
+  fs::path p = dir / name;
   std::ofstream(p) << text;
   return p;
 }
@@ -161,7 +162,6 @@ TEST(CliTest, MalformedInputsExitTwoWithOneLineAndNoOutput) {
 // A served workload from a request file: per-request figures in --json; a
 // broken request file is one error line naming the file, line and field, exit 2.
 TEST(CliTest, ServedWorkloadFromARequestFile) {
-  const std::string pid = std::to_string(getpid());
   WriteConfig("requests.csv",
               "arrival_time_s,prompt_tokens,output_tokens\n0,128,8\n0.01,256,4\n0.02,64,16\n");
   WriteConfig("unsorted.csv", "arrival_time_s,prompt_tokens,output_tokens\n1,128,8\n0.5,256,4\n");
@@ -169,9 +169,9 @@ TEST(CliTest, ServedWorkloadFromARequestFile) {
       "experiments:\n  - name: served\n    model: llama-3.1-8b\n    hardware: h100-sxm\n"
       "    parallelism: {tp_size: 2}\n    batch_size: 1\n    sequence_length: 128\n"
       "    slo: {ttft_ms: 1000}\n";
-  fs::path good = WriteConfig(
-      "served.yaml",
-      experiment + "    workload: {arrivals: {process: file, path: " + pid + "_requests.csv}}\n");
+  fs::path good =
+      WriteConfig("served.yaml",
+                  experiment + "    workload: {arrivals: {process: file, path: requests.csv}}\n");
   Result r = RunCli("run --config " + good.string() + " --no-trace --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
@@ -181,9 +181,9 @@ TEST(CliTest, ServedWorkloadFromARequestFile) {
   EXPECT_EQ(j[0]["metrics"]["itl_s"]["count"], 7 + 3 + 15);
   EXPECT_DOUBLE_EQ(j[0]["metrics"]["slo_attainment"].get<double>(), 1.0);
 
-  fs::path bad = WriteConfig(
-      "unsorted.yaml",
-      experiment + "    workload: {arrivals: {process: file, path: " + pid + "_unsorted.csv}}\n");
+  fs::path bad =
+      WriteConfig("unsorted.yaml",
+                  experiment + "    workload: {arrivals: {process: file, path: unsorted.csv}}\n");
   Result b = RunCli("run --config " + bad.string() + " --no-trace");
   EXPECT_EQ(b.exit_code, 2);
   EXPECT_EQ(b.out, "");
@@ -416,6 +416,7 @@ fs::path Scratch(const std::string& name) {
       fs::path(::testing::TempDir()) / ("cli_cpu_" + std::to_string(getpid()) + "_" + name);
   fs::remove_all(d);
   fs::create_directories(d / "tmp");
+  shardscope::testing::TestFiles::Get().Add(d);
   return d;
 }
 

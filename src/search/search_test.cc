@@ -25,6 +25,7 @@ SearchInput Load(const std::string& text, const std::string& name = "s") {
                ("search_test_" + std::to_string(getpid()) + "_" + std::to_string(n++) + ".yaml");
   std::ofstream(p) << text;
   auto in = LoadSearchInput(p.string(), name);
+  fs::remove(p);
   EXPECT_TRUE(in.ok()) << in.status().message();
   if (!in.ok()) std::abort();
   return *in;
@@ -334,6 +335,7 @@ TEST(SearchReportTest, TheBestPlanIsAReadyExperiment) {
       fs::path(::testing::TempDir()) / ("search_best_" + std::to_string(getpid()) + ".yaml");
   std::ofstream(p) << *yaml;
   auto loaded = LoadValidExperiments(p.string());
+  fs::remove(p);
   ASSERT_TRUE(loaded.ok()) << loaded.status().message() << "\n" << *yaml;
   ASSERT_EQ(loaded->size(), 1u);
   const Experiment& e = loaded->front();
