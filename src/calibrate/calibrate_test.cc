@@ -383,23 +383,32 @@ TEST_F(CalibrateTest, RecoversTheIterationOverheadAndMinimumKernelOfASimulatedRu
 // Simulated runs of two small models whose weights fit local-cpu's cache, with
 // a known cache bandwidth, per-class launches and a host gap of fixed + per op
 // before each decode step: calibrate gives them back.
-TEST_F(CalibrateTest, RecoversTheCacheBandwidthLaunchPerClassAndPerOpGapOfSimulatedRuns) {
-  const std::string truth = Path("truth.yaml");
-  std::ofstream(truth) << "ops:\n  gemm: {launch_us: 2}\n  elementwise: {launch_us: 0.3}\n"
-                          "cache_bandwidth_gb_s: 40\niteration_overhead_us: 3\n"
-                          "iteration_overhead_per_op_us: 0.2\n";
+// Simulated runs of tiny-moe-mla and tiny-dense on local-cpu (both
+// cache-resident) with the calibration `truth` (file text): their traces.
+std::vector<std::string> SimulatedResidentTraces(const std::string& dir, const std::string& truth) {
+  const std::string file = dir + "/truth.yaml";
+  std::ofstream(file) << truth;
   std::vector<std::string> traces;
   for (const char* model : {"tiny-moe-mla", "tiny-dense"}) {
     const Experiment e = testing::ZooExperiment(model, "local-cpu", {}, 2, 64, 9);
-    ASSERT_TRUE(sim::CacheResident(e)) << model;
+    EXPECT_TRUE(sim::CacheResident(e)) << model;
     sim::SimOptions o;
-    o.calibration_file = truth;
-    o.trace_file = Path(std::string(model) + ".trace");
+    o.calibration_file = file;
+    o.trace_file = dir + "/" + model + ".trace";
     auto simulated = sim::SimulateExperiment(e, o);
-    ASSERT_TRUE(simulated.ok()) << simulated.status().message();
+    EXPECT_TRUE(simulated.ok()) << simulated.status().message();
     traces.push_back(o.trace_file);
   }
-  auto r = Calibrate(traces, {});
+  return traces;
+}
+
+TEST_F(CalibrateTest, RecoversTheCacheBandwidthLaunchPerClassAndPerOpGapOfSimulatedRuns) {
+  auto r = Calibrate(SimulatedResidentTraces(dir_.string(),
+                                             "ops:\n  gemm: {launch_us: 2}\n  elementwise: "
+                                             "{launch_us: 0.3}\ncache_bandwidth_gb_s: 40\n"
+                                             "iteration_overhead_us: 3\n"
+                                             "iteration_overhead_per_op_us: 0.2\n"),
+                     {});
   ASSERT_TRUE(r.ok()) << r.status().message();
   ASSERT_TRUE(r->cache.fitted) << r->cache.why_not;
   EXPECT_GT(r->cache.samples, 100);
@@ -427,20 +436,11 @@ TEST_F(CalibrateTest, RecoversTheCacheBandwidthLaunchPerClassAndPerOpGapOfSimula
 // Cache-resident runs whose GEMMs stream from the cache at 80 GB/s and every
 // other class at 40: each class's rate is found.
 TEST_F(CalibrateTest, RecoversAClassOwnCacheBandwidth) {
-  const std::string truth = Path("truth.yaml");
-  std::ofstream(truth) << "ops:\n  gemm: {launch_us: 2, cache_bandwidth_gb_s: 80}\n"
-                          "  elementwise: {launch_us: 0.3}\ncache_bandwidth_gb_s: 40\n";
-  std::vector<std::string> traces;
-  for (const char* model : {"tiny-moe-mla", "tiny-dense"}) {
-    const Experiment e = testing::ZooExperiment(model, "local-cpu", {}, 2, 64, 9);
-    sim::SimOptions o;
-    o.calibration_file = truth;
-    o.trace_file = Path(std::string(model) + ".trace");
-    auto simulated = sim::SimulateExperiment(e, o);
-    ASSERT_TRUE(simulated.ok()) << simulated.status().message();
-    traces.push_back(o.trace_file);
-  }
-  auto r = Calibrate(traces, {});
+  auto r = Calibrate(SimulatedResidentTraces(dir_.string(),
+                                             "ops:\n  gemm: {launch_us: 2, cache_bandwidth_gb_s: "
+                                             "80}\n  elementwise: {launch_us: 0.3}\n"
+                                             "cache_bandwidth_gb_s: 40\n"),
+                     {});
   ASSERT_TRUE(r.ok()) << r.status().message();
   ASSERT_TRUE(r->cache.fitted) << r->cache.why_not;
   const ClassFit& gemm = Find(*r, "gemm");
