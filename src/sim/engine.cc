@@ -14,10 +14,9 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr size_t kAhead = 8;  // ops prefetched ahead in Build
-// Build reads a compute Op's fields before `collective`, a comm op's up to
-// its all-to-all row (op.h orders them so).
-constexpr size_t kComputeHotBytes = offsetof(Op, collective);
-constexpr size_t kCommHotBytes = offsetof(Op, peer_sends) + sizeof(Op::peer_sends);
+// Build reads an Op's fields up to its all-to-all row (op.h orders them so:
+// a compute op's end before `dim`).
+constexpr size_t kHotBytes = offsetof(Op, peer_sends) + sizeof(Op::peer_sends);
 // Per-op state and timings (32 bytes each) and successors (4 bytes) fetched
 // ahead of a rank's completions in the event loop.
 constexpr int64_t kStateAhead = 4;
@@ -353,7 +352,7 @@ Status PhaseRun::Build() {
     for (size_t i = 0; i < ops.size(); ++i) {
       // The Ops are cold (written by the builder): fetch ahead what is read
       // of them, then their deps and (comm ops) their comm fields and row.
-      if (i + kAhead < ops.size()) Prefetch(&ops[i + kAhead], kCommHotBytes);
+      if (i + kAhead < ops.size()) Prefetch(&ops[i + kAhead], kHotBytes);
       if (i + kAhead / 2 < ops.size()) {
         const Op& ahead = ops[i + kAhead / 2];
         if (!ahead.deps.empty()) Prefetch(ahead.deps.data(), 1);
@@ -412,8 +411,8 @@ Status PhaseRun::Build() {
 Status PhaseRun::CheckRow(int64_t rank, const Op& op) const {
   if (op.collective == Collective::kAllToAll && op.peer_sends.empty() && op.bytes != 0) {
     return InvalidArgument(
-        "rank {} op {} ({}): an all-to-all of {} B without peer_sends (the non-zero entries "
-        "of bytes_per_peer, which the simulator reads)",
+        "rank {} op {} ({}): an all-to-all of {} B without peer_sends (its bytes to each "
+        "group member, which the simulator reads)",
         rank, op.id, OpName(op), op.bytes);
   }
   return Status::Ok();
@@ -468,7 +467,7 @@ Status PhaseRun::Refresh(const UpdatedOps* updated) {
         }
         // The ops are cold: fetch those a little ahead, then their vectors.
         if (k + kAhead < ids.size() && static_cast<size_t>(ids[k + kAhead]) < ops.size()) {
-          Prefetch(&ops[ids[k + kAhead]], kCommHotBytes);
+          Prefetch(&ops[ids[k + kAhead]], kHotBytes);
         }
         if (k + kAhead / 2 < ids.size() && static_cast<size_t>(ids[k + kAhead / 2]) < ops.size()) {
           const Op& ahead = ops[ids[k + kAhead / 2]];
@@ -485,7 +484,7 @@ Status PhaseRun::Refresh(const UpdatedOps* updated) {
     const auto& ops = program_.ranks[r].ops;
     InitTimings(s_.offset[r], s_.offset[r + 1], /*reset_pending=*/true);
     for (size_t i = 0; i < ops.size(); ++i) {
-      if (i + kAhead < ops.size()) Prefetch(&ops[i + kAhead], kCommHotBytes);
+      if (i + kAhead < ops.size()) Prefetch(&ops[i + kAhead], kHotBytes);
       RETURN_IF_ERROR(Reread(s_.offset[r] + static_cast<int64_t>(i), ops[i], /*row_later=*/true));
     }
     CopyRows();
