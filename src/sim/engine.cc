@@ -6,7 +6,6 @@
 #include <limits>
 #include <unordered_map>
 
-#include "core/huge_pages.h"
 #include "sim/network.h"
 
 namespace shardscope::sim {
@@ -60,7 +59,6 @@ class Event {
 class EventHeap {
  public:
   bool empty() const { return v_.empty(); }
-  void clear() { v_.clear(); }
   const Event& top() const { return v_.front(); }
   void push(const Event& e) {
     size_t i = v_.size();
@@ -199,15 +197,6 @@ struct Engine::Scratch {
   // All-to-all plans of the graph built last, by (group, seq): kept while the
   // members' rows stay the same (node-based: addresses stay valid).
   std::unordered_map<uint64_t, CollectivePlan> all_to_all_plans;
-  // The event loop's containers, emptied at the start of each run: kept so
-  // that a run does not allocate (and fault in) them again.
-  std::vector<Instance> instances;
-  std::vector<int32_t> members;           // global op per instance and group position
-  FlatIndex collective_index, p2p_index;  // (group, seq) and (dim, src, dst, seq) → instance
-  std::vector<int32_t> chain;             // Complete's stack of finished ops
-  // Build: the rank's all-to-all rows, by comm op, copied after its other fields.
-  std::vector<std::pair<int32_t, std::span<const PeerBytes>>> rows_to_copy;
-  EventHeap queue;
 };
 
 namespace {
@@ -308,14 +297,13 @@ class PhaseRun {
   FlowNetwork net_;
 
   std::vector<OpTiming> timing_;  // per global op; becomes the result's
-  // The Scratch's containers (emptied by Run).
-  std::vector<Instance>& instances_ = s_.instances;
-  std::vector<int32_t>& members_ = s_.members;
-  FlatIndex& collective_index_ = s_.collective_index;
-  FlatIndex& p2p_index_ = s_.p2p_index;
-  std::vector<int32_t>& chain_ = s_.chain;
-  std::vector<std::pair<int32_t, std::span<const PeerBytes>>>& rows_to_copy_ = s_.rows_to_copy;
-  EventHeap& queue_ = s_.queue;
+  std::vector<Instance> instances_;
+  std::vector<int32_t> members_;            // global op per instance and group position
+  FlatIndex collective_index_, p2p_index_;  // (group, seq) and (dim, src, dst, seq) → instance
+  std::vector<int32_t> chain_;              // Complete's stack of finished ops
+  // Build: the rank's all-to-all rows, by comm op, copied after its other fields.
+  std::vector<std::pair<int32_t, std::span<const PeerBytes>>> rows_to_copy_;
+  EventHeap queue_;
   uint64_t next_seq_ = 0;
   int64_t done_ = 0;
 };
@@ -335,7 +323,7 @@ Status PhaseRun::Build() {
   if (total >= kMaxOps) {
     return InvalidArgument("program has {} ops, more than the engine supports", total);
   }
-  ResizeOnHugePages(s_.op, static_cast<size_t>(total));
+  s_.op.resize(total);
   PrepareTimings(total);
   s_.p2p_ops = 0;
   s_.comm.clear();
@@ -401,9 +389,8 @@ Status PhaseRun::Build() {
     for (size_t e = 0; e < s_.edge_from.size(); ++e) {
       s_.succ[s_.op[s_.edge_from[e]].succ_end++] = s_.edge_to[e];
     }
-    // The rank's timings while its op states are in cache (Build set pending).
-    InitTimings(s_.offset[r], s_.offset[r + 1], /*reset_pending=*/false);
   }
+  InitTimings(0, total, /*reset_pending=*/false);  // Build set them
   s_.graph = true;
   return Status::Ok();
 }
@@ -450,8 +437,8 @@ Status PhaseRun::Refresh(const UpdatedOps* updated) {
     }
   }
   PrepareTimings(s_.offset[ranks]);
+  InitTimings(0, s_.offset[ranks], /*reset_pending=*/true);
   if (updated != nullptr) {
-    InitTimings(0, s_.offset[ranks], /*reset_pending=*/true);
     if (updated->by_rank.size() != ranks) {
       return InternalError("updated ops list {} ranks, the program {}", updated->by_rank.size(),
                            ranks);
@@ -482,7 +469,6 @@ Status PhaseRun::Refresh(const UpdatedOps* updated) {
   }
   for (size_t r = 0; r < ranks; ++r) {
     const auto& ops = program_.ranks[r].ops;
-    InitTimings(s_.offset[r], s_.offset[r + 1], /*reset_pending=*/true);
     for (size_t i = 0; i < ops.size(); ++i) {
       if (i + kAhead < ops.size()) Prefetch(&ops[i + kAhead], kHotBytes);
       RETURN_IF_ERROR(Reread(s_.offset[r] + static_cast<int64_t>(i), ops[i], /*row_later=*/true));
@@ -495,9 +481,7 @@ Status PhaseRun::Refresh(const UpdatedOps* updated) {
 
 void PhaseRun::PrepareTimings(int64_t total) {
   timing_ = std::move(s_.spare_timings);  // a recycled result's buffer, if any
-  ResizeOnHugePages(timing_,
-                    static_cast<size_t>(
-                        total));  // a recycled buffer of this size is written once, by InitTimings
+  timing_.resize(total);  // a recycled buffer of this size is written once, by InitTimings
 }
 
 void PhaseRun::InitTimings(int64_t begin, int64_t end, bool reset_pending) {
@@ -758,12 +742,6 @@ StatusOr<PhaseResult> PhaseRun::Run(const std::vector<double>& rank_start, bool 
     return InvalidArgument("program has {} ranks, the placement {}", ranks,
                            placement_.world_size());
   }
-  // A failed run may have left entries behind.
-  instances_.clear();
-  members_.clear();
-  chain_.clear();
-  rows_to_copy_.clear();
-  queue_.clear();
   RETURN_IF_ERROR(same_graph ? Refresh(updated) : Build());
   const int64_t total = s_.offset[ranks];
   const size_t comm_ops = s_.comm.size();  // of the graph, built or reused
