@@ -234,7 +234,7 @@ class PhaseRun {
   Status CheckRow(int64_t rank, const Op& op) const;
   using CommInfo = Engine::Scratch::CommInfo;
   // Points `c` at a copy of `row`: in its old place when it fits, else at the
-  // end of s_.rows.
+  // end of s_.rows; marks `c` changed when the row differs from its old one.
   void SetRow(CommInfo& c, std::span<const PeerBytes> row);
   // SetRow of comm op c, once CopyRows is called: the row is fetched meanwhile
   // (a rank's rows are copied after its ops are read).
@@ -410,6 +410,9 @@ Status PhaseRun::Reread(int64_t g, const Op& op, bool row_later) {
   if (st.is_comm()) {  // the fields Update may change (the row in place)
     RETURN_IF_ERROR(CheckRow(st.rank, op));
     Engine::Scratch::CommInfo& c = s_.comm[st.comm];
+    // Changed (its all-to-all decomposed again) only when what the plan is
+    // made of differs: re-running an unchanged program keeps every plan.
+    c.changed = c.bytes != op.bytes || c.peer != op.peer;
     c.bytes = op.bytes;
     c.peer = op.peer;
     if (row_later) {
@@ -417,7 +420,6 @@ Status PhaseRun::Reread(int64_t g, const Op& op, bool row_later) {
     } else {
       SetRow(c, op.peer_sends);
     }
-    c.changed = true;
   } else {
     st.duration = compute_.Seconds(op);
   }
@@ -494,6 +496,7 @@ void PhaseRun::InitTimings(int64_t begin, int64_t end, bool reset_pending) {
 }
 
 void PhaseRun::SetRow(CommInfo& c, std::span<const PeerBytes> row) {
+  if (!std::equal(row.begin(), row.end(), Row(c).begin(), Row(c).end())) c.changed = true;
   if (row.size() > static_cast<size_t>(c.row_size)) {  // else in its own place
     c.row_begin = static_cast<int64_t>(s_.rows.size());
     s_.rows.resize(s_.rows.size() + row.size());
