@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <map>
-#include <numeric>
 #include <tuple>
 #include <vector>
 
@@ -128,14 +127,17 @@ Status CheckCollectives(const PhaseProgram& program, const Placement& pl,
                       CollectiveShortName(first.collective), first.bytes);
       }
     }
-    // A combine sends back what the dispatch before it received: what member i
-    // sends to j in the combine, j sent to i in the dispatch.
+    // A combine sends back what the dispatch before it (same layer and
+    // micro-batch) received: what member i sends to j in the combine, j sent to
+    // i in the dispatch.
     if (first.collective != Collective::kAllToAll || first.role != OpRole::kCombine) continue;
     auto prev = calls.find({key.first, key.second - 1});
     if (prev == calls.end()) continue;
     const Op& dispatch = program.ranks[prev->second[0].rank].ops[prev->second[0].id];
-    if (dispatch.collective != Collective::kAllToAll || dispatch.role != OpRole::kDispatch)
+    if (dispatch.collective != Collective::kAllToAll || dispatch.role != OpRole::kDispatch ||
+        dispatch.layer != first.layer || dispatch.micro_batch != first.micro_batch) {
       continue;
+    }
     const size_t n = g.ranks.size();
     std::vector<int64_t> sent(n * n, 0);  // sent[i * n + j]: the dispatch's i → j
     for (const OpRef& ref : prev->second) {

@@ -19,8 +19,8 @@ namespace shardscope {
 //    every member posts the group's collectives in the same order (seq 0, 1, …)
 //    with the same collective, role, bytes and (broadcast) root; all-to-all:
 //    peer_sends are non-zero entries at increasing positions inside the group,
-//    summing to bytes, and a combine right after a dispatch (seq + 1) sends
-//    member j what j sent in the dispatch;
+//    summing to bytes, and a combine right after the dispatch of its layer and
+//    micro-batch (seq + 1) sends member j what j sent in the dispatch;
 //  - point-to-point: the peer is in the rank's group of that dimension; every
 //    send has exactly one recv with the same pair, seq and bytes, and back;
 //  - no deadlock: running each stream in order, an op starting once its deps
