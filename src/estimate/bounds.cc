@@ -47,11 +47,12 @@ LinkBytes CommBytes(const Op& op, int64_t rank, const Placement& pl, const Clust
   out.crosses_nodes = m > 1;
   switch (op.collective) {
     case Collective::kAllToAll: {
-      for (size_t i = 0; i < g.ranks.size() && i < op.bytes_per_peer.size(); ++i) {
-        int64_t peer = g.ranks[i];
+      for (const PeerBytes& p : op.peer_sends) {
+        if (p.position < 0 || static_cast<size_t>(p.position) >= g.ranks.size()) continue;
+        int64_t peer = g.ranks[p.position];
         if (peer == rank) continue;
         bool same = c.SameScaleUpDomain(pl.Location(rank).device, pl.Location(peer).device);
-        (same ? out.scale_up : out.scale_out) += static_cast<double>(op.bytes_per_peer[i]);
+        (same ? out.scale_up : out.scale_out) += static_cast<double>(p.bytes);
       }
       return out;
     }

@@ -93,7 +93,9 @@ TEST(BoundsTest, AllToAllCountsRealPeerBytesByLink) {
   a2a.kind = OpKind::kComm;
   a2a.collective = Collective::kAllToAll;
   a2a.dim = Dim::kEp;
-  a2a.bytes_per_peer.assign(16, 1'000'000);  // 1 MB to every member (self included)
+  for (int32_t j = 0; j < 16; ++j) {
+    a2a.peer_sends.push_back({j, 1'000'000});  // 1 MB to every member (self included)
+  }
   a2a.bytes = 16'000'000;
   auto b = BoundPhase(e, *pl, Uniform(*pl, {a2a}));
   ASSERT_TRUE(b.ok());

@@ -270,4 +270,12 @@ std::string OpName(const Op& op) {
   return name;
 }
 
+std::vector<int64_t> BytesPerPeer(const Op& op, size_t group_size) {
+  std::vector<int64_t> row(group_size, 0);
+  for (const PeerBytes& p : op.peer_sends) {
+    if (p.position >= 0 && static_cast<size_t>(p.position) < group_size) row[p.position] = p.bytes;
+  }
+  return row;
+}
+
 }  // namespace shardscope

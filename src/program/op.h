@@ -16,7 +16,7 @@ namespace shardscope {
 
 enum class Phase { kPrefill, kDecode };
 
-enum class OpKind {
+enum class OpKind : uint8_t {
   // Compute.
   kEmbedding,        // token embedding lookup (vocab-parallel under TP)
   kNorm,             // RMSNorm / LayerNorm
@@ -48,7 +48,7 @@ enum class OpKind {
 // What an op does beyond its kind: the typed contract between the Program and
 // the executors, which switch over it (no default) so the compiler names a role
 // an executor forgot. RoleLabel gives the short text op names carry.
-enum class OpRole {
+enum class OpRole : uint8_t {
   kNone,  // an op built by hand (tests); executors reject it
   // Compute, grouped by kind.
   kEmbedding,
@@ -114,7 +114,8 @@ OpKind RoleKind(OpRole role);
 enum class Stream : int8_t { kCompute = 0, kCommTp, kCommSp, kCommEp, kCommDp, kCommPp };
 inline constexpr int kNumStreams = 6;
 
-// One non-zero entry of an all-to-all's bytes_per_peer: position in Group::ranks, bytes.
+// One non-zero entry of an all-to-all's row of bytes to each group member:
+// position in Group::ranks, bytes.
 struct PeerBytes {
   int32_t position = 0;
   int64_t bytes = 0;
@@ -123,13 +124,16 @@ struct PeerBytes {
 
 // Fields are ordered by who reads them: the simulator's engine reads every op
 // of a phase on each run, so what it needs (kind, stream, deps, cost, shape,
-// the comm fields) comes first, in as few cache lines as possible.
+// the comm fields) comes first. An op is 192 bytes (3 cache lines; it was 248
+// with the dense all-to-all rows): a decode step's ops are read from memory on
+// every fresh run, so the bytes per op bound the engine (docs/sim.md, "Engine").
 struct Op {
   int32_t id = 0;  // index in RankProgram::ops
   OpKind kind = OpKind::kComm;
   Stream stream = Stream::kCompute;
   // What the op does within its kind (see OpRole); label() is its text.
   OpRole role = OpRole::kNone;
+  Collective collective = Collective::kNone;  // communication (kind == kComm)
   // Ops of the same rank that must finish before this one starts, beyond
   // stream order (cross-stream dependencies).
   std::vector<int32_t> deps;
@@ -145,19 +149,20 @@ struct Op {
   // the order of Placement::ExpertsOfEpRank (all experts when ep = 1).
   std::vector<int64_t> expert_tokens;
 
-  // Communication (kind == kComm).
-  Collective collective = Collective::kNone;
+  // Communication (kind == kComm), with `collective` above.
   Dim dim = Dim::kTp;
+  int32_t layer = -1;     // model layer, -1 outside layers
   int64_t group_id = -1;  // Placement group; -1 for point-to-point
   int64_t peer = -1;      // send/recv: the other global rank; broadcast: the root
   int64_t seq = 0;        // order of this call within its group (or peer pair)
   int64_t bytes = 0;      // message size as nccl-tests counts it (see docs)
-  // All-to-all: the non-zero entries of bytes_per_peer, by position — what the
-  // simulator reads (a decode step's rows are mostly zeros). Kept equal to
-  // bytes_per_peer by whoever writes it (ProgramCheck checks).
+  // All-to-all: the bytes sent to each group member (this rank's own entry
+  // included: it moves locally), as its non-zero entries by position in
+  // Group::ranks, positions increasing; they sum to `bytes`. A decode step's
+  // rows are mostly zeros (≤ 8 of 128 at EP=128), so only these are kept;
+  // BytesPerPeer gives the dense row.
   std::vector<PeerBytes> peer_sends;
 
-  int32_t layer = -1;       // model layer, -1 outside layers
   int32_t micro_batch = 0;  // pipeline micro-batch (0 without pipelining)
   int32_t sp_step = -1;     // ring-attention step, -1 otherwise
   // How many ranks compute this same work redundantly (1 = unique work): tp for
@@ -169,16 +174,16 @@ struct Op {
   // shard the op multiplies by); 0 for ops without weights and for the embedding
   // gather (its rows are counted in bytes_read).
   int64_t weight_bytes = 0;
-  // All-to-all: bytes sent to / received from each group member, indexed by position
-  // in Group::ranks (this rank's own entry included: it moves locally).
-  std::vector<int64_t> bytes_per_peer;
-  std::vector<int64_t> bytes_from_peer;
 
   bool is_comm() const { return kind == OpKind::kComm; }
   // Tells apart ops of one kind in one layer ("input", "q_a", "gate_up", "attn");
   // empty when the kind alone is clear.
   std::string_view label() const { return RoleLabel(role); }
 };
+
+// An all-to-all's dense row: bytes to each of `group_size` members by position
+// (zeros but for peer_sends; entries at positions ≥ group_size are dropped).
+std::vector<int64_t> BytesPerPeer(const Op& op, size_t group_size);
 
 std::string_view OpKindName(OpKind kind);
 std::string_view StreamName(Stream s);

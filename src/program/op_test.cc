@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstddef>
+
 #include "program/program.h"
 
 namespace shardscope {
@@ -84,6 +86,33 @@ TEST(OpTest, Totals) {
   a.replication = 4;
   p.ranks = {RankProgram{0, {a}}, RankProgram{1, {a}}};
   EXPECT_DOUBLE_EQ(UniqueFlops(p), 5.0);
+}
+
+}  // namespace
+}  // namespace shardscope
+
+namespace shardscope {
+namespace {
+
+TEST(OpTest, BytesPerPeerIsTheDenseRowOfPeerSends) {
+  Op op;
+  op.collective = Collective::kAllToAll;
+  EXPECT_EQ(BytesPerPeer(op, 3), std::vector<int64_t>({0, 0, 0}));  // nothing sent
+  op.peer_sends = {{0, 5}, {2, 7}};
+  EXPECT_EQ(BytesPerPeer(op, 4), std::vector<int64_t>({5, 0, 7, 0}));
+  // Entries outside the group are dropped (ProgramCheck rejects them).
+  EXPECT_EQ(BytesPerPeer(op, 2), std::vector<int64_t>({5, 0}));
+}
+
+// The simulator reads every op of a phase from memory on a fresh run; its
+// speed follows the bytes per op (docs/sim.md, "Engine"). What it reads comes
+// first, and the dense all-to-all rows are not kept in the op.
+TEST(OpTest, StaysSmallWithTheEngineFieldsFirst) {
+  EXPECT_LE(sizeof(Op), 192u);
+  EXPECT_LT(offsetof(Op, expert_tokens), offsetof(Op, dim));
+  EXPECT_LT(offsetof(Op, peer_sends), offsetof(Op, micro_batch));
+  EXPECT_LT(offsetof(Op, peer_sends), offsetof(Op, replication));
+  EXPECT_LT(offsetof(Op, peer_sends), offsetof(Op, weight_bytes));
 }
 
 }  // namespace

@@ -717,7 +717,7 @@ class RankBuilder {
       per_expert[i] = routing.expert[local_experts[i]];
     }
     int32_t dispatch = -1;
-    if (ep_ > 1) dispatch = AllToAll(OpRole::kDispatch, send, send_mask, recv);
+    if (ep_ > 1) dispatch = AllToAll(OpRole::kDispatch, send, send_mask);
     if (moe.num_shared_experts > 0) {
       // Runs while the dispatch is in flight.
       SplitFfn(OpRole::kSharedGateUp, OpRole::kSharedDown, OpRole::kSharedActivation, tokens,
@@ -725,7 +725,7 @@ class RankBuilder {
     }
     if (dispatch >= 0) pending_.push_back(dispatch);
     ExpertGemms(per_expert);
-    if (ep_ > 1) pending_.push_back(AllToAll(OpRole::kCombine, recv, recv_mask, send));
+    if (ep_ > 1) pending_.push_back(AllToAll(OpRole::kCombine, recv, recv_mask));
     {  // Unpermute: weighted sum of each token's expert outputs (+ the shared output).
       const bool shared = moe.num_shared_experts > 0;
       Cost c;
@@ -763,34 +763,26 @@ class RankBuilder {
     Compute(OpRole::kExpertDown, down, rep_tok_);
   }
 
-  // All-to-all(v) of hidden states over the ep group: token counts to and from
-  // each member (by ep coordinate); `to_mask` has a bit per non-zero of `to`.
-  int32_t AllToAll(OpRole role, std::span<const int64_t> to, std::span<const uint64_t> to_mask,
-                   std::span<const int64_t> from) {
+  // All-to-all(v) of hidden states over the ep group: token counts to each
+  // member (by ep coordinate); `to_mask` has a bit per non-zero of `to`.
+  int32_t AllToAll(OpRole role, std::span<const int64_t> to, std::span<const uint64_t> to_mask) {
     int64_t total = 0;
     for (int64_t t : to) total += t;
     const int32_t id =
         Collect(Collective::kAllToAll, Dim::kEp, role, total * h_ * bpe_, {last_compute_});
     Op& op = *last_;
-    bool same = op.bytes_per_peer.size() == to.size() && op.bytes_from_peer.size() == from.size();
-    op.bytes_per_peer.resize(to.size());
-    op.bytes_from_peer.resize(from.size());
-    for (size_t i = 0; i < to.size(); ++i) {
-      same &= op.bytes_per_peer[i] == to[i] * h_ * bpe_;
-      op.bytes_per_peer[i] = to[i] * h_ * bpe_;
-    }
-    for (size_t i = 0; i < from.size(); ++i) {
-      same &= op.bytes_from_peer[i] == from[i] * h_ * bpe_;
-      op.bytes_from_peer[i] = from[i] * h_ * bpe_;
-    }
-    // The non-zero entries again (the sizes alone say whether anything changed).
+    // The non-zero entries, in position order (the sizes alone say whether
+    // anything changed).
     size_t non_zero = 0;
     for (uint64_t word : to_mask) non_zero += static_cast<size_t>(std::popcount(word));
+    bool same = op.peer_sends.size() == non_zero;
     op.peer_sends.resize(non_zero);  // one allocation when built
     for (size_t word = 0, w = 0; word < to_mask.size(); ++word) {
-      for (uint64_t bits = to_mask[word]; bits != 0; bits &= bits - 1) {
+      for (uint64_t bits = to_mask[word]; bits != 0; bits &= bits - 1, ++w) {
         const size_t i = word * 64 + static_cast<size_t>(std::countr_zero(bits));
-        op.peer_sends[w++] = {static_cast<int32_t>(i), op.bytes_per_peer[i]};
+        const PeerBytes entry{static_cast<int32_t>(i), to[i] * h_ * bpe_};
+        same &= op.peer_sends[w] == entry;
+        op.peer_sends[w] = entry;
       }
     }
     if (!same) Changed(op);

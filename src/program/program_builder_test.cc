@@ -456,17 +456,29 @@ TEST(ProgramBuilderTest, ExpertParallelDispatchAndCombine) {
       const Op& combine = *a2a[1];
       EXPECT_EQ(dispatch.label(), "dispatch");
       EXPECT_EQ(dispatch.bytes, tokens * topk * h * 2);
-      EXPECT_EQ(std::accumulate(dispatch.bytes_per_peer.begin(), dispatch.bytes_per_peer.end(),
-                                int64_t{0}),
-                dispatch.bytes);
-      EXPECT_EQ(combine.bytes_per_peer, dispatch.bytes_from_peer);
-      EXPECT_EQ(combine.bytes_from_peer, dispatch.bytes_per_peer);
+      int64_t sent = 0;
+      for (const PeerBytes& p : dispatch.peer_sends) sent += p.bytes;
+      EXPECT_EQ(sent, dispatch.bytes);
+      // What this rank receives in the dispatch: its entry in every member's row;
+      // the combine sends each member back what it received from it.
+      const Group& group = b.placement.groups()[dispatch.group_id];
+      const size_t me =
+          std::find(group.ranks.begin(), group.ranks.end(), rp.rank) - group.ranks.begin();
+      ASSERT_LT(me, group.ranks.size());
+      std::vector<int64_t> from(group.ranks.size(), 0);
+      for (size_t j = 0; j < group.ranks.size(); ++j) {
+        const auto theirs = Select(b.program.ranks[group.ranks[j]], [&](const Op& op) {
+          return op.role == OpRole::kDispatch && op.layer == layer;
+        });
+        ASSERT_EQ(theirs.size(), 1u);
+        from[j] = BytesPerPeer(*theirs[0], group.ranks.size())[me];
+      }
+      EXPECT_EQ(BytesPerPeer(combine, group.ranks.size()), from);
       auto gemm = Select(rp, Kind(OpKind::kExpertGemm, layer));
       ASSERT_EQ(gemm.size(), 2u);
       const int64_t in =
           std::accumulate(gemm[0]->expert_tokens.begin(), gemm[0]->expert_tokens.end(), int64_t{0});
-      EXPECT_EQ(in * h * 2, std::accumulate(dispatch.bytes_from_peer.begin(),
-                                            dispatch.bytes_from_peer.end(), int64_t{0}));
+      EXPECT_EQ(in * h * 2, std::accumulate(from.begin(), from.end(), int64_t{0}));
       EXPECT_EQ(gemm[0]->flops, 2 * in * h * 2 * 32);  // gate and up, 32 wide
       EXPECT_EQ(gemm[1]->flops, 2 * in * 32 * h);
       received += in;
@@ -610,8 +622,7 @@ void ExpectSamePrograms(const PhaseProgram& a, const PhaseProgram& b) {
         return std::make_tuple(o.id, o.kind, o.stream, o.layer, o.micro_batch, o.sp_step, o.role,
                                o.flops, o.bytes_read, o.bytes_written, o.weight_bytes, o.m, o.n,
                                o.k, o.replication, o.expert_tokens, o.collective, o.dim, o.group_id,
-                               o.peer, o.seq, o.bytes, o.peer_sends, o.bytes_per_peer,
-                               o.bytes_from_peer, o.deps);
+                               o.peer, o.seq, o.bytes, o.peer_sends, o.deps);
       };
       EXPECT_TRUE(fields(x) == fields(y)) << "rank " << r << " op " << i << " " << OpName(x);
     }
@@ -679,7 +690,7 @@ TEST(ProgramBuilderTest, UpdateListsTheOpsItChanged) {
           auto costs = [](const Op& o) {
             return std::make_tuple(o.flops, o.bytes_read, o.bytes_written, o.weight_bytes, o.m, o.n,
                                    o.k, o.replication, o.expert_tokens, o.peer, o.bytes,
-                                   o.peer_sends, o.bytes_per_peer, o.bytes_from_peer);
+                                   o.peer_sends);
           };
           const bool rebuilt = now.size() != was.size() || now[i].role != was[i].role;
           if (rebuilt || costs(now[i]) != costs(was[i])) want.push_back(static_cast<int32_t>(i));

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <map>
-#include <numeric>
 #include <tuple>
 #include <vector>
 
@@ -74,25 +73,21 @@ Status CheckRank(const RankProgram& rp, const Placement& pl) {
       return Broken(op, rp.rank, "broadcast root {} outside group {}", op.peer, g.id);
     }
     if (op.collective == Collective::kAllToAll) {
-      if (op.bytes_per_peer.size() != g.ranks.size() ||
-          op.bytes_from_peer.size() != g.ranks.size()) {
-        return Broken(op, rp.rank, "all-to-all needs one entry per member of group {}", g.id);
-      }
-      const int64_t sum =
-          std::accumulate(op.bytes_per_peer.begin(), op.bytes_per_peer.end(), int64_t{0});
-      if (sum != op.bytes) {
-        return Broken(op, rp.rank, "bytes_per_peer sums to {}, bytes is {}", sum, op.bytes);
-      }
-      std::vector<PeerBytes> non_zero;
-      for (size_t j = 0; j < op.bytes_per_peer.size(); ++j) {
-        if (op.bytes_per_peer[j] != 0) {
-          non_zero.push_back({static_cast<int32_t>(j), op.bytes_per_peer[j]});
+      int64_t sum = 0;
+      int32_t last = -1;
+      for (const PeerBytes& p : op.peer_sends) {
+        if (p.position <= last || p.position >= static_cast<int64_t>(g.ranks.size()) ||
+            p.bytes <= 0) {
+          return Broken(op, rp.rank,
+                        "peer_sends entry ({}, {} B) is not a non-zero entry after position {} "
+                        "among the {} members of group {}",
+                        p.position, p.bytes, last, g.ranks.size(), g.id);
         }
+        last = p.position;
+        sum += p.bytes;
       }
-      if (op.peer_sends != non_zero) {
-        return Broken(op, rp.rank,
-                      "peer_sends ({} entries) are not the non-zero bytes_per_peer ({})",
-                      op.peer_sends.size(), non_zero.size());
+      if (sum != op.bytes) {
+        return Broken(op, rp.rank, "peer_sends sum to {}, bytes is {}", sum, op.bytes);
       }
     }
   }
@@ -132,18 +127,33 @@ Status CheckCollectives(const PhaseProgram& program, const Placement& pl,
                       CollectiveShortName(first.collective), first.bytes);
       }
     }
-    if (first.collective != Collective::kAllToAll) continue;
-    std::vector<const Op*> by_member(g.ranks.size(), nullptr);
-    for (const OpRef& ref : refs) {
-      auto pos = std::find(g.ranks.begin(), g.ranks.end(), ref.rank) - g.ranks.begin();
-      by_member[pos] = &program.ranks[ref.rank].ops[ref.id];
+    // A combine sends back what the dispatch before it (same layer and
+    // micro-batch) received: what member i sends to j in the combine, j sent to
+    // i in the dispatch.
+    if (first.collective != Collective::kAllToAll || first.role != OpRole::kCombine) continue;
+    auto prev = calls.find({key.first, key.second - 1});
+    if (prev == calls.end()) continue;
+    const Op& dispatch = program.ranks[prev->second[0].rank].ops[prev->second[0].id];
+    if (dispatch.collective != Collective::kAllToAll || dispatch.role != OpRole::kDispatch ||
+        dispatch.layer != first.layer || dispatch.micro_batch != first.micro_batch) {
+      continue;
     }
-    for (size_t i = 0; i < g.ranks.size(); ++i) {
-      for (size_t j = 0; j < g.ranks.size(); ++j) {
-        if (by_member[i]->bytes_per_peer[j] != by_member[j]->bytes_from_peer[i]) {
-          return Broken(*by_member[i], g.ranks[i], "sends {} B to rank {}, which expects {} B",
-                        by_member[i]->bytes_per_peer[j], g.ranks[j],
-                        by_member[j]->bytes_from_peer[i]);
+    const size_t n = g.ranks.size();
+    std::vector<int64_t> sent(n * n, 0);  // sent[i * n + j]: the dispatch's i → j
+    for (const OpRef& ref : prev->second) {
+      const size_t i = std::find(g.ranks.begin(), g.ranks.end(), ref.rank) - g.ranks.begin();
+      for (const PeerBytes& p : program.ranks[ref.rank].ops[ref.id].peer_sends) {
+        sent[i * n + p.position] = p.bytes;
+      }
+    }
+    for (const OpRef& ref : refs) {
+      const Op& op = program.ranks[ref.rank].ops[ref.id];
+      const size_t i = std::find(g.ranks.begin(), g.ranks.end(), ref.rank) - g.ranks.begin();
+      const std::vector<int64_t> row = BytesPerPeer(op, n);
+      for (size_t j = 0; j < n; ++j) {
+        if (row[j] != sent[j * n + i]) {
+          return Broken(op, ref.rank, "combines {} B to rank {}, whose dispatch sent it {} B",
+                        row[j], g.ranks[j], sent[j * n + i]);
         }
       }
     }

@@ -18,9 +18,9 @@ namespace shardscope {
 //  - collectives: the group exists, has the op's dimension and holds the rank;
 //    every member posts the group's collectives in the same order (seq 0, 1, …)
 //    with the same collective, role, bytes and (broadcast) root; all-to-all:
-//    one entry per member in bytes_per_peer (summing to bytes) and
-//    bytes_from_peer, peer_sends exactly the non-zero entries of
-//    bytes_per_peer, and what member i sends to j is what j expects from i;
+//    peer_sends are non-zero entries at increasing positions inside the group,
+//    summing to bytes, and a combine right after the dispatch of its layer and
+//    micro-batch (seq + 1) sends member j what j sent in the dispatch;
 //  - point-to-point: the peer is in the rank's group of that dimension; every
 //    send has exactly one recv with the same pair, seq and bytes, and back;
 //  - no deadlock: running each stream in order, an op starting once its deps

@@ -78,28 +78,37 @@ TEST(ProgramCheckTest, CatchesAllToAllSplitsThatDisagree) {
       BuildOrDie(MakeExperiment(testing::TinyMoe(true), Sizes{.ep = 2}, 2, 16), Phase::kPrefill);
   Op* a2a = Find(b.program, 0, Collective::kAllToAll);
   ASSERT_NE(a2a, nullptr);
-  a2a->bytes_per_peer[0] += 128;  // same total, different split
-  a2a->bytes_per_peer[1] -= 128;
-  a2a->peer_sends.clear();  // consistent with the row: the split itself is wrong
-  for (size_t j = 0; j < a2a->bytes_per_peer.size(); ++j) {
-    if (a2a->bytes_per_peer[j] != 0) {
-      a2a->peer_sends.push_back({static_cast<int32_t>(j), a2a->bytes_per_peer[j]});
-    }
+  ASSERT_EQ(a2a->role, OpRole::kDispatch);
+  std::vector<int64_t> row = BytesPerPeer(*a2a, 2);
+  ASSERT_GE(row[1], 128);
+  row[0] += 128;  // same total, different split: the combine sends back the old one
+  row[1] -= 128;
+  a2a->peer_sends.clear();
+  for (size_t j = 0; j < row.size(); ++j) {
+    if (row[j] != 0) a2a->peer_sends.push_back({static_cast<int32_t>(j), row[j]});
   }
-  ExpectBroken(b.program, b.placement, "expects");
+  ExpectBroken(b.program, b.placement, "whose dispatch sent it");
 }
 
-TEST(ProgramCheckTest, CatchesPeerSendsThatAreNotTheRowsNonZeros) {
+TEST(ProgramCheckTest, CatchesPeerSendsThatAreNotARowsNonZeros) {
   Built b =
       BuildOrDie(MakeExperiment(testing::TinyMoe(true), Sizes{.ep = 2}, 2, 16), Phase::kPrefill);
+  ASSERT_TRUE(CheckProgram(b.program, b.placement).ok());
   Op* a2a = Find(b.program, 0, Collective::kAllToAll);
   ASSERT_NE(a2a, nullptr);
-  ASSERT_FALSE(a2a->peer_sends.empty());
-  a2a->peer_sends.back().bytes += 1;  // the row (what the sums check) unchanged
-  ExpectBroken(b.program, b.placement, "peer_sends");
-  a2a->peer_sends.back().bytes -= 1;
-  a2a->peer_sends.push_back({1, 0});  // a zero entry is not a non-zero one
-  ExpectBroken(b.program, b.placement, "peer_sends");
+  ASSERT_EQ(a2a->peer_sends.size(), 2u);  // both members get tokens
+  const std::vector<PeerBytes> good = a2a->peer_sends;
+  a2a->peer_sends.back().bytes += 1;  // no longer sums to bytes
+  ExpectBroken(b.program, b.placement, "peer_sends sum to");
+  a2a->peer_sends = good;
+  a2a->peer_sends.push_back({1, 0});  // a zero entry (and a position twice)
+  ExpectBroken(b.program, b.placement, "peer_sends entry");
+  a2a->peer_sends = {good[1], good[0]};  // positions out of order
+  ExpectBroken(b.program, b.placement, "peer_sends entry");
+  a2a->peer_sends = {good[0], {2, good[1].bytes}};  // outside the group of 2
+  ExpectBroken(b.program, b.placement, "among the 2 members");
+  a2a->peer_sends = good;
+  EXPECT_TRUE(CheckProgram(b.program, b.placement).ok());
 }
 
 TEST(ProgramCheckTest, CatchesForwardDependencies) {

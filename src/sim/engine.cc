@@ -13,10 +13,9 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr size_t kAhead = 8;  // ops prefetched ahead in Build
-// Build reads a compute Op's fields before `collective`, a comm op's up to
-// its all-to-all row (op.h orders them so).
-constexpr size_t kComputeHotBytes = offsetof(Op, collective);
-constexpr size_t kCommHotBytes = offsetof(Op, peer_sends) + sizeof(Op::peer_sends);
+// Build reads an Op's fields up to its all-to-all row (op.h orders them so:
+// a compute op's end before `dim`).
+constexpr size_t kHotBytes = offsetof(Op, peer_sends) + sizeof(Op::peer_sends);
 // Per-op state and timings (32 bytes each) and successors (4 bytes) fetched
 // ahead of a rank's completions in the event loop.
 constexpr int64_t kStateAhead = 4;
@@ -187,6 +186,9 @@ struct Engine::Scratch {
   // All-to-all rows, copied out of the ops: in one block, not one heap block
   // per op (a cache and a TLB miss each when matched); spare: for compacting.
   std::vector<PeerBytes> rows, spare_rows;
+  // Build: the previous graph's comm ops (and rows in spare_rows), to tell
+  // which all-to-alls are unchanged.
+  std::vector<CommInfo> spare_comm;
   std::vector<int32_t> succ;                // successors (stream order and deps), CSR
   size_t p2p_ops = 0;                       // comm ops that are sends or recvs
   std::vector<int32_t> edge_from, edge_to;  // edges in creation order, for the CSR
@@ -195,9 +197,16 @@ struct Engine::Scratch {
   bool graph = false;                   // a graph was built (by a Run)
   // Per (rank, dim): the rank's position in its group of that dimension.
   std::vector<int32_t> position;
-  // All-to-all plans of the graph built last, by (group, seq): kept while the
-  // members' rows stay the same (node-based: addresses stay valid).
-  std::unordered_map<uint64_t, CollectivePlan> all_to_all_plans;
+  // All-to-all plans of the last run, by (group, seq): kept while the members'
+  // rows stay the same, from one run to the next, graph rebuilt or not
+  // (node-based: addresses stay valid). Only a run that finished leaves them
+  // current (one that failed may not have planned every call).
+  struct AllToAllPlan {
+    int64_t bytes = 0;  // the call's (its first-posted member's), which a measured line scales by
+    CollectivePlan plan;
+  };
+  std::unordered_map<uint64_t, AllToAllPlan> all_to_all_plans;
+  bool plans_current = false;
 };
 
 namespace {
@@ -235,7 +244,7 @@ class PhaseRun {
   Status CheckRow(int64_t rank, const Op& op) const;
   using CommInfo = Engine::Scratch::CommInfo;
   // Points `c` at a copy of `row`: in its old place when it fits, else at the
-  // end of s_.rows.
+  // end of s_.rows; marks `c` changed when the row differs from its old one.
   void SetRow(CommInfo& c, std::span<const PeerBytes> row);
   // SetRow of comm op c, once CopyRows is called: the row is fetched meanwhile
   // (a rank's rows are copied after its ops are read).
@@ -327,9 +336,10 @@ Status PhaseRun::Build() {
   s_.op.resize(total);
   PrepareTimings(total);
   s_.p2p_ops = 0;
+  std::swap(s_.comm, s_.spare_comm);  // the previous graph's comm ops and rows
+  std::swap(s_.rows, s_.spare_rows);
   s_.comm.clear();
   s_.rows.clear();
-  s_.all_to_all_plans.clear();
   s_.succ.clear();
   for (size_t r = 0; r < ranks; ++r) {
     s_.edge_from.clear();
@@ -341,7 +351,7 @@ Status PhaseRun::Build() {
     for (size_t i = 0; i < ops.size(); ++i) {
       // The Ops are cold (written by the builder): fetch ahead what is read
       // of them, then their deps and (comm ops) their comm fields and row.
-      if (i + kAhead < ops.size()) Prefetch(&ops[i + kAhead], kCommHotBytes);
+      if (i + kAhead < ops.size()) Prefetch(&ops[i + kAhead], kHotBytes);
       if (i + kAhead / 2 < ops.size()) {
         const Op& ahead = ops[i + kAhead / 2];
         if (!ahead.deps.empty()) Prefetch(ahead.deps.data(), 1);
@@ -375,7 +385,22 @@ Status PhaseRun::Build() {
       }
       st.succ_begin = st.succ_end = 0;
     }
-    CopyRows();
+    // The rank's rows; a comm op the previous graph had at the same index,
+    // with the same call and row, is unchanged (its all-to-all plan is kept).
+    for (const auto& [c, row] : rows_to_copy_) {
+      CommInfo& n = s_.comm[c];
+      SetRow(n, row);
+      n.changed = true;
+      if (static_cast<size_t>(c) < s_.spare_comm.size()) {
+        const CommInfo& o = s_.spare_comm[c];
+        const std::span<const PeerBytes> old(s_.spare_rows.data() + o.row_begin,
+                                             static_cast<size_t>(o.row_size));
+        n.changed = o.group_id != n.group_id || o.seq != n.seq || o.peer != n.peer ||
+                    o.bytes != n.bytes || o.collective != n.collective || o.dim != n.dim ||
+                    !std::equal(row.begin(), row.end(), old.begin(), old.end());
+      }
+    }
+    rows_to_copy_.clear();
     // Counting sort of the rank's edges by source, stable: successors in
     // creation order.
     for (int32_t f : s_.edge_from) ++s_.op[f].succ_end;  // counts first
@@ -399,8 +424,8 @@ Status PhaseRun::Build() {
 Status PhaseRun::CheckRow(int64_t rank, const Op& op) const {
   if (op.collective == Collective::kAllToAll && op.peer_sends.empty() && op.bytes != 0) {
     return InvalidArgument(
-        "rank {} op {} ({}): an all-to-all of {} B without peer_sends (the non-zero entries "
-        "of bytes_per_peer, which the simulator reads)",
+        "rank {} op {} ({}): an all-to-all of {} B without peer_sends (its bytes to each "
+        "group member, which the simulator reads)",
         rank, op.id, OpName(op), op.bytes);
   }
   return Status::Ok();
@@ -411,6 +436,9 @@ Status PhaseRun::Reread(int64_t g, const Op& op, bool row_later) {
   if (st.is_comm()) {  // the fields Update may change (the row in place)
     RETURN_IF_ERROR(CheckRow(st.rank, op));
     Engine::Scratch::CommInfo& c = s_.comm[st.comm];
+    // Changed (its all-to-all decomposed again) only when what the plan is
+    // made of differs: re-running an unchanged program keeps every plan.
+    c.changed = c.bytes != op.bytes || c.peer != op.peer;
     c.bytes = op.bytes;
     c.peer = op.peer;
     if (row_later) {
@@ -418,7 +446,6 @@ Status PhaseRun::Reread(int64_t g, const Op& op, bool row_later) {
     } else {
       SetRow(c, op.peer_sends);
     }
-    c.changed = true;
   } else {
     st.duration = compute_.Seconds(op);
   }
@@ -455,7 +482,7 @@ Status PhaseRun::Refresh(const UpdatedOps* updated) {
         }
         // The ops are cold: fetch those a little ahead, then their vectors.
         if (k + kAhead < ids.size() && static_cast<size_t>(ids[k + kAhead]) < ops.size()) {
-          Prefetch(&ops[ids[k + kAhead]], kCommHotBytes);
+          Prefetch(&ops[ids[k + kAhead]], kHotBytes);
         }
         if (k + kAhead / 2 < ids.size() && static_cast<size_t>(ids[k + kAhead / 2]) < ops.size()) {
           const Op& ahead = ops[ids[k + kAhead / 2]];
@@ -471,7 +498,7 @@ Status PhaseRun::Refresh(const UpdatedOps* updated) {
   for (size_t r = 0; r < ranks; ++r) {
     const auto& ops = program_.ranks[r].ops;
     for (size_t i = 0; i < ops.size(); ++i) {
-      if (i + kAhead < ops.size()) Prefetch(&ops[i + kAhead], kCommHotBytes);
+      if (i + kAhead < ops.size()) Prefetch(&ops[i + kAhead], kHotBytes);
       RETURN_IF_ERROR(Reread(s_.offset[r] + static_cast<int64_t>(i), ops[i], /*row_later=*/true));
     }
     CopyRows();
@@ -495,6 +522,7 @@ void PhaseRun::InitTimings(int64_t begin, int64_t end, bool reset_pending) {
 }
 
 void PhaseRun::SetRow(CommInfo& c, std::span<const PeerBytes> row) {
+  if (!std::equal(row.begin(), row.end(), Row(c).begin(), Row(c).end())) c.changed = true;
   if (row.size() > static_cast<size_t>(c.row_size)) {  // else in its own place
     c.row_begin = static_cast<int64_t>(s_.rows.size());
     s_.rows.resize(s_.rows.size() + row.size());
@@ -620,22 +648,25 @@ Status PhaseRun::StartInstance(int64_t id, double now) {
     return call;
   };
   if (op.collective == Collective::kAllToAll) {
-    // Planned again only when a member's row changed since the previous run.
+    // Planned again only when a member's row changed since the previous run
+    // (or the call's bytes: those of the member that posted first).
     const uint64_t key = static_cast<uint64_t>(op.group_id) << 32 | static_cast<uint64_t>(op.seq);
     bool changed = false;
     for (int32_t i = 0; i < inst.expected; ++i) {
       changed = changed || Comm(members_[inst.members + i]).changed;
     }
     auto it = s_.all_to_all_plans.find(key);
-    if (changed || it == s_.all_to_all_plans.end()) {
+    if (changed || it == s_.all_to_all_plans.end() || it->second.bytes != op.bytes) {
       CollectiveCall call = make_call();
       for (int32_t i = 0; i < inst.expected; ++i) {
         call.sparse_rows.push_back(Row(Comm(members_[inst.members + i])));
       }
       ASSIGN_OR_RETURN(CollectivePlan plan, Decompose(topology_, call, options_.allreduce));
-      it = s_.all_to_all_plans.insert_or_assign(key, std::move(plan)).first;
+      it = s_.all_to_all_plans
+               .insert_or_assign(key, Engine::Scratch::AllToAllPlan{op.bytes, std::move(plan)})
+               .first;
     }
-    inst.plan = &it->second;
+    inst.plan = &it->second.plan;
   } else {
     // Same group, collective, size and root: same plan.
     const auto key = std::make_tuple(p2p ? -1 - s_.op[members_[inst.members]].rank * 65536 -
@@ -743,6 +774,8 @@ StatusOr<PhaseResult> PhaseRun::Run(const std::vector<double>& rank_start, bool 
     return InvalidArgument("program has {} ranks, the placement {}", ranks,
                            placement_.world_size());
   }
+  if (!s_.plans_current) s_.all_to_all_plans.clear();
+  s_.plans_current = false;  // until this run has finished
   RETURN_IF_ERROR(same_graph ? Refresh(updated) : Build());
   const int64_t total = s_.offset[ranks];
   const size_t comm_ops = s_.comm.size();  // of the graph, built or reused
@@ -800,6 +833,7 @@ StatusOr<PhaseResult> PhaseRun::Run(const std::vector<double>& rank_start, bool 
     }
     return InternalError("simulation ended with {} of {} ops done", done_, total);
   }
+  s_.plans_current = true;
   PhaseResult result;
   result.timings.flat = std::move(timing_);
   result.timings.offset = s_.offset;

@@ -84,8 +84,8 @@ class Engine {
   // previous run's dependency graph is reused; only compute times are read.
   // `updated` (optional): the ops whose costs changed since the previous run
   // (what ProgramBuilder::Update reports), for the same program object updated
-  // in place; then only those are read again, and an all-to-all none of whose
-  // members changed keeps its decomposition.
+  // in place; then only those are read again. An all-to-all none of whose
+  // members' rows, bytes or peers changed keeps its decomposition.
   // Fails when a rank's op count differs or no Run came before.
   StatusOr<PhaseResult> RunSameGraph(const PhaseProgram& program,
                                      const std::vector<double>& rank_start = {},
