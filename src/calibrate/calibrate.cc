@@ -25,12 +25,12 @@ constexpr double kKindGain = 0.5;
 // A collective's fit sets network_efficiency only with this many message
 // sizes and at most this rms error.
 constexpr int64_t kMinSizes = 3;
-// A class's own cache rate is fitted with a Huber loss beyond this |ln error|
-// (×1.5): among a class's cache-resident ops a few take a library's slower
-// path (OpenBLAS packs the weights of larger m ≥ 4 products: 4× the time of
-// m = 2) and would otherwise set the rate of all.
-constexpr double kCacheHuber = 0.405;
 constexpr double kMaxCommRms = 0.2;
+// A class's own cache rate is fitted with a Huber loss beyond this |ln error|
+// (×1.5): a few of a class's cache-resident ops take a library's slower path
+// (in the CPU runs one m = 4 product took 4× its m = 2 time, per-expert GEMM
+// calls 3–7× the model's) and would otherwise set the rate of all.
+constexpr double kCacheHuber = 0.405;
 
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -395,8 +395,7 @@ StatusOr<CalibrationResult> Calibrate(const std::vector<std::string>& paths,
       } else {
         result.node_bandwidth_why_not = fmt::format(
             "no matrix product of one shape was measured both alone on the node and with its "
-            "other devices busy: "
-            "the cluster file's {:.3g} GB/s kept",
+            "other devices busy: the cluster file's {:.3g} GB/s kept",
             cluster->node_memory_bandwidth * 1e-9);
       }
     }
@@ -561,9 +560,10 @@ StatusOr<CalibrationResult> Calibrate(const std::vector<std::string>& paths,
     } else {
       f.fit = FitLink(ms);
       f.busbw = analysis::BusFactor(f.collective, f.group_size) * f.fit.algbw;
-      // The mean wait for the later members (ranks drift apart between
-      // synchronisations; a simulator's ranks do not): from calls whose
-      // members all showed up in the traces.
+      // The members' wait for the latest (ranks drift apart between
+      // synchronisations; a simulator's ranks do not): the median over calls
+      // whose members all showed up in the traces (the mean would follow a few
+      // descheduled calls).
       const std::vector<double>& w = waits[key];
       f.wait_calls = static_cast<int64_t>(w.size());
       if (f.wait_calls >= options.min_samples) f.wait = Median(w);

@@ -57,7 +57,7 @@ struct CollectiveFit {
   LinkFit fit;
   double busbw = 0;        // bus bandwidth (nccl-tests factor × algbw)
   double link_bw = 0;      // the cluster's per-device link bandwidth, 0 unknown
-  double wait = 0;         // mean wait of a member for the later ones (s); 0: not fitted
+  double wait = 0;         // median over calls of a member's wait for the latest (s); 0: none
   int64_t wait_calls = 0;  // calls whose members all appear in the traces
   std::string why_not;     // when not fitted
   std::string note;        // e.g. why it does not set network_efficiency

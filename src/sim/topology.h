@@ -25,7 +25,7 @@ namespace shardscope::sim {
 struct MeasuredCollective {
   double latency = 0;  // seconds
   double algbw = 0;    // bytes/s of the nccl-tests size; 0: not measured
-  // Mean time a member waits for the later ones: ranks drift apart between
+  // Typical time a member waits for the later ones: ranks drift apart between
   // synchronisations (OS noise, uneven work), which symmetric simulated ranks
   // do not; added to the latency.
   double wait = 0;
