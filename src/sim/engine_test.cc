@@ -151,23 +151,32 @@ TEST(EngineTest, MismatchedCollectiveIsAnError) {
   EXPECT_NE(r.status().message().find("differ in bytes"), std::string::npos);
 }
 
+// tiny-moe-mla on H100s (8 requests, 64-token prompts, 16 tokens) under
+// `par`: its placement, Program builder, compute model and topology.
+struct MoeRig {
+  explicit MoeRig(const ParallelSpec& par)
+      : experiment(ZooExperiment("tiny-moe-mla", "h100-sxm", par, 8, 64, 16)),
+        placement(*Placement::Create(experiment)),
+        builder(*ProgramBuilder::Create(experiment, placement)),
+        model(*ComputeModel::Create(experiment.cluster.device, DType::kBf16,
+                                    DefaultCalibration(experiment.cluster.device))),
+        topology(experiment.cluster) {}
+  Experiment experiment;
+  Placement placement;
+  ProgramBuilder builder;
+  ComputeModel model;
+  Topology topology;
+};
+
 // The engine reads an all-to-all's row from peer_sends: an op that has bytes
 // but lists none there is refused, not simulated as moving nothing.
 TEST(EngineTest, AllToAllWithoutPeerSendsIsAnError) {
   ParallelSpec par;
   par.ep = 4;
-  Experiment e = ZooExperiment("tiny-moe-mla", "h100-sxm", par, 8, 64, 16);
-  auto pl = Placement::Create(e);
-  ASSERT_TRUE(pl.ok()) << pl.status().message();
-  auto builder = ProgramBuilder::Create(e, *pl);
-  ASSERT_TRUE(builder.ok());
-  auto prog = builder->Build(Phase::kDecode, 0);
+  MoeRig rig(par);
+  auto prog = rig.builder.Build(Phase::kDecode, 0);
   ASSERT_TRUE(prog.ok());
-  auto model =
-      ComputeModel::Create(e.cluster.device, DType::kBf16, DefaultCalibration(e.cluster.device));
-  ASSERT_TRUE(model.ok());
-  Topology topo(e.cluster);
-  Engine engine(*pl, *model, topo);
+  Engine engine(rig.placement, rig.model, rig.topology);
   ASSERT_TRUE(engine.Run(*prog).ok());
   Op* a2a = nullptr;
   for (Op& op : prog->ranks[2].ops) {
@@ -190,15 +199,11 @@ TEST(EngineTest, SameGraphRunsEqualFreshRuns) {
   ParallelSpec par;
   par.tp = 2;
   par.ep = 4;
-  Experiment e = ZooExperiment("tiny-moe-mla", "h100-sxm", par, 8, 64, 16);
-  auto pl = Placement::Create(e);
-  ASSERT_TRUE(pl.ok()) << pl.status().message();
-  auto builder = ProgramBuilder::Create(e, *pl);
-  ASSERT_TRUE(builder.ok());
-  auto model =
-      ComputeModel::Create(e.cluster.device, DType::kBf16, DefaultCalibration(e.cluster.device));
-  ASSERT_TRUE(model.ok());
-  Topology topo(e.cluster);
+  MoeRig rig(par);
+  const Placement* pl = &rig.placement;
+  ProgramBuilder* builder = &rig.builder;
+  const ComputeModel* model = &rig.model;
+  const Topology& topo = rig.topology;
   Engine reused(*pl, *model, topo);
   auto prog = builder->Build(Phase::kDecode, 0);
   ASSERT_TRUE(prog.ok());
@@ -247,15 +252,11 @@ TEST(EngineTest, SameGraphRunsEqualFreshRuns) {
 TEST(EngineTest, RunsReplanAnAllToAllWhoseRowChanged) {
   ParallelSpec par;
   par.ep = 4;
-  Experiment e = ZooExperiment("tiny-moe-mla", "h100-sxm", par, 8, 64, 16);
-  auto pl = Placement::Create(e);
-  ASSERT_TRUE(pl.ok()) << pl.status().message();
-  auto builder = ProgramBuilder::Create(e, *pl);
-  ASSERT_TRUE(builder.ok());
-  auto model =
-      ComputeModel::Create(e.cluster.device, DType::kBf16, DefaultCalibration(e.cluster.device));
-  ASSERT_TRUE(model.ok());
-  Topology topo(e.cluster);
+  MoeRig rig(par);
+  const Placement* pl = &rig.placement;
+  ProgramBuilder* builder = &rig.builder;
+  const ComputeModel* model = &rig.model;
+  const Topology& topo = rig.topology;
   auto prog = builder->Build(Phase::kDecode, 0);
   ASSERT_TRUE(prog.ok());
   Engine reused(*pl, *model, topo);
