@@ -200,15 +200,11 @@ TEST(EngineTest, SameGraphRunsEqualFreshRuns) {
   par.tp = 2;
   par.ep = 4;
   MoeRig rig(par);
-  const Placement* pl = &rig.placement;
-  ProgramBuilder* builder = &rig.builder;
-  const ComputeModel* model = &rig.model;
-  const Topology& topo = rig.topology;
-  Engine reused(*pl, *model, topo);
-  auto prog = builder->Build(Phase::kDecode, 0);
+  Engine reused(rig.placement, rig.model, rig.topology);
+  auto prog = rig.builder.Build(Phase::kDecode, 0);
   ASSERT_TRUE(prog.ok());
   ASSERT_TRUE(reused.Run(*prog).ok());
-  std::vector<double> start(pl->world_size(), 0.5);
+  std::vector<double> start(rig.placement.world_size(), 0.5);
   // Every op read again (step 1 twice: its all-to-all plans kept the second
   // time), then only the updated ones (the engine keeps the all-to-all rows of
   // the others, and moves the ones that grow to the end of its block, which it
@@ -217,14 +213,14 @@ TEST(EngineTest, SameGraphRunsEqualFreshRuns) {
   for (int64_t step : {1, 1, 2, 9, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15, 0}) {
     bool same_ops = false;
     UpdatedOps updated;
-    ASSERT_TRUE(builder->Update(*prog, step, &same_ops, &updated).ok());
+    ASSERT_TRUE(rig.builder.Update(*prog, step, &same_ops, &updated).ok());
     ASSERT_TRUE(same_ops);
     auto a =
         ++k <= 5 ? reused.RunSameGraph(*prog, start) : reused.RunSameGraph(*prog, start, &updated);
     ASSERT_TRUE(a.ok()) << a.status().message();
-    auto fresh = builder->Build(Phase::kDecode, step);
+    auto fresh = rig.builder.Build(Phase::kDecode, step);
     ASSERT_TRUE(fresh.ok());
-    Engine engine(*pl, *model, topo);
+    Engine engine(rig.placement, rig.model, rig.topology);
     auto b = engine.Run(*fresh, start);
     ASSERT_TRUE(b.ok()) << b.status().message();
     EXPECT_EQ(a->ops, b->ops);
@@ -253,13 +249,9 @@ TEST(EngineTest, RunsReplanAnAllToAllWhoseRowChanged) {
   ParallelSpec par;
   par.ep = 4;
   MoeRig rig(par);
-  const Placement* pl = &rig.placement;
-  ProgramBuilder* builder = &rig.builder;
-  const ComputeModel* model = &rig.model;
-  const Topology& topo = rig.topology;
-  auto prog = builder->Build(Phase::kDecode, 0);
+  auto prog = rig.builder.Build(Phase::kDecode, 0);
   ASSERT_TRUE(prog.ok());
-  Engine reused(*pl, *model, topo);
+  Engine reused(rig.placement, rig.model, rig.topology);
   auto before = reused.Run(*prog);
   ASSERT_TRUE(before.ok()) << before.status().message();
   Op* a2a = nullptr;  // rank 1's first dispatch that sends to another member
@@ -267,7 +259,7 @@ TEST(EngineTest, RunsReplanAnAllToAllWhoseRowChanged) {
     if (op.role == OpRole::kDispatch && op.peer_sends.size() > 1 && a2a == nullptr) a2a = &op;
   }
   ASSERT_NE(a2a, nullptr);
-  const Group& group = pl->GroupOf(1, Dim::kEp);
+  const Group& group = rig.placement.GroupOf(1, Dim::kEp);
   PeerBytes* entry = nullptr;  // not its own part, which moves locally
   for (PeerBytes& p : a2a->peer_sends) {
     if (group.ranks[p.position] != 1 && entry == nullptr) entry = &p;
@@ -276,7 +268,7 @@ TEST(EngineTest, RunsReplanAnAllToAllWhoseRowChanged) {
   // `bytes` is left as it was (the engine does not check the sum): only the row
   // tells that the call changed.
   auto same_as_fresh = [&](const PhaseResult& a) {
-    Engine fresh(*pl, *model, topo);
+    Engine fresh(rig.placement, rig.model, rig.topology);
     auto b = fresh.Run(*prog);
     ASSERT_TRUE(b.ok()) << b.status().message();
     ASSERT_EQ(a.timings.flat.size(), b->timings.flat.size());
