@@ -390,8 +390,7 @@ class Results {
     for (const Measurement& r : all_) {
       const bool gemm = r.k > 0;
       if (r.kind == "copy" || r.kind == "gemm_peak" || r.kind == "fp8_quant" ||
-          r.kind.rfind("decode_layers", 0) == 0 ||
-          (gemm && r.dtype != trace_dtype) || r.Skipped())
+          r.kind.rfind("decode_layers", 0) == 0 || (gemm && r.dtype != trace_dtype) || r.Skipped())
         continue;
       for (double s : r.seconds) {
         const int64_t dur_ns = std::max<int64_t>(1, std::llround(s * 1e9));
@@ -778,8 +777,8 @@ void ElementwiseSweep(cudaStream_t stream, double l2, const std::vector<int64_t>
 // ---- FP8 activation quantisation (per tensor, dynamic scale), in gpu_ops.csv
 // only: calibrate_gpu.sh turns it into fp8_quant_bytes_per_element.
 
-void Fp8QuantSweep(cudaStream_t stream, double l2, const std::vector<int64_t>& rows,
-                   Timer& timer, Results& results) {
+void Fp8QuantSweep(cudaStream_t stream, double l2, const std::vector<int64_t>& rows, Timer& timer,
+                   Results& results) {
   // The inputs of the FP8 GEMMs of bench/gpu/gpu_shapes.yaml: hidden sizes and
   // FFN widths per rank.
   for (int64_t w : {4096, 7168, 8192, 14336}) {
