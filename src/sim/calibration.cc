@@ -53,15 +53,9 @@ Status ReadEfficiency(const YamlMap& m, Efficiency* e) {
     }
     e->launch = us * 1e-6;
   }
-  if (m.Has("cache_bandwidth_gb_s")) {
-    double gb_s = 0;
-    RETURN_IF_ERROR(m.Optional("cache_bandwidth_gb_s", &gb_s));
-    if (!(gb_s > 0) || !std::isfinite(gb_s)) {
-      return m.context().Error(
-          fmt::format("cache_bandwidth_gb_s is {}: must be finite and positive", gb_s));
-    }
-    e->cache = gb_s * 1e9;
-  }
+  double cache_gb_s = -1;
+  RETURN_IF_ERROR(m.OptionalPositive("cache_bandwidth_gb_s", &cache_gb_s));
+  if (cache_gb_s > 0) e->cache = cache_gb_s * 1e9;
   return Status::Ok();
 }
 
@@ -330,10 +324,7 @@ Status ReadMeasuredCollectives(const YamlMap& top, MeasuredCollectives* out) {
     m.latency = us * 1e-6;
     if (entry.Has("algbw_gb_s") && !entry.Get("algbw_gb_s").IsNull()) {
       double gb_s = 0;
-      RETURN_IF_ERROR(entry.Optional("algbw_gb_s", &gb_s));
-      if (!(gb_s > 0) || !std::isfinite(gb_s)) {
-        return at.Child("algbw_gb_s").Error(fmt::format("is {}: must be positive", gb_s));
-      }
+      RETURN_IF_ERROR(entry.OptionalPositive("algbw_gb_s", &gb_s));
       m.algbw = gb_s * 1e9;
     }
     (*out)[{*kind, static_cast<int32_t>(group)}] = m;

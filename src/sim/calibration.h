@@ -76,9 +76,10 @@ struct OverheadTerms {
   // Measured per (collective, group size), as `shardscope calibrate` fits it:
   // the latency a call takes besides its bytes (software stack, protocol) and
   // its algorithm bandwidth. A collective of that kind and size takes the
-  // measured latency instead of its algorithm's steps × link latency, and
-  // moves its bytes at the measured bandwidth, each only where slower than the
-  // model's (the topology's figures stay floors). Send/recv: key kSend, size 2.
+  // measured latency (plus its members' wait for the latest) instead of its
+  // algorithm's steps × link latency, and moves its bytes at the measured
+  // bandwidth, each only where slower than the model's (the topology's figures
+  // stay floors). Send/recv: key kSend, size 2.
   MeasuredCollectives collectives;
 
   bool any() const {
