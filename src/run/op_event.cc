@@ -69,12 +69,7 @@ void FillOpEvent(const Op& op, const Placement& placement, trace::OpEvent* e) {
     const Group& group = placement.groups()[static_cast<size_t>(op.group_id)];
     for (int64_t r : group.ranks) e->group.push_back(static_cast<int32_t>(r));
     if (op.collective == Collective::kAllToAll) {  // the dense row, from its non-zeros
-      e->bytes_per_peer.assign(group.ranks.size(), 0);
-      for (const PeerBytes& p : op.peer_sends) {
-        if (p.position >= 0 && static_cast<size_t>(p.position) < group.ranks.size()) {
-          e->bytes_per_peer[p.position] = p.bytes;
-        }
-      }
+      e->bytes_per_peer = BytesPerPeer(op, group.ranks.size());
     }
     if (op.collective == Collective::kBroadcast) e->root = static_cast<int32_t>(op.peer);
   }
