@@ -340,7 +340,7 @@ StatusOr<CollectivePlan> DecomposeByAlgorithm(const Topology& topo, const Collec
 }
 
 // The calibration's measured line for the collective, each part only where
-// slower than the plan's: a larger latency (the line's plus the members' mean
+// slower than the plan's: a larger latency (the line's plus the members' typical
 // wait) replaces the plan's steps × link latency (spread over its stages in proportion; on the
 // first stage when the model has none), and a lower bandwidth scales every stage's link loads so
 // the bytes take size / algbw on an idle network. Loads only time transfers
