@@ -1,5 +1,7 @@
 #include "runtime/arena.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cstdlib>
 
@@ -10,10 +12,15 @@ int64_t RoundUp(int64_t n, int64_t a) { return (n + a - 1) / a * a; }
 
 class HostMemorySource final : public MemorySource {
  public:
-  StatusOr<void*> Allocate(int64_t bytes) override {
-    void* p = std::aligned_alloc(Arena::kAlignment,
-                                 static_cast<size_t>(RoundUp(std::max<int64_t>(bytes, 1), 64)));
+  StatusOr<void*> Allocate(int64_t bytes, MemoryUse use) override {
+    const bool huge = use == MemoryUse::kWeights && bytes >= kHugePageBytes;
+    const int64_t align = huge ? kHugePageBytes : Arena::kAlignment;
+    void* p = std::aligned_alloc(static_cast<size_t>(align),
+                                 static_cast<size_t>(RoundUp(std::max<int64_t>(bytes, 1), align)));
     if (p == nullptr) return InternalError("out of host memory allocating {} bytes", bytes);
+    // A hint: the kernel may ignore it (transparent huge pages off), and the
+    // memory is then as good as without it.
+    if (huge) (void)::madvise(p, static_cast<size_t>(RoundUp(bytes, align)), MADV_HUGEPAGE);
     return p;
   }
   void Free(void* p) override { std::free(p); }
@@ -26,7 +33,8 @@ MemorySource& HostMemory() {
   return *source;
 }
 
-Arena::Arena(MemorySource* source, int64_t initial_bytes) : source_(source) {
+Arena::Arena(MemorySource* source, int64_t initial_bytes, MemoryUse use)
+    : source_(source), use_(use) {
   if (initial_bytes > 0) (void)AddChunk(initial_bytes);  // a failure shows at Allocate
 }
 
@@ -38,7 +46,7 @@ void Arena::FreeChunks() {
 }
 
 Status Arena::AddChunk(int64_t bytes) {
-  ASSIGN_OR_RETURN(void* p, source_->Allocate(bytes));
+  ASSIGN_OR_RETURN(void* p, source_->Allocate(bytes, use_));
   chunks_.push_back({p, bytes});
   offset_ = 0;
   ++system_allocations_;

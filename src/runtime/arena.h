@@ -15,16 +15,31 @@
 
 namespace shardscope::runtime {
 
+// What an arena's memory holds; a source may place each kind differently.
+enum class MemoryUse : uint8_t {
+  kScratch,  // activations, KV caches: first touched, and grown, during steps
+  kWeights,  // filled once before the run, then read whole at every step
+};
+
 // Where an arena's chunks come from.
 class MemorySource {
  public:
   virtual ~MemorySource() = default;
   // `bytes` of backend memory aligned to at least 64 bytes, or an error.
-  virtual StatusOr<void*> Allocate(int64_t bytes) = 0;
+  virtual StatusOr<void*> Allocate(int64_t bytes, MemoryUse use) = 0;
   virtual void Free(void* p) = 0;
 };
 
-// 64-byte-aligned host memory.
+// 64-byte-aligned host memory. Weight chunks of kHugePageBytes or more are
+// aligned to it and asked to be backed by transparent huge pages: a decode
+// step streams every weight once, and with 4 KiB pages each 4 KiB of that
+// stream needs a TLB entry (a two-level walk under a hypervisor's nested
+// paging). On the development VM one core streams ~21-26 GB/s from 4 KiB pages
+// and ~29-34 from 2 MiB ones (docs/BENCHMARKS.md, "CPU executor"). Scratch
+// stays on 4 KiB pages: it is first touched inside timed ops, where a huge
+// page's fault zeroes 2 MiB and may compact memory first (one prefill op took
+// 1.7 s so).
+inline constexpr int64_t kHugePageBytes = int64_t{2} << 20;
 MemorySource& HostMemory();
 
 class Arena {
@@ -32,7 +47,8 @@ class Arena {
   static constexpr int64_t kAlignment = 64;
 
   // `source` is borrowed and must outlive the arena; `initial_bytes` may be 0.
-  explicit Arena(MemorySource* source, int64_t initial_bytes = 0);
+  explicit Arena(MemorySource* source, int64_t initial_bytes = 0,
+                 MemoryUse use = MemoryUse::kScratch);
   ~Arena();
   Arena(const Arena&) = delete;
   Arena& operator=(const Arena&) = delete;
@@ -59,6 +75,7 @@ class Arena {
   void FreeChunks();
 
   MemorySource* const source_;
+  const MemoryUse use_;
   std::vector<Chunk> chunks_;
   int64_t offset_ = 0;  // in the last chunk
   int64_t used_ = 0;

@@ -163,8 +163,8 @@ class Backend {
   // An arena of this backend's memory for tensors with another lifetime than a
   // step (weights, KV caches), with a first chunk of `initial_bytes` (may be 0);
   // it must not outlive the backend.
-  std::unique_ptr<Arena> NewArena(int64_t initial_bytes = 0) {
-    return std::make_unique<Arena>(memory_, initial_bytes);
+  std::unique_ptr<Arena> NewArena(int64_t initial_bytes = 0, MemoryUse use = MemoryUse::kScratch) {
+    return std::make_unique<Arena>(memory_, initial_bytes, use);
   }
   // Starts a step: every tensor of the step arena is freed, its memory kept.
   Status ResetArena() { return arena_.Reset(); }

@@ -40,7 +40,7 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(const Experiment& experimen
   BackendWeights bw;
   {
     ASSIGN_OR_RETURN(Weights w, Weights::Create(experiment, placement, rank));
-    arena = backend->NewArena(BackendWeights::UploadBytes(w, kExecutorDType));
+    arena = backend->NewArena(BackendWeights::UploadBytes(w, kExecutorDType), MemoryUse::kWeights);
     ASSIGN_OR_RETURN(bw, BackendWeights::Upload(w, *backend, *arena, kExecutorDType));
   }  // the host copy is freed here
   return std::unique_ptr<Executor>(new Executor(experiment, placement, rank, backend, comm, options,

@@ -1,8 +1,10 @@
 #include "runtime/mpi/mpi_communicator.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <iostream>
 #include <limits>
+#include <thread>
 
 #include "runtime/dtype_convert.h"
 
@@ -19,6 +21,13 @@ Status MpiStatus(int rc, const char* what) {
 
 #define MPI_CHECK(call, what) RETURN_IF_ERROR(MpiStatus((call), what))
 
+// A spin-wait hint: lets a hardware thread sharing the core run meanwhile.
+inline void CpuPause() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
 // One MPI request; keeps the count arrays of a v-collective alive until it completes.
 class MpiRequest final : public CommRequest {
  public:
@@ -28,9 +37,27 @@ class MpiRequest final : public CommRequest {
   ~MpiRequest() override {
     if (req_ != MPI_REQUEST_NULL) MPI_Wait(&req_, MPI_STATUS_IGNORE);
   }
+  // MPI_Wait polls flat out. A rank that waits long (a pipeline stage, for
+  // the other stage's whole forward pass) would then take the shared parts of
+  // the host (a sibling hardware thread's core, the memory path) from the rank
+  // that works, and slow it down (docs/fidelity.md, PP2). So: poll with pauses
+  // for kSpin, which covers a collective's usual wait, then nap between polls.
   Status Wait() override {
+    using Clock = std::chrono::steady_clock;
+    constexpr auto kSpin = std::chrono::microseconds(500);
+    constexpr auto kNap = std::chrono::microseconds(20);
     if (req_ == MPI_REQUEST_NULL) return Status::Ok();
-    return MpiStatus(MPI_Wait(&req_, MPI_STATUS_IGNORE), "wait");
+    const Clock::time_point start = Clock::now();
+    for (;;) {
+      int done = 0;
+      RETURN_IF_ERROR(MpiStatus(MPI_Test(&req_, &done, MPI_STATUS_IGNORE), "test"));
+      if (done != 0) return Status::Ok();
+      if (Clock::now() - start < kSpin) {
+        for (int i = 0; i < 32; ++i) CpuPause();
+      } else {
+        std::this_thread::sleep_for(kNap);
+      }
+    }
   }
   StatusOr<bool> Test() override {
     if (req_ == MPI_REQUEST_NULL) return true;
