@@ -638,7 +638,7 @@ StatusOr<CalibrationResult> Calibrate(const std::vector<std::string>& paths,
     const char* unseen = "not visible in a trace of one run: set it by hand (docs/fidelity.md)";
     for (const char* name :
          {"request_overhead_us", "response_overhead_us", "graph_replay_us (cuda_graphs)",
-          "fp8_quant_bytes_per_element", "cold_start_us"}) {
+          "fp8_quant_bytes_per_element", "fp8_quant_fixed_us", "cold_start_us"}) {
       TermFit t{name};
       t.why_not = unseen;
       result.terms.push_back(t);

@@ -173,6 +173,7 @@ Status Calibration::Validate() const {
       {terms.graph_replay, "graph_replay_us"},
       {terms.min_kernel, "min_kernel_us"},
       {terms.fp8_quant_bytes_per_element, "fp8_quant_bytes_per_element"},
+      {terms.fp8_quant_fixed, "fp8_quant_fixed_us"},
       {terms.cold_start, "cold_start_us"}};
   for (const auto& [v, name] : times) {
     if (!(v >= 0) || !std::isfinite(v)) {
@@ -212,7 +213,10 @@ std::vector<std::string> OverheadTerms::Active(bool serving) const {
   if (cuda_graphs) out.push_back(fmt::format("cuda_graphs (replay {:.6g} us)", graph_replay * 1e6));
   us(min_kernel, "min_kernel");
   if (fp8_quant_bytes_per_element > 0) {
-    out.push_back(fmt::format("fp8_quant {:.6g} B/element", fp8_quant_bytes_per_element));
+    out.push_back(fmt::format("fp8_quant {:.6g} B/element{}", fp8_quant_bytes_per_element,
+                              fp8_quant_fixed > 0
+                                  ? fmt::format(" + {:.6g} us per pass", fp8_quant_fixed * 1e6)
+                                  : std::string()));
   }
   us(cold_start, "cold_start");
   if (async_launch) out.push_back("async_launch (an op takes max(device time, launch))");
@@ -344,7 +348,7 @@ StatusOr<Calibration> LoadCalibration(const std::string& path, const Calibration
        "node_memory_bandwidth_gb_s", "cache_bandwidth_gb_s", "request_overhead_us",
        "response_overhead_us", "iteration_overhead_us", "iteration_overhead_per_op_us",
        "cuda_graphs", "graph_replay_us", "async_launch", "min_kernel_us",
-       "fp8_quant_bytes_per_element", "cold_start_us"}));
+       "fp8_quant_bytes_per_element", "fp8_quant_fixed_us", "cold_start_us"}));
   Calibration c = base;
   c.source = path;
   // A file's launch_overhead_us is every class's fixed cost, except where the
@@ -393,6 +397,7 @@ StatusOr<Calibration> LoadCalibration(const std::string& path, const Calibration
       {"iteration_overhead_per_op_us", &c.terms.iteration_overhead_per_op},
       {"graph_replay_us", &c.terms.graph_replay},
       {"min_kernel_us", &c.terms.min_kernel},
+      {"fp8_quant_fixed_us", &c.terms.fp8_quant_fixed},
       {"cold_start_us", &c.terms.cold_start}};
   for (const auto& [key, field] : terms_us) {
     if (!top.Has(key)) continue;

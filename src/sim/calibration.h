@@ -64,9 +64,13 @@ struct OverheadTerms {
   double graph_replay = 0;  // s per graph replay
   double min_kernel = 0;    // s: the floor of a compute op's time (launch included)
   // Bytes moved per input activation element by the quantisation and scaling
-  // ops before each FP8 GEMM (e.g. 5: amax read 2 + read 2 + write 1), as one
-  // elementwise kernel at the elementwise class's bandwidth; 0: not modelled.
+  // ops before each FP8 GEMM (e.g. 5: amax read 2 + read 2 + write 1), at the
+  // elementwise class's bandwidth; 0: not modelled.
   double fp8_quant_bytes_per_element = 0;
+  // s per quantisation pass besides its bytes (its kernels' launches and the
+  // amax's reduction: ~4.5 us for a memset and two kernels in a CUDA graph);
+  // 0: the elementwise class's launch, as one kernel.
+  double fp8_quant_fixed = 0;
   double cold_start = 0;  // s added to the first iteration (prefill) only
   // GPU kernels launch asynchronously: the host issues them ahead, so an op
   // takes the larger of its device time (roofline + its class's fixed cost)
@@ -85,8 +89,8 @@ struct OverheadTerms {
   bool any() const {
     return request_overhead > 0 || response_overhead > 0 || iteration_overhead > 0 ||
            iteration_overhead_per_op > 0 || cuda_graphs || min_kernel > 0 ||
-           fp8_quant_bytes_per_element > 0 || cold_start > 0 || async_launch ||
-           !collectives.empty();
+           fp8_quant_bytes_per_element > 0 || fp8_quant_fixed > 0 || cold_start > 0 ||
+           async_launch || !collectives.empty();
   }
   // Each term that is on, as "name value" ("iteration_overhead 30 us"); empty:
   // all off. `serving`: with the request and response overheads (served runs only).

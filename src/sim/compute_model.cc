@@ -119,10 +119,13 @@ double ComputeModel::QuantSeconds(const Op& op) const {
     return 0;
   }
   if (!(op.kind == OpKind::kLmHead ? head_fp8_ : fp8_)) return 0;
-  // One elementwise kernel over the m × k input activations (amax, scale, cast).
+  // A pass over the m × k input activations (amax, scale, cast) at the
+  // elementwise rate, plus its fixed cost (one elementwise launch if not fitted).
   const Efficiency& elementwise = calibration_.classes.at(OpClass::kElementwise);
   const double elements = static_cast<double>(op.m) * static_cast<double>(op.k);
-  return elements > 0 ? elements * per_element / MemoryRate(elementwise) + Launch(elementwise) : 0;
+  const double fixed = calibration_.terms.fp8_quant_fixed > 0 ? calibration_.terms.fp8_quant_fixed
+                                                              : Launch(elementwise);
+  return elements > 0 ? elements * per_element / MemoryRate(elementwise) + fixed : 0;
 }
 
 double ComputeModel::Seconds(const Op& op) const {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "cluster/cluster_yaml.h"
@@ -210,6 +211,11 @@ TEST(ComputeModelTest, Fp8QuantisationAddsOneElementwisePassOverTheInput) {
       512.0 * 7168 * 5 / (d.memory_bandwidth * calib.classes.at(OpClass::kElementwise).memory) +
       d.launch_overhead;
   EXPECT_NEAR(fp8_on->Seconds(op) - fp8_off->Seconds(op), quant, 1e-15);
+  // A fitted fixed cost per pass replaces the one launch.
+  t.fp8_quant_fixed = 4.5e-6;
+  auto fixed = ComputeModel::Create(d, DType::kFp8, WithTerms(d, t));
+  ASSERT_TRUE(fixed.ok());
+  EXPECT_NEAR(fixed->Seconds(op) - fp8_off->Seconds(op), quant - d.launch_overhead + 4.5e-6, 1e-15);
   // Not an FP8 GEMM: nothing to quantise.
   auto bf16_off = ComputeModel::Create(d, DType::kBf16, DefaultCalibration(d));
   EXPECT_DOUBLE_EQ(bf16_on->Seconds(op), bf16_off->Seconds(op));
@@ -259,7 +265,7 @@ TEST(ComputeModelTest, CalibrationFileReadsTheTermsAndRejectsNegativeOnes) {
     std::ofstream f(path);
     f << "request_overhead_us: 1500\nresponse_overhead_us: 200\niteration_overhead_us: 30\n"
          "cuda_graphs: true\ngraph_replay_us: 12\nmin_kernel_us: 3\n"
-         "fp8_quant_bytes_per_element: 5\ncold_start_us: 40000\n";
+         "fp8_quant_bytes_per_element: 5\nfp8_quant_fixed_us: 4.5\ncold_start_us: 40000\n";
   }
   auto c = LoadCalibration(path, DefaultCalibration(d));
   ASSERT_TRUE(c.ok()) << c.status().message();
@@ -270,6 +276,10 @@ TEST(ComputeModelTest, CalibrationFileReadsTheTermsAndRejectsNegativeOnes) {
   EXPECT_DOUBLE_EQ(c->terms.graph_replay, 1.2e-5);
   EXPECT_DOUBLE_EQ(c->terms.min_kernel, 3e-6);
   EXPECT_DOUBLE_EQ(c->terms.fp8_quant_bytes_per_element, 5);
+  EXPECT_DOUBLE_EQ(c->terms.fp8_quant_fixed, 4.5e-6);
+  const std::vector<std::string> active = c->terms.Active();
+  EXPECT_NE(std::find(active.begin(), active.end(), "fp8_quant 5 B/element + 4.5 us per pass"),
+            active.end());
   EXPECT_DOUBLE_EQ(c->terms.cold_start, 0.04);
   EXPECT_EQ(c->terms.Active().size(), 7u);                   // graph_replay is cuda_graphs' entry
   EXPECT_EQ(c->terms.Active(/*serving=*/false).size(), 5u);  // no request, response overhead
@@ -283,6 +293,10 @@ TEST(ComputeModelTest, CalibrationFileReadsTheTermsAndRejectsNegativeOnes) {
   auto bad = LoadCalibration(path, DefaultCalibration(d));
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("min_kernel_us"), std::string::npos);
+  std::ofstream(path) << "fp8_quant_fixed_us: -2\n";
+  bad = LoadCalibration(path, DefaultCalibration(d));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("fp8_quant_fixed_us"), std::string::npos);
 }
 
 // `collectives:` (as `shardscope calibrate` writes it) gives each collective's
