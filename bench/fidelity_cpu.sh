@@ -8,7 +8,9 @@
 #   bench/fidelity_cpu.sh [BUILD_DIR] [OUT] [REPEATS]
 #
 # REPEATS (default 1) real runs per experiment; the validation uses the run with the median
-# TPOT. The load average is printed before every run: this host may be shared.
+# TPOT. The load average is printed before every run: this host may be shared. Before each
+# round, when BUILD_DIR has bench/cpu_memory_bench, the host's streaming read is measured on
+# one core and on both at once (OUT/host.txt): the two-core figure moves from run to run.
 set -euo pipefail
 build=${1:-build}
 out=${2:-/tmp/shardscope_fidelity_cpu}
@@ -21,6 +23,21 @@ mkdir -p "$out"
 experiments=$(grep -o 'name: \(cal\|val\)_[a-z0-9_]*' "$cfg" | cut -d' ' -f2)
 
 load() { cut -d' ' -f1-3 /proc/loadavg; }
+
+# GB/s of one core's streaming read (huge pages, as the executor's weights), and of each
+# of two at once.
+membench=$(realpath "$build/bench/cpu_memory_bench" 2>/dev/null || true)
+stream() {
+  "$membench" --benchmark_filter='StreamRead/MiB:512/huge:1' --benchmark_min_time=1 2>/dev/null |
+    grep -o 'bytes_per_second=[0-9.]*G' | grep -o '[0-9.]*'
+}
+host_state() {
+  [[ -x $membench ]] || return 0
+  local one two
+  one=$(stream)
+  two=$( (stream & stream; wait) | xargs)
+  echo "round $1: stream one core $one GB/s; two cores at once $two GB/s each" | tee -a "$out/host.txt" >&2
+}
 
 # One real run of an experiment (round R); records its TPOT and trace.
 measure() {
@@ -42,6 +59,7 @@ echo "load before: $(load)"
 # drift over the calibration and held-out runs alike.
 for e in $experiments; do : > "$out/$e.tpot"; done
 for r in $(seq 1 "$repeats"); do
+  host_state "$r"
   for e in $experiments; do measure "$e" "$r"; done
 done
 # Each experiment's run with the median TPOT.
