@@ -124,9 +124,13 @@ struct PeerBytes {
 
 // Fields are ordered by who reads them: the simulator's engine reads every op
 // of a phase on each run, so what it needs (kind, stream, deps, cost, shape,
-// the comm fields) comes first. An op is 192 bytes (3 cache lines; it was 248
-// with the dense all-to-all rows): a decode step's ops are read from memory on
-// every fresh run, so the bytes per op bound the engine (docs/sim.md, "Engine").
+// the comm fields) comes first. An op is 176 bytes (it was 248 with the dense
+// all-to-all rows, 192 with 64-bit group ids, peers and seqs): a decode step's
+// ops are read from memory on every fresh run, so the bytes per op bound the
+// engine (docs/sim.md, "Engine"). Group ids, peers and seqs are 32-bit: a
+// world or group count that does not fit is refused by ProgramBuilder::Create
+// (CheckOpRanges), and a seq counts a rank's calls, fewer than its ops (ids
+// are 32-bit too).
 struct Op {
   int32_t id = 0;  // index in RankProgram::ops
   OpKind kind = OpKind::kComm;
@@ -151,10 +155,9 @@ struct Op {
 
   // Communication (kind == kComm), with `collective` above.
   Dim dim = Dim::kTp;
-  int32_t layer = -1;     // model layer, -1 outside layers
-  int64_t group_id = -1;  // Placement group; -1 for point-to-point
-  int64_t peer = -1;      // send/recv: the other global rank; broadcast: the root
-  int64_t seq = 0;        // order of this call within its group (or peer pair)
+  int32_t group_id = -1;  // Placement group; -1 for point-to-point
+  int32_t peer = -1;      // send/recv: the other global rank; broadcast: the root
+  int32_t seq = 0;        // order of this call within its group (or peer pair)
   int64_t bytes = 0;      // message size as nccl-tests counts it (see docs)
   // All-to-all: the bytes sent to each group member (this rank's own entry
   // included: it moves locally), as its non-zero entries by position in
@@ -163,6 +166,7 @@ struct Op {
   // BytesPerPeer gives the dense row.
   std::vector<PeerBytes> peer_sends;
 
+  int32_t layer = -1;       // model layer, -1 outside layers
   int32_t micro_batch = 0;  // pipeline micro-batch (0 without pipelining)
   int32_t sp_step = -1;     // ring-attention step, -1 otherwise
   // How many ranks compute this same work redundantly (1 = unique work): tp for

@@ -5,6 +5,7 @@
 #include <bit>
 #include <deque>
 #include <initializer_list>
+#include <limits>
 #include <map>
 #include <span>
 #include <string>
@@ -255,8 +256,9 @@ class RankBuilder {
     if (patch_) return op.id;  // collective, group and seq as built
     op.collective = coll;
     op.dim = d;
-    op.group_id = pl_.GroupOf(rank_, d).id;
-    op.seq = coll_seq_[op.group_id]++;
+    // 32-bit (CheckOpRanges); a seq counts this rank's calls, fewer than its ops.
+    op.group_id = static_cast<int32_t>(pl_.GroupOf(rank_, d).id);
+    op.seq = static_cast<int32_t>(coll_seq_[op.group_id]++);
     AddDeps(op, deps);
     return op.id;
   }
@@ -270,8 +272,8 @@ class RankBuilder {
     if (patch_) return op.id;  // collective, peer and seq as built
     op.collective = coll;
     op.dim = d;
-    op.peer = peer;
-    op.seq = (coll == Collective::kSend ? send_seq_ : recv_seq_)[peer]++;
+    op.peer = static_cast<int32_t>(peer);  // a rank: 32-bit (CheckOpRanges)
+    op.seq = static_cast<int32_t>((coll == Collective::kSend ? send_seq_ : recv_seq_)[peer]++);
     AddDeps(op, deps);
     return op.id;
   }
@@ -403,7 +405,7 @@ class RankBuilder {
           Collect(Collective::kBroadcast, Dim::kSp, OpRole::kTokenIds, n * kTokenIdBytes, {ready});
       const int64_t peer = RankWith(Dim::kSp, owner);
       if (last_->peer != peer) Changed(*last_);
-      last_->peer = peer;
+      last_->peer = static_cast<int32_t>(peer);
     }
     emitted_.back().ready = ready;
   }
@@ -828,6 +830,17 @@ class RankBuilder {
 
 }  // namespace
 
+Status CheckOpRanges(std::string_view experiment, int64_t world_size, int64_t groups) {
+  constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
+  if (world_size > kMax || groups > kMax) {
+    return InvalidArgument(
+        "experiment '{}': {} ranks in {} groups; a program's ops hold ranks and group ids as "
+        "32-bit integers (at most {} each)",
+        experiment, world_size, groups, kMax);
+  }
+  return Status::Ok();
+}
+
 StatusOr<ProgramBuilder> ProgramBuilder::Create(const Experiment& experiment,
                                                 const Placement& placement) {
   const ParallelSpec& p = experiment.parallel;
@@ -852,6 +865,8 @@ StatusOr<ProgramBuilder> ProgramBuilder::Create(const Experiment& experiment,
     return InvalidArgument("experiment '{}': tp {} and the {} KV heads do not divide each other",
                            experiment.name, p.tp, m.num_kv_heads);
   }
+  RETURN_IF_ERROR(
+      CheckOpRanges(experiment.name, placement.world_size(), std::ssize(placement.groups())));
   ProgramBuilder b;
   b.experiment_ = experiment;
   b.placement_ = placement;

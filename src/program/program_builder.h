@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "config/experiment.h"
@@ -26,6 +27,11 @@ namespace shardscope {
 struct UpdatedOps {
   std::vector<std::vector<int32_t>> by_rank;  // op ids, ascending
 };
+
+// Ok when every rank and group id of a placement of `world_size` ranks and
+// `groups` groups fits an Op's 32-bit fields (peer, group_id); else an error
+// naming the experiment. ProgramBuilder::Create calls it.
+Status CheckOpRanges(std::string_view experiment, int64_t world_size, int64_t groups);
 
 class ProgramBuilder {
  public:

@@ -732,5 +732,20 @@ TEST(ProgramBuilderTest, RejectsBadPhases) {
   EXPECT_FALSE(ProgramBuilder::Create(other, *placement).ok());
 }
 
+// Ops hold ranks (peer) and group ids as 32-bit integers: a placement whose
+// ranks or groups do not fit is refused with the experiment named, not
+// truncated; the largest that fits passes.
+TEST(ProgramBuilderTest, CheckOpRangesRefusesRanksBeyond32Bits) {
+  const int64_t max = int64_t{2147483647};
+  EXPECT_TRUE(CheckOpRanges("big", max, max).ok());
+  for (auto [world, groups] : {std::pair<int64_t, int64_t>{max + 1, 1}, {8, max + 1}}) {
+    const Status s = CheckOpRanges("big", world, groups);
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(s.message().find("experiment 'big'"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("32-bit"), std::string::npos) << s.message();
+  }
+}
+
 }  // namespace
 }  // namespace shardscope

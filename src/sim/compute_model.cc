@@ -91,26 +91,9 @@ double Rows(const Op& op) {
 
 }  // namespace
 
-const Efficiency& ComputeModel::For(OpKind kind, double rows) const {
-  const int k = static_cast<int>(kind);
-  return rows > 0 && rows <= 1 ? gemv_[k] : by_kind_[k];
-}
-
-double ComputeModel::FlopsEfficiency(const Efficiency& e, double rows) {
-  if (e.half_rows <= 0 || rows <= 0) return e.flops;
-  return e.flops * rows / (rows + e.half_rows);
-}
-
 double ComputeModel::FlopsEfficiency(const Op& op) const {
   const double rows = Rows(op);
   return FlopsEfficiency(For(op.kind, rows), cache_bandwidth_ > 0 ? 0 : rows);
-}
-
-double ComputeModel::MemoryRate(const Efficiency& e) const {
-  if (cache_bandwidth_ > 0) return e.cache > 0 ? e.cache : cache_bandwidth_;
-  double rate = memory_bandwidth_ * e.memory;
-  if (shared_bandwidth_ > 0) rate = std::min(rate, shared_bandwidth_);
-  return rate;
 }
 
 double ComputeModel::QuantSeconds(const Op& op) const {

@@ -20,6 +20,7 @@
 #ifndef SHARDSCOPE_SIM_COMPUTE_MODEL_H_
 #define SHARDSCOPE_SIM_COMPUTE_MODEL_H_
 
+#include <algorithm>
 #include <array>
 #include <optional>
 
@@ -100,13 +101,26 @@ class ComputeModel {
     }
   }
   static constexpr int kNumKinds = static_cast<int>(OpKind::kComm) + 1;
+  // The helpers of Seconds are defined here to be inlined: the simulator's
+  // engine calls it once per compute op of every run.
   // The entry for the kind and shape regime (calibration_.For(kind, rows)).
-  const Efficiency& For(OpKind kind, double rows) const;
+  const Efficiency& For(OpKind kind, double rows) const {
+    const int k = static_cast<int>(kind);
+    return rows > 0 && rows <= 1 ? gemv_[k] : by_kind_[k];
+  }
   // Its FLOP efficiency over `rows` rows (Rows(op) in compute_model.cc).
-  static double FlopsEfficiency(const Efficiency& e, double rows);
+  static double FlopsEfficiency(const Efficiency& e, double rows) {
+    if (e.half_rows <= 0 || rows <= 0) return e.flops;
+    return e.flops * rows / (rows + e.half_rows);
+  }
 
   // Bytes/s an op of efficiency `e` moves data at.
-  double MemoryRate(const Efficiency& e) const;
+  double MemoryRate(const Efficiency& e) const {
+    if (cache_bandwidth_ > 0) return e.cache > 0 ? e.cache : cache_bandwidth_;
+    double rate = memory_bandwidth_ * e.memory;
+    if (shared_bandwidth_ > 0) rate = std::min(rate, shared_bandwidth_);
+    return rate;
+  }
   // Seconds of fixed cost per op of efficiency `e`: its class's launch, else the model's.
   // Asynchronous launches: the class's device-side cost, also under graph replay.
   double Launch(const Efficiency& e) const {

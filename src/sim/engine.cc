@@ -12,7 +12,7 @@ namespace shardscope::sim {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr size_t kAhead = 8;  // ops prefetched ahead in Build
+constexpr size_t kAhead = 16;  // ops prefetched ahead in Build
 // Build reads an Op's fields up to its all-to-all row (op.h orders them so:
 // a compute op's end before `dim`).
 constexpr size_t kHotBytes = offsetof(Op, peer_sends) + sizeof(Op::peer_sends);
@@ -26,6 +26,14 @@ inline void Prefetch(const void* p, size_t bytes) {
   const uintptr_t end = reinterpret_cast<uintptr_t>(p) + bytes;
   for (uintptr_t a = reinterpret_cast<uintptr_t>(p) & ~uintptr_t{63}; a < end; a += 64) {
     __builtin_prefetch(reinterpret_cast<const void*>(a));
+  }
+}
+// Prefetch of data read once per run (the Ops): non-temporal, so that it
+// displaces less of the engine's own per-op state from the caches.
+inline void PrefetchOnce(const void* p, size_t bytes) {
+  const uintptr_t end = reinterpret_cast<uintptr_t>(p) + bytes;
+  for (uintptr_t a = reinterpret_cast<uintptr_t>(p) & ~uintptr_t{63}; a < end; a += 64) {
+    __builtin_prefetch(reinterpret_cast<const void*>(a), 0, 0);
   }
 }
 
@@ -158,18 +166,19 @@ class FlatIndex {
 // Per-op state of one Run in flat arrays, so that the event loop never touches
 // the (large) Op structs of compute ops; kept by the Engine between runs.
 struct Engine::Scratch {
-  // What the event loop needs of one op, in one place: ranks interleave, so
-  // separate arrays cost a cache miss each.
-  struct OpState {
+  // What the event loop needs of one op, in one place and one cache line:
+  // ranks interleave, so separate arrays cost a cache miss each. A successor's
+  // update touches only this; its OpTiming is written once, when it is ready.
+  struct alignas(32) OpState {
     double duration = 0;     // compute ops: ComputeModel::Seconds
+    double ready = 0;        // the latest end of its finished predecessors
     int32_t pending = 0;     // unfinished predecessors; -1 once finished
     int32_t rank = 0;        // its rank
-    int32_t succ_begin = 0;  // successors: succ[succ_begin, succ_end)
-    int32_t succ_end = 0;
-    int32_t preds = 0;  // predecessors (stream order and deps): `pending` at the start
-    int32_t comm = -1;  // comm ops: index in `comm`; compute ops: -1
+    int32_t succ_begin = 0;  // successors: succ[succ_begin, the next op's succ_begin)
+    int32_t comm = -1;       // comm ops: index in `comm`; compute ops: -1
     bool is_comm() const { return comm >= 0; }
   };
+  static_assert(sizeof(OpState) == 32);
   // What matching and decomposing read of a comm op, copied out of the (cold,
   // large) Op when the graph is built: the event loop never touches an Op.
   struct CommInfo {
@@ -181,7 +190,8 @@ struct Engine::Scratch {
     bool changed = true;  // since the previous run (all-to-all plans are kept otherwise)
   };
   std::vector<int64_t> offset;  // global index of each rank's op 0
-  std::vector<OpState> op;      // per global op
+  std::vector<OpState> op;      // per global op, and one past the last (its succ_begin)
+  std::vector<int32_t> preds;   // per global op: predecessors (stream order and deps)
   std::vector<CommInfo> comm;   // per comm op, in global op order
   // All-to-all rows, copied out of the ops: in one block, not one heap block
   // per op (a cache and a TLB miss each when matched); spare: for compacting.
@@ -189,7 +199,11 @@ struct Engine::Scratch {
   // Build: the previous graph's comm ops (and rows in spare_rows), to tell
   // which all-to-alls are unchanged.
   std::vector<CommInfo> spare_comm;
-  std::vector<int32_t> succ;                // successors (stream order and deps), CSR
+  std::vector<int32_t> succ;  // successors (stream order and deps), CSR
+  // Ops that wait for nothing (no predecessor), by rank: roots[root_begin[r],
+  // root_begin[r + 1]) in op order, posted at the rank's start.
+  std::vector<int32_t> roots;
+  std::vector<int32_t> root_begin;
   size_t p2p_ops = 0;                       // comm ops that are sends or recvs
   std::vector<int32_t> edge_from, edge_to;  // edges in creation order, for the CSR
   std::vector<double> rank_end;
@@ -256,11 +270,16 @@ class PhaseRun {
     for (const auto& [c, row] : rows_to_copy_) SetRow(s_.comm[c], row);
     rows_to_copy_.clear();
   }
-  // timing_ from the recycled buffer, `total` long (not yet initialised).
+  // timing_ from the recycled buffer, `total` long (each op's is written
+  // when it becomes ready: SetReady).
   void PrepareTimings(int64_t total);
-  // Initial timings of global ops [begin, end) (their states must be set),
-  // and with `reset_pending` their pending counts, in one pass.
-  void InitTimings(int64_t begin, int64_t end, bool reset_pending);
+  // Op g is ready (posted) at `post`: its timing as far as known then (a
+  // compute op's whole; a comm op's start and end come when its call ends).
+  void SetReady(int64_t g, double post) {
+    const Engine::Scratch::OpState& st = s_.op[g];
+    timing_[g] = st.is_comm() ? OpTiming{post, 0, 0, Algorithm::kAuto, true}
+                              : OpTiming{post, post, post + st.duration, Algorithm::kAuto, false};
+  }
   // Drops the rows no comm op points at any more, once they are half of s_.rows.
   void CompactRows();
   std::span<const PeerBytes> Row(const CommInfo& c) const {
@@ -333,7 +352,8 @@ Status PhaseRun::Build() {
   if (total >= kMaxOps) {
     return InvalidArgument("program has {} ops, more than the engine supports", total);
   }
-  s_.op.resize(total);
+  s_.op.resize(total + 1);
+  s_.preds.resize(total);
   PrepareTimings(total);
   s_.p2p_ops = 0;
   std::swap(s_.comm, s_.spare_comm);  // the previous graph's comm ops and rows
@@ -341,6 +361,8 @@ Status PhaseRun::Build() {
   s_.comm.clear();
   s_.rows.clear();
   s_.succ.clear();
+  s_.roots.clear();
+  s_.root_begin.assign(1, 0);
   for (size_t r = 0; r < ranks; ++r) {
     s_.edge_from.clear();
     s_.edge_to.clear();
@@ -351,7 +373,7 @@ Status PhaseRun::Build() {
     for (size_t i = 0; i < ops.size(); ++i) {
       // The Ops are cold (written by the builder): fetch ahead what is read
       // of them, then their deps and (comm ops) their comm fields and row.
-      if (i + kAhead < ops.size()) Prefetch(&ops[i + kAhead], kHotBytes);
+      if (i + kAhead < ops.size()) PrefetchOnce(&ops[i + kAhead], kHotBytes);
       if (i + kAhead / 2 < ops.size()) {
         const Op& ahead = ops[i + kAhead / 2];
         if (!ahead.deps.empty()) Prefetch(ahead.deps.data(), 1);
@@ -366,7 +388,10 @@ Status PhaseRun::Build() {
         s_.edge_from.push_back(l);
         s_.edge_to.push_back(g);
       }
-      st.preds = st.pending = static_cast<int32_t>(op.deps.size()) + (l >= 0 ? 1 : 0);
+      st.pending = static_cast<int32_t>(op.deps.size()) + (l >= 0 ? 1 : 0);
+      s_.preds[g] = st.pending;
+      st.ready = 0;
+      if (st.pending == 0) s_.roots.push_back(g);
       l = g;
       for (int32_t d : op.deps) {
         s_.edge_from.push_back(base + d);
@@ -383,8 +408,9 @@ Status PhaseRun::Build() {
       } else {
         st.duration = compute_.Seconds(op);
       }
-      st.succ_begin = st.succ_end = 0;
+      st.succ_begin = 0;  // its successor count, until the CSR is made
     }
+    s_.root_begin.push_back(static_cast<int32_t>(s_.roots.size()));
     // The rank's rows; a comm op the previous graph had at the same index,
     // with the same call and row, is unchanged (its all-to-all plan is kept).
     for (const auto& [c, row] : rows_to_copy_) {
@@ -402,21 +428,21 @@ Status PhaseRun::Build() {
     }
     rows_to_copy_.clear();
     // Counting sort of the rank's edges by source, stable: successors in
-    // creation order.
-    for (int32_t f : s_.edge_from) ++s_.op[f].succ_end;  // counts first
+    // creation order. succ_begin: the count, then the end, then (filled from
+    // the last edge back) the begin; an op's end is the next op's begin.
+    for (int32_t f : s_.edge_from) ++s_.op[f].succ_begin;
     int32_t next = static_cast<int32_t>(s_.succ.size());
     for (int64_t g = s_.offset[r]; g < s_.offset[r + 1]; ++g) {
-      Engine::Scratch::OpState& st = s_.op[g];
-      st.succ_begin = next;
-      next += st.succ_end;
-      st.succ_end = st.succ_begin;  // the fill cursor; ends at the end
+      next += s_.op[g].succ_begin;
+      s_.op[g].succ_begin = next;
     }
     s_.succ.resize(next);
-    for (size_t e = 0; e < s_.edge_from.size(); ++e) {
-      s_.succ[s_.op[s_.edge_from[e]].succ_end++] = s_.edge_to[e];
+    for (size_t e = s_.edge_from.size(); e-- > 0;) {
+      s_.succ[--s_.op[s_.edge_from[e]].succ_begin] = s_.edge_to[e];
     }
   }
-  InitTimings(0, total, /*reset_pending=*/false);  // Build set them
+  s_.op[total] = Engine::Scratch::OpState{};
+  s_.op[total].succ_begin = static_cast<int32_t>(s_.succ.size());
   s_.graph = true;
   return Status::Ok();
 }
@@ -465,7 +491,10 @@ Status PhaseRun::Refresh(const UpdatedOps* updated) {
     }
   }
   PrepareTimings(s_.offset[ranks]);
-  InitTimings(0, s_.offset[ranks], /*reset_pending=*/true);
+  for (int64_t g = 0; g < s_.offset[ranks]; ++g) {
+    s_.op[g].pending = s_.preds[g];
+    s_.op[g].ready = 0;
+  }
   if (updated != nullptr) {
     if (updated->by_rank.size() != ranks) {
       return InternalError("updated ops list {} ranks, the program {}", updated->by_rank.size(),
@@ -482,7 +511,7 @@ Status PhaseRun::Refresh(const UpdatedOps* updated) {
         }
         // The ops are cold: fetch those a little ahead, then their vectors.
         if (k + kAhead < ids.size() && static_cast<size_t>(ids[k + kAhead]) < ops.size()) {
-          Prefetch(&ops[ids[k + kAhead]], kHotBytes);
+          PrefetchOnce(&ops[ids[k + kAhead]], kHotBytes);
         }
         if (k + kAhead / 2 < ids.size() && static_cast<size_t>(ids[k + kAhead / 2]) < ops.size()) {
           const Op& ahead = ops[ids[k + kAhead / 2]];
@@ -498,7 +527,7 @@ Status PhaseRun::Refresh(const UpdatedOps* updated) {
   for (size_t r = 0; r < ranks; ++r) {
     const auto& ops = program_.ranks[r].ops;
     for (size_t i = 0; i < ops.size(); ++i) {
-      if (i + kAhead < ops.size()) Prefetch(&ops[i + kAhead], kHotBytes);
+      if (i + kAhead < ops.size()) PrefetchOnce(&ops[i + kAhead], kHotBytes);
       RETURN_IF_ERROR(Reread(s_.offset[r] + static_cast<int64_t>(i), ops[i], /*row_later=*/true));
     }
     CopyRows();
@@ -509,16 +538,7 @@ Status PhaseRun::Refresh(const UpdatedOps* updated) {
 
 void PhaseRun::PrepareTimings(int64_t total) {
   timing_ = std::move(s_.spare_timings);  // a recycled result's buffer, if any
-  timing_.resize(total);  // a recycled buffer of this size is written once, by InitTimings
-}
-
-void PhaseRun::InitTimings(int64_t begin, int64_t end, bool reset_pending) {
-  for (int64_t g = begin; g < end; ++g) {
-    if (reset_pending) s_.op[g].pending = s_.op[g].preds;
-    OpTiming& t = timing_[g];
-    t = OpTiming{};
-    t.comm = s_.op[g].is_comm();
-  }
+  timing_.resize(total);                  // a recycled buffer of this size is not written here
 }
 
 void PhaseRun::SetRow(CommInfo& c, std::span<const PeerBytes> row) {
@@ -553,11 +573,8 @@ Status PhaseRun::Mismatch(int64_t g, int64_t other, std::string_view what) const
       s_.op[g].rank, a.id, OpName(a), s_.op[other].rank, b.id, OpName(b), what);
 }
 Status PhaseRun::Post(int64_t g, double now) {
-  OpTiming& t = timing_[g];
-  t.post = now;
+  SetReady(g, now);
   if (s_.op[g].is_comm()) return Rendezvous(g, now);
-  t.start = now;
-  t.end = now + s_.op[g].duration;
   return Complete(g, now);
 }
 
@@ -740,27 +757,26 @@ Status PhaseRun::Complete(int64_t g, double now) {
       const int32_t c = s_.op[f + kStateAhead / 2].comm;
       if (c >= 0) __builtin_prefetch(&s_.comm[c]);
     }
-    if (st.succ_end + kSuccAhead < static_cast<int32_t>(s_.succ.size())) {
-      __builtin_prefetch(&s_.succ[st.succ_end + kSuccAhead]);
+    const int32_t succ_end = s_.op[f + 1].succ_begin;
+    if (succ_end + kSuccAhead < static_cast<int32_t>(s_.succ.size())) {
+      __builtin_prefetch(&s_.succ[succ_end + kSuccAhead]);
     }
     st.pending = -1;  // finished
     ++done_;
     double& rank_end = s_.rank_end[st.rank];
     rank_end = std::max(rank_end, end);
-    for (int32_t i = st.succ_begin; i < st.succ_end; ++i) {
+    for (int32_t i = st.succ_begin; i < succ_end; ++i) {
       const int32_t n = s_.succ[i];
       Engine::Scratch::OpState& next = s_.op[n];
-      OpTiming& t = timing_[n];
-      t.post = std::max(t.post, end);  // ready when its last predecessor ends
+      next.ready = std::max(next.ready, end);  // ready when its last predecessor ends
       if (--next.pending != 0) continue;
+      SetReady(n, next.ready);
       if (!next.is_comm()) {
-        t.start = t.post;
-        t.end = t.post + next.duration;
         chain_.push_back(n);
-      } else if (t.post == now) {
+      } else if (next.ready == now) {
         RETURN_IF_ERROR(Rendezvous(n, now));
       } else {
-        Push(t.post, EventKind::kPost, n);
+        Push(next.ready, EventKind::kPost, n);
       }
     }
   }
@@ -804,10 +820,9 @@ StatusOr<PhaseResult> PhaseRun::Run(const std::vector<double>& rank_start, bool 
     const double t = e.time();
     switch (e.kind()) {
       case EventKind::kRankStart:
-        // Ops that wait for nothing (not those made ready meanwhile). The scan
-        // also brings the rank's op states into cache before its ops run.
-        for (int64_t g = s_.offset[e.a()]; g < s_.offset[e.a() + 1]; ++g) {
-          if (s_.op[g].preds == 0) RETURN_IF_ERROR(Post(g, t));
+        // Ops that wait for nothing (not those made ready meanwhile).
+        for (int32_t i = s_.root_begin[e.a()]; i < s_.root_begin[e.a() + 1]; ++i) {
+          RETURN_IF_ERROR(Post(s_.roots[i], t));
         }
         break;
       case EventKind::kPost:

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "plan/test_experiments.h"
 #include "program/program_builder.h"
 
@@ -291,6 +293,48 @@ TEST(EngineTest, RunsReplanAnAllToAllWhoseRowChanged) {
     auto again = same_graph ? reused.RunSameGraph(*prog) : reused.Run(*prog);  // unchanged
     ASSERT_TRUE(again.ok()) << again.status().message();
     same_as_fresh(*again);
+  }
+}
+
+// Each op's timing is written once, when it becomes ready, into the buffer a
+// recycled result leaves: runs of other graphs (prefill, decode, both sizes)
+// on one engine, each given back with every timing garbled, equal runs on a
+// fresh engine, and no op keeps a garbled field.
+TEST(EngineTest, RecycledTimingsAreAllRewritten) {
+  ParallelSpec par;
+  par.tp = 2;
+  par.ep = 2;
+  MoeRig rig(par);
+  Engine reused(rig.placement, rig.model, rig.topology);
+  for (Phase phase : {Phase::kPrefill, Phase::kDecode, Phase::kDecode, Phase::kPrefill}) {
+    auto prog = rig.builder.Build(phase, 0);
+    ASSERT_TRUE(prog.ok());
+    auto a = reused.Run(*prog);
+    ASSERT_TRUE(a.ok()) << a.status().message();
+    Engine fresh(rig.placement, rig.model, rig.topology);
+    auto b = fresh.Run(*prog);
+    ASSERT_TRUE(b.ok()) << b.status().message();
+    ASSERT_EQ(a->timings.flat.size(), b->timings.flat.size());
+    for (size_t i = 0; i < a->timings.flat.size(); ++i) {
+      const OpTiming& x = a->timings.flat[i];
+      const OpTiming& y = b->timings.flat[i];
+      EXPECT_TRUE(x.post == y.post && x.start == y.start && x.end == y.end &&
+                  x.algorithm == y.algorithm && x.comm == y.comm)
+          << PhaseName(phase) << " op " << i;
+      EXPECT_TRUE(0 <= x.post && x.post <= x.start && x.start <= x.end) << "op " << i;
+    }
+    for (size_t r = 0; r < prog->ranks.size(); ++r) {
+      for (const Op& op : prog->ranks[r].ops) {
+        const OpTiming& x = a->timings[r][op.id];
+        EXPECT_EQ(x.comm, op.is_comm()) << "rank " << r << " op " << op.id;
+        if (!op.is_comm())
+          EXPECT_EQ(x.algorithm, Algorithm::kAuto) << "rank " << r << " op " << op.id;
+      }
+    }
+    for (OpTiming& t : a->timings.flat) {
+      t = {std::numeric_limits<double>::quiet_NaN(), -1, -2, Algorithm::kTree, !t.comm};
+    }
+    reused.Recycle(std::move(*a));
   }
 }
 
