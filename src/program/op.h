@@ -124,8 +124,9 @@ struct PeerBytes {
 
 // Fields are ordered by who reads them: the simulator's engine reads every op
 // of a phase on each run, so what it needs (kind, stream, deps, cost, shape,
-// the comm fields) comes first. An op is 176 bytes (it was 248 with the dense
-// all-to-all rows, 192 with 64-bit group ids, peers and seqs): a decode step's
+// the comm fields) comes first. An op is 160 bytes (it was 248 with the dense
+// all-to-all rows, 192 with 64-bit group ids, peers and seqs, 176 with its
+// deps in a vector of its own): a decode step's
 // ops are read from memory on every fresh run, so the bytes per op bound the
 // engine (docs/sim.md, "Engine"). Group ids, peers and seqs are 32-bit: a
 // world or group count that does not fit is refused by ProgramBuilder::Create
@@ -139,8 +140,11 @@ struct Op {
   OpRole role = OpRole::kNone;
   Collective collective = Collective::kNone;  // communication (kind == kComm)
   // Ops of the same rank that must finish before this one starts, beyond
-  // stream order (cross-stream dependencies).
-  std::vector<int32_t> deps;
+  // stream order (cross-stream dependencies): RankProgram::deps[deps_begin,
+  // deps_begin + deps_count), read with DepsOf — one block per rank, not a
+  // heap vector per op that the engine would chase.
+  int32_t deps_begin = 0;
+  int32_t deps_count = 0;
   // Cost. FLOPs count a multiply-add as 2.
   int64_t flops = 0;
   int64_t bytes_read = 0;

@@ -108,7 +108,7 @@ TEST(OpTest, BytesPerPeerIsTheDenseRowOfPeerSends) {
 // speed follows the bytes per op (docs/sim.md, "Engine"). What it reads comes
 // first, and the dense all-to-all rows are not kept in the op.
 TEST(OpTest, StaysSmallWithTheEngineFieldsFirst) {
-  EXPECT_LE(sizeof(Op), 176u);
+  EXPECT_LE(sizeof(Op), 160u);
   EXPECT_LT(offsetof(Op, peer_sends), offsetof(Op, layer));
   EXPECT_LT(offsetof(Op, expert_tokens), offsetof(Op, dim));
   EXPECT_LT(offsetof(Op, peer_sends), offsetof(Op, micro_batch));

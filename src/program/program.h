@@ -4,6 +4,8 @@
 #define SHARDSCOPE_PROGRAM_PROGRAM_H_
 
 #include <cstdint>
+#include <initializer_list>
+#include <span>
 #include <vector>
 
 #include "program/op.h"
@@ -13,7 +15,22 @@ namespace shardscope {
 struct RankProgram {
   int64_t rank = 0;
   std::vector<Op> ops;
+  std::vector<int32_t> deps;  // every op's deps, each op's a block (Op::deps_begin)
 };
+
+// The ops `op` (one of rp.ops) waits for beyond its stream's order.
+inline std::span<const int32_t> DepsOf(const RankProgram& rp, const Op& op) {
+  return {rp.deps.data() + op.deps_begin, static_cast<size_t>(op.deps_count)};
+}
+
+// Sets rp.ops[i]'s deps to `deps`, appended to rp.deps (tests and hand-made programs;
+// the builder appends each op's as it builds it).
+inline void SetDeps(RankProgram& rp, size_t i, std::initializer_list<int32_t> deps) {
+  Op& op = rp.ops[i];
+  op.deps_begin = static_cast<int32_t>(rp.deps.size());
+  op.deps_count = static_cast<int32_t>(deps.size());
+  rp.deps.insert(rp.deps.end(), deps.begin(), deps.end());
+}
 
 struct PhaseProgram {
   Phase phase = Phase::kPrefill;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cassert>
 #include <deque>
 #include <initializer_list>
 #include <limits>
@@ -107,10 +108,10 @@ struct PendingIds {
 // per rank per Build or Update.
 class RankBuilder {
  public:
-  // `ops`: empty to build; the rank's ops of another decode step to patch.
+  // `rp`: without ops to build; the rank's program of another decode step to patch.
   // `changed` (patching, optional): gets the ids of the ops written with other costs.
   RankBuilder(const ProgramBuilder& pb, RoutingCache& cache, int64_t rank, Phase phase,
-              int64_t step, std::vector<Op>& ops, std::vector<int32_t>* changed = nullptr)
+              int64_t step, RankProgram& rp, std::vector<int32_t>* changed = nullptr)
       : e_(pb.experiment()),
         m_(e_.model),
         pl_(pb.placement()),
@@ -120,8 +121,9 @@ class RankBuilder {
         rank_(rank),
         prefill_(phase == Phase::kPrefill),
         step_(step),
-        patch_(!ops.empty()),
-        ops_(ops),
+        patch_(!rp.ops.empty()),
+        ops_(rp.ops),
+        deps_(rp.deps),
         changed_(changed) {
     const ParallelSpec& p = e_.parallel;
     tp_ = p.tp, sp_ = p.sp, ep_ = p.ep, dp_ = p.dp, pp_ = p.pp;
@@ -148,7 +150,10 @@ class RankBuilder {
   // (ranks of one phase have similar counts). Patching: false when the op
   // sequence differs from the existing one (nothing useful was written then).
   bool Run(size_t expected_ops) {
-    if (!patch_) ops_.reserve(expected_ops);
+    if (!patch_) {
+      ops_.reserve(expected_ops);
+      deps_.reserve(expected_ops);
+    }
     const int64_t replica_requests = ReplicaRequests(c_dp_, c_ep_);
     const int64_t micro = pb_.micro_batches();
     for (int64_t mb = 0; mb < micro; ++mb) {
@@ -198,6 +203,7 @@ class RankBuilder {
     }
     Op& op = ops_.emplace_back();
     op.id = static_cast<int32_t>(ops_.size() - 1);
+    op.deps_begin = static_cast<int32_t>(deps_.size());
     op.kind = RoleKind(role);
     op.stream = stream;
     op.role = role;
@@ -213,13 +219,17 @@ class RankBuilder {
     if (changed_->empty() || changed_->back() != op.id) changed_->push_back(op.id);
   }
 
-  // Adds deps (built ops only: a patched op keeps the deps it was built with).
+  // Adds deps (built ops only: a patched op keeps the deps it was built with)
+  // to the newest op, whose block ends deps_.
   template <typename Range>
-  void AddDeps(Op& op, const Range& deps) const {
+  void AddDeps(Op& op, const Range& deps) {
     if (patch_) return;
+    assert(op.deps_begin + op.deps_count == static_cast<int32_t>(deps_.size()));
     for (int32_t d : deps) {
-      if (d >= 0 && std::find(op.deps.begin(), op.deps.end(), d) == op.deps.end()) {
-        op.deps.push_back(d);
+      const auto begin = deps_.begin() + op.deps_begin;
+      if (d >= 0 && std::find(begin, deps_.end(), d) == deps_.end()) {
+        deps_.push_back(d);
+        ++op.deps_count;
       }
     }
   }
@@ -815,6 +825,7 @@ class RankBuilder {
 
   const bool patch_;                 // writing over the ops of another decode step
   std::vector<Op>& ops_;             // the rank's ops (appended to, or patched)
+  std::vector<int32_t>& deps_;       // their deps (appended to when building)
   std::vector<int32_t>* changed_;    // patching: ids of ops written with other costs
   size_t cursor_ = 0;                // patching: the next existing op
   bool mismatch_ = false;            // patching: the sequence differs from the existing one
@@ -911,7 +922,7 @@ StatusOr<PhaseProgram> ProgramBuilder::Build(Phase phase, int64_t decode_step) c
   for (int64_t r = 0; r < placement_.world_size(); ++r) {
     RankProgram& rp = program.ranks[r];
     rp.rank = r;
-    RankBuilder(*this, cache, r, phase, decode_step, rp.ops).Run(expected_ops);
+    RankBuilder(*this, cache, r, phase, decode_step, rp).Run(expected_ops);
     expected_ops = rp.ops.size();
   }
   return program;
@@ -938,16 +949,18 @@ Status ProgramBuilder::Update(PhaseProgram& program, int64_t decode_step, bool* 
   bool patched = true;  // every rank in place so far
   if (updated) updated->by_rank.assign(program.ranks.size(), {});
   for (int64_t r = 0; r < placement_.world_size(); ++r) {
-    std::vector<Op>& ops = program.ranks[r].ops;
+    RankProgram& rp = program.ranks[r];
+    const std::vector<Op>& ops = rp.ops;
     std::vector<int32_t>* changed = updated ? &updated->by_rank[r] : nullptr;
     // A rank without ops is built (RankBuilder patches existing ops only).
     const bool was_empty = ops.empty();
     bool rebuilt = was_empty;
-    if (!RankBuilder(*this, cache, r, Phase::kDecode, decode_step, ops, changed).Run(0)) {
+    if (!RankBuilder(*this, cache, r, Phase::kDecode, decode_step, rp, changed).Run(0)) {
       // Another op sequence (under sp the KV append moves around the ring): rebuild.
       const size_t expected_ops = ops.size();
-      ops.clear();
-      RankBuilder(*this, cache, r, Phase::kDecode, decode_step, ops).Run(expected_ops);
+      rp.ops.clear();
+      rp.deps.clear();
+      RankBuilder(*this, cache, r, Phase::kDecode, decode_step, rp).Run(expected_ops);
       patched = false;
       rebuilt = true;
     }

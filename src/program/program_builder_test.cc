@@ -151,11 +151,12 @@ TEST(ProgramBuilderTest, TensorParallelAllReduces) {
         EXPECT_EQ(op->stream, Stream::kCommTp);
         EXPECT_EQ(op->group_id, b.placement.GroupOf(rp.rank, Dim::kTp).id);
         // Waits for the projection before it; the next compute op waits for it.
-        EXPECT_EQ(rp.ops[op->deps[0]].kind,
+        EXPECT_EQ(rp.ops[DepsOf(rp, *op)[0]].kind,
                   op->label() == "attn" ? OpKind::kOutProj : OpKind::kFfnDown);
         const Op& next = rp.ops[op->id + 1];
         EXPECT_EQ(next.kind, OpKind::kResidualAdd);
-        EXPECT_NE(std::find(next.deps.begin(), next.deps.end(), op->id), next.deps.end());
+        const auto deps = DepsOf(rp, next);
+        EXPECT_NE(std::find(deps.begin(), deps.end(), op->id), deps.end());
       }
     }
     auto emb = Select(rp, Comm(Collective::kAllReduce, "embedding"));
@@ -227,7 +228,8 @@ TEST(ProgramBuilderTest, PipelineStagesAndMicroBatches) {
     if (stage == 1) {  // the first op of a micro-batch waits for its activations
       const Op& first = rp.ops[acts[1]->id + 1];
       EXPECT_EQ(first.kind, OpKind::kNorm);
-      EXPECT_NE(std::find(first.deps.begin(), first.deps.end(), acts[1]->id), first.deps.end());
+      const auto deps = DepsOf(rp, first);
+      EXPECT_NE(std::find(deps.begin(), deps.end(), acts[1]->id), deps.end());
     }
   }
 }
@@ -291,7 +293,7 @@ TEST(ProgramBuilderTest, RingAttentionStepsPairsAndTransfers) {
           EXPECT_EQ(b.placement.Coord(sends[j]->peer, Dim::kSp), (sp_rank + 1) % sp);
           EXPECT_EQ(b.placement.Coord(recvs[j]->peer, Dim::kSp), (sp_rank + sp - 1) % sp);
           // Step j+1 attends to the block recv j brought.
-          const auto& deps = steps[j + 1]->deps;
+          const auto deps = DepsOf(rp, *steps[j + 1]);
           EXPECT_NE(std::find(deps.begin(), deps.end(), recvs[j]->id), deps.end());
         }
         EXPECT_EQ(Select(rp, Kind(OpKind::kAttentionMerge, layer)).size(), 1u);
@@ -483,11 +485,12 @@ TEST(ProgramBuilderTest, ExpertParallelDispatchAndCombine) {
       EXPECT_EQ(gemm[1]->flops, 2 * in * 32 * h);
       received += in;
       // Expert GEMMs wait for the dispatch, the unpermute for the combine.
-      EXPECT_NE(std::find(gemm[0]->deps.begin(), gemm[0]->deps.end(), dispatch.id),
-                gemm[0]->deps.end());
+      const auto gemm_deps = DepsOf(rp, *gemm[0]);
+      EXPECT_NE(std::find(gemm_deps.begin(), gemm_deps.end(), dispatch.id), gemm_deps.end());
       const Op& unpermute = *Select(rp, Kind(OpKind::kUnpermute, layer))[0];
-      EXPECT_NE(std::find(unpermute.deps.begin(), unpermute.deps.end(), combine.id),
-                unpermute.deps.end());
+      const auto unpermute_deps = DepsOf(rp, unpermute);
+      EXPECT_NE(std::find(unpermute_deps.begin(), unpermute_deps.end(), combine.id),
+                unpermute_deps.end());
     }
     if (layer > 0) {
       EXPECT_EQ(received, batch * seq * topk);  // assignments are conserved
@@ -618,13 +621,16 @@ void ExpectSamePrograms(const PhaseProgram& a, const PhaseProgram& b) {
     for (size_t i = 0; i < a.ranks[r].ops.size(); ++i) {
       const Op& x = a.ranks[r].ops[i];
       const Op& y = b.ranks[r].ops[i];
-      auto fields = [](const Op& o) {
+      auto fields = [](const RankProgram& rp, const Op& o) {
+        const auto deps = DepsOf(rp, o);
         return std::make_tuple(o.id, o.kind, o.stream, o.layer, o.micro_batch, o.sp_step, o.role,
                                o.flops, o.bytes_read, o.bytes_written, o.weight_bytes, o.m, o.n,
                                o.k, o.replication, o.expert_tokens, o.collective, o.dim, o.group_id,
-                               o.peer, o.seq, o.bytes, o.peer_sends, o.deps);
+                               o.peer, o.seq, o.bytes, o.peer_sends,
+                               std::vector<int32_t>(deps.begin(), deps.end()));
       };
-      EXPECT_TRUE(fields(x) == fields(y)) << "rank " << r << " op " << i << " " << OpName(x);
+      EXPECT_TRUE(fields(a.ranks[r], x) == fields(b.ranks[r], y))
+          << "rank " << r << " op " << i << " " << OpName(x);
     }
   }
 }

@@ -32,7 +32,12 @@ Status CheckRank(const RankProgram& rp, const Placement& pl) {
   for (size_t i = 0; i < rp.ops.size(); ++i) {
     const Op& op = rp.ops[i];
     if (op.id != static_cast<int32_t>(i)) return Broken(op, rp.rank, "id is not its index {}", i);
-    for (int32_t d : op.deps) {
+    if (op.deps_count < 0 || op.deps_begin < 0 ||
+        static_cast<size_t>(op.deps_begin) + static_cast<size_t>(op.deps_count) > rp.deps.size()) {
+      return Broken(op, rp.rank, "deps [{}, +{}) are outside the rank's {}", op.deps_begin,
+                    op.deps_count, rp.deps.size());
+    }
+    for (int32_t d : DepsOf(rp, op)) {
       if (d < 0 || d >= op.id) return Broken(op, rp.rank, "dependency {} does not point back", d);
     }
     if (op.flops < 0 || op.bytes_read < 0 || op.bytes_written < 0 || op.weight_bytes < 0 ||
@@ -226,8 +231,9 @@ Status CheckProgress(const PhaseProgram& program,
         while (head[r][s] < list.size()) {
           const Op& op = ops[list[head[r][s]]];
           if (!done[r][op.id]) {
-            bool ready = std::all_of(op.deps.begin(), op.deps.end(),
-                                     [&](int32_t d) { return done[r][d] != 0; });
+            const auto deps = DepsOf(program.ranks[r], op);
+            bool ready =
+                std::all_of(deps.begin(), deps.end(), [&](int32_t d) { return done[r][d] != 0; });
             if (!ready) break;
             if (!op.is_comm()) {
               done[r][op.id] = 1;

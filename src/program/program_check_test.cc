@@ -113,8 +113,16 @@ TEST(ProgramCheckTest, CatchesPeerSendsThatAreNotARowsNonZeros) {
 
 TEST(ProgramCheckTest, CatchesForwardDependencies) {
   Built b = BuildOrDie(MakeExperiment(testing::TinyDense(), {}, 1, 16), Phase::kPrefill);
-  b.program.ranks[0].ops[3].deps.push_back(7);
+  SetDeps(b.program.ranks[0], 3, {7});
   ExpectBroken(b.program, b.placement, "does not point back");
+}
+
+TEST(ProgramCheckTest, CatchesDepsOutsideTheRanksBlock) {
+  Built b = BuildOrDie(MakeExperiment(testing::TinyDense(), {}, 1, 16), Phase::kPrefill);
+  RankProgram& rp = b.program.ranks[0];
+  rp.ops[3].deps_begin = static_cast<int32_t>(rp.deps.size());
+  rp.ops[3].deps_count = 1;
+  ExpectBroken(b.program, b.placement, "outside the rank's");
 }
 
 TEST(ProgramCheckTest, CatchesADeadlock) {

@@ -149,7 +149,9 @@ Status PhaseRunner::RunOp(const Op& op) {
   if (opt_.fault.active() && opt_.fault.Matches(rank_, phase_index_, op)) {
     RETURN_IF_ERROR(InjectFault(opt_.fault));
   }
-  for (int32_t d : op.deps) RETURN_IF_ERROR(Complete(d));
+  for (int32_t d : DepsOf(prog_.ranks[static_cast<size_t>(rank_)], op)) {
+    RETURN_IF_ERROR(Complete(d));
+  }
   MicroBatch& mb = mbs_[static_cast<size_t>(op.micro_batch)];
   Pending rec;
   rec.record.phase_index = phase_index_;

@@ -369,15 +369,12 @@ Status PhaseRun::Build() {
     int32_t last[kNumStreams];
     std::fill(std::begin(last), std::end(last), -1);
     const auto& ops = program_.ranks[r].ops;
+    const int32_t* deps = program_.ranks[r].deps.data();
     const int32_t base = static_cast<int32_t>(s_.offset[r]);
     for (size_t i = 0; i < ops.size(); ++i) {
       // The Ops are cold (written by the builder): fetch ahead what is read
       // of them, then their deps and (comm ops) their comm fields and row.
       if (i + kAhead < ops.size()) PrefetchOnce(&ops[i + kAhead], kHotBytes);
-      if (i + kAhead / 2 < ops.size()) {
-        const Op& ahead = ops[i + kAhead / 2];
-        if (!ahead.deps.empty()) Prefetch(ahead.deps.data(), 1);
-      }
       const Op& op = ops[i];
       const int32_t g = base + static_cast<int32_t>(i);
       Engine::Scratch::OpState& st = s_.op[g];
@@ -388,13 +385,14 @@ Status PhaseRun::Build() {
         s_.edge_from.push_back(l);
         s_.edge_to.push_back(g);
       }
-      st.pending = static_cast<int32_t>(op.deps.size()) + (l >= 0 ? 1 : 0);
+      st.pending = op.deps_count + (l >= 0 ? 1 : 0);
       s_.preds[g] = st.pending;
       st.ready = 0;
       if (st.pending == 0) s_.roots.push_back(g);
       l = g;
-      for (int32_t d : op.deps) {
-        s_.edge_from.push_back(base + d);
+      for (const int32_t* d = deps + op.deps_begin; d != deps + op.deps_begin + op.deps_count;
+           ++d) {
+        s_.edge_from.push_back(base + *d);
         s_.edge_to.push_back(g);
       }
       st.comm = -1;

@@ -37,9 +37,10 @@ TEST(EngineTest, PipelineBubbleFraction) {
         coord[static_cast<int>(Dim::kPp)] = s;
         RankProgram rp;
         rp.rank = pl->RankAt(coord);
-        auto add = [&](Op op) {
+        auto add = [&](Op op, std::initializer_list<int32_t> deps = {}) {
           op.id = static_cast<int32_t>(rp.ops.size());
           rp.ops.push_back(op);
+          SetDeps(rp, rp.ops.size() - 1, deps);
           return op.id;
         };
         for (int64_t j = 0; j < m; ++j) {
@@ -58,8 +59,7 @@ TEST(EngineTest, PipelineBubbleFraction) {
           Op c;
           c.kind = OpKind::kFfnUp;
           c.flops = 1'000'000'000'000;  // ~1 ms at 0.75 of 989 TFLOP/s
-          if (recv >= 0) c.deps = {recv};
-          const int32_t comp = add(c);
+          const int32_t comp = recv >= 0 ? add(c, {recv}) : add(c);
           if (s + 1 < p) {
             Op snd;
             snd.kind = OpKind::kComm;
@@ -69,8 +69,7 @@ TEST(EngineTest, PipelineBubbleFraction) {
             coord[static_cast<int>(Dim::kPp)] = s + 1;
             snd.peer = pl->RankAt(coord);
             snd.seq = j;
-            snd.deps = {comp};
-            add(snd);
+            add(snd, {comp});
           }
         }
         prog.ranks.push_back(std::move(rp));
