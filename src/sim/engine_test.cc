@@ -153,8 +153,9 @@ TEST(EngineTest, MismatchedCollectiveIsAnError) {
 }
 
 // tiny-moe-mla on H100s (8 requests, 64-token prompts, 16 tokens) under
-// `par`: its placement, Program builder, compute model and topology.
+// `par` (or tp × ep): its placement, Program builder, compute model and topology.
 struct MoeRig {
+  MoeRig(int64_t tp, int64_t ep) : MoeRig(TpEp(tp, ep)) {}
   explicit MoeRig(const ParallelSpec& par)
       : experiment(ZooExperiment("tiny-moe-mla", "h100-sxm", par, 8, 64, 16)),
         placement(*Placement::Create(experiment)),
@@ -162,6 +163,12 @@ struct MoeRig {
         model(*ComputeModel::Create(experiment.cluster.device, DType::kBf16,
                                     DefaultCalibration(experiment.cluster.device))),
         topology(experiment.cluster) {}
+  static ParallelSpec TpEp(int64_t tp, int64_t ep) {
+    ParallelSpec par;
+    par.tp = tp;
+    par.ep = ep;
+    return par;
+  }
   Experiment experiment;
   Placement placement;
   ProgramBuilder builder;
@@ -169,12 +176,22 @@ struct MoeRig {
   Topology topology;
 };
 
+// Every op of `a` timed exactly as in `b` (`where`: the run, for messages).
+void ExpectSameTimings(const PhaseResult& a, const PhaseResult& b, const std::string& where) {
+  ASSERT_EQ(a.timings.flat.size(), b.timings.flat.size()) << where;
+  for (size_t i = 0; i < a.timings.flat.size(); ++i) {
+    const OpTiming& x = a.timings.flat[i];
+    const OpTiming& y = b.timings.flat[i];
+    EXPECT_TRUE(x.post == y.post && x.start == y.start && x.end == y.end &&
+                x.algorithm == y.algorithm && x.comm == y.comm)
+        << where << " op " << i;
+  }
+}
+
 // The engine reads an all-to-all's row from peer_sends: an op that has bytes
 // but lists none there is refused, not simulated as moving nothing.
 TEST(EngineTest, AllToAllWithoutPeerSendsIsAnError) {
-  ParallelSpec par;
-  par.ep = 4;
-  MoeRig rig(par);
+  MoeRig rig(1, 4);
   auto prog = rig.builder.Build(Phase::kDecode, 0);
   ASSERT_TRUE(prog.ok());
   Engine engine(rig.placement, rig.model, rig.topology);
@@ -197,10 +214,7 @@ TEST(EngineTest, AllToAllWithoutPeerSendsIsAnError) {
 // Decode steps on one engine that reuses its graph (RunSameGraph after
 // ProgramBuilder::Update) time every op exactly as fresh programs on fresh engines.
 TEST(EngineTest, SameGraphRunsEqualFreshRuns) {
-  ParallelSpec par;
-  par.tp = 2;
-  par.ep = 4;
-  MoeRig rig(par);
+  MoeRig rig(2, 4);
   Engine reused(rig.placement, rig.model, rig.topology);
   auto prog = rig.builder.Build(Phase::kDecode, 0);
   ASSERT_TRUE(prog.ok());
@@ -227,14 +241,7 @@ TEST(EngineTest, SameGraphRunsEqualFreshRuns) {
     EXPECT_EQ(a->ops, b->ops);
     EXPECT_EQ(a->transfers, b->transfers);
     EXPECT_EQ(a->rank_end, b->rank_end);
-    ASSERT_EQ(a->timings.flat.size(), b->timings.flat.size());
-    for (size_t i = 0; i < a->timings.flat.size(); ++i) {
-      const OpTiming& x = a->timings.flat[i];
-      const OpTiming& y = b->timings.flat[i];
-      EXPECT_TRUE(x.post == y.post && x.start == y.start && x.end == y.end &&
-                  x.algorithm == y.algorithm && x.comm == y.comm)
-          << "step " << step << " op " << i;
-    }
+    ExpectSameTimings(*a, *b, "step " + std::to_string(step));
     start = a->rank_end;
   }
   // A program with other ops is refused, not run on the old graph.
@@ -247,9 +254,7 @@ TEST(EngineTest, SameGraphRunsEqualFreshRuns) {
 // graph again both see it and plan the call again, as a fresh engine does;
 // unchanged, the plans are kept and the times stay the same.
 TEST(EngineTest, RunsReplanAnAllToAllWhoseRowChanged) {
-  ParallelSpec par;
-  par.ep = 4;
-  MoeRig rig(par);
+  MoeRig rig(1, 4);
   auto prog = rig.builder.Build(Phase::kDecode, 0);
   ASSERT_TRUE(prog.ok());
   Engine reused(rig.placement, rig.model, rig.topology);
@@ -300,10 +305,7 @@ TEST(EngineTest, RunsReplanAnAllToAllWhoseRowChanged) {
 // on one engine, each given back with every timing garbled, equal runs on a
 // fresh engine, and no op keeps a garbled field.
 TEST(EngineTest, RecycledTimingsAreAllRewritten) {
-  ParallelSpec par;
-  par.tp = 2;
-  par.ep = 2;
-  MoeRig rig(par);
+  MoeRig rig(2, 2);
   Engine reused(rig.placement, rig.model, rig.topology);
   for (Phase phase : {Phase::kPrefill, Phase::kDecode, Phase::kDecode, Phase::kPrefill}) {
     auto prog = rig.builder.Build(phase, 0);
@@ -313,14 +315,9 @@ TEST(EngineTest, RecycledTimingsAreAllRewritten) {
     Engine fresh(rig.placement, rig.model, rig.topology);
     auto b = fresh.Run(*prog);
     ASSERT_TRUE(b.ok()) << b.status().message();
-    ASSERT_EQ(a->timings.flat.size(), b->timings.flat.size());
-    for (size_t i = 0; i < a->timings.flat.size(); ++i) {
-      const OpTiming& x = a->timings.flat[i];
-      const OpTiming& y = b->timings.flat[i];
-      EXPECT_TRUE(x.post == y.post && x.start == y.start && x.end == y.end &&
-                  x.algorithm == y.algorithm && x.comm == y.comm)
-          << PhaseName(phase) << " op " << i;
-      EXPECT_TRUE(0 <= x.post && x.post <= x.start && x.start <= x.end) << "op " << i;
+    ExpectSameTimings(*a, *b, std::string(PhaseName(phase)));
+    for (const OpTiming& x : a->timings.flat) {
+      EXPECT_TRUE(0 <= x.post && x.post <= x.start && x.start <= x.end);
     }
     for (size_t r = 0; r < prog->ranks.size(); ++r) {
       for (const Op& op : prog->ranks[r].ops) {
