@@ -373,7 +373,7 @@ Status PhaseRun::Build() {
     const int32_t base = static_cast<int32_t>(s_.offset[r]);
     for (size_t i = 0; i < ops.size(); ++i) {
       // The Ops are cold (written by the builder): fetch ahead what is read
-      // of them, then their deps and (comm ops) their comm fields and row.
+      // of them (their deps are read in order from the rank's block).
       if (i + kAhead < ops.size()) PrefetchOnce(&ops[i + kAhead], kHotBytes);
       const Op& op = ops[i];
       const int32_t g = base + static_cast<int32_t>(i);
