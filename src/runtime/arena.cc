@@ -1,9 +1,9 @@
 #include "runtime/arena.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cstdlib>
+
+#include "core/huge_pages.h"
 
 namespace shardscope::runtime {
 namespace {
@@ -13,14 +13,15 @@ int64_t RoundUp(int64_t n, int64_t a) { return (n + a - 1) / a * a; }
 class HostMemorySource final : public MemorySource {
  public:
   StatusOr<void*> Allocate(int64_t bytes, MemoryUse use) override {
-    const bool huge = use == MemoryUse::kWeights && bytes >= kHugePageBytes;
-    const int64_t align = huge ? kHugePageBytes : Arena::kAlignment;
+    constexpr auto kHuge = static_cast<int64_t>(kHugePageBytes);
+    const bool huge = use == MemoryUse::kWeights && bytes >= kHuge;
+    const int64_t align = huge ? kHuge : Arena::kAlignment;
     void* p = std::aligned_alloc(static_cast<size_t>(align),
                                  static_cast<size_t>(RoundUp(std::max<int64_t>(bytes, 1), align)));
     if (p == nullptr) return InternalError("out of host memory allocating {} bytes", bytes);
     // A hint: the kernel may ignore it (transparent huge pages off), and the
     // memory is then as good as without it.
-    if (huge) (void)::madvise(p, static_cast<size_t>(RoundUp(bytes, align)), MADV_HUGEPAGE);
+    if (huge) AdviseHugePages(p, static_cast<size_t>(RoundUp(bytes, align)));
     return p;
   }
   void Free(void* p) override { std::free(p); }

@@ -30,16 +30,15 @@ class MemorySource {
   virtual void Free(void* p) = 0;
 };
 
-// 64-byte-aligned host memory. Weight chunks of kHugePageBytes or more are
-// aligned to it and asked to be backed by transparent huge pages: a decode
-// step streams every weight once, and with 4 KiB pages each 4 KiB of that
-// stream needs a TLB entry (a two-level walk under a hypervisor's nested
-// paging). On the development VM one core streams ~19-22 GB/s from 4 KiB pages
-// and ~28-30 from 2 MiB ones (docs/BENCHMARKS.md, "CPU executor"). Scratch
-// stays on 4 KiB pages: it is first touched inside timed ops, where a huge
-// page's fault zeroes 2 MiB and may compact memory first (one prefill op took
-// 1.7 s so).
-inline constexpr int64_t kHugePageBytes = int64_t{2} << 20;
+// 64-byte-aligned host memory. Weight chunks of kHugePageBytes (2 MiB) or more
+// are aligned to it and asked to be backed by transparent huge pages
+// (core/huge_pages.h): a decode step streams every weight once, and with 4 KiB
+// pages each 4 KiB of that stream needs a TLB entry (a two-level walk under a
+// hypervisor's nested paging). On the development VM one core streams ~19-22
+// GB/s from 4 KiB pages and ~28-30 from 2 MiB ones (docs/BENCHMARKS.md, "CPU
+// executor"). Scratch stays on 4 KiB pages: it is first touched inside timed
+// ops, where a huge page's fault zeroes 2 MiB and may compact memory first (one
+// prefill op took 1.7 s so).
 MemorySource& HostMemory();
 
 class Arena {

@@ -9,6 +9,8 @@
 #include <sstream>
 #include <string>
 
+#include "core/huge_pages.h"
+
 namespace shardscope::runtime {
 namespace {
 
@@ -83,7 +85,7 @@ std::string VmFlagsOf(const void* p) {
 }
 
 TEST(ArenaTest, LargeWeightChunksAreHugePageAlignedAndAskForHugePages) {
-  const int64_t bytes = 3 * kHugePageBytes + 5;
+  const int64_t bytes = 3 * static_cast<int64_t>(kHugePageBytes) + 5;
   Arena weights(&HostMemory(), bytes, MemoryUse::kWeights);
   Arena scratch(&HostMemory(), bytes);
   StatusOr<void*> w = weights.Allocate(bytes);
