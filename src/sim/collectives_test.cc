@@ -348,9 +348,6 @@ TEST(CollectivesTest, MeasuredLatencyReplacesTheModelsWhenLarger) {
   EXPECT_EQ(UncontendedSeconds(fast, *same), UncontendedSeconds(model, *base));
 }
 
-// A measured bandwidth below the model's stretches the transfer to exactly
-// size / algbw on an idle network (latency unchanged); one above it changes
-// nothing (the links' bandwidth is a floor on the time).
 // The members' wait adds to the measured latency; bytes stay the model's.
 TEST(CollectivesTest, MeasuredWaitAddsToTheLatency) {
   const ClusterSpec c = H100(1);
@@ -373,6 +370,9 @@ TEST(CollectivesTest, MeasuredWaitAddsToTheLatency) {
               50e-6 - Latency(*base), 1e-15);
 }
 
+// A measured bandwidth below the model's stretches the transfer to exactly
+// size / algbw on an idle network (latency unchanged); one above it changes
+// nothing (the links' bandwidth is a floor on the time).
 TEST(CollectivesTest, MeasuredBandwidthSlowsTheTransferOnlyWhenSlower) {
   const ClusterSpec c = H100(1);
   const Topology model(c);
