@@ -422,7 +422,7 @@ StatusOr<CalibrationResult> Calibrate(const std::vector<std::string>& paths,
   const double prior_cache = result.calibration.cache_bandwidth;  // the defaults'
   std::vector<EfficiencyFit> fits(fit_classes.size());
   std::vector<double> launches(fit_classes.size(), launch);
-  std::vector<double> caches(fit_classes.size(), -1);  // each class's own cache rate
+  std::vector<double> caches;  // each class's own cache rate (FitLaunchesAndCache)
   for (int round = 0; round < 2; ++round) {
     for (size_t i = 0; i < fit_classes.size(); ++i) {
       // gemv is one row by definition: no ramp to fit.

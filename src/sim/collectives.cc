@@ -340,10 +340,11 @@ StatusOr<CollectivePlan> DecomposeByAlgorithm(const Topology& topo, const Collec
 }
 
 // The calibration's measured line for the collective, each part only where
-// slower than the plan's: a larger latency (the line's plus the members' typical
-// wait) replaces the plan's steps × link latency (spread over its stages in proportion; on the
-// first stage when the model has none), and a lower bandwidth scales every stage's link loads so
-// the bytes take size / algbw on an idle network. Loads only time transfers
+// slower than the plan's: a larger latency (the line's plus the members'
+// typical wait) replaces the plan's steps × link latency (spread over its
+// stages in proportion; on the first stage when the model has none), and a
+// lower bandwidth scales every stage's link loads so the bytes take size /
+// algbw on an idle network. Loads only time transfers
 // (the traffic figures come from the ops' bytes), so the scaled loads change
 // no byte count.
 void ApplyMeasured(const Topology& topo, const CollectiveCall& c, CollectivePlan* plan) {
