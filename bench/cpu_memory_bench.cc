@@ -21,7 +21,7 @@ namespace {
 // n floats set to v: from the executor's host memory (`huge`) or a vector.
 class Floats {
  public:
-  Floats(int64_t n, float v, bool huge) : n_(n) {
+  Floats(int64_t n, float v, bool huge) {
     if (huge) {
       auto p = shardscope::runtime::HostMemory().Allocate(n * static_cast<int64_t>(sizeof(float)),
                                                           shardscope::runtime::MemoryUse::kWeights);
@@ -41,7 +41,6 @@ class Floats {
   float* data() { return data_; }
 
  private:
-  int64_t n_;
   std::vector<float> vector_;
   float* data_ = nullptr;
 };
