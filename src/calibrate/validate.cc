@@ -3,7 +3,9 @@
 #include <fmt/ranges.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -97,13 +99,16 @@ std::optional<double> ValidationRow::error() const {
 }
 
 StatusOr<ValidationResult> ValidateExperiment(const Experiment& experiment,
-                                              const std::string& measured_trace,
+                                              const std::vector<std::string>& measured_traces,
                                               const ValidateOptions& options) {
+  if (measured_traces.empty()) return InvalidArgument("validate: no measured trace given");
   ValidationResult result;
   result.experiment = experiment.name;
-  result.measured_trace = measured_trace;
-  ASSIGN_OR_RETURN(Side measured, Measure(measured_trace));
-  {
+  result.measured_traces = measured_traces;
+  std::vector<Side> measured;
+  for (const std::string& path : measured_traces) {
+    ASSIGN_OR_RETURN(Side side, Measure(path));
+    measured.push_back(std::move(side));
     // The analyzer keeps the metadata in RunData only: read it through the importer.
     struct MetaSink : trace::TraceSink {
       void OnOp(const trace::OpEvent&) override {}
@@ -111,9 +116,14 @@ StatusOr<ValidationResult> ValidateExperiment(const Experiment& experiment,
       nlohmann::json metadata = nlohmann::json::object();
     } meta;
     ASSIGN_OR_RETURN(importers::ImportResult imported,
-                     importers::ImportTrace(measured_trace, std::nullopt, &meta));
+                     importers::ImportTrace(path, std::nullopt, &meta));
     (void)imported;
-    CompareMetadata(experiment, meta.metadata, &result.warnings);
+    std::vector<std::string> warnings;
+    CompareMetadata(experiment, meta.metadata, &warnings);
+    for (std::string& w : warnings) {
+      if (measured_traces.size() > 1) w = fmt::format("{}: {}", path, w);
+      result.warnings.push_back(std::move(w));
+    }
   }
 
   sim::SimOptions sim_options;
@@ -126,7 +136,8 @@ StatusOr<ValidationResult> ValidateExperiment(const Experiment& experiment,
                 : options.sim_trace;
   Experiment simulated_experiment = experiment;
   if (options.measured_routing && experiment.model.is_moe()) {
-    ASSIGN_OR_RETURN(MeasuredRouting routing, ReadMeasuredRouting(measured_trace, experiment));
+    ASSIGN_OR_RETURN(MeasuredRouting routing,
+                     ReadMeasuredRouting(measured_traces.front(), experiment));
     if (!routing.layer_weights.empty()) {
       simulated_experiment = WithMeasuredRouting(experiment, routing);
       result.routing = fmt::format(
@@ -146,9 +157,21 @@ StatusOr<ValidationResult> ValidateExperiment(const Experiment& experiment,
   if (temporary) fs::remove(sim_options.trace_file);
   if (!sim_side.ok()) return sim_side.status().WithPrefix("the simulated trace");
 
-  auto add = [&](std::string scope, std::string name, std::string unit, std::optional<double> s,
-                 std::optional<double> m) {
-    result.rows.push_back({std::move(scope), std::move(name), std::move(unit), s, m});
+  // One row: the simulated value, and the measured runs' mean, smallest and largest.
+  auto add = [&](std::string scope, std::string name, std::string unit,
+                 const std::function<std::optional<double>(const Side&)>& value) {
+    ValidationRow row{std::move(scope), std::move(name), std::move(unit), value(*sim_side), {}};
+    double sum = 0;
+    for (const Side& side : measured) {
+      const std::optional<double> v = value(side);
+      if (!v) continue;
+      sum += *v;
+      ++row.runs;
+      row.measured_min = std::min(row.measured_min.value_or(*v), *v);
+      row.measured_max = std::max(row.measured_max.value_or(*v), *v);
+    }
+    if (row.runs > 0) row.measured = sum / row.runs;
+    result.rows.push_back(std::move(row));
   };
   for (const auto& [key, unit] :
        std::vector<std::pair<std::string, std::string>>{{"ttft", "s"},
@@ -156,13 +179,14 @@ StatusOr<ValidationResult> ValidateExperiment(const Experiment& experiment,
                                                         {"prefill_throughput", "tokens/s"},
                                                         {"decode_throughput", "tokens/s"},
                                                         {"tps", "tokens/s"}}) {
-    add("run", key, unit, Metric(*sim_side, key), Metric(measured, key));
+    add("run", key, unit, [&key](const Side& side) { return Metric(side, key); });
   }
   // Per phase and op kind: mean time per rank (per decode step for decode),
   // and the kind's share of the phase's compute (comm: of the phase's compute too).
   std::set<std::pair<trace::Phase, std::string>> keys;
-  for (const auto* side : {&*sim_side, &measured}) {
-    for (const auto& [k, v] : side->kinds.seconds) keys.insert(k);
+  for (const auto& [k, v] : sim_side->kinds.seconds) keys.insert(k);
+  for (const Side& side : measured) {
+    for (const auto& [k, v] : side.kinds.seconds) keys.insert(k);
   }
   auto per_rank = [](const Side& side, trace::Phase phase,
                      double seconds) -> std::optional<double> {
@@ -183,14 +207,14 @@ StatusOr<ValidationResult> ValidateExperiment(const Experiment& experiment,
       if (it == side.kinds.compute.end()) return std::nullopt;
       return per_rank(side, phase, it->second);
     };
-    add(scope, "compute (all kinds)", unit, total(*sim_side), total(measured));
+    add(scope, "compute (all kinds)", unit, total);
     for (const auto& [p, name] : keys) {
       if (p != phase) continue;
       auto value = [&](const Side& side) -> std::optional<double> {
         auto it = side.kinds.seconds.find({p, name});
         return per_rank(side, phase, it == side.kinds.seconds.end() ? 0 : it->second);
       };
-      add(scope, name, unit, value(*sim_side), value(measured));
+      add(scope, name, unit, value);
     }
   }
   return result;
@@ -205,28 +229,45 @@ StatusOr<std::string> RenderValidation(const ValidationResult& r, const std::str
   };
   std::string out;
   if (format == "md") {
-    out = fmt::format("experiment {}; measured {}; simulated with {}\n", r.experiment,
-                      r.measured_trace, r.calibration);
+    const size_t runs = r.measured_traces.size();
+    out = runs == 1 ? fmt::format("experiment {}; measured {}; simulated with {}\n", r.experiment,
+                                  r.measured_traces[0], r.calibration)
+                    : fmt::format(
+                          "experiment {}; measured: the mean of {} runs ({}); simulated with {}\n",
+                          r.experiment, runs, fmt::join(r.measured_traces, ", "), r.calibration);
     if (!r.terms.empty()) {
       out += fmt::format("fidelity terms on: {}\n", fmt::join(r.terms, ", "));
     }
     if (!r.routing.empty()) out += fmt::format("routing: {}\n", r.routing);
     for (const std::string& w : r.warnings) out += "warning: " + w + "\n";
-    out +=
-        "\n| scope | metric / op kind | unit | simulated | measured | error |\n"
-        "|---|---|---|---|---|---|\n";
+    if (runs == 1) {
+      out +=
+          "\n| scope | metric / op kind | unit | simulated | measured | error |\n"
+          "|---|---|---|---|---|---|\n";
+    } else {
+      out +=
+          "\n| scope | metric / op kind | unit | simulated | measured (mean) | error | measured "
+          "min – max | runs |\n"
+          "|---|---|---|---|---|---|---|---|\n";
+    }
     for (const ValidationRow& row : r.rows) {
-      out += fmt::format("| {} | {} | {} | {} | {} | {} |\n", row.scope, row.name, row.unit,
+      out += fmt::format("| {} | {} | {} | {} | {} | {} |", row.scope, row.name, row.unit,
                          num(row.simulated), num(row.measured), err(row.error()));
+      if (runs > 1) {
+        out +=
+            fmt::format(" {} – {} | {} |", num(row.measured_min), num(row.measured_max), row.runs);
+      }
+      out += "\n";
     }
     return out;
   }
   if (format == "csv") {
-    out = "experiment,scope,name,unit,simulated,measured,error\n";
+    out = "experiment,scope,name,unit,simulated,measured,error,measured_min,measured_max,runs\n";
     for (const ValidationRow& row : r.rows) {
       auto c = [](std::optional<double> v) { return v ? fmt::format("{:.9g}", *v) : ""; };
-      out += fmt::format("{},{},{},{},{},{},{}\n", r.experiment, row.scope, row.name, row.unit,
-                         c(row.simulated), c(row.measured), c(row.error()));
+      out += fmt::format("{},{},{},{},{},{},{},{},{},{}\n", r.experiment, row.scope, row.name,
+                         row.unit, c(row.simulated), c(row.measured), c(row.error()),
+                         c(row.measured_min), c(row.measured_max), row.runs);
     }
     return out;
   }

@@ -51,7 +51,7 @@ TEST_F(ValidateTest, SimulatedRunAgainstItselfHasNoError) {
   sim::SimOptions o;
   o.trace_file = (dir_ / "measured.trace").string();
   ASSERT_TRUE(sim::SimulateExperiment(e, o).ok());
-  auto r = ValidateExperiment(e, o.trace_file, {});
+  auto r = ValidateExperiment(e, {o.trace_file}, {});
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_TRUE(r->warnings.empty()) << r->warnings[0];
   for (const char* name : {"ttft", "tpot", "decode_throughput", "prefill_throughput", "tps"}) {
@@ -79,7 +79,7 @@ TEST_F(ValidateTest, SlowerCalibrationGivesPositiveErrors) {
   std::ofstream(cal) << "launch_overhead_us: 500\n";
   ValidateOptions v;
   v.calibration_file = cal;
-  auto r = ValidateExperiment(e, o.trace_file, v);
+  auto r = ValidateExperiment(e, {o.trace_file}, v);
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_GT(*Row(*r, "run", "ttft")->error(), 0.1);
   EXPECT_GT(*Row(*r, "run", "tpot")->error(), 0.1);
@@ -90,6 +90,57 @@ TEST_F(ValidateTest, SlowerCalibrationGivesPositiveErrors) {
   EXPECT_FALSE(RenderValidation(*r, "xml").ok());
 }
 
+// Two measured runs, one of them slowed by a larger launch overhead: each
+// row's measured value is their mean, with both runs as its bounds, and the
+// error is taken against the mean. The CSV carries the bounds and the count.
+TEST_F(ValidateTest, SeveralMeasuredRunsAreComparedByTheirMean) {
+  const Experiment e = TinyTp2();
+  sim::SimOptions o;
+  o.trace_file = (dir_ / "fast.trace").string();
+  ASSERT_TRUE(sim::SimulateExperiment(e, o).ok());
+  const std::string fast = o.trace_file;
+  const std::string cal = (dir_ / "slow.yaml").string();
+  std::ofstream(cal) << "launch_overhead_us: 500\n";
+  o.calibration_file = cal;
+  o.trace_file = (dir_ / "slow.trace").string();
+  ASSERT_TRUE(sim::SimulateExperiment(e, o).ok());
+  const std::string slow = o.trace_file;
+
+  auto one_fast = ValidateExperiment(e, {fast}, {});
+  auto one_slow = ValidateExperiment(e, {slow}, {});
+  auto both = ValidateExperiment(e, {fast, slow}, {});
+  ASSERT_TRUE(one_fast.ok() && one_slow.ok() && both.ok()) << both.status().message();
+  EXPECT_TRUE(both->warnings.empty());
+  for (const auto& [scope, name] : std::vector<std::pair<std::string, std::string>>{
+           {"run", "ttft"}, {"run", "tpot"}, {"decode", "ffn_up"}}) {
+    const double f = *Row(*one_fast, scope, name)->measured;
+    const double s = *Row(*one_slow, scope, name)->measured;
+    ASSERT_GT(s, 1.1 * f) << name;
+    const ValidationRow* row = Row(*both, scope, name);
+    ASSERT_NE(row, nullptr) << name;
+    EXPECT_EQ(row->runs, 2) << name;
+    EXPECT_NEAR(*row->measured, (f + s) / 2, 1e-12 * s) << name;
+    EXPECT_DOUBLE_EQ(*row->measured_min, f) << name;
+    EXPECT_DOUBLE_EQ(*row->measured_max, s) << name;
+    // The simulated side is the fast run (default calibration).
+    EXPECT_NEAR(*row->error(), (f - (f + s) / 2) / ((f + s) / 2), 1e-9) << name;
+  }
+  auto csv = RenderValidation(*both, "csv");
+  ASSERT_TRUE(csv.ok());
+  EXPECT_EQ(csv->substr(0, csv->find('\n')),
+            "experiment,scope,name,unit,simulated,measured,error,measured_min,measured_max,runs");
+  auto md = RenderValidation(*both, "md");
+  ASSERT_TRUE(md.ok());
+  EXPECT_NE(md->find("the mean of 2 runs"), std::string::npos) << *md;
+  EXPECT_NE(md->find("measured min – max | runs |"), std::string::npos) << *md;
+
+  EXPECT_FALSE(ValidateExperiment(e, {}, {}).ok());
+  // A missing second run names its file.
+  auto missing = ValidateExperiment(e, {fast, (dir_ / "absent.trace").string()}, {});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("absent.trace"), std::string::npos);
+}
+
 TEST_F(ValidateTest, OtherExperimentIsAWarning) {
   Experiment e = TinyTp2();
   sim::SimOptions o;
@@ -97,7 +148,7 @@ TEST_F(ValidateTest, OtherExperimentIsAWarning) {
   ASSERT_TRUE(sim::SimulateExperiment(e, o).ok());
   e.name = "other";
   e.workload.batch_size = 4;
-  auto r = ValidateExperiment(e, o.trace_file, {});
+  auto r = ValidateExperiment(e, {o.trace_file}, {});
   ASSERT_TRUE(r.ok()) << r.status().message();
   ASSERT_EQ(r->warnings.size(), 2u);
   EXPECT_NE(r->warnings[0].find("'tiny_tp2', not 'other'"), std::string::npos) << r->warnings[0];
@@ -105,7 +156,7 @@ TEST_F(ValidateTest, OtherExperimentIsAWarning) {
 }
 
 TEST_F(ValidateTest, MissingMeasuredTraceIsAnError) {
-  auto r = ValidateExperiment(TinyTp2(), (dir_ / "absent.trace").string(), {});
+  auto r = ValidateExperiment(TinyTp2(), {(dir_ / "absent.trace").string()}, {});
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("absent.trace"), std::string::npos);
 }
@@ -154,12 +205,12 @@ TEST(MeasuredRoutingTest, ValidateSimulatesTheMeasuredSplit) {
   EXPECT_NEAR(rank0 / (rank0 + rank1), 0.75, 0.01);
   EXPECT_NEAR(routing->imbalance, 1.5, 0.02);
 
-  auto measured = ValidateExperiment(e, trace, {});
+  auto measured = ValidateExperiment(e, {trace}, {});
   ASSERT_TRUE(measured.ok()) << measured.status().message();
   EXPECT_NE(measured->routing.find("dispatch all-to-all"), std::string::npos);
   ValidateOptions plain;
   plain.measured_routing = false;
-  auto assumed = ValidateExperiment(e, trace, plain);
+  auto assumed = ValidateExperiment(e, {trace}, plain);
   ASSERT_TRUE(assumed.ok()) << assumed.status().message();
   EXPECT_TRUE(assumed->routing.empty());
   const ValidationRow* with = Row(*measured, "run", "ttft");

@@ -1,4 +1,6 @@
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "calibrate/validate.h"
 #include "cli/cli.h"
@@ -9,7 +11,7 @@ namespace {
 
 struct ValidateArgs {
   ExperimentsArg experiments;
-  std::string measured;
+  std::vector<std::string> measured;
   std::string format = "md";
   calibrate::ValidateOptions options;
 };
@@ -36,7 +38,9 @@ void AddValidateCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--config", args->experiments.config, "experiments YAML")->required();
   cmd->add_option("--experiment", args->experiments.experiment, "the experiment measured")
       ->required();
-  cmd->add_option("--measured", args->measured, "the measured trace")->required();
+  cmd->add_option("--measured", args->measured,
+                  "the measured trace; several: repeated runs, compared by their mean")
+      ->required();
   cmd->add_option("--calibration", args->options.calibration_file,
                   "calibration file for the simulator (shardscope calibrate)");
   cmd->add_option("--sim-trace", args->options.sim_trace, "keep the simulated trace in this file");
