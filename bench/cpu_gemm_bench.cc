@@ -17,6 +17,7 @@
 #include "program/program_builder.h"
 #include "runtime/arena.h"
 #include "runtime/backend.h"
+#include "runtime/cpu/small_gemm.h"
 #include "runtime/executor.h"
 #include "runtime/kernels.h"
 #include "runtime/local_communicator.h"
@@ -90,28 +91,36 @@ class WeightCopies {
 };
 
 // A decode step's projection: x [m×k] times weights [k×n] (trans_b = false, as
-// the executor stores them), one BLAS thread (one rank = one core). range(3):
-// 0 = Kernels::Gemm (sgemv at m = 1, SmallGemm up to kSmallGemmMaxRows rows,
-// else sgemm), 1 = OpenBLAS alone (sgemv at m = 1, else sgemm). GB/s counts the
-// weight bytes only.
+// the executor stores them; range(4) = 1: stored [n×k], read transposed, as
+// attention's Q·Kᵀ reads keys), one BLAS thread (one rank = one core). range(3),
+// `impl`: 0 = Kernels::Gemm (sgemv at m = 1, SmallGemm up to kSmallGemmMaxRows
+// rows, else sgemm), 1 = OpenBLAS alone (sgemv at m = 1, else sgemm), 2 =
+// SmallGemm at any m (where its row limit comes from). GB/s counts the weight
+// bytes only.
 void BM_DecodeGemm(benchmark::State& state) {
   if (std::getenv("OPENBLAS_NUM_THREADS") == nullptr) openblas_set_num_threads(1);
   const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
-  const bool blas = state.range(3) != 0;
+  const int64_t impl = state.range(3);
+  const bool trans = state.range(4) != 0;
+  const int64_t ldb = trans ? k : n;
   WeightCopies w(k, n);
   auto kernels = NewCpuKernels();
   std::vector<float> a(m * k, 0.5f), c(m * n);
   for (auto _ : state) {
     const float* b = w.Next();
-    if (!blas) {
-      kernels->Gemm(m, n, k, a.data(), k, b, n, false, c.data(), n, 0.0f);
+    if (impl == 0) {
+      kernels->Gemm(m, n, k, a.data(), k, b, ldb, trans, c.data(), n, 0.0f);
+    } else if (impl == 2) {
+      SmallGemm(m, n, k, a.data(), k, b, ldb, trans, c.data(), n, 0.0f);
     } else if (m == 1) {
-      cblas_sgemv(CblasRowMajor, CblasTrans, static_cast<int>(k), static_cast<int>(n), 1.0f, b,
-                  static_cast<int>(n), a.data(), 1, 0.0f, c.data(), 1);
+      cblas_sgemv(CblasRowMajor, trans ? CblasNoTrans : CblasTrans, static_cast<int>(trans ? n : k),
+                  static_cast<int>(trans ? k : n), 1.0f, b, static_cast<int>(ldb), a.data(), 1,
+                  0.0f, c.data(), 1);
     } else {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m),
-                  static_cast<int>(n), static_cast<int>(k), 1.0f, a.data(), static_cast<int>(k), b,
-                  static_cast<int>(n), 0.0f, c.data(), static_cast<int>(n));
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, trans ? CblasTrans : CblasNoTrans,
+                  static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0f, a.data(),
+                  static_cast<int>(k), b, static_cast<int>(ldb), 0.0f, c.data(),
+                  static_cast<int>(n));
     }
     benchmark::DoNotOptimize(c.data());
   }
@@ -122,12 +131,12 @@ void BM_DecodeGemm(benchmark::State& state) {
 }
 // bench-dense-250m's projections (hidden 1024, 16 + 2·4 heads of 64, FFN 2816,
 // vocabulary 32000) as [k×n]: fused QKV, attention output, fused gate/up, down,
-// LM head; and 4096².
+// LM head; and 4096², both layouts. m up to 64 shows where sgemm catches up.
 BENCHMARK(BM_DecodeGemm)
-    ->ArgNames({"m", "k", "n", "blas"})
-    ->ArgsProduct({{1, 2, 4, 8, 16}, {1024}, {1536, 1024, 5632, 32000}, {0, 1}})
-    ->ArgsProduct({{1, 2, 4, 8, 16}, {2816}, {1024}, {0, 1}})
-    ->ArgsProduct({{1, 2, 4, 8, 16}, {4096}, {4096}, {0, 1}})
+    ->ArgNames({"m", "k", "n", "impl", "trans"})
+    ->ArgsProduct({{1, 2, 4, 8, 16, 32}, {1024}, {1536, 1024, 5632, 32000}, {0, 1, 2}, {0}})
+    ->ArgsProduct({{1, 2, 4, 8, 16, 32, 48, 64}, {2816}, {1024}, {0, 1, 2}, {0}})
+    ->ArgsProduct({{1, 2, 4, 8, 16, 32, 48, 64}, {4096}, {4096}, {0, 1, 2}, {0, 1}})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 

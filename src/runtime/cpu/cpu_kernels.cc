@@ -60,8 +60,8 @@ class CpuKernels final : public Kernels {
       return;
     }
     if (m <= kSmallGemmMaxRows && SmallGemmVectorized()) {
-      // A few rows (a small batch's decode step): sgemm would pack B, moving
-      // ~3× its bytes; SmallGemm streams it once (docs/BENCHMARKS.md).
+      // A few rows (a small batch's decode step): sgemm packs B first and
+      // streams it at a quarter of sgemv's rate; SmallGemm reads it once.
       SmallGemm(m, n, k, a, lda, b, ldb, trans_b, c, ldc, beta);
       return;
     }

@@ -77,8 +77,14 @@ class CpuKernelsTest : public ::testing::Test {
 
 TEST_F(CpuKernelsTest, GemmMatchesReferenceWithStridesTransposeAndBeta) {
   const int64_t n = 13, kk = 19, lda = 21, ldc = 15;
-  // m = 1 takes the matrix-vector path (decode), m = 7 the matrix-matrix one.
-  for (auto [m, trans] : {std::pair<int64_t, bool>{7, false}, {7, true}, {1, false}, {1, true}}) {
+  // m = 1 takes the matrix-vector path (decode), m = 7 SmallGemm's (a small
+  // batch), m = 40 sgemm's.
+  for (auto [m, trans] : {std::pair<int64_t, bool>{7, false},
+                          {7, true},
+                          {1, false},
+                          {1, true},
+                          {40, false},
+                          {40, true}}) {
     const int64_t ldb = trans ? 23 : 17;
     auto a = Random(m * lda, 1);
     auto b = Random((trans ? n : kk) * ldb, 2);

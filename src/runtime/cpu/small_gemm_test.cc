@@ -103,11 +103,12 @@ TEST(SmallGemmTest, MatchesDoubleSumsForEveryRowCountLayoutTailAndBeta) {
 }
 
 TEST(SmallGemmTest, ADecodeShapeOfTheBenchmarkModel) {
-  // bench-dense-250m's out projection at batch 4 and its fused QKV at batch 7
-  // (groups of 4 + 3 rows), both layouts.
+  // bench-dense-250m's out projection at batch 4, its fused QKV at batch 7 and
+  // its FFN down projection at the most rows SmallGemm serves, both layouts.
   for (bool trans_b : {false, true}) {
     Check({4, 1024, 1024, trans_b, 0.0f}, 100);
     Check({7, 1536, 1024, trans_b, 1.0f}, 101);
+    Check({kSmallGemmMaxRows, 1024, 2816, trans_b, 0.5f}, 102);
   }
 }
 
