@@ -1,6 +1,6 @@
 // The CPU backend of Kernels: GEMMs (and the score/value products of
 // attention) on OpenBLAS — sgemv for one row, sgemm for many — and on
-// SmallGemm for 2–kSmallGemmMaxRows rows (small-batch decode steps), plain
+// SmallGemm for 2–32 rows (kSmallGemmMaxRows: small-batch decode steps), plain
 // loops for the rest. fp32 throughout.
 #include <cblas.h>
 
@@ -52,8 +52,9 @@ class CpuKernels final : public Kernels {
       return;
     }
     if (m == 1) {
-      // One row (a decode step): sgemv streams B at about twice sgemm's rate here
-      // (docs/BENCHMARKS.md). c = a·B is Bᵀ·a for B [k×n], B·a for B stored [n×k].
+      // One row (a decode step): sgemv streams B at about twice sgemm's rate here,
+      // and 1.1–1.7× SmallGemm's (docs/BENCHMARKS.md). c = a·B is Bᵀ·a for B
+      // [k×n], B·a for B stored [n×k].
       cblas_sgemv(CblasRowMajor, trans_b ? CblasNoTrans : CblasTrans,
                   static_cast<int>(trans_b ? n : k), static_cast<int>(trans_b ? k : n), 1.0f, b,
                   static_cast<int>(ldb), a, 1, beta, c, 1);
@@ -61,7 +62,8 @@ class CpuKernels final : public Kernels {
     }
     if (m <= kSmallGemmMaxRows && SmallGemmVectorized()) {
       // A few rows (a small batch's decode step): sgemm packs B first and
-      // streams it at a quarter of sgemv's rate; SmallGemm reads it once.
+      // streams it at a quarter to a third of sgemv's rate; SmallGemm reads
+      // it once (docs/BENCHMARKS.md, "Small-batch GEMMs").
       SmallGemm(m, n, k, a, lda, b, ldb, trans_b, c, ldc, beta);
       return;
     }

@@ -1,8 +1,9 @@
 // A GEMM for a few rows (the decode steps of a small batch) that reads the
 // weight matrix from memory exactly once. OpenBLAS's sgemm packs b first, and
-// at 2–16 rows it streams b at a quarter to a fifth of sgemv's rate; here tiles
-// of c stay in registers while b streams past them: 1.5–3× sgemm's speed from
-// 2 to 32 rows on the local-cpu host (docs/BENCHMARKS.md, "Small-batch GEMMs").
+// at 2 rows it streams b at a quarter to a third of sgemv's rate; here tiles of
+// c stay in registers while b streams past them: 2–3.3× sgemm's speed at 2
+// rows, 1.15–1.45× at 32, on the local-cpu host (docs/BENCHMARKS.md,
+// "Small-batch GEMMs").
 #ifndef SHARDSCOPE_RUNTIME_CPU_SMALL_GEMM_H_
 #define SHARDSCOPE_RUNTIME_CPU_SMALL_GEMM_H_
 
@@ -11,8 +12,8 @@
 namespace shardscope::runtime {
 
 // The most rows CpuKernels::Gemm gives SmallGemm. Measured against sgemm on
-// bench-dense-250m's shapes and 4096²: ≥ 1.2× up to 32 rows, within 10 % at
-// 48, even at 64 (prefill stays on sgemm).
+// bench-dense-250m's shapes and 4096²: ≥ 1.15× up to 32 rows, still ahead at
+// 48 and 64, but prefill keeps OpenBLAS's sgemm.
 inline constexpr int64_t kSmallGemmMaxRows = 32;
 
 // Whether SmallGemm runs its AVX2/FMA code on this CPU; otherwise it runs
