@@ -26,16 +26,17 @@ void ScaleC(int64_t m, int64_t n, float* c, int64_t ldc, float beta) {
   }
 }
 
-// The portable form (CPUs without AVX2/FMA), same summation order per element
-// as the vector code of the [k×n] layout: beta · c first, then p = 0, 1, ….
+// The portable form (CPUs without AVX2/FMA), terms in the order of the vector
+// code for the [k×n] layout: beta · c first, then p = 0, 1, ….
 void GemmLoops(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
                int64_t ldb, bool trans_b, float* c, int64_t ldc, float beta) {
   ScaleC(m, n, c, ldc, beta);
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) {
       float s = c[i * ldc + j];
-      for (int64_t p = 0; p < k; ++p)
+      for (int64_t p = 0; p < k; ++p) {
         s += a[i * lda + p] * (trans_b ? b[j * ldb + p] : b[p * ldb + j]);
+      }
       c[i * ldc + j] = s;
     }
   }
@@ -53,8 +54,8 @@ SHARDSCOPE_AVX2 __m256i TailMask(int64_t rem) {
 // ---- b is [k×n]. Register tiles of up to 6 rows × 16 columns of c (12
 // accumulators) walk down a panel of b (128 rows × a block of 256 columns);
 // each row of b is read left to right across the tiles, a software prefetch
-// two tiles ahead keeping its next lines coming from memory, and a second
-// group of rows (m > 6) rereads the panel from L2. Each element of c sums
+// two tiles ahead keeping its next lines coming from memory, and further
+// groups of rows (m > 6) reread the panel from L2. Each element of c sums
 // beta · c, then its terms in order of p. (Streaming b row by row into rows of
 // c kept in L1, as sgemv does, measured no faster at 2 rows and slower from 3.)
 constexpr int64_t kColBlock = 256;  // columns: one panel row is 1 KiB
