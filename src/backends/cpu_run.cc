@@ -25,6 +25,7 @@
 #include "run/latency.h"
 #include "run/run_recorder.h"
 #include "runtime/backend.h"
+#include "runtime/cpu/small_gemm.h"
 #include "runtime/cpu_trace.h"
 #include "runtime/executor.h"
 #include "runtime/mpi/mpi_communicator.h"
@@ -135,8 +136,12 @@ StatusOr<CpuRunResult> WorkerBody(const Experiment& e, const CpuRunOptions& o,
       offsets.push_back(offset);
       round_trips.push_back(round_trip);
     }
+    // Which GEMM runs at which row count: CpuKernels::Gemm's dispatch.
+    const std::string kernels = fmt::format(
+        "cpu (fp32; GEMMs: OpenBLAS sgemv at 1 row, SmallGemm at 2-{} rows, OpenBLAS sgemm above)",
+        kSmallGemmMaxRows);
     const json meta = run::RunMetadata(e, placement, "cpu",
-                                       {{"kernels", "cpu (OpenBLAS sgemm, fp32)"},
+                                       {{"kernels", kernels},
                                         {"communicator", "MPI"},
                                         {"warmup_iterations", warmup},
                                         {"measured_iterations", measured},

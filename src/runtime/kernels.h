@@ -1,5 +1,5 @@
 // Kernels: a table of fp32 operations on host pointers — what the CPU backend
-// (cpu/cpu_kernels.cc, OpenBLAS) is built from; the executor does not call it,
+// (cpu/cpu_kernels.cc: OpenBLAS, SmallGemm) is built from; the executor does not call it,
 // it runs on runtime::Backend (backend.h), whose NewKernelsBackend forwards the
 // fp32 ops here. Matrices are row-major with explicit row strides, so a kernel
 // can read one head or one half of a fused projection in place. Tested against

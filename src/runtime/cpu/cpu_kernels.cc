@@ -1,5 +1,7 @@
-// The CPU backend of Kernels: OpenBLAS for GEMMs (and the score/value products
-// of attention), plain loops for the rest. fp32 throughout.
+// The CPU backend of Kernels: GEMMs (and the score/value products of
+// attention) on OpenBLAS — sgemv for one row, sgemm for many — and on
+// SmallGemm for 2–32 rows (kSmallGemmMaxRows: small-batch decode steps), plain
+// loops for the rest. fp32 throughout.
 #include <cblas.h>
 
 #include <algorithm>
@@ -7,6 +9,7 @@
 #include <limits>
 #include <numeric>
 
+#include "runtime/cpu/small_gemm.h"
 #include "runtime/kernels.h"
 
 namespace shardscope::runtime {
@@ -41,17 +44,27 @@ class CpuKernels final : public Kernels {
             int64_t ldb, bool trans_b, float* c, int64_t ldc, float beta) override {
     if (m == 0 || n == 0) return;
     if (k == 0) {
+      // As cblas_sgemm: beta = 0 stores zeros without reading c.
       for (int64_t i = 0; i < m; ++i) {
-        for (int64_t j = 0; j < n; ++j) c[i * ldc + j] *= beta;
+        for (int64_t j = 0; j < n; ++j)
+          c[i * ldc + j] = beta == 0.0f ? 0.0f : c[i * ldc + j] * beta;
       }
       return;
     }
     if (m == 1) {
-      // One row (a decode step): sgemv streams B at about twice sgemm's rate here
-      // (docs/BENCHMARKS.md). c = a·B is Bᵀ·a for B [k×n], B·a for B stored [n×k].
+      // One row (a decode step): sgemv streams B at about twice sgemm's rate here,
+      // and 1.1–1.7× SmallGemm's (docs/BENCHMARKS.md). c = a·B is Bᵀ·a for B
+      // [k×n], B·a for B stored [n×k].
       cblas_sgemv(CblasRowMajor, trans_b ? CblasNoTrans : CblasTrans,
                   static_cast<int>(trans_b ? n : k), static_cast<int>(trans_b ? k : n), 1.0f, b,
                   static_cast<int>(ldb), a, 1, beta, c, 1);
+      return;
+    }
+    if (m <= kSmallGemmMaxRows && SmallGemmVectorized()) {
+      // A few rows (a small batch's decode step): sgemm packs B first and
+      // streams it at a quarter to a third of sgemv's rate; SmallGemm reads
+      // it once (docs/BENCHMARKS.md, "Small-batch GEMMs").
+      SmallGemm(m, n, k, a, lda, b, ldb, trans_b, c, ldc, beta);
       return;
     }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,

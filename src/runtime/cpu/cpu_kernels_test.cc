@@ -77,8 +77,14 @@ class CpuKernelsTest : public ::testing::Test {
 
 TEST_F(CpuKernelsTest, GemmMatchesReferenceWithStridesTransposeAndBeta) {
   const int64_t n = 13, kk = 19, lda = 21, ldc = 15;
-  // m = 1 takes the matrix-vector path (decode), m = 7 the matrix-matrix one.
-  for (auto [m, trans] : {std::pair<int64_t, bool>{7, false}, {7, true}, {1, false}, {1, true}}) {
+  // m = 1 takes the matrix-vector path (decode), m = 7 SmallGemm's (a small
+  // batch), m = 40 sgemm's.
+  for (auto [m, trans] : {std::pair<int64_t, bool>{7, false},
+                          {7, true},
+                          {1, false},
+                          {1, true},
+                          {40, false},
+                          {40, true}}) {
     const int64_t ldb = trans ? 23 : 17;
     auto a = Random(m * lda, 1);
     auto b = Random((trans ? n : kk) * ldb, 2);
@@ -95,6 +101,36 @@ TEST_F(CpuKernelsTest, GemmMatchesReferenceWithStridesTransposeAndBeta) {
     }
     k_->Gemm(m, n, kk, a.data(), lda, b.data(), ldb, trans, c.data(), ldc, 0.5f);
     EXPECT_LT(RelErr(c, ref), 1e-6) << "m " << m << " trans_b " << trans;
+  }
+}
+
+// Every path of Gemm (sgemv at m = 1, SmallGemm up to kSmallGemmMaxRows rows,
+// sgemm above) keeps cblas_sgemm's beta = 0 contract: c is written, never read,
+// so NaN left in a reused buffer does not leak; k = 0 scales c by beta.
+TEST_F(CpuKernelsTest, GemmWithBetaZeroIgnoresWhatCHeld) {
+  const int64_t n = 11, kk = 9;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (int64_t m : {1, 2, 5, 8, 9, 40}) {
+    for (bool trans : {false, true}) {
+      auto a = Random(m * kk, 4);
+      auto b = Random(n * kk, 5);
+      std::vector<float> c(static_cast<size_t>(m * n), nan);
+      k_->Gemm(m, n, kk, a.data(), kk, b.data(), trans ? kk : n, trans, c.data(), n, 0.0f);
+      std::vector<float> ref(c.size());
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < n; ++j) {
+          double s = 0.0;
+          for (int64_t p = 0; p < kk; ++p) {
+            s += static_cast<double>(a[i * kk + p]) * (trans ? b[j * kk + p] : b[p * n + j]);
+          }
+          ref[i * n + j] = static_cast<float>(s);
+        }
+      }
+      EXPECT_LT(RelErr(c, ref), 1e-6) << "m " << m << " trans_b " << trans;
+      std::vector<float> z(static_cast<size_t>(m * n), nan);
+      k_->Gemm(m, n, 0, a.data(), kk, b.data(), n, trans, z.data(), n, 0.0f);
+      EXPECT_EQ(z, std::vector<float>(z.size(), 0.0f)) << "k = 0, m " << m;
+    }
   }
 }
 
