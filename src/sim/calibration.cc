@@ -241,14 +241,15 @@ Calibration DefaultCalibration(const DeviceSpec& device) {
   }
   if (device.kind == DeviceKind::kCpu) {
     // Measured on the local-cpu host (configs/hardware/local-cpu.yaml) with the
-    // CPU executor: `shardscope calibrate` on the 4 calibration runs of
-    // bench/fidelity_cpu.yaml (docs/fidelity.md, 2026-11-25), rounded. Against
-    // the one-core peaks (105 GFLOP/s, 30 GB/s): prefill SGEMMs reach the peak
-    // with a row ramp (half at 17 rows); small-batch GEMMs (m = 2–8, OpenBLAS's
-    // packing path) stream at 0.25 of it, sgemv (m = 1) at 0.85; ops pay a fixed
-    // cost per class (dispatch, a library's set-up: prefill attention allocates
-    // its score matrix); a working set that fits the cache streams at 39 GB/s.
-    Calibration c = Make("default: cpu (measured on local-cpu; calibrate)", {1.0, 0.25, 17, 1e-6},
+    // CPU executor: `shardscope calibrate` on the calibration runs of
+    // bench/fidelity_cpu.yaml (docs/fidelity.md), rounded. Against the one-core
+    // peaks (105 GFLOP/s, 30 GB/s): GEMMs reach 0.94 of the peak with a row ramp
+    // (half at 11 rows; since the executor's SmallGemm, 2026-11-26, small batches
+    // are on it too: 2 rows run at ~15 GFLOP/s, their bytes at ~15 GB/s),
+    // sgemv (m = 1) streams at 0.85; ops pay a fixed cost per class (dispatch, a
+    // library's set-up: prefill attention allocates its score matrix); a working
+    // set that fits the cache streams at 39 GB/s.
+    Calibration c = Make("default: cpu (measured on local-cpu; calibrate)", {0.94, 0.6, 11, 1e-6},
                          {0.17, 0.7, 0, 60e-6}, 0.79);
     c.classes[OpClass::kAttentionDecode] = {0.5, 0.22, 0, 5e-6};
     c.classes[OpClass::kElementwise] = {0.019, 0.79, 0, 0.5e-6};
