@@ -16,9 +16,10 @@
 namespace shardscope::calibrate {
 namespace {
 
-constexpr sim::OpClass kClasses[] = {sim::OpClass::kGemm,        sim::OpClass::kGemv,
-                                     sim::OpClass::kAttention,   sim::OpClass::kAttentionDecode,
-                                     sim::OpClass::kElementwise, sim::OpClass::kGather};
+constexpr sim::OpClass kClasses[] = {
+    sim::OpClass::kGemm,      sim::OpClass::kSmallGemm,       sim::OpClass::kGemv,
+    sim::OpClass::kAttention, sim::OpClass::kAttentionDecode, sim::OpClass::kElementwise,
+    sim::OpClass::kGather};
 
 // A per-kind override is written only when it cuts its ops' loss this much.
 constexpr double kKindGain = 0.5;
@@ -336,7 +337,7 @@ StatusOr<CalibrationResult> Calibrate(const std::vector<std::string>& paths,
   const bool tensor_cores = cluster && cluster->device.kind == DeviceKind::kGpu;
   std::map<sim::OpClass, int64_t> misaligned;
   for (const ComputeOpSample& s : samples.compute) {
-    const sim::OpClass c = sim::ClassOfShape(s.kind, s.rows);
+    const sim::OpClass c = sim::ClassOfShape(s.kind, s.rows, result.calibration.small_gemm_rows);
     if (tensor_cores && s.misaligned) {
       ++misaligned[c];
       continue;
@@ -350,6 +351,8 @@ StatusOr<CalibrationResult> Calibrate(const std::vector<std::string>& paths,
   std::vector<std::vector<ShapeSample>> resident;  // cache-resident
   std::vector<sim::Efficiency> priors;
   for (sim::OpClass c : kClasses) {
+    // The small-GEMM regime exists only where the device's calibration gives it rows.
+    if (c == sim::OpClass::kSmallGemm && !(result.calibration.small_gemm_rows > 0)) continue;
     ClassFit f;
     f.name = std::string(sim::OpClassName(c));
     f.samples = static_cast<int64_t>(by_class[c].size() + resident_by_class[c].size());
@@ -682,6 +685,11 @@ std::string CalibrationYaml(const CalibrationResult& r) {
                              : "",
           f.samples, f.shapes, 100 * f.residual.rms_relative, 100 * f.prior_residual.rms_relative);
     }
+  }
+  if (r.calibration.small_gemm_rows > 0) {
+    out += fmt::format(
+        "small_gemm_rows: {:g}  # GEMMs of 2 to this many rows are the small_gemm class\n",
+        r.calibration.small_gemm_rows);
   }
   if (r.launch_fitted) {
     out += fmt::format("launch_overhead_us: {:.4g}\n", r.calibration.launch_overhead * 1e6);

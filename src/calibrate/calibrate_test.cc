@@ -20,6 +20,7 @@ namespace fs = std::filesystem;
 
 // The true parameters of the synthetic run.
 const sim::Efficiency kGemm{0.6, 0.4, 4};
+const sim::Efficiency kSmallGemm{0.5, 0.45, 2};  // 2–32 rows on a CPU (small_gemm_rows)
 const sim::Efficiency kGemv{0.8, 0.7, 0};
 const sim::Efficiency kElementwise{0.5, 0.3, 0};
 const double kLaunch = 3.1622776601683795e-6;  // 10^-5.5 s
@@ -42,7 +43,8 @@ ClusterSpec TestCluster() {
 int64_t Ns(double seconds) { return static_cast<int64_t>(std::llround(seconds * 1e9)); }
 
 // A two-rank fp32 trace whose op times are the compute model's with the true
-// parameters: ffn_up GEMMs of m = 2 … 512 rows and matrix-vector products
+// parameters: ffn_up GEMMs of m = 2 … 32 rows (the CPU's small_gemm class),
+// of 64 … 512 rows (gemm: square, and with k = 8 to be memory-bound), matrix-vector products
 // (m = 1), norms, two attention ops (too few to fit), and all-reduces of
 // 1 kB … 10 MB where rank 1 waits 7 µs for rank 0 (sync wait, not transfer).
 std::string WriteSyntheticTrace(const std::string& path) {
@@ -72,10 +74,17 @@ std::string WriteSyntheticTrace(const std::string& path) {
   const double k = 1024, n = 1024;
   for (int32_t rank : {0, 1}) {
     for (int rep = 0; rep < 3; ++rep) {
-      for (double m : {2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0}) {
+      for (double m : {2.0, 4.0, 8.0, 16.0, 32.0}) {
         ShapeSample s{2 * m * n * k, 4 * (m * k + k * n + m * n), m, 0, 1};
         op(rank, "ffn_up", s.flops, 4 * (m * k + k * n), 4 * m * n,
-           ModelSeconds(kGemm, roofs, kLaunch, s));
+           ModelSeconds(kSmallGemm, roofs, kLaunch, s));
+      }
+      for (double m : {64.0, 128.0, 256.0, 512.0}) {
+        for (double depth : {k, 8.0}) {
+          ShapeSample s{2 * m * n * depth, 4 * (m * depth + depth * n + m * n), m, 0, 1};
+          op(rank, "ffn_up", s.flops, 4 * (m * depth + depth * n), 4 * m * n,
+             ModelSeconds(kGemm, roofs, kLaunch, s));
+        }
       }
       for (double width : {512.0, 1024.0, 2048.0, 4096.0}) {
         ShapeSample s{2 * width * k, 4 * (k + k * width + width), 1, 0, 1};
@@ -149,12 +158,22 @@ TEST_F(CalibrateTest, RecoversTheTrueParametersOfASyntheticTrace) {
 
   const ClassFit& gemm = Find(*r, "gemm");
   ASSERT_TRUE(gemm.fitted) << gemm.why_not;
-  EXPECT_EQ(gemm.samples, 2 * 3 * 9);
-  EXPECT_EQ(gemm.shapes, 9);
+  EXPECT_EQ(gemm.samples, 2 * 3 * 8);
+  EXPECT_EQ(gemm.shapes, 8);
   EXPECT_NEAR(gemm.result.flops, kGemm.flops, kGemm.flops * 0.01);
   EXPECT_NEAR(gemm.result.memory, kGemm.memory, kGemm.memory * 0.01);
   EXPECT_NEAR(gemm.result.half_rows, kGemm.half_rows, kGemm.half_rows * 0.05);
   EXPECT_LT(gemm.residual.rms_relative, 0.01);
+
+  // 2–32 rows: a CPU device's small-GEMM regime (its default small_gemm_rows),
+  // fitted apart from the larger GEMMs.
+  EXPECT_EQ(r->calibration.small_gemm_rows, 32);
+  const ClassFit& small = Find(*r, "small_gemm");
+  ASSERT_TRUE(small.fitted) << small.why_not;
+  EXPECT_EQ(small.samples, 2 * 3 * 5);
+  EXPECT_NEAR(small.result.flops, kSmallGemm.flops, kSmallGemm.flops * 0.01);
+  EXPECT_NEAR(small.result.memory, kSmallGemm.memory, kSmallGemm.memory * 0.01);
+  EXPECT_NEAR(small.result.half_rows, kSmallGemm.half_rows, kSmallGemm.half_rows * 0.05);
 
   // m = 1: the matrix-vector regime, rows found from FLOPs and bytes.
   const ClassFit& gemv = Find(*r, "gemv");
@@ -199,6 +218,8 @@ TEST_F(CalibrateTest, WritesAFileTheSimulatorLoads) {
   const sim::Efficiency& gemm = loaded->classes.at(sim::OpClass::kGemm);
   EXPECT_NEAR(gemm.flops, r->calibration.classes.at(sim::OpClass::kGemm).flops, 1e-3);
   EXPECT_NEAR(gemm.half_rows, 4, 0.2);
+  EXPECT_EQ(loaded->small_gemm_rows, 32);
+  EXPECT_NEAR(loaded->classes.at(sim::OpClass::kSmallGemm).memory, kSmallGemm.memory, 0.01);
   EXPECT_NEAR(loaded->classes.at(sim::OpClass::kGemv).memory, kGemv.memory, 0.01);
   EXPECT_NEAR(loaded->launch_overhead, kLaunch, kLaunch * 0.01);
   EXPECT_NEAR(loaded->network_efficiency, 0.5, 0.005);
@@ -404,8 +425,9 @@ std::vector<std::string> SimulatedResidentTraces(const std::string& dir, const s
 
 TEST_F(CalibrateTest, RecoversTheCacheBandwidthLaunchPerClassAndPerOpGapOfSimulatedRuns) {
   auto r = Calibrate(SimulatedResidentTraces(dir_.string(),
-                                             "ops:\n  gemm: {launch_us: 2}\n  elementwise: "
-                                             "{launch_us: 0.3}\ncache_bandwidth_gb_s: 40\n"
+                                             "ops:\n  gemm: {launch_us: 2}\n  small_gemm: "
+                                             "{launch_us: 2}\n  elementwise: {launch_us: "
+                                             "0.3}\ncache_bandwidth_gb_s: 40\n"
                                              "iteration_overhead_us: 3\n"
                                              "iteration_overhead_per_op_us: 0.2\n"),
                      {});
@@ -438,7 +460,9 @@ TEST_F(CalibrateTest, RecoversTheCacheBandwidthLaunchPerClassAndPerOpGapOfSimula
 TEST_F(CalibrateTest, RecoversAClassOwnCacheBandwidth) {
   auto r = Calibrate(SimulatedResidentTraces(dir_.string(),
                                              "ops:\n  gemm: {launch_us: 2, cache_bandwidth_gb_s: "
-                                             "80}\n  elementwise: {launch_us: 0.3}\n"
+                                             "80}\n  small_gemm: {launch_us: 2, "
+                                             "cache_bandwidth_gb_s: 80}\n  elementwise: "
+                                             "{launch_us: 0.3}\n"
                                              "cache_bandwidth_gb_s: 40\n"),
                      {});
   ASSERT_TRUE(r.ok()) << r.status().message();

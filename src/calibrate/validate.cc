@@ -160,7 +160,8 @@ StatusOr<ValidationResult> ValidateExperiment(const Experiment& experiment,
   // One row: the simulated value, and the measured runs' mean, smallest and largest.
   auto add = [&](std::string scope, std::string name, std::string unit,
                  const std::function<std::optional<double>(const Side&)>& value) {
-    ValidationRow row{std::move(scope), std::move(name), std::move(unit), value(*sim_side), {}};
+    ValidationRow row{
+        std::move(scope), std::move(name), std::move(unit), value(*sim_side), {}, {}, {}, 0};
     double sum = 0;
     for (const Side& side : measured) {
       const std::optional<double> v = value(side);

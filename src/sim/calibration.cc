@@ -11,8 +11,8 @@ namespace shardscope::sim {
 namespace {
 
 constexpr OpClass kAllClasses[] = {
-    OpClass::kGemm,        OpClass::kAttention, OpClass::kAttentionDecode,
-    OpClass::kElementwise, OpClass::kGather,    OpClass::kGemv};
+    OpClass::kGemm,   OpClass::kAttention, OpClass::kAttentionDecode, OpClass::kElementwise,
+    OpClass::kGather, OpClass::kGemv,      OpClass::kSmallGemm};
 
 std::string Lower(std::string_view s) {
   std::string out(s);
@@ -36,6 +36,8 @@ Calibration Make(std::string source, Efficiency gemm, Efficiency attention, doub
   // efficiency without the row ramp (there are no tiles to fill), so it is
   // bandwidth-bound wherever its 2 FLOPs per weight are below the ridge point.
   c.classes[OpClass::kGemv] = {gemm.flops, memory, 0};
+  // Unused unless small_gemm_rows > 0: the GEMM's own entry.
+  c.classes[OpClass::kSmallGemm] = gemm;
   return c;
 }
 
@@ -96,9 +98,11 @@ OpClass ClassOf(OpKind kind) {
   }
 }
 
-OpClass ClassOfShape(OpKind kind, double rows) {
+OpClass ClassOfShape(OpKind kind, double rows, double small_gemm_rows) {
   const OpClass c = ClassOf(kind);
-  return c == OpClass::kGemm && rows > 0 && rows <= 1 ? OpClass::kGemv : c;
+  if (c != OpClass::kGemm || !(rows > 0)) return c;
+  if (rows <= 1) return OpClass::kGemv;
+  return rows <= small_gemm_rows ? OpClass::kSmallGemm : c;
 }
 
 StatusOr<OpKind> ParseOpKind(std::string_view name) {
@@ -129,6 +133,8 @@ std::string_view OpClassName(OpClass c) {
       return "gather";
     case OpClass::kGemv:
       return "gemv";
+    case OpClass::kSmallGemm:
+      return "small_gemm";
   }
   return "?";
 }
@@ -142,7 +148,7 @@ const Efficiency& Calibration::For(OpKind kind) const {
 const Efficiency& Calibration::For(OpKind kind, double rows) const {
   auto k = kinds.find(kind);
   if (k != kinds.end()) return k->second;
-  return classes.at(ClassOfShape(kind, rows));
+  return classes.at(ClassOfShape(kind, rows, small_gemm_rows));
 }
 
 Status Calibration::Validate() const {
@@ -162,6 +168,10 @@ Status Calibration::Validate() const {
   }
   for (const auto& [kind, e] : kinds) RETURN_IF_ERROR(check(e, OpKindName(kind)));
   RETURN_IF_ERROR(CheckFraction(network_efficiency, "network_efficiency"));
+  if (!(small_gemm_rows >= 0) || !std::isfinite(small_gemm_rows)) {
+    return InvalidArgument("small_gemm_rows is {}: must be finite and ≥ 0 (0: no small-GEMM class)",
+                           small_gemm_rows);
+  }
   if (!(cache_bandwidth >= 0) || !std::isfinite(cache_bandwidth)) {
     return InvalidArgument("cache_bandwidth_gb_s must be finite and ≥ 0 (0: off)");
   }
@@ -243,14 +253,18 @@ Calibration DefaultCalibration(const DeviceSpec& device) {
     // Measured on the local-cpu host (configs/hardware/local-cpu.yaml) with the
     // CPU executor: `shardscope calibrate` on the calibration runs of
     // bench/fidelity_cpu.yaml (docs/fidelity.md), rounded. Against the one-core
-    // peaks (105 GFLOP/s, 30 GB/s): GEMMs reach 0.94 of the peak with a row ramp
-    // (half at 11 rows; since the executor's SmallGemm, 2026-11-26, small batches
-    // are on it too: 2 rows run at ~15 GFLOP/s, their bytes at ~15 GB/s),
-    // sgemv (m = 1) streams at 0.85; ops pay a fixed cost per class (dispatch, a
-    // library's set-up: prefill attention allocates its score matrix); a working
-    // set that fits the cache streams at 39 GB/s.
+    // peaks (105 GFLOP/s, 30 GB/s): sgemm (prefill, more than 32 rows) reaches
+    // 0.94 of the peak with a row ramp (half at 11 rows); the executor's
+    // SmallGemm (2–32 rows, its own class) streams the weights at ~0.6 of the
+    // bandwidth, its FLOP rate ramping with the rows (half at ~8: 2 rows run
+    // at ~17 GFLOP/s, 32 at ~75; docs/BENCHMARKS.md); sgemv (m = 1) streams at
+    // 0.85; ops pay a fixed cost per class (dispatch, a library's set-up:
+    // prefill attention allocates its score matrix); a working set that fits
+    // the cache streams at 39 GB/s.
     Calibration c = Make("default: cpu (measured on local-cpu; calibrate)", {0.94, 0.6, 11, 1e-6},
                          {0.17, 0.7, 0, 60e-6}, 0.79);
+    c.small_gemm_rows = 32;  // runtime::kSmallGemmMaxRows
+    c.classes[OpClass::kSmallGemm] = {0.94, 0.6, 8, 1e-6};
     c.classes[OpClass::kAttentionDecode] = {0.5, 0.22, 0, 5e-6};
     c.classes[OpClass::kElementwise] = {0.019, 0.79, 0, 0.5e-6};
     c.classes[OpClass::kGather] = {0.5, 0.33, 0, 0.5e-6};
@@ -346,10 +360,10 @@ StatusOr<Calibration> LoadCalibration(const std::string& path, const Calibration
   // `shardscope calibrate` writes) gives each collective's measured latency.
   RETURN_IF_ERROR(top.CheckKeys(
       {"device", "ops", "network_efficiency", "launch_overhead_us", "collectives",
-       "node_memory_bandwidth_gb_s", "cache_bandwidth_gb_s", "request_overhead_us",
-       "response_overhead_us", "iteration_overhead_us", "iteration_overhead_per_op_us",
-       "cuda_graphs", "graph_replay_us", "async_launch", "min_kernel_us",
-       "fp8_quant_bytes_per_element", "fp8_quant_fixed_us", "cold_start_us"}));
+       "node_memory_bandwidth_gb_s", "cache_bandwidth_gb_s", "small_gemm_rows",
+       "request_overhead_us", "response_overhead_us", "iteration_overhead_us",
+       "iteration_overhead_per_op_us", "cuda_graphs", "graph_replay_us", "async_launch",
+       "min_kernel_us", "fp8_quant_bytes_per_element", "fp8_quant_fixed_us", "cold_start_us"}));
   Calibration c = base;
   c.source = path;
   // A file's launch_overhead_us is every class's fixed cost, except where the
@@ -390,6 +404,7 @@ StatusOr<Calibration> LoadCalibration(const std::string& path, const Calibration
     RETURN_IF_ERROR(top.Optional("cache_bandwidth_gb_s", &cache_gb_s));
     c.cache_bandwidth = cache_gb_s * 1e9;
   }
+  RETURN_IF_ERROR(top.Optional("small_gemm_rows", &c.small_gemm_rows));
   // The terms the roofline leaves out, in µs in the file (0 or absent: off).
   const std::pair<const char*, double*> terms_us[] = {
       {"request_overhead_us", &c.terms.request_overhead},

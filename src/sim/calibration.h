@@ -24,14 +24,27 @@ namespace shardscope::sim {
 // Op classes that share an efficiency curve. kGemv is the matrix-vector
 // regime of the GEMM kinds (one row, or one token per routed expert): it runs
 // another kernel (sgemv, cuBLAS gemv) that streams the weights, so it has its
-// own efficiency and no row ramp.
-enum class OpClass { kGemm, kAttention, kAttentionDecode, kElementwise, kGather, kGemv };
+// own efficiency and no row ramp. kSmallGemm is the small-batch regime of an
+// executor that runs GEMMs of a few rows with a kernel of their own (the CPU
+// executor's SmallGemm, 2–32 rows, streams the weights once where sgemm packs
+// them): its own efficiency and row ramp, used only where the calibration
+// says how many rows it covers (Calibration::small_gemm_rows).
+enum class OpClass {
+  kGemm,
+  kAttention,
+  kAttentionDecode,
+  kElementwise,
+  kGather,
+  kGemv,
+  kSmallGemm
+};
 
 OpClass ClassOf(OpKind kind);
 // The class of an op of `kind` over `rows` rows (GEMM m; mean tokens per
-// active expert): kGemv for GEMM kinds with 0 < rows ≤ 1, else ClassOf(kind).
-OpClass ClassOfShape(OpKind kind, double rows);
-std::string_view OpClassName(OpClass c);  // "gemm", "attention", …, "gemv"
+// active expert): for GEMM kinds, kGemv when 0 < rows ≤ 1 and kSmallGemm when
+// 1 < rows ≤ small_gemm_rows; else ClassOf(kind).
+OpClass ClassOfShape(OpKind kind, double rows, double small_gemm_rows = 0);
+std::string_view OpClassName(OpClass c);  // "gemm", "attention", …, "gemv", "small_gemm"
 StatusOr<OpClass> ParseOpClass(std::string_view name);
 // The op kind named `name` as OpKindName writes it ("ffn_up", …, "comm").
 StatusOr<OpKind> ParseOpKind(std::string_view name);
@@ -114,6 +127,9 @@ struct Calibration {
   double network_efficiency = 1.0;
   // Seconds added per compute op (kernel launch); < 0: the device's figure.
   double launch_overhead = -1;
+  // GEMMs of 2 to this many rows are the kSmallGemm class; 0: none (they are
+  // kGemm). The executor's kernel boundary: 32 for the CPU executor.
+  double small_gemm_rows = 0;
   // Bytes/s the devices of a node share (ClusterSpec::node_memory_bandwidth),
   // as measured; < 0: the cluster's figure.
   double node_memory_bandwidth = -1;
@@ -126,7 +142,7 @@ struct Calibration {
   OverheadTerms terms;
 
   const Efficiency& For(OpKind kind) const;
-  // A per-kind override, else the entry of ClassOfShape(kind, rows).
+  // A per-kind override, else the entry of ClassOfShape(kind, rows, small_gemm_rows).
   const Efficiency& For(OpKind kind, double rows) const;
   Status Validate() const;
 };

@@ -94,10 +94,12 @@ class ComputeModel {
         shared_bandwidth_(shared),
         cache_bandwidth_(cache),
         host_launch_(calibration.terms.async_launch ? host_launch : 0),
+        small_rows_(calibration.small_gemm_rows),
         calibration_(std::move(calibration)) {
     for (int k = 0; k < kNumKinds; ++k) {
       by_kind_[k] = calibration_.For(static_cast<OpKind>(k));
       gemv_[k] = calibration_.For(static_cast<OpKind>(k), 1.0);
+      small_[k] = small_rows_ >= 2 ? calibration_.For(static_cast<OpKind>(k), 2.0) : by_kind_[k];
     }
   }
   static constexpr int kNumKinds = static_cast<int>(OpKind::kComm) + 1;
@@ -106,7 +108,8 @@ class ComputeModel {
   // The entry for the kind and shape regime (calibration_.For(kind, rows)).
   const Efficiency& For(OpKind kind, double rows) const {
     const int k = static_cast<int>(kind);
-    return rows > 0 && rows <= 1 ? gemv_[k] : by_kind_[k];
+    if (!(rows > 0)) return by_kind_[k];
+    return rows <= 1 ? gemv_[k] : rows <= small_rows_ ? small_[k] : by_kind_[k];
   }
   // Its FLOP efficiency over `rows` rows (Rows(op) in compute_model.cc).
   static double FlopsEfficiency(const Efficiency& e, double rows) {
@@ -138,9 +141,11 @@ class ComputeModel {
   double cache_bandwidth_;   // 0: not cache-resident
   double host_launch_;       // async_launch: an op's floor, the host's issue interval; else 0
   bool no_launch_ = false;   // WithoutLaunch: no per-op launch at all
+  double small_rows_;        // Calibration::small_gemm_rows
   Calibration calibration_;
   std::array<Efficiency, kNumKinds> by_kind_;  // calibration_.For, looked up once
   std::array<Efficiency, kNumKinds> gemv_;     // the same for one row (matrix-vector)
+  std::array<Efficiency, kNumKinds> small_;    // for 2 to small_rows_ rows
 };
 
 }  // namespace shardscope::sim

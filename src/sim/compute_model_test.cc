@@ -137,6 +137,70 @@ TEST(ComputeModelTest, MatrixVectorProductIsBandwidthBoundOnTheCpu) {
       1e-12);
 }
 
+// The CPU executor runs 2–32-row GEMMs with a kernel of its own (SmallGemm):
+// the calibration's small_gemm_rows puts them in their own class, between the
+// gemv (1 row) and the gemm (more rows) classes. Times are the roofline of the
+// class's entry, by hand.
+TEST(ComputeModelTest, SmallGemmRowsHaveTheirOwnClass) {
+  const DeviceSpec d = LocalCpu();
+  Calibration cal = DefaultCalibration(d);
+  EXPECT_EQ(cal.small_gemm_rows, 32);
+  EXPECT_EQ(ClassOfShape(OpKind::kFfnUp, 1, 32), OpClass::kGemv);
+  EXPECT_EQ(ClassOfShape(OpKind::kFfnUp, 1.5, 32), OpClass::kSmallGemm);  // tokens per expert
+  EXPECT_EQ(ClassOfShape(OpKind::kFfnUp, 32, 32), OpClass::kSmallGemm);
+  EXPECT_EQ(ClassOfShape(OpKind::kFfnUp, 33, 32), OpClass::kGemm);
+  EXPECT_EQ(ClassOfShape(OpKind::kNorm, 4, 32), OpClass::kElementwise);
+  EXPECT_EQ(ClassOfShape(OpKind::kFfnUp, 4), OpClass::kGemm);      // no small rows: the gemm class
+  EXPECT_EQ(ClassOfShape(OpKind::kFfnUp, 0, 32), OpClass::kGemm);  // rows unknown
+
+  cal.classes[OpClass::kSmallGemm] = {0.5, 0.5, 0, 0};  // no ramp, no launch
+  cal.classes[OpClass::kGemm] = {1.0, 1.0, 0, 0};
+  auto fp32 = [](Op op) {
+    op.bytes_read *= 2, op.bytes_written *= 2;
+    return op;
+  };
+  const Op small = fp32(Gemm(4, 4096, 4096)), large = fp32(Gemm(40, 4096, 4096));
+  auto roofline = [&](const Op& op, double e) {
+    return std::max(static_cast<double>(op.flops) / (105e9 * e),
+                    static_cast<double>(op.bytes_read + op.bytes_written) / (30e9 * e));
+  };
+  auto model = ComputeModel::Create(d, DType::kFp32, cal);
+  ASSERT_TRUE(model.ok());
+  ASSERT_EQ(model->peak_flops(), 105e9);
+  ASSERT_EQ(model->memory_bandwidth(), 30e9);
+  EXPECT_NEAR(model->Seconds(small), roofline(small, 0.5), 1e-12);
+  EXPECT_NEAR(model->Seconds(large), roofline(large, 1.0), 1e-12);
+  // Without small rows, 4 rows are the gemm class's.
+  cal.small_gemm_rows = 0;
+  auto off = ComputeModel::Create(d, DType::kFp32, cal);
+  ASSERT_TRUE(off.ok());
+  EXPECT_NEAR(off->Seconds(small), roofline(small, 1.0), 1e-12);
+  // A per-kind override wins over the regime.
+  cal.small_gemm_rows = 32;
+  cal.kinds[OpKind::kFfnUp] = {0.25, 0.25, 0, 0};
+  auto over = ComputeModel::Create(d, DType::kFp32, cal);
+  ASSERT_TRUE(over.ok());
+  EXPECT_NEAR(over->Seconds(small), roofline(small, 0.25), 1e-12);
+}
+
+// small_gemm_rows and the small_gemm class's entry come from a calibration file.
+TEST(ComputeModelTest, CalibrationFileSetsTheSmallGemmRows) {
+  const DeviceSpec d = H100();
+  EXPECT_EQ(DefaultCalibration(d).small_gemm_rows, 0);
+  const std::string path = ::testing::TempDir() + "/small.yaml";
+  std::ofstream(path) << "small_gemm_rows: 16\nops:\n  small_gemm: {memory_efficiency: 0.4}\n";
+  auto c = LoadCalibration(path, DefaultCalibration(d));
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->small_gemm_rows, 16);
+  EXPECT_EQ(c->For(OpKind::kFfnUp, 8).memory, 0.4);
+  EXPECT_NE(c->For(OpKind::kFfnUp, 17).memory, 0.4);
+  std::ofstream(path) << "small_gemm_rows: -1\n";
+  auto bad = LoadCalibration(path, DefaultCalibration(d));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("small_gemm_rows"), std::string::npos);
+  EXPECT_NE(bad.status().message().find(path), std::string::npos);
+}
+
 TEST(ComputeModelTest, SharedMemoryBusCapsTheRate) {
   const DeviceSpec d = LocalCpu();
   Calibration cal = DefaultCalibration(d);
@@ -360,6 +424,7 @@ TEST(ComputeModelTest, CacheResidentOpsStreamAtTheCacheBandwidthWithoutTheRamp) 
   d.memory_bandwidth = 10e9;
   d.launch_overhead = 1e-6;
   Calibration cal = DefaultCalibration(d);
+  cal.small_gemm_rows = 0;  // the 2-row GEMM below is the gemm class's
   cal.classes[OpClass::kGemm] = {1.0, 0.5, 8, 2e-6};
   cal.cache_bandwidth = 50e9;
   Op gemm = Gemm(2, 1024, 1024);  // 4 194 304 FLOPs; bf16 bytes: 2·(2048 + 1048576) + 4096
