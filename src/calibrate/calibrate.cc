@@ -6,6 +6,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <tuple>
@@ -40,7 +41,8 @@ double Median(std::vector<double> v) {
 }
 
 // Groups op samples of one shape; each shape keeps the median duration.
-std::vector<ShapeSample> Shapes(const std::vector<const ComputeOpSample*>& ops) {
+// The ops grouped by shape, each shape's time their median (or mean).
+std::vector<ShapeSample> Shapes(const std::vector<const ComputeOpSample*>& ops, bool mean) {
   using Key = std::tuple<double, double, double, double, bool>;
   std::map<Key, std::vector<double>> by_shape;
   std::map<Key, double> weight;
@@ -52,7 +54,10 @@ std::vector<ShapeSample> Shapes(const std::vector<const ComputeOpSample*>& ops) 
   std::vector<ShapeSample> out;
   for (auto& [key, times] : by_shape) {
     const auto& [flops, bytes, rows, shared, resident] = key;
-    out.push_back({flops, bytes, rows, Median(times), static_cast<int64_t>(times.size()), shared,
+    const double seconds =
+        mean ? std::accumulate(times.begin(), times.end(), 0.0) / static_cast<double>(times.size())
+             : Median(times);
+    out.push_back({flops, bytes, rows, seconds, static_cast<int64_t>(times.size()), shared,
                    resident, weight[key]});
   }
   return out;
@@ -295,6 +300,7 @@ StatusOr<CalibrationResult> Calibrate(const std::vector<std::string>& paths,
   ASSIGN_OR_RETURN(TraceSamples samples, CollectSamples(paths));
   CalibrationResult result;
   result.files = samples.files;
+  result.shape_mean = options.shape_mean;
   result.unused = samples.unused;
   std::optional<ClusterSpec> cluster = samples.cluster;
   if (!options.hardware.empty()) {
@@ -370,8 +376,8 @@ StatusOr<CalibrationResult> Calibrate(const std::vector<std::string>& paths,
       f.why_not = no_roofs;
     } else {
       fit_classes.push_back(c);
-      groups.push_back(Shapes(by_class[c]));
-      resident.push_back(Shapes(resident_by_class[c]));
+      groups.push_back(Shapes(by_class[c], options.shape_mean));
+      resident.push_back(Shapes(resident_by_class[c], options.shape_mean));
       priors.push_back(f.prior);
       f.shapes = static_cast<int64_t>(groups.back().size() + resident.back().size());
     }
@@ -515,7 +521,7 @@ StatusOr<CalibrationResult> Calibrate(const std::vector<std::string>& paths,
           static_cast<int64_t>(ops.size()) < options.min_samples) {
         continue;
       }
-      const std::vector<ShapeSample> shapes = Shapes(ops);
+      const std::vector<ShapeSample> shapes = Shapes(ops, options.shape_mean);
       const sim::Efficiency& class_e = result.calibration.classes.at(c);
       const double class_launch = class_e.launch >= 0 ? class_e.launch : launch;
       const EfficiencyFit own = FitClassLaunch(shapes, result.roofs, class_launch, class_e, true);
@@ -738,9 +744,11 @@ std::string CalibrationYaml(const CalibrationResult& r) {
 }
 
 std::string CalibrationSummary(const CalibrationResult& r) {
-  std::string out =
-      fmt::format("calibrated from {} trace(s); device: {}; dtype {}\n", r.files.size(),
-                  r.device.empty() ? "unknown" : r.device, DTypeName(r.dtype));
+  std::string out = fmt::format(
+      "calibrated from {} trace(s); device: {}; dtype {}; each op shape's time: the {} "
+      "of its ops\n",
+      r.files.size(), r.device.empty() ? "unknown" : r.device, DTypeName(r.dtype),
+      r.shape_mean ? "mean" : "median");
   if (r.roofs.peak_flops > 0) {
     out += fmt::format("roofs: {:.4g} TFLOP/s, {:.4g} GB/s; launch overhead {}\n",
                        r.roofs.peak_flops * 1e-12, r.roofs.memory_bandwidth * 1e-9,

@@ -31,6 +31,10 @@ struct CalibrateOptions {
   std::string hardware;
   std::string hardware_dir;  // zoo directory; empty: DefaultHardwareDir()
   int64_t min_samples = 5;   // measured ops (calls) below which a class is not fitted
+  // Each op shape's time, from its measured ops: their median (robust to a
+  // descheduled op: the typical op), or their mean (the expected op, to
+  // compare with the mean of repeated runs on a host whose speed moves).
+  bool shape_mean = false;
 };
 
 // One op class (or an op kind's override) after fitting.
@@ -88,7 +92,8 @@ struct CacheFit {
 
 struct CalibrationResult {
   std::vector<std::string> files;
-  std::string device;  // device name ("" unknown)
+  bool shape_mean = false;  // CalibrateOptions::shape_mean
+  std::string device;       // device name ("" unknown)
   DType dtype = DType::kBf16;
   DeviceRoofs roofs;  // zero when unknown
   bool launch_fitted = false;

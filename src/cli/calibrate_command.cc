@@ -10,11 +10,17 @@ struct CalibrateArgs {
   std::vector<std::string> traces;
   std::string output;
   bool force = false;
+  std::string shape_time = "median";
   calibrate::CalibrateOptions options;
 };
 
 Status RunCalibrate(const CalibrateArgs& a) {
-  ASSIGN_OR_RETURN(calibrate::CalibrationResult result, calibrate::Calibrate(a.traces, a.options));
+  if (a.shape_time != "median" && a.shape_time != "mean") {
+    return InvalidArgument("--shape-time is '{}': expected median or mean", a.shape_time);
+  }
+  calibrate::CalibrateOptions options = a.options;
+  options.shape_mean = a.shape_time == "mean";
+  ASSIGN_OR_RETURN(calibrate::CalibrationResult result, calibrate::Calibrate(a.traces, options));
   std::cout << calibrate::CalibrationSummary(result);
   RETURN_IF_ERROR(calibrate::WriteNewFile(a.output, calibrate::CalibrationYaml(result), a.force));
   std::cout << "\nwrote " << a.output << "\n";
@@ -36,6 +42,10 @@ void AddCalibrateCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--min-samples", args->options.min_samples,
                   "ops per class below which the defaults are kept")
       ->default_str("5");
+  cmd->add_option("--shape-time", args->shape_time,
+                  "each op shape's time from its ops: median (robust) or mean (the expected op, "
+                  "to compare with a mean over repeated runs)")
+      ->default_str("median");
   cmd->callback([args, exit_code] {
     Status s = RunCalibrate(*args);
     *exit_code = s.ok() ? kExitOk : ReportError(s);
