@@ -251,24 +251,23 @@ Calibration DefaultCalibration(const DeviceSpec& device) {
   }
   if (device.kind == DeviceKind::kCpu) {
     // Measured on the local-cpu host (configs/hardware/local-cpu.yaml) with the
-    // CPU executor: `shardscope calibrate` on the calibration runs of
-    // bench/fidelity_cpu.yaml (docs/fidelity.md), rounded. Against the one-core
-    // peaks (105 GFLOP/s, 30 GB/s): sgemm (prefill, more than 32 rows) reaches
-    // 0.94 of the peak with a row ramp (half at 11 rows); the executor's
-    // SmallGemm (2–32 rows, its own class) streams the weights at ~0.6 of the
-    // bandwidth, its FLOP rate ramping with the rows (half at ~8: 2 rows run
-    // at ~17 GFLOP/s, 32 at ~75; docs/BENCHMARKS.md); sgemv (m = 1) streams at
-    // 0.85; ops pay a fixed cost per class (dispatch, a library's set-up:
-    // prefill attention allocates its score matrix); a working set that fits
-    // the cache streams at 39 GB/s.
-    Calibration c = Make("default: cpu (measured on local-cpu; calibrate)", {0.94, 0.6, 11, 1e-6},
+    // CPU executor: `shardscope calibrate --shape-time mean` on the calibration
+    // runs of bench/fidelity_cpu.yaml (docs/fidelity.md, series 25), rounded.
+    // Against the one-core peaks (105 GFLOP/s, 30 GB/s): sgemm (prefill, more
+    // than 32 rows) reaches 0.99 of the peak with a row ramp (half at 24 rows);
+    // the executor's SmallGemm (2–32 rows, its own class) streams the weights at
+    // ~0.68 of the bandwidth, its FLOP rate ramping with the rows (half at 11:
+    // 2 rows run at ~16 GFLOP/s); sgemv (m = 1) streams at 0.84; ops pay a fixed
+    // cost per class (dispatch, a library's set-up: prefill attention allocates
+    // its score matrix); a working set that fits the cache streams at 39 GB/s.
+    Calibration c = Make("default: cpu (measured on local-cpu; calibrate)", {0.99, 0.6, 24, 1e-6},
                          {0.17, 0.7, 0, 60e-6}, 0.79);
     c.small_gemm_rows = 32;  // runtime::kSmallGemmMaxRows
-    c.classes[OpClass::kSmallGemm] = {0.94, 0.6, 8, 1e-6};
+    c.classes[OpClass::kSmallGemm] = {0.99, 0.68, 11, 1e-6};
     c.classes[OpClass::kAttentionDecode] = {0.5, 0.22, 0, 5e-6};
     c.classes[OpClass::kElementwise] = {0.019, 0.79, 0, 0.5e-6};
     c.classes[OpClass::kGather] = {0.5, 0.33, 0, 0.5e-6};
-    c.classes[OpClass::kGemv] = {1.0, 0.85, 0, 0};
+    c.classes[OpClass::kGemv] = {1.0, 0.84, 0, 0};
     c.cache_bandwidth = 39e9;
     return c;
   }
