@@ -42,6 +42,16 @@ ClusterSpec TestCluster() {
 
 int64_t Ns(double seconds) { return static_cast<int64_t>(std::llround(seconds * 1e9)); }
 
+// A trace of experiment `name` run in fp32 on TestCluster(), to add ops to.
+StatusOr<std::unique_ptr<trace::TraceWriter>> OpenTestTrace(const std::string& path,
+                                                            const std::string& name) {
+  const nlohmann::json metadata = {{"experiment",
+                                    {{"name", name},
+                                     {"workload", {{"dtype", "fp32"}}},
+                                     {"cluster", ClusterToJson(TestCluster())}}}};
+  return trace::TraceWriter::Open(path, metadata);
+}
+
 // A two-rank fp32 trace whose op times are the compute model's with the true
 // parameters: ffn_up GEMMs of m = 2 … 32 rows (the CPU's small_gemm class),
 // of 64 … 512 rows (gemm: square, and with k = 8 to be memory-bound), matrix-vector products
@@ -49,11 +59,7 @@ int64_t Ns(double seconds) { return static_cast<int64_t>(std::llround(seconds * 
 // 1 kB … 10 MB where rank 1 waits 7 µs for rank 0 (sync wait, not transfer).
 std::string WriteSyntheticTrace(const std::string& path) {
   const DeviceRoofs roofs{1e11, 2e10};
-  nlohmann::json metadata = {{"experiment",
-                              {{"name", "synthetic"},
-                               {"workload", {{"dtype", "fp32"}}},
-                               {"cluster", ClusterToJson(TestCluster())}}}};
-  auto writer = trace::TraceWriter::Open(path, metadata);
+  auto writer = OpenTestTrace(path, "synthetic");
   EXPECT_TRUE(writer.ok()) << writer.status().message();
   int64_t t = 0;
   auto op = [&](int32_t rank, const std::string& kind, double flops, double read, double written,
@@ -217,11 +223,7 @@ TEST_F(CalibrateTest, ShapeTimeIsTheMedianOrTheMeanOfItsOps) {
   const DeviceRoofs roofs{1e11, 2e10};
   const std::string path = Path("jittered.trace");
   {
-    nlohmann::json metadata = {{"experiment",
-                                {{"name", "jittered"},
-                                 {"workload", {{"dtype", "fp32"}}},
-                                 {"cluster", ClusterToJson(TestCluster())}}}};
-    auto writer = trace::TraceWriter::Open(path, metadata);
+    auto writer = OpenTestTrace(path, "jittered");
     ASSERT_TRUE(writer.ok()) << writer.status().message();
     int64_t t = 0;
     const double k = 1024;
