@@ -41,8 +41,10 @@ double Median(std::vector<double> v) {
 }
 
 // Groups op samples of one shape; each shape keeps the median duration.
-// The ops grouped by shape, each shape's time their median (or mean).
-std::vector<ShapeSample> Shapes(const std::vector<const ComputeOpSample*>& ops, bool mean) {
+// The ops grouped by shape, each shape's time their median (or mean);
+// `cache_ramp`: their class's (sim::Efficiency::cache_ramp).
+std::vector<ShapeSample> Shapes(const std::vector<const ComputeOpSample*>& ops, bool mean,
+                                bool cache_ramp = false) {
   using Key = std::tuple<double, double, double, double, bool>;
   std::map<Key, std::vector<double>> by_shape;
   std::map<Key, double> weight;
@@ -58,7 +60,7 @@ std::vector<ShapeSample> Shapes(const std::vector<const ComputeOpSample*>& ops, 
         mean ? std::accumulate(times.begin(), times.end(), 0.0) / static_cast<double>(times.size())
              : Median(times);
     out.push_back({flops, bytes, rows, seconds, static_cast<int64_t>(times.size()), shared,
-                   resident, weight[key]});
+                   resident, weight[key], cache_ramp});
   }
   return out;
 }
@@ -376,8 +378,8 @@ StatusOr<CalibrationResult> Calibrate(const std::vector<std::string>& paths,
       f.why_not = no_roofs;
     } else {
       fit_classes.push_back(c);
-      groups.push_back(Shapes(by_class[c], options.shape_mean));
-      resident.push_back(Shapes(resident_by_class[c], options.shape_mean));
+      groups.push_back(Shapes(by_class[c], options.shape_mean, f.prior.cache_ramp));
+      resident.push_back(Shapes(resident_by_class[c], options.shape_mean, f.prior.cache_ramp));
       priors.push_back(f.prior);
       f.shapes = static_cast<int64_t>(groups.back().size() + resident.back().size());
     }
@@ -457,6 +459,7 @@ StatusOr<CalibrationResult> Calibrate(const std::vector<std::string>& paths,
     const EfficiencyFit& fit = fits[i];
     f.fitted = true;
     f.result = fit.efficiency;
+    f.result.cache_ramp = f.prior.cache_ramp;  // the kernel's, not fitted
     f.result.launch = launches[i];
     f.result.cache = caches[i];
     f.flops_bound = fit.flops_bound;
@@ -683,13 +686,14 @@ std::string CalibrationYaml(const CalibrationResult& r) {
     for (const ClassFit& f : r.classes) {
       if (!f.fitted) continue;
       out += fmt::format(
-          "  {}: {{flops_efficiency: {:.4g}, memory_efficiency: {:.4g}, half_rows: {:.4g}{}{}}}"
+          "  {}: {{flops_efficiency: {:.4g}, memory_efficiency: {:.4g}, half_rows: {:.4g}{}{}{}}}"
           "  # {} ops, {} shapes, rms error {:.1f} % (defaults {:.1f} %)\n",
           f.name, f.result.flops, f.result.memory, f.result.half_rows,
           f.result.launch >= 0 ? fmt::format(", launch_us: {:.4g}", f.result.launch * 1e6) : "",
           f.result.cache > 0 ? fmt::format(", cache_bandwidth_gb_s: {:.4g}", f.result.cache * 1e-9)
                              : "",
-          f.samples, f.shapes, 100 * f.residual.rms_relative, 100 * f.prior_residual.rms_relative);
+          f.result.cache_ramp ? ", ramp_from_cache: true" : "", f.samples, f.shapes,
+          100 * f.residual.rms_relative, 100 * f.prior_residual.rms_relative);
     }
   }
   if (r.calibration.small_gemm_rows > 0) {

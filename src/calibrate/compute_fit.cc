@@ -17,8 +17,10 @@ struct Terms {
 
 Terms ModelTerms(const sim::Efficiency& e, const DeviceRoofs& roofs, const ShapeSample& s) {
   const bool cached = s.resident && roofs.cache_bandwidth > 0;
-  double ramp = 1;  // none from cache (sim::ComputeModel: the ramp is packing weights from memory)
-  if (e.half_rows > 0 && s.rows > 0 && !cached) ramp = s.rows / (s.rows + e.half_rows);
+  double ramp = 1;  // from cache only where the class packs anyway (sim::ComputeModel)
+  if (e.half_rows > 0 && s.rows > 0 && (!cached || s.cache_ramp)) {
+    ramp = s.rows / (s.rows + e.half_rows);
+  }
   Terms t;
   if (s.flops > 0) t.flops = s.flops / (roofs.peak_flops * e.flops * ramp);
   if (s.bytes > 0) {

@@ -34,6 +34,8 @@ struct ShapeSample {
   bool resident = false;
   // The sample's weight in the loss; 0: count × seconds (its measured time).
   double weight = 0;
+  // Its class pays the row ramp from the cache too (sim::Efficiency::cache_ramp).
+  bool cache_ramp = false;
 };
 
 struct DeviceRoofs {

@@ -42,8 +42,9 @@ Calibration Make(std::string source, Efficiency gemm, Efficiency attention, doub
 }
 
 Status ReadEfficiency(const YamlMap& m, Efficiency* e) {
-  RETURN_IF_ERROR(m.CheckKeys(
-      {"flops_efficiency", "memory_efficiency", "half_rows", "launch_us", "cache_bandwidth_gb_s"}));
+  RETURN_IF_ERROR(m.CheckKeys({"flops_efficiency", "memory_efficiency", "half_rows", "launch_us",
+                               "cache_bandwidth_gb_s", "ramp_from_cache"}));
+  RETURN_IF_ERROR(m.Optional("ramp_from_cache", &e->cache_ramp));
   RETURN_IF_ERROR(m.Optional("flops_efficiency", &e->flops));
   RETURN_IF_ERROR(m.Optional("memory_efficiency", &e->memory));
   RETURN_IF_ERROR(m.Optional("half_rows", &e->half_rows));
@@ -264,6 +265,9 @@ Calibration DefaultCalibration(const DeviceSpec& device) {
                          {0.17, 0.7, 0, 60e-6}, 0.79);
     c.small_gemm_rows = 32;  // runtime::kSmallGemmMaxRows
     c.classes[OpClass::kSmallGemm] = {0.99, 0.68, 11, 1e-6};
+    // sgemm packs its operands from the cache too (a cache-resident model's
+    // prefill GEMMs run at 0.65–0.85 of the peak, docs/fidelity.md).
+    c.classes[OpClass::kGemm].cache_ramp = true;
     c.classes[OpClass::kAttentionDecode] = {0.5, 0.22, 0, 5e-6};
     c.classes[OpClass::kElementwise] = {0.019, 0.79, 0, 0.5e-6};
     c.classes[OpClass::kGather] = {0.5, 0.33, 0, 0.5e-6};

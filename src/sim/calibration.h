@@ -61,6 +61,11 @@ struct Efficiency {
   // Bytes/s this class's ops stream from the last-level cache when the run's
   // working set fits it (cache-resident runs); < 0: Calibration::cache_bandwidth.
   double cache = -1;
+  // The row ramp holds from the cache too: a kernel that packs its operands
+  // wherever they are (OpenBLAS sgemm). Else (default) a cache-resident op pays
+  // no ramp: the CPU executor's sgemv and SmallGemm, whose few rows are slow
+  // only for want of memory bandwidth.
+  bool cache_ramp = false;
 };
 
 // Time the serving stack adds around the kernels. Every term only adds time.

@@ -93,7 +93,8 @@ double Rows(const Op& op) {
 
 double ComputeModel::FlopsEfficiency(const Op& op) const {
   const double rows = Rows(op);
-  return FlopsEfficiency(For(op.kind, rows), cache_bandwidth_ > 0 ? 0 : rows);
+  const Efficiency& e = For(op.kind, rows);
+  return FlopsEfficiency(e, cache_bandwidth_ > 0 && !e.cache_ramp ? 0 : rows);
 }
 
 double ComputeModel::QuantSeconds(const Op& op) const {
@@ -117,9 +118,9 @@ double ComputeModel::Seconds(const Op& op) const {
   const double rows = Rows(op);  // once: it walks the op's expert counts
   const Efficiency& e = For(op.kind, rows);
   const double peak = op.kind == OpKind::kLmHead ? head_peak_flops_ : peak_flops_;
-  // The row ramp is the cost of packing a GEMM's weights from memory (per weight
-  // element, so it weighs most at few rows); from cache it is not paid.
-  const double ramp_rows = cache_bandwidth_ > 0 ? 0 : rows;
+  // From cache, only a kernel that packs its operands anyway pays the row ramp
+  // (Efficiency::cache_ramp): the others' few rows were slow for want of bandwidth.
+  const double ramp_rows = cache_bandwidth_ > 0 && !e.cache_ramp ? 0 : rows;
   const double flops_time = static_cast<double>(op.flops) / (peak * FlopsEfficiency(e, ramp_rows));
   const double bytes = static_cast<double>(op.bytes_read + op.bytes_written);
   const double memory_time = bytes / MemoryRate(e);

@@ -188,10 +188,17 @@ TEST(ComputeModelTest, CalibrationFileSetsTheSmallGemmRows) {
   const DeviceSpec d = H100();
   EXPECT_EQ(DefaultCalibration(d).small_gemm_rows, 0);
   const std::string path = ::testing::TempDir() + "/small.yaml";
-  std::ofstream(path) << "small_gemm_rows: 16\nops:\n  small_gemm: {memory_efficiency: 0.4}\n";
+  std::ofstream(path) << "small_gemm_rows: 16\nops:\n  small_gemm: {memory_efficiency: 0.4}\n"
+                         "  gemm: {ramp_from_cache: true}\n";
   auto c = LoadCalibration(path, DefaultCalibration(d));
   ASSERT_TRUE(c.ok()) << c.status().message();
   EXPECT_EQ(c->small_gemm_rows, 16);
+  EXPECT_TRUE(c->classes.at(OpClass::kGemm).cache_ramp);
+  EXPECT_FALSE(DefaultCalibration(d).classes.at(OpClass::kGemm).cache_ramp);
+  // The CPU defaults: sgemm packs from the cache too, SmallGemm and sgemv do not.
+  EXPECT_TRUE(DefaultCalibration(LocalCpu()).classes.at(OpClass::kGemm).cache_ramp);
+  EXPECT_FALSE(DefaultCalibration(LocalCpu()).classes.at(OpClass::kSmallGemm).cache_ramp);
+  EXPECT_FALSE(DefaultCalibration(LocalCpu()).classes.at(OpClass::kGemv).cache_ramp);
   EXPECT_EQ(c->For(OpKind::kFfnUp, 8).memory, 0.4);
   EXPECT_NE(c->For(OpKind::kFfnUp, 17).memory, 0.4);
   std::ofstream(path) << "small_gemm_rows: -1\n";
@@ -440,6 +447,14 @@ TEST(ComputeModelTest, CacheResidentOpsStreamAtTheCacheBandwidthWithoutTheRamp) 
   EXPECT_NEAR(cached->Seconds(gemm), bytes / 50e9 + 2e-6, 1e-15);
   EXPECT_GT(bytes / 50e9, flops / 100e9);
   EXPECT_NEAR(cached->FlopsEfficiency(gemm), 1.0, 1e-15);
+  // A class that packs its operands wherever they are (sgemm) pays the ramp
+  // from the cache too: max(F / (100e9 · 2/10), B / 50e9) + 2 µs = F / 20e9 + 2 µs.
+  Calibration packs = cal;
+  packs.classes[OpClass::kGemm].cache_ramp = true;
+  auto packed = ComputeModel::Create(d, DType::kFp32, packs, 4e9, std::nullopt, true);
+  ASSERT_TRUE(packed.ok());
+  EXPECT_NEAR(packed->Seconds(gemm), flops / 20e9 + 2e-6, 1e-15);
+  EXPECT_NEAR(packed->FlopsEfficiency(gemm), 0.2, 1e-15);
   // The class's own cache rate, where it has one: max(41.9, 21.0) µs + 2 µs.
   Calibration own = cal;
   own.classes[OpClass::kGemm].cache = 100e9;
