@@ -1,6 +1,6 @@
 // CPU executor benchmarks: the Kernels::Gemm wrapper against raw OpenBLAS
 // cblas_sgemm on the same shapes (the wrapper must stay ≥ 90 % of it), the
-// small-batch decode GEMMs (m = 1–16 rows against weights streamed from
+// small-batch decode GEMMs (m = 1–64 rows against weights streamed from
 // memory, wrapper against sgemv / sgemm), and one decode step of tiny-dense at
 // TP1 on the CPU backend. Results: docs/BENCHMARKS.md.
 #include <benchmark/benchmark.h>

@@ -44,11 +44,8 @@ class CpuKernels final : public Kernels {
             int64_t ldb, bool trans_b, float* c, int64_t ldc, float beta) override {
     if (m == 0 || n == 0) return;
     if (k == 0) {
-      // As cblas_sgemm: beta = 0 stores zeros without reading c.
-      for (int64_t i = 0; i < m; ++i) {
-        for (int64_t j = 0; j < n; ++j)
-          c[i * ldc + j] = beta == 0.0f ? 0.0f : c[i * ldc + j] * beta;
-      }
+      // c = beta · c; as cblas_sgemm, beta = 0 stores zeros without reading c.
+      SmallGemm(m, n, k, a, lda, b, ldb, trans_b, c, ldc, beta);
       return;
     }
     if (m == 1) {
