@@ -21,6 +21,7 @@ namespace fs = std::filesystem;
 
 // Σ op time per (phase, op kind) over all ranks; comm ops by collective and
 // dimension ("all_reduce.tp"), since their kind alone does not say what moved.
+// Keeps the trace's metadata too (the analyzer keeps it in RunData only).
 class KindTimes : public trace::TraceSink {
  public:
   void OnOp(const trace::OpEvent& op) override {
@@ -35,9 +36,11 @@ class KindTimes : public trace::TraceSink {
     if (!op.is_comm()) compute[op.phase] += static_cast<double>(op.dur_ns) * 1e-9;
     ranks.insert(op.rank);
   }
+  void OnMetadata(const nlohmann::json& m) override { metadata = m; }
   std::map<std::pair<trace::Phase, std::string>, double> seconds;
   std::map<trace::Phase, double> compute;
   std::set<int32_t> ranks;
+  nlohmann::json metadata = nlohmann::json::object();
 };
 
 struct Side {
@@ -108,18 +111,9 @@ StatusOr<ValidationResult> ValidateExperiment(const Experiment& experiment,
   std::vector<Side> measured;
   for (const std::string& path : measured_traces) {
     ASSIGN_OR_RETURN(Side side, Measure(path));
-    measured.push_back(std::move(side));
-    // The analyzer keeps the metadata in RunData only: read it through the importer.
-    struct MetaSink : trace::TraceSink {
-      void OnOp(const trace::OpEvent&) override {}
-      void OnMetadata(const nlohmann::json& m) override { metadata = m; }
-      nlohmann::json metadata = nlohmann::json::object();
-    } meta;
-    ASSIGN_OR_RETURN(importers::ImportResult imported,
-                     importers::ImportTrace(path, std::nullopt, &meta));
-    (void)imported;
     std::vector<std::string> warnings;
-    CompareMetadata(experiment, meta.metadata, &warnings);
+    CompareMetadata(experiment, side.kinds.metadata, &warnings);
+    measured.push_back(std::move(side));
     for (std::string& w : warnings) {
       if (measured_traces.size() > 1) w = fmt::format("{}: {}", path, w);
       result.warnings.push_back(std::move(w));
