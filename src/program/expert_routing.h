@@ -32,7 +32,8 @@ class ExpertRouting {
   // uniform and zipf: a multinomial draw from the PRNG stream `stream` (see
   // StreamKey) — sequential binomials, O(experts), or with fewer assignments than
   // experts each assignment drawn from the cumulative distribution; fixed: the
-  // exact proportional split (largest remainder), independent of the stream.
+  // proportional split, each expert the floor or the ceiling of its share
+  // (systematic sampling shifted per stream: its share on average over streams).
   std::vector<int64_t> Counts(int64_t layer, int64_t assignments, uint64_t stream) const;
 
   // A layer's probabilities and their running sums, computed once for many draws.

@@ -105,6 +105,30 @@ TEST(ExpertRoutingTest, FixedWeightsSplitExactly) {
   EXPECT_FALSE(ExpertRouting::Create(fixed, 4, 0).ok());
 }
 
+// A decode step's few assignments follow the weights on average over steps
+// (streams), each expert the floor or the ceiling of its share: a 60/40 split
+// of 4 assignments over two groups of experts is 2 or 3 to the first, not 4.
+TEST(ExpertRoutingTest, FixedWeightsOfFewAssignmentsAreTheirShareOnAverage) {
+  RoutingSpec fixed;
+  fixed.kind = RoutingKind::kFixed;
+  fixed.fixed_weights = {3, 3, 3, 3, 2, 2, 2, 2};  // the first four: 60 %
+  auto f = ExpertRouting::Create(fixed, 8, 0);
+  ASSERT_TRUE(f.ok());
+  constexpr int kSteps = 4000;
+  std::vector<double> mean(8);
+  for (uint64_t step = 0; step < kSteps; ++step) {
+    const std::vector<int64_t> c = f->Counts(1, 4, step);
+    ASSERT_EQ(Sum(c), 4);
+    const int64_t first = c[0] + c[1] + c[2] + c[3];
+    EXPECT_TRUE(first == 2 || first == 3) << first << " of 4 at step " << step;
+    for (size_t x = 0; x < 8; ++x) {
+      EXPECT_LE(c[x], 1);  // shares 0.6 and 0.4: floor 0, ceiling 1
+      mean[x] += static_cast<double>(c[x]) / kSteps;
+    }
+  }
+  for (size_t x = 0; x < 8; ++x) EXPECT_NEAR(mean[x], x < 4 ? 0.6 : 0.4, 0.03) << x;
+}
+
 // Per-layer weights (a measured run's split) replace fixed_weights in their
 // layer; layers without any are uniform when fixed_weights is empty.
 TEST(ExpertRoutingTest, LayerWeightsSplitTheirLayerOnly) {
