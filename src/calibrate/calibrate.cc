@@ -93,12 +93,14 @@ EfficiencyFit FitClassLaunch(const std::vector<ShapeSample>& samples, const Devi
 // the cache bandwidth (0.01 decade over 10 GB/s … 300 GB/s; ties to the
 // smallest) minimising the total, then each class's own cache rate (the same
 // grid, with its launch) where its `min_resident` or more cache-resident ops
-// decide one (`caches`: −1 where they do not: the common rate). Returns the
+// decide one (`caches`: −1 where they do not: the common rate), searched with
+// its FLOP ceiling from the cache where those ops do FLOPs over known rows
+// (`ceilings`: −1, its `flops`, or 0.02 decade over 0.1 … 1). Returns the
 // common bandwidth (0 without).
 double FitLaunchesAndCache(const std::vector<std::vector<ShapeSample>>& groups, DeviceRoofs roofs,
                            std::vector<sim::Efficiency> efficiencies, bool fit_cache,
                            int64_t min_resident, std::vector<double>* launches,
-                           std::vector<double>* caches) {
+                           std::vector<double>* caches, std::vector<double>* ceilings) {
   std::vector<double> grid = {0};
   for (double l = -8; l <= -3 + 1e-9; l += 0.05) grid.push_back(std::pow(10.0, l));
   // The best launch of group i and its loss.
@@ -120,6 +122,7 @@ double FitLaunchesAndCache(const std::vector<std::vector<ShapeSample>>& groups, 
     return total;
   };
   caches->assign(groups.size(), -1);
+  ceilings->assign(groups.size(), -1);
   double cache = 0;
   if (fit_cache) {
     double best_loss = std::numeric_limits<double>::infinity();
@@ -133,16 +136,30 @@ double FitLaunchesAndCache(const std::vector<std::vector<ShapeSample>>& groups, 
     // prefer one (ties keep the common rate: ops the FLOPs bound say nothing).
     for (size_t i = 0; i < groups.size(); ++i) {
       int64_t resident = 0;
-      for (const ShapeSample& s : groups[i]) resident += s.resident ? s.count : 0;
+      bool gemm = false;  // resident ops with FLOPs over known rows
+      for (const ShapeSample& s : groups[i]) {
+        resident += s.resident ? s.count : 0;
+        gemm = gemm || (s.resident && s.flops > 0 && s.rows > 0);
+      }
       if (resident < min_resident) continue;
-      double best = -1, best_class_loss = best_launch(i, roofs, nullptr, kCacheHuber);
-      for (double l = 10; l <= 11.5 + 1e-9; l += 0.01) {
-        efficiencies[i].cache = std::pow(10.0, l);
-        const double v = best_launch(i, roofs, nullptr, kCacheHuber);
-        if (v < best_class_loss * (1 - 1e-9)) best_class_loss = v, best = efficiencies[i].cache;
+      std::vector<double> ceiling_grid = {-1};
+      for (double l = -1; gemm && l <= 1e-9; l += 0.02) ceiling_grid.push_back(std::pow(10.0, l));
+      double best = -1, best_ceiling = -1;
+      double best_class_loss = best_launch(i, roofs, nullptr, kCacheHuber);
+      for (double ceiling : ceiling_grid) {
+        efficiencies[i].cache_flops = ceiling;
+        for (double l = 10; l <= 11.5 + 1e-9; l += 0.01) {
+          efficiencies[i].cache = std::pow(10.0, l);
+          const double v = best_launch(i, roofs, nullptr, kCacheHuber);
+          if (v < best_class_loss * (1 - 1e-9)) {
+            best_class_loss = v, best = efficiencies[i].cache, best_ceiling = ceiling;
+          }
+        }
       }
       efficiencies[i].cache = best;
+      efficiencies[i].cache_flops = best < 0 ? -1 : best_ceiling;
       (*caches)[i] = best;
+      (*ceilings)[i] = efficiencies[i].cache_flops;
     }
   }
   best_launches(launches);
@@ -433,7 +450,8 @@ StatusOr<CalibrationResult> Calibrate(const std::vector<std::string>& paths,
   const double prior_cache = result.calibration.cache_bandwidth;  // the defaults'
   std::vector<EfficiencyFit> fits(fit_classes.size());
   std::vector<double> launches(fit_classes.size(), launch);
-  std::vector<double> caches;  // each class's own cache rate (FitLaunchesAndCache)
+  std::vector<double> caches;    // each class's own cache rate (FitLaunchesAndCache)
+  std::vector<double> ceilings;  // and its FLOP ceiling from the cache
   for (int round = 0; round < 2; ++round) {
     for (size_t i = 0; i < fit_classes.size(); ++i) {
       // gemv is one row by definition: no ramp to fit.
@@ -443,7 +461,7 @@ StatusOr<CalibrationResult> Calibrate(const std::vector<std::string>& paths,
     std::vector<sim::Efficiency> efficiencies;
     for (const EfficiencyFit& f : fits) efficiencies.push_back(f.efficiency);
     const double cache = FitLaunchesAndCache(all, result.roofs, efficiencies, fit_cache,
-                                             options.min_samples, &launches, &caches);
+                                             options.min_samples, &launches, &caches, &ceilings);
     if (fit_cache) result.roofs.cache_bandwidth = cache;
   }
   if (fit_cache) {
@@ -462,6 +480,7 @@ StatusOr<CalibrationResult> Calibrate(const std::vector<std::string>& paths,
     f.result.cache_ramp = f.prior.cache_ramp;  // the kernel's, not fitted
     f.result.launch = launches[i];
     f.result.cache = caches[i];
+    f.result.cache_flops = ceilings[i];
     f.flops_bound = fit.flops_bound;
     f.memory_bound = fit.memory_bound;
     // The defaults as the simulator applies them: their launch and cache bandwidth.
@@ -480,8 +499,10 @@ StatusOr<CalibrationResult> Calibrate(const std::vector<std::string>& paths,
       int64_t n = 0;
       for (const ShapeSample& r : resident[i]) n += r.count;
       note(caches[i] > 0
-               ? fmt::format("{} ops from cache (launch, own cache bandwidth {:.3g} GB/s)", n,
-                             caches[i] * 1e-9)
+               ? fmt::format(
+                     "{} ops from cache (launch, own cache bandwidth {:.3g} GB/s{})", n,
+                     caches[i] * 1e-9,
+                     ceilings[i] > 0 ? fmt::format(", FLOP efficiency {:.3g}", ceilings[i]) : "")
                : fmt::format("{} ops from cache (launch, cache bandwidth)", n));
     }
     result.calibration.classes[fit_classes[i]] = f.result;
@@ -690,8 +711,13 @@ std::string CalibrationYaml(const CalibrationResult& r) {
           "  # {} ops, {} shapes, rms error {:.1f} % (defaults {:.1f} %)\n",
           f.name, f.result.flops, f.result.memory, f.result.half_rows,
           f.result.launch >= 0 ? fmt::format(", launch_us: {:.4g}", f.result.launch * 1e6) : "",
-          f.result.cache > 0 ? fmt::format(", cache_bandwidth_gb_s: {:.4g}", f.result.cache * 1e-9)
-                             : "",
+          f.result.cache > 0
+              ? fmt::format(
+                    ", cache_bandwidth_gb_s: {:.4g}{}", f.result.cache * 1e-9,
+                    f.result.cache_flops > 0
+                        ? fmt::format(", cache_flops_efficiency: {:.4g}", f.result.cache_flops)
+                        : "")
+              : "",
           f.result.cache_ramp ? ", ramp_from_cache: true" : "", f.samples, f.shapes,
           100 * f.residual.rms_relative, 100 * f.prior_residual.rms_relative);
     }

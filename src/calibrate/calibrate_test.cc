@@ -459,20 +459,28 @@ TEST_F(CalibrateTest, RecoversTheIterationOverheadAndMinimumKernelOfASimulatedRu
 // a known cache bandwidth, per-class launches and a host gap of fixed + per op
 // before each decode step: calibrate gives them back.
 // Simulated runs of tiny-moe-mla and tiny-dense on local-cpu (both
-// cache-resident) with the calibration `truth` (file text): their traces.
-std::vector<std::string> SimulatedResidentTraces(const std::string& dir, const std::string& truth) {
+// cache-resident), and of `more` models, at each of `batches` with the
+// calibration `truth` (file text, over the CPU defaults): their traces.
+std::vector<std::string> SimulatedResidentTraces(const std::string& dir, const std::string& truth,
+                                                 std::vector<int64_t> batches = {2},
+                                                 std::vector<std::string> more = {}) {
+  std::filesystem::create_directories(dir);
   const std::string file = dir + "/truth.yaml";
   std::ofstream(file) << truth;
   std::vector<std::string> traces;
-  for (const char* model : {"tiny-moe-mla", "tiny-dense"}) {
-    const Experiment e = testing::ZooExperiment(model, "local-cpu", {}, 2, 64, 9);
-    EXPECT_TRUE(sim::CacheResident(e)) << model;
-    sim::SimOptions o;
-    o.calibration_file = file;
-    o.trace_file = dir + "/" + model + ".trace";
-    auto simulated = sim::SimulateExperiment(e, o);
-    EXPECT_TRUE(simulated.ok()) << simulated.status().message();
-    traces.push_back(o.trace_file);
+  for (int64_t batch : batches) {
+    std::vector<std::string> models = {"tiny-moe-mla", "tiny-dense"};
+    models.insert(models.end(), more.begin(), more.end());
+    for (const std::string& model : models) {
+      const Experiment e = testing::ZooExperiment(model, "local-cpu", {}, batch, 64, 9);
+      EXPECT_EQ(sim::CacheResident(e), model.starts_with("tiny")) << model;
+      sim::SimOptions o;
+      o.calibration_file = file;
+      o.trace_file = fmt::format("{}/{}.b{}.trace", dir, model, batch);
+      auto simulated = sim::SimulateExperiment(e, o);
+      EXPECT_TRUE(simulated.ok()) << simulated.status().message();
+      traces.push_back(o.trace_file);
+    }
   }
   return traces;
 }
@@ -480,7 +488,9 @@ std::vector<std::string> SimulatedResidentTraces(const std::string& dir, const s
 TEST_F(CalibrateTest, RecoversTheCacheBandwidthLaunchPerClassAndPerOpGapOfSimulatedRuns) {
   auto r = Calibrate(SimulatedResidentTraces(dir_.string(),
                                              "ops:\n  gemm: {launch_us: 2}\n  small_gemm: "
-                                             "{launch_us: 2}\n  elementwise: {launch_us: "
+                                             "{launch_us: 2, cache_bandwidth_gb_s: 40, "
+                                             "cache_flops_efficiency: 1}\n"
+                                             "  elementwise: {launch_us: "
                                              "0.3}\ncache_bandwidth_gb_s: 40\n"
                                              "iteration_overhead_us: 3\n"
                                              "iteration_overhead_per_op_us: 0.2\n"),
@@ -518,7 +528,8 @@ TEST_F(CalibrateTest, RecoversAClassOwnCacheBandwidth) {
   auto r = Calibrate(SimulatedResidentTraces(dir_.string(),
                                              "ops:\n  gemm: {launch_us: 2, cache_bandwidth_gb_s: "
                                              "80}\n  small_gemm: {launch_us: 2, "
-                                             "cache_bandwidth_gb_s: 80}\n  elementwise: "
+                                             "cache_bandwidth_gb_s: 80, "
+                                             "cache_flops_efficiency: 1}\n  elementwise: "
                                              "{launch_us: 0.3}\n"
                                              "cache_bandwidth_gb_s: 40\n"),
                      {});
@@ -542,6 +553,33 @@ TEST_F(CalibrateTest, RecoversAClassOwnCacheBandwidth) {
   EXPECT_NEAR(loaded->classes.at(sim::OpClass::kSmallGemm).cache, gemm.result.cache, 1e-3 * 80e9);
   EXPECT_NEAR(loaded->classes.at(sim::OpClass::kElementwise).cache, elementwise.result.cache,
               1e-3 * 40e9);
+}
+
+// Runs of 2 and 8 rows: from memory (bench-dense-250m) the small GEMMs' FLOP
+// term ramps with the rows to 0.99 of the peak; cache-resident (the tiny
+// models, bf16: 2 FLOPs per byte at 2 rows), 2-row ones stream at 16 GB/s and
+// 8-row ones are FLOP-bound at a ceiling of 0.45 (as the CPU's SmallGemm):
+// the ceiling and the rate are found, and written to the file.
+TEST_F(CalibrateTest, RecoversAClassFlopCeilingFromTheCache) {
+  const std::string truth =
+      "ops:\n  small_gemm: {flops_efficiency: 0.99, memory_efficiency: 0.68, half_rows: 11, "
+      "launch_us: 1, cache_bandwidth_gb_s: 16, cache_flops_efficiency: 0.45}\n"
+      "cache_bandwidth_gb_s: 30\n";
+  auto r =
+      Calibrate(SimulatedResidentTraces(dir_.string(), truth, {2, 8}, {"bench-dense-250m"}), {});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_TRUE(r->cache.fitted) << r->cache.why_not;
+  const ClassFit& gemm = Find(*r, "small_gemm");
+  ASSERT_TRUE(gemm.fitted) << gemm.why_not;
+  EXPECT_NEAR(gemm.result.cache, 16e9, 16e9 * 0.03) << CalibrationSummary(*r);
+  EXPECT_NEAR(gemm.result.cache_flops, 0.45, 0.45 * 0.05);
+  EXPECT_NE(gemm.note.find("FLOP efficiency 0.4"), std::string::npos) << gemm.note;
+  const std::string out = Path("calibration.yaml");
+  ASSERT_TRUE(WriteNewFile(out, CalibrationYaml(*r), false).ok());
+  auto loaded = sim::LoadCalibration(out, sim::DefaultCalibration(TestCluster().device));
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  EXPECT_NEAR(loaded->classes.at(sim::OpClass::kSmallGemm).cache_flops, gemm.result.cache_flops,
+              1e-3);
 }
 
 // A dimension tensor cores cannot take: k, or m or n ≥ 16, not a multiple of

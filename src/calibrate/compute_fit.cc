@@ -22,7 +22,8 @@ Terms ModelTerms(const sim::Efficiency& e, const DeviceRoofs& roofs, const Shape
     ramp = s.rows / (s.rows + e.half_rows);
   }
   Terms t;
-  if (s.flops > 0) t.flops = s.flops / (roofs.peak_flops * e.flops * ramp);
+  const double ceiling = cached && e.cache_flops > 0 ? e.cache_flops : e.flops;
+  if (s.flops > 0) t.flops = s.flops / (roofs.peak_flops * ceiling * ramp);
   if (s.bytes > 0) {
     double rate = roofs.memory_bandwidth * e.memory;
     if (s.shared_bandwidth > 0) rate = std::min(rate, s.shared_bandwidth);

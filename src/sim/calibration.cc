@@ -42,8 +42,9 @@ Calibration Make(std::string source, Efficiency gemm, Efficiency attention, doub
 }
 
 Status ReadEfficiency(const YamlMap& m, Efficiency* e) {
-  RETURN_IF_ERROR(m.CheckKeys({"flops_efficiency", "memory_efficiency", "half_rows", "launch_us",
-                               "cache_bandwidth_gb_s", "ramp_from_cache"}));
+  RETURN_IF_ERROR(
+      m.CheckKeys({"flops_efficiency", "memory_efficiency", "half_rows", "launch_us",
+                   "cache_bandwidth_gb_s", "ramp_from_cache", "cache_flops_efficiency"}));
   RETURN_IF_ERROR(m.Optional("ramp_from_cache", &e->cache_ramp));
   RETURN_IF_ERROR(m.Optional("flops_efficiency", &e->flops));
   RETURN_IF_ERROR(m.Optional("memory_efficiency", &e->memory));
@@ -59,6 +60,7 @@ Status ReadEfficiency(const YamlMap& m, Efficiency* e) {
   double cache_gb_s = -1;
   RETURN_IF_ERROR(m.OptionalPositive("cache_bandwidth_gb_s", &cache_gb_s));
   if (cache_gb_s > 0) e->cache = cache_gb_s * 1e9;
+  RETURN_IF_ERROR(m.Optional("cache_flops_efficiency", &e->cache_flops));
   return Status::Ok();
 }
 
@@ -160,6 +162,9 @@ Status Calibration::Validate() const {
     if (!std::isfinite(e.launch)) return InvalidArgument("{}.launch_us must be finite", name);
     if (!std::isfinite(e.cache) || e.cache == 0) {
       return InvalidArgument("{}.cache_bandwidth_gb_s must be finite and positive", name);
+    }
+    if (e.cache_flops > 0 || std::isnan(e.cache_flops)) {
+      RETURN_IF_ERROR(CheckFraction(e.cache_flops, fmt::format("{}.cache_flops_efficiency", name)));
     }
     return Status::Ok();
   };
@@ -264,7 +269,11 @@ Calibration DefaultCalibration(const DeviceSpec& device) {
     Calibration c = Make("default: cpu (measured on local-cpu; calibrate)", {0.99, 0.6, 24, 1e-6},
                          {0.17, 0.7, 0, 60e-6}, 0.79);
     c.small_gemm_rows = 32;  // runtime::kSmallGemmMaxRows
-    c.classes[OpClass::kSmallGemm] = {0.99, 0.68, 11, 1e-6};
+    c.classes[OpClass::kSmallGemm] = {0.99, 0.68, 11, 1.26e-6};
+    // From the cache SmallGemm runs at half the peak (2–4 rows: ~50 GFLOP/s)
+    // and streams at 33 GB/s (`calibrate` on series 25–27, docs/fidelity.md).
+    c.classes[OpClass::kSmallGemm].cache = 33e9;
+    c.classes[OpClass::kSmallGemm].cache_flops = 0.5;
     // sgemm packs its operands from the cache too (a cache-resident model's
     // prefill GEMMs run at 0.65–0.85 of the peak, docs/fidelity.md).
     c.classes[OpClass::kGemm].cache_ramp = true;

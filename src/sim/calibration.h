@@ -66,6 +66,12 @@ struct Efficiency {
   // no ramp: the CPU executor's sgemv and SmallGemm, whose few rows are slow
   // only for want of memory bandwidth.
   bool cache_ramp = false;
+  // The FLOP efficiency (of the peak, before any ramp) of this class's ops with
+  // their operands in the cache; ≤ 0: `flops`. From memory a small-batch
+  // kernel's FLOP term is a ramp that also carries its streaming limit; from
+  // the cache its inner loop's ceiling shows alone (the CPU's SmallGemm: ~0.6
+  // of the peak at 2–4 rows, where `flops` with the ramp gives 0.15–0.26).
+  double cache_flops = -1;
 };
 
 // Time the serving stack adds around the kernels. Every term only adds time.

@@ -111,10 +111,12 @@ class ComputeModel {
     if (!(rows > 0)) return by_kind_[k];
     return rows <= 1 ? gemv_[k] : rows <= small_rows_ ? small_[k] : by_kind_[k];
   }
-  // Its FLOP efficiency over `rows` rows (Rows(op) in compute_model.cc).
-  static double FlopsEfficiency(const Efficiency& e, double rows) {
-    if (e.half_rows <= 0 || rows <= 0) return e.flops;
-    return e.flops * rows / (rows + e.half_rows);
+  // Its FLOP efficiency over `rows` rows (Rows(op) in compute_model.cc); from
+  // the cache its own ceiling where the calibration gives one.
+  double FlopsEfficiency(const Efficiency& e, double rows) const {
+    const double peak = cache_bandwidth_ > 0 && e.cache_flops > 0 ? e.cache_flops : e.flops;
+    if (e.half_rows <= 0 || rows <= 0) return peak;
+    return peak * rows / (rows + e.half_rows);
   }
 
   // Bytes/s an op of efficiency `e` moves data at.

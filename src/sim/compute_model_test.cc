@@ -189,11 +189,13 @@ TEST(ComputeModelTest, CalibrationFileSetsTheSmallGemmRows) {
   EXPECT_EQ(DefaultCalibration(d).small_gemm_rows, 0);
   const std::string path = ::testing::TempDir() + "/small.yaml";
   std::ofstream(path) << "small_gemm_rows: 16\nops:\n  small_gemm: {memory_efficiency: 0.4}\n"
-                         "  gemm: {ramp_from_cache: true}\n";
+                         "  gemm: {ramp_from_cache: true, cache_flops_efficiency: 0.6}\n";
   auto c = LoadCalibration(path, DefaultCalibration(d));
   ASSERT_TRUE(c.ok()) << c.status().message();
   EXPECT_EQ(c->small_gemm_rows, 16);
   EXPECT_TRUE(c->classes.at(OpClass::kGemm).cache_ramp);
+  EXPECT_EQ(c->classes.at(OpClass::kGemm).cache_flops, 0.6);
+  EXPECT_LE(c->classes.at(OpClass::kSmallGemm).cache_flops, 0);  // not given: `flops`
   EXPECT_FALSE(DefaultCalibration(d).classes.at(OpClass::kGemm).cache_ramp);
   // The CPU defaults: sgemm packs from the cache too, SmallGemm and sgemv do not.
   EXPECT_TRUE(DefaultCalibration(LocalCpu()).classes.at(OpClass::kGemm).cache_ramp);
@@ -206,6 +208,12 @@ TEST(ComputeModelTest, CalibrationFileSetsTheSmallGemmRows) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("small_gemm_rows"), std::string::npos);
   EXPECT_NE(bad.status().message().find(path), std::string::npos);
+  std::ofstream(path) << "ops:\n  small_gemm: {cache_flops_efficiency: 1.5}\n";
+  auto over = LoadCalibration(path, DefaultCalibration(d));
+  ASSERT_FALSE(over.ok());
+  EXPECT_NE(over.status().message().find("small_gemm.cache_flops_efficiency"), std::string::npos)
+      << over.status().message();
+  EXPECT_NE(over.status().message().find(path), std::string::npos);
 }
 
 TEST(ComputeModelTest, SharedMemoryBusCapsTheRate) {
@@ -461,6 +469,20 @@ TEST(ComputeModelTest, CacheResidentOpsStreamAtTheCacheBandwidthWithoutTheRamp) 
   auto own_rate = ComputeModel::Create(d, DType::kFp32, own, 4e9, std::nullopt, true);
   ASSERT_TRUE(own_rate.ok());
   EXPECT_NEAR(own_rate->Seconds(gemm), flops / 100e9 + 2e-6, 1e-15);
+  // Its own FLOP ceiling from the cache (0.4): max(F / 40e9, B / 100e9) + 2 µs =
+  // 104.9 µs + 2 µs; from memory the class's ramped `flops` still (unchanged).
+  own.classes[OpClass::kGemm].cache_flops = 0.4;
+  auto ceiling = ComputeModel::Create(d, DType::kFp32, own, 4e9, std::nullopt, true);
+  auto ceiling_memory = ComputeModel::Create(d, DType::kFp32, own, 4e9);
+  ASSERT_TRUE(ceiling.ok() && ceiling_memory.ok());
+  EXPECT_NEAR(ceiling->Seconds(gemm), flops / 40e9 + 2e-6, 1e-15);
+  EXPECT_NEAR(ceiling->FlopsEfficiency(gemm), 0.4, 1e-15);
+  EXPECT_NEAR(ceiling_memory->Seconds(gemm), bytes / 4e9 + 2e-6, 1e-15);
+  // With the ramp from the cache, the ramp scales the cache ceiling: 0.4 · 2/10.
+  own.classes[OpClass::kGemm].cache_ramp = true;
+  auto ramped = ComputeModel::Create(d, DType::kFp32, own, 4e9, std::nullopt, true);
+  ASSERT_TRUE(ramped.ok());
+  EXPECT_NEAR(ramped->Seconds(gemm), flops / 8e9 + 2e-6, 1e-15);
   // A class without its own launch pays the device's.
   Op norm;
   norm.kind = OpKind::kNorm;
