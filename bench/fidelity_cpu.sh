@@ -7,7 +7,8 @@
 #
 #   bench/fidelity_cpu.sh [BUILD_DIR] [OUT] [REPEATS]
 #
-# REPEATS (default 1) real runs per experiment. `calibrate` fits on every run of the cal_*
+# REPEATS (default 1) rounds of real runs, one per experiment (three of the tiny MoE's held-out
+# experiment, below). `calibrate` fits on every run of the cal_*
 # experiments, and `validate` compares each held-out experiment with the mean of its runs
 # (their smallest and largest beside it): this host's two-core memory bandwidth flips between
 # two levels every few seconds (docs/fidelity.md), so any one run of a 2-rank experiment is a
@@ -62,9 +63,23 @@ echo "load before: $(load)"
 # host's memory bandwidth drifts over minutes, and interleaving spreads the
 # drift over the calibration and held-out runs alike.
 for e in $experiments; do : > "$out/$e.tpot"; done
+# The held-out runs of the tiny MoE take half a second, and its 0.2–0.3 ms decode step moves
+# by ±20 % from run to run (the host's last-level cache is shared with its neighbours): each
+# round runs them three times, once after every third of the round's experiments. The
+# calibration runs stay at one per round, so that no experiment outweighs the others in the fit
+# (`calibrate` weighs every run alike).
+frequent=$(awk '/name: / {e = $3 ~ /^val_/ ? $3 : ""} /model: tiny-moe-mla/ && e {print e}' "$cfg")
+count=$(wc -w <<< "$experiments")
 for r in $(seq 1 "$repeats"); do
   host_state "$r"
-  for e in $experiments; do measure "$e" "$r"; done
+  i=0
+  for e in $experiments; do
+    measure "$e" "$r"
+    i=$((i + 1))
+    if ((i == count / 3 || i == 2 * count / 3)); then
+      for f in $frequent; do measure "$f" "$r.$i"; done
+    fi
+  done
 done
 # Every run of each experiment.
 declare -A traces_of
