@@ -5,10 +5,10 @@
 // BW the device's peak FLOP/s and memory bandwidth, S the run's share of a
 // shared memory bus (0: none); a resident sample's memory term is B / C with C
 // the cache bandwidth, when one is given, and its FLOP term's e_f is the
-// class's cache ceiling where it has one (sim::Efficiency::cache_flops). FitEfficiency finds (e_f,
-// e_m, h) of one op class for a given launch overhead L by minimising the squared log error
-// weighted by measured time (each op's error counts relatively, and the ops
-// the time goes to count most).
+// class's ceiling from the cache where it has one (sim::Efficiency::cache_flops).
+// FitEfficiency finds (e_f, e_m, h) of one op class for a given launch overhead
+// L by minimising the squared log error weighted by measured time (each op's
+// error counts relatively, and the ops the time goes to count most).
 // Pure functions; thread-safe.
 #ifndef SHARDSCOPE_CALIBRATE_COMPUTE_FIT_H_
 #define SHARDSCOPE_CALIBRATE_COMPUTE_FIT_H_

@@ -60,7 +60,7 @@ Status ReadEfficiency(const YamlMap& m, Efficiency* e) {
   double cache_gb_s = -1;
   RETURN_IF_ERROR(m.OptionalPositive("cache_bandwidth_gb_s", &cache_gb_s));
   if (cache_gb_s > 0) e->cache = cache_gb_s * 1e9;
-  RETURN_IF_ERROR(m.Optional("cache_flops_efficiency", &e->cache_flops));
+  RETURN_IF_ERROR(m.OptionalPositive("cache_flops_efficiency", &e->cache_flops));
   return Status::Ok();
 }
 

@@ -214,6 +214,11 @@ TEST(ComputeModelTest, CalibrationFileSetsTheSmallGemmRows) {
   EXPECT_NE(over.status().message().find("small_gemm.cache_flops_efficiency"), std::string::npos)
       << over.status().message();
   EXPECT_NE(over.status().message().find(path), std::string::npos);
+  std::ofstream(path) << "ops:\n  small_gemm: {cache_flops_efficiency: 0}\n";
+  auto zero = LoadCalibration(path, DefaultCalibration(d));
+  ASSERT_FALSE(zero.ok());
+  EXPECT_NE(zero.status().message().find("cache_flops_efficiency"), std::string::npos)
+      << zero.status().message();
 }
 
 TEST(ComputeModelTest, SharedMemoryBusCapsTheRate) {
