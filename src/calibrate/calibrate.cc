@@ -40,7 +40,6 @@ double Median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-// Groups op samples of one shape; each shape keeps the median duration.
 // The ops grouped by shape, each shape's time their median (or mean);
 // `cache_ramp`: their class's (sim::Efficiency::cache_ramp).
 std::vector<ShapeSample> Shapes(const std::vector<const ComputeOpSample*>& ops, bool mean,
@@ -157,9 +156,9 @@ double FitLaunchesAndCache(const std::vector<std::vector<ShapeSample>>& groups, 
         }
       }
       efficiencies[i].cache = best;
-      efficiencies[i].cache_flops = best < 0 ? -1 : best_ceiling;
+      efficiencies[i].cache_flops = best_ceiling;  // −1 with the rate: set together
       (*caches)[i] = best;
-      (*ceilings)[i] = efficiencies[i].cache_flops;
+      (*ceilings)[i] = best_ceiling;
     }
   }
   best_launches(launches);

@@ -455,9 +455,6 @@ TEST_F(CalibrateTest, RecoversTheIterationOverheadAndMinimumKernelOfASimulatedRu
   EXPECT_NEAR(FindTerm(*r0, "iteration_overhead_us").seconds, 0, 2e-9);
 }
 
-// Simulated runs of two small models whose weights fit local-cpu's cache, with
-// a known cache bandwidth, per-class launches and a host gap of fixed + per op
-// before each decode step: calibrate gives them back.
 // Simulated runs of tiny-moe-mla and tiny-dense on local-cpu (both
 // cache-resident), and of `more` models, at each of `batches` with the
 // calibration `truth` (file text, over the CPU defaults): their traces.
@@ -485,6 +482,9 @@ std::vector<std::string> SimulatedResidentTraces(const std::string& dir, const s
   return traces;
 }
 
+// Simulated runs of two small models whose weights fit local-cpu's cache, with
+// a known cache bandwidth, per-class launches and a host gap of fixed + per op
+// before each decode step: calibrate gives them back.
 TEST_F(CalibrateTest, RecoversTheCacheBandwidthLaunchPerClassAndPerOpGapOfSimulatedRuns) {
   auto r = Calibrate(SimulatedResidentTraces(dir_.string(),
                                              "ops:\n  gemm: {launch_us: 2}\n  small_gemm: "

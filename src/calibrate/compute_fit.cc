@@ -17,13 +17,12 @@ struct Terms {
 
 Terms ModelTerms(const sim::Efficiency& e, const DeviceRoofs& roofs, const ShapeSample& s) {
   const bool cached = s.resident && roofs.cache_bandwidth > 0;
-  double ramp = 1;  // from cache only where the class packs anyway (sim::ComputeModel)
-  if (e.half_rows > 0 && s.rows > 0 && (!cached || s.cache_ramp)) {
-    ramp = s.rows / (s.rows + e.half_rows);
-  }
   Terms t;
-  const double ceiling = cached && e.cache_flops > 0 ? e.cache_flops : e.flops;
-  if (s.flops > 0) t.flops = s.flops / (roofs.peak_flops * ceiling * ramp);
+  if (s.flops > 0) {
+    // As sim::ComputeModel: from cache, the ramp only where the class packs anyway.
+    t.flops =
+        s.flops / (roofs.peak_flops * sim::FlopsEfficiencyAt(e, s.rows, cached, s.cache_ramp));
+  }
   if (s.bytes > 0) {
     double rate = roofs.memory_bandwidth * e.memory;
     if (s.shared_bandwidth > 0) rate = std::min(rate, s.shared_bandwidth);

@@ -74,6 +74,17 @@ struct Efficiency {
   double cache_flops = -1;
 };
 
+// The FLOP efficiency of an op of entry `e` over `rows` rows (0: unknown), its
+// operands in the cache (`cached`) or not: from the cache the entry's own
+// ceiling (cache_flops) where it has one, and the row ramp only where
+// `ramp_from_cache` (the entry's cache_ramp; calibrate's fit passes its samples').
+inline double FlopsEfficiencyAt(const Efficiency& e, double rows, bool cached,
+                                bool ramp_from_cache) {
+  const double ceiling = cached && e.cache_flops > 0 ? e.cache_flops : e.flops;
+  if (e.half_rows <= 0 || rows <= 0 || (cached && !ramp_from_cache)) return ceiling;
+  return ceiling * rows / (rows + e.half_rows);
+}
+
 // Time the serving stack adds around the kernels. Every term only adds time.
 struct OverheadTerms {
   double request_overhead = 0;    // s from a request's arrival to its first scheduling (serving)

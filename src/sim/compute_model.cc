@@ -93,8 +93,7 @@ double Rows(const Op& op) {
 
 double ComputeModel::FlopsEfficiency(const Op& op) const {
   const double rows = Rows(op);
-  const Efficiency& e = For(op.kind, rows);
-  return FlopsEfficiency(e, cache_bandwidth_ > 0 && !e.cache_ramp ? 0 : rows);
+  return FlopsEfficiency(For(op.kind, rows), rows);
 }
 
 double ComputeModel::QuantSeconds(const Op& op) const {
@@ -120,8 +119,7 @@ double ComputeModel::Seconds(const Op& op) const {
   const double peak = op.kind == OpKind::kLmHead ? head_peak_flops_ : peak_flops_;
   // From cache, only a kernel that packs its operands anyway pays the row ramp
   // (Efficiency::cache_ramp): the others' few rows were slow for want of bandwidth.
-  const double ramp_rows = cache_bandwidth_ > 0 && !e.cache_ramp ? 0 : rows;
-  const double flops_time = static_cast<double>(op.flops) / (peak * FlopsEfficiency(e, ramp_rows));
+  const double flops_time = static_cast<double>(op.flops) / (peak * FlopsEfficiency(e, rows));
   const double bytes = static_cast<double>(op.bytes_read + op.bytes_written);
   const double memory_time = bytes / MemoryRate(e);
   double t = std::max(flops_time, memory_time) + Launch(e) + QuantSeconds(op);

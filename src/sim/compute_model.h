@@ -111,12 +111,10 @@ class ComputeModel {
     if (!(rows > 0)) return by_kind_[k];
     return rows <= 1 ? gemv_[k] : rows <= small_rows_ ? small_[k] : by_kind_[k];
   }
-  // Its FLOP efficiency over `rows` rows (Rows(op) in compute_model.cc); from
-  // the cache its own ceiling where the calibration gives one.
+  // Its FLOP efficiency over `rows` rows (Rows(op) in compute_model.cc), from
+  // the cache where the run is cache-resident.
   double FlopsEfficiency(const Efficiency& e, double rows) const {
-    const double peak = cache_bandwidth_ > 0 && e.cache_flops > 0 ? e.cache_flops : e.flops;
-    if (e.half_rows <= 0 || rows <= 0) return peak;
-    return peak * rows / (rows + e.half_rows);
+    return FlopsEfficiencyAt(e, rows, cache_bandwidth_ > 0, e.cache_ramp);
   }
 
   // Bytes/s an op of efficiency `e` moves data at.
