@@ -13,6 +13,7 @@
 
 #include "analysis/run_data.h"
 #include "cluster/cluster_yaml.h"
+#include "sim/rank_spread.h"
 
 namespace shardscope::calibrate {
 namespace {
@@ -667,6 +668,33 @@ StatusOr<CalibrationResult> Calibrate(const std::vector<std::string>& paths,
     }
     result.terms.push_back(g);
     result.terms.push_back(per_op);
+    // The ranks' spread: the mean over phases of multi-rank runs of the slowest
+    // rank's excess over the ranks' mean on the same ops, in units of the
+    // expected largest of as many normal draws (sim/rank_spread.h), so that the
+    // simulator's slowest rank runs that much above the mean.
+    TermFit spread{"rank_speed_spread", static_cast<int64_t>(samples.rank_spread.size())};
+    spread.fraction = true;
+    if (spread.samples == 0) {
+      spread.why_not = "no phase of a run on two or more ranks with the same ops on each";
+    } else if (spread.samples < options.min_samples) {
+      spread.why_not = fmt::format("too few phases of multi-rank runs ({} < {})", spread.samples,
+                                   options.min_samples);
+    } else {
+      double sum = 0, excess = 0;
+      for (const TraceSamples::RankSpread& r : samples.rank_spread) {
+        sum += r.excess / sim::NormalOrderScore(r.ranks, r.ranks);
+        excess += r.excess;
+      }
+      const double n = static_cast<double>(spread.samples);
+      spread.fitted = true;
+      spread.seconds = std::min(sum / n, 0.49);
+      spread.note = fmt::format(
+          "the slowest rank ran {:.2g} % above the ranks' mean on the same ops (mean over {} "
+          "phases of multi-rank runs)",
+          100 * excess / n, spread.samples);
+      result.calibration.terms.rank_speed_spread = spread.seconds;
+    }
+    result.terms.push_back(spread);
     const char* unseen = "not visible in a trace of one run: set it by hand (docs/fidelity.md)";
     for (const char* name :
          {"request_overhead_us", "response_overhead_us", "graph_replay_us (cuda_graphs)",
@@ -730,7 +758,10 @@ std::string CalibrationYaml(const CalibrationResult& r) {
     out += fmt::format("launch_overhead_us: {:.4g}\n", r.calibration.launch_overhead * 1e6);
   }
   for (const TermFit& t : r.terms) {
-    if (t.fitted) out += fmt::format("{}: {:.4g}  # {}\n", t.name, t.seconds * 1e6, t.note);
+    if (t.fitted) {
+      out += fmt::format("{}: {:.4g}  # {}\n", t.name, t.fraction ? t.seconds : t.seconds * 1e6,
+                         t.note);
+    }
   }
   if (r.cache.fitted) {
     out += fmt::format(
@@ -858,7 +889,9 @@ std::string CalibrationSummary(const CalibrationResult& r) {
     out += "\n| term | samples | value | note |\n|---|---|---|---|\n";
     for (const TermFit& t : r.terms) {
       out += fmt::format("| {} | {} | {} | {} |\n", t.name, t.samples,
-                         t.fitted ? fmt::format("{:.4g} µs", t.seconds * 1e6) : "not fitted",
+                         !t.fitted    ? std::string("not fitted")
+                         : t.fraction ? fmt::format("{:.3g} %", 100 * t.seconds)
+                                      : fmt::format("{:.4g} µs", t.seconds * 1e6),
                          t.fitted ? t.note : t.why_not);
     }
   }

@@ -73,9 +73,10 @@ struct TermFit {
   std::string name;  // its key in the file ("min_kernel_us")
   int64_t samples = 0;
   bool fitted = false;
-  double seconds = 0;   // fitted value
-  std::string why_not;  // when not fitted
-  std::string note;     // how it was taken
+  double seconds = 0;     // fitted value (a fraction where `fraction`)
+  bool fraction = false;  // a ratio, written as is, not in µs
+  std::string why_not;    // when not fitted
+  std::string note;       // how it was taken
 };
 
 // The cache bandwidth (sim::Calibration::cache_bandwidth), fitted on the ops

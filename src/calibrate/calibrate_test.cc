@@ -455,6 +455,72 @@ TEST_F(CalibrateTest, RecoversTheIterationOverheadAndMinimumKernelOfASimulatedRu
   EXPECT_NEAR(FindTerm(*r0, "iteration_overhead_us").seconds, 0, 2e-9);
 }
 
+// Ranks of known unequal speed (rank_speed_spread in the simulation) give the
+// spread back: on TP2 × DP2 every rank runs the same ops, rank r at 1 + s·z_r
+// of the model's time, so each phase's slowest rank is s·z₄ above the mean.
+TEST_F(CalibrateTest, RecoversTheRankSpreadOfSimulatedRuns) {
+  ParallelSpec p;
+  p.tp = 2;
+  p.dp = 2;
+  p.strategy = "test";
+  const std::string truth = Path("spread.yaml");
+  std::ofstream(truth) << "rank_speed_spread: 0.04\n";
+  std::vector<std::string> traces;
+  for (int64_t batch : {2, 4, 8}) {
+    const Experiment e = testing::ZooExperiment("tiny-dense", "h100-sxm", p, batch, 64, 5);
+    sim::SimOptions o;
+    o.calibration_file = truth;
+    o.trace_file = Path(fmt::format("spread_b{}.trace", batch));
+    auto simulated = sim::SimulateExperiment(e, o);
+    ASSERT_TRUE(simulated.ok()) << simulated.status().message();
+    traces.push_back(o.trace_file);
+  }
+  auto r = Calibrate(traces, {});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const TermFit& spread = FindTerm(*r, "rank_speed_spread");
+  ASSERT_TRUE(spread.fitted) << spread.why_not;
+  EXPECT_EQ(spread.samples, 6);  // 3 runs × 2 phases
+  EXPECT_NEAR(spread.seconds, 0.04, 0.0005);
+  EXPECT_NE(CalibrationYaml(*r).find("rank_speed_spread: 0.04"), std::string::npos)
+      << CalibrationYaml(*r);
+  // One rank has no spread to show.
+  ParallelSpec one;
+  one.strategy = "test";
+  sim::SimOptions o;
+  o.calibration_file = truth;
+  o.trace_file = Path("lone.trace");
+  ASSERT_TRUE(
+      sim::SimulateExperiment(testing::ZooExperiment("tiny-dense", "h100-sxm", one, 2, 64, 5), o)
+          .ok());
+  auto lone = Calibrate({o.trace_file}, {});
+  ASSERT_TRUE(lone.ok()) << lone.status().message();
+  EXPECT_EQ(FindTerm(*lone, "rank_speed_spread").samples, 0);
+  EXPECT_FALSE(FindTerm(*lone, "rank_speed_spread").fitted);
+}
+
+// Each rank's time over its ops' time at their mean over the ranks: the slowest's
+// excess over the ranks' mean. An op that one rank alone ran is left out.
+TEST(RankSpreadOfTest, SlowestRankOverTheMeanOnSharedOps) {
+  std::vector<RankOpTime> ops;
+  const std::tuple<int, double, double> a{0, 1e6, 1e3}, b{1, 0, 4e3}, own{2, 5e6, 0};
+  for (int i = 0; i < 10; ++i) {
+    ops.push_back({0, a, 1.0e-3});
+    ops.push_back({1, a, 1.1e-3});
+    ops.push_back({0, b, 2.0e-3});
+    ops.push_back({1, b, 2.2e-3});
+  }
+  ops.push_back({1, own, 1.0});  // rank 1's alone: not compared
+  auto s = RankSpreadOf(ops, 16);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->ranks, 2);
+  // Rank 1 ran 1.1 × rank 0 on every shared op: 1.1 / 1.05 − 1.
+  EXPECT_NEAR(s->excess, 1.1 / 1.05 - 1, 1e-12);
+  EXPECT_FALSE(RankSpreadOf(ops, 21).has_value());  // 20 shared ops each
+  ops.erase(std::remove_if(ops.begin(), ops.end(), [](const RankOpTime& o) { return o.rank; }),
+            ops.end());
+  EXPECT_FALSE(RankSpreadOf(ops, 1).has_value());  // one rank
+}
+
 // Simulated runs of tiny-moe-mla and tiny-dense on local-cpu (both
 // cache-resident), and of `more` models, at each of `batches` with the
 // calibration `truth` (file text, over the CPU defaults): their traces.

@@ -95,6 +95,9 @@ double SharedBandwidthFromMetadata(const json& metadata, const ClusterSpec& clus
 // collective, ranks, seq); each call keeps its shortest member's time.
 using CallKey = std::tuple<int, int32_t, int32_t, int32_t, int, std::vector<int32_t>, int64_t>;
 
+// A rank's speed is taken over at least this many of its ops that other ranks ran too.
+constexpr int64_t kMinRankSpreadOps = 16;
+
 class SampleSink : public trace::TraceSink {
  public:
   SampleSink(std::string path, TraceSamples* out)
@@ -185,6 +188,18 @@ class SampleSink : public trace::TraceSink {
     for (size_t i = first_compute_; i < out_->compute.size(); ++i) {
       const double total = phase_seconds[sample_phases_[i - first_compute_]];
       if (total > 0) out_->compute[i].weight = out_->compute[i].seconds / total;
+    }
+    // How the ranks' speeds spread, per phase, on the ops they share.
+    std::map<int, std::vector<RankOpTime>> phase_ops;
+    for (size_t i = first_compute_; i < out_->compute.size(); ++i) {
+      const ComputeOpSample& c = out_->compute[i];
+      phase_ops[sample_phases_[i - first_compute_]].push_back(
+          {sample_ranks_[i - first_compute_],
+           {static_cast<int>(c.kind), c.flops, c.bytes},
+           c.seconds});
+    }
+    for (const auto& [phase, ops] : phase_ops) {
+      if (auto spread = RankSpreadOf(ops, kMinRankSpreadOps)) out_->rank_spread.push_back(*spread);
     }
     for (auto [key, call] : calls_) {
       CommCallSample& c = call.sample;
@@ -332,6 +347,42 @@ bool GemmMisaligned(double flops, double bytes_read, double bytes_written, doubl
     return std::fmod(std::round(elements * elem_bytes), 16.0) != 0;
   };
   return off(k) || (!k_only && ((m >= 16 && off(m)) || (n >= 16 && off(n))));
+}
+
+std::optional<TraceSamples::RankSpread> RankSpreadOf(const std::vector<RankOpTime>& ops,
+                                                     int64_t min_ops) {
+  // key → rank → (seconds, ops)
+  std::map<std::tuple<int, double, double>, std::map<int32_t, std::pair<double, int64_t>>> by_key;
+  for (const RankOpTime& o : ops) {
+    auto& [seconds, count] = by_key[o.key][o.rank];
+    seconds += o.seconds;
+    ++count;
+  }
+  // rank → (its seconds, the same ops at their mean over ranks, ops)
+  std::map<int32_t, std::tuple<double, double, int64_t>> ranks;
+  for (const auto& [key, by_rank] : by_key) {
+    if (by_rank.size() < 2) continue;
+    double seconds = 0, count = 0;
+    for (const auto& [rank, sc] : by_rank) seconds += sc.first, count += sc.second;
+    const double mean = seconds / count;
+    for (const auto& [rank, sc] : by_rank) {
+      auto& [own, reference, n] = ranks[rank];
+      own += sc.first;
+      reference += mean * static_cast<double>(sc.second);
+      n += sc.second;
+    }
+  }
+  std::vector<double> ratios;
+  for (const auto& [rank, t] : ranks) {
+    const auto& [own, reference, n] = t;
+    if (n >= min_ops && reference > 0) ratios.push_back(own / reference);
+  }
+  if (ratios.size() < 2) return std::nullopt;
+  double sum = 0;
+  for (double q : ratios) sum += q;
+  const double mean = sum / static_cast<double>(ratios.size());
+  return TraceSamples::RankSpread{*std::max_element(ratios.begin(), ratios.end()) / mean - 1,
+                                  static_cast<int32_t>(ratios.size())};
 }
 
 StatusOr<TraceSamples> CollectSamples(const std::vector<std::string>& paths) {

@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "cluster/cluster.h"
@@ -69,7 +70,28 @@ struct TraceSamples {
   std::vector<double> kernel_seconds;
   std::vector<double> step_gaps;
   std::vector<double> step_gap_ops;  // the ops (compute and comm) of each gap's next step
+  // What the rank spread (sim/rank_spread.h) is fitted from: per file and phase
+  // that ≥ 2 ranks computed, how far the slowest rank ran above the ranks' mean
+  // on the same ops (RankSpreadOf), and how many ranks there were.
+  struct RankSpread {
+    double excess = 0;  // slowest ÷ mean − 1
+    int32_t ranks = 0;
+  };
+  std::vector<RankSpread> rank_spread;
 };
+
+// One phase's rank spread from its compute ops, given as (rank, key, seconds)
+// with equal keys for equal ops (kind, FLOPs, bytes): each rank's time over the
+// time its ops take at their mean over the ranks that ran them (ops that one
+// rank alone ran are left out), and the slowest's ratio over the ranks' mean,
+// − 1. None with fewer than 2 ranks of `min_ops` matched ops each.
+struct RankOpTime {
+  int32_t rank = 0;
+  std::tuple<int, double, double> key;
+  double seconds = 0;
+};
+std::optional<TraceSamples::RankSpread> RankSpreadOf(const std::vector<RankOpTime>& ops,
+                                                     int64_t min_ops);
 
 // Reads every file. Errors: the importers' (missing file, unknown format,
 // malformed JSON; each names the file), a negative duration, FLOPs or bytes

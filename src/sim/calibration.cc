@@ -196,6 +196,11 @@ Status Calibration::Validate() const {
       return InvalidArgument("{} must be finite and ≥ 0 (0: off; a term only adds time)", name);
     }
   }
+  // A spread of half the time or more is no longer a spread of one machine's ranks.
+  if (!(terms.rank_speed_spread >= 0 && terms.rank_speed_spread < 0.5)) {
+    return InvalidArgument("rank_speed_spread is {}: must be in [0, 0.5) (0: identical ranks)",
+                           terms.rank_speed_spread);
+  }
   return Status::Ok();
 }
 
@@ -235,6 +240,9 @@ std::vector<std::string> OverheadTerms::Active(bool serving) const {
                                   : std::string()));
   }
   us(cold_start, "cold_start");
+  if (rank_speed_spread > 0) {
+    out.push_back(fmt::format("rank_speed_spread {:.3g} %", 100 * rank_speed_spread));
+  }
   if (async_launch) out.push_back("async_launch (an op takes max(device time, launch))");
   for (const auto& [key, m] : collectives) {
     out.push_back(fmt::format("{} over {}: latency {:.6g} us{}{}",
@@ -370,12 +378,26 @@ StatusOr<Calibration> LoadCalibration(const std::string& path, const Calibration
   ASSIGN_OR_RETURN(YamlMap top, YamlMap::From(root, YamlContext{path, "", ""}));
   // "device" is informational. "collectives" (the per-collective fits
   // `shardscope calibrate` writes) gives each collective's measured latency.
-  RETURN_IF_ERROR(top.CheckKeys(
-      {"device", "ops", "network_efficiency", "launch_overhead_us", "collectives",
-       "node_memory_bandwidth_gb_s", "cache_bandwidth_gb_s", "small_gemm_rows",
-       "request_overhead_us", "response_overhead_us", "iteration_overhead_us",
-       "iteration_overhead_per_op_us", "cuda_graphs", "graph_replay_us", "async_launch",
-       "min_kernel_us", "fp8_quant_bytes_per_element", "fp8_quant_fixed_us", "cold_start_us"}));
+  RETURN_IF_ERROR(top.CheckKeys({"device",
+                                 "ops",
+                                 "network_efficiency",
+                                 "launch_overhead_us",
+                                 "collectives",
+                                 "node_memory_bandwidth_gb_s",
+                                 "cache_bandwidth_gb_s",
+                                 "small_gemm_rows",
+                                 "request_overhead_us",
+                                 "response_overhead_us",
+                                 "iteration_overhead_us",
+                                 "iteration_overhead_per_op_us",
+                                 "cuda_graphs",
+                                 "graph_replay_us",
+                                 "async_launch",
+                                 "min_kernel_us",
+                                 "fp8_quant_bytes_per_element",
+                                 "fp8_quant_fixed_us",
+                                 "cold_start_us",
+                                 "rank_speed_spread"}));
   Calibration c = base;
   c.source = path;
   // A file's launch_overhead_us is every class's fixed cost, except where the
@@ -435,6 +457,7 @@ StatusOr<Calibration> LoadCalibration(const std::string& path, const Calibration
   }
   RETURN_IF_ERROR(
       top.Optional("fp8_quant_bytes_per_element", &c.terms.fp8_quant_bytes_per_element));
+  RETURN_IF_ERROR(top.Optional("rank_speed_spread", &c.terms.rank_speed_spread));
   RETURN_IF_ERROR(top.Optional("cuda_graphs", &c.terms.cuda_graphs));
   RETURN_IF_ERROR(top.Optional("async_launch", &c.terms.async_launch));
   RETURN_IF_ERROR(ReadMeasuredCollectives(top, &c.terms.collectives));

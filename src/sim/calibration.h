@@ -107,6 +107,10 @@ struct OverheadTerms {
   // 0: the elementwise class's launch, as one kernel.
   double fp8_quant_fixed = 0;
   double cold_start = 0;  // s added to the first iteration (prefill) only
+  // The spread of the ranks' compute speed within a run, as a fraction of the
+  // model's time (sim/rank_spread.h): rank r's compute ops take 1 + s·z_r of it,
+  // so synchronised work waits for the slowest. 0: identical ranks.
+  double rank_speed_spread = 0;
   // GPU kernels launch asynchronously: the host issues them ahead, so an op
   // takes the larger of its device time (roofline + its class's fixed cost)
   // and the device's launch_overhead (the host's issue interval), not their
@@ -125,7 +129,7 @@ struct OverheadTerms {
     return request_overhead > 0 || response_overhead > 0 || iteration_overhead > 0 ||
            iteration_overhead_per_op > 0 || cuda_graphs || min_kernel > 0 ||
            fp8_quant_bytes_per_element > 0 || fp8_quant_fixed > 0 || cold_start > 0 ||
-           async_launch || !collectives.empty();
+           rank_speed_spread > 0 || async_launch || !collectives.empty();
   }
   // Each term that is on, as "name value" ("iteration_overhead 30 us"); empty:
   // all off. `serving`: with the request and response overheads (served runs only).

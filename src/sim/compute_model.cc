@@ -129,4 +129,15 @@ double ComputeModel::Seconds(const Op& op) const {
   return std::max(t, calibration_.terms.min_kernel);
 }
 
+double ComputeModel::Seconds(const Op& op, double scale) const {
+  const double t = Seconds(op);
+  if (scale >= 1 || t == 0) return t * scale;
+  const double peak = op.kind == OpKind::kLmHead ? head_peak_flops_ : peak_flops_;
+  const double bandwidth = std::max(memory_bandwidth_, cache_bandwidth_);
+  const double floor = std::max(static_cast<double>(op.flops) / peak,
+                                static_cast<double>(op.bytes_read + op.bytes_written) / bandwidth);
+  // (A class's own cache rate may pass the device figures: never above t.)
+  return std::max(t * scale, std::min(t, std::max(floor, calibration_.terms.min_kernel)));
+}
+
 }  // namespace shardscope::sim

@@ -71,6 +71,10 @@ class ComputeModel {
 
   // Seconds for a compute op (comm ops: 0; the network model times them).
   double Seconds(const Op& op) const;
+  // The same on a rank `scale` times as slow as the model (sim/rank_spread.h):
+  // Seconds × scale, but a faster rank (scale < 1) no faster than the op's
+  // FLOPs at the peak and its bytes at the device's (or the cache's) bandwidth.
+  double Seconds(const Op& op, double scale) const;
   // The FLOP efficiency the op reaches given its shape.
   double FlopsEfficiency(const Op& op) const;
 

@@ -347,7 +347,8 @@ TEST(ComputeModelTest, CalibrationFileReadsTheTermsAndRejectsNegativeOnes) {
     std::ofstream f(path);
     f << "request_overhead_us: 1500\nresponse_overhead_us: 200\niteration_overhead_us: 30\n"
          "cuda_graphs: true\ngraph_replay_us: 12\nmin_kernel_us: 3\n"
-         "fp8_quant_bytes_per_element: 5\nfp8_quant_fixed_us: 4.5\ncold_start_us: 40000\n";
+         "fp8_quant_bytes_per_element: 5\nfp8_quant_fixed_us: 4.5\ncold_start_us: 40000\n"
+         "rank_speed_spread: 0.03\n";
   }
   auto c = LoadCalibration(path, DefaultCalibration(d));
   ASSERT_TRUE(c.ok()) << c.status().message();
@@ -363,8 +364,10 @@ TEST(ComputeModelTest, CalibrationFileReadsTheTermsAndRejectsNegativeOnes) {
   EXPECT_NE(std::find(active.begin(), active.end(), "fp8_quant 5 B/element + 4.5 us per pass"),
             active.end());
   EXPECT_DOUBLE_EQ(c->terms.cold_start, 0.04);
-  EXPECT_EQ(c->terms.Active().size(), 7u);                   // graph_replay is cuda_graphs' entry
-  EXPECT_EQ(c->terms.Active(/*serving=*/false).size(), 5u);  // no request, response overhead
+  EXPECT_DOUBLE_EQ(c->terms.rank_speed_spread, 0.03);
+  EXPECT_NE(std::find(active.begin(), active.end(), "rank_speed_spread 3 %"), active.end());
+  EXPECT_EQ(c->terms.Active().size(), 8u);                   // graph_replay is cuda_graphs' entry
+  EXPECT_EQ(c->terms.Active(/*serving=*/false).size(), 6u);  // no request, response overhead
   EXPECT_DOUBLE_EQ(c->terms.IterationSeconds(true), 3e-5 + 1.2e-5);
   EXPECT_DOUBLE_EQ(c->terms.IterationSeconds(false), 3e-5);
   EXPECT_TRUE(DefaultCalibration(d).terms.Active().empty());
@@ -379,6 +382,34 @@ TEST(ComputeModelTest, CalibrationFileReadsTheTermsAndRejectsNegativeOnes) {
   bad = LoadCalibration(path, DefaultCalibration(d));
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("fp8_quant_fixed_us"), std::string::npos);
+  // A spread is a fraction of the time, below one half.
+  for (const char* value : {"-0.1", "0.5"}) {
+    std::ofstream(path) << "rank_speed_spread: " << value << "\n";
+    bad = LoadCalibration(path, DefaultCalibration(d));
+    ASSERT_FALSE(bad.ok()) << value;
+    EXPECT_NE(bad.status().message().find("rank_speed_spread"), std::string::npos);
+    EXPECT_NE(bad.status().message().find(path), std::string::npos) << bad.status().message();
+  }
+}
+
+// A rank slower than the model (scale > 1) takes scale × the op's time; a
+// faster one less, but never less than the op's FLOPs at the peak or bytes at
+// the device's bandwidth.
+TEST(ComputeModelTest, RankScaleSlowsAndSpeedsUpWithinTheRoofline) {
+  const DeviceSpec d = LocalCpu();
+  Calibration cal = DefaultCalibration(d);
+  cal.classes[OpClass::kElementwise] = {1.0, 0.98, 0};  // 0.98 × 30 GB/s
+  auto m = ComputeModel::Create(d, DType::kFp32, cal, 0);
+  ASSERT_TRUE(m.ok());
+  Op norm;
+  norm.kind = OpKind::kNorm;
+  norm.bytes_read = 30 << 20;
+  const double t = m->Seconds(norm);
+  EXPECT_DOUBLE_EQ(m->Seconds(norm, 1), t);
+  EXPECT_DOUBLE_EQ(m->Seconds(norm, 1.1), 1.1 * t);
+  EXPECT_DOUBLE_EQ(m->Seconds(norm, 0.995), 0.995 * t);  // launch included: 30 MB at 0.98 + 0.5 µs
+  // At half the time the bytes would pass 30 GB/s: the floor is the bandwidth's.
+  EXPECT_DOUBLE_EQ(m->Seconds(norm, 0.5), static_cast<double>(norm.bytes_read) / 30e9);
 }
 
 // `collectives:` (as `shardscope calibrate` writes it) gives each collective's

@@ -256,6 +256,12 @@ class PhaseRun {
   Status Reread(int64_t g, const Op& op, bool row_later);
   // An all-to-all with bytes must list them in peer_sends.
   Status CheckRow(int64_t rank, const Op& op) const;
+  // A compute op's seconds on `rank` (its EngineOptions::rank_scale).
+  double Duration(int64_t rank, const Op& op) const {
+    const std::vector<double>& scale = options_.rank_scale;
+    return static_cast<size_t>(rank) < scale.size() ? compute_.Seconds(op, scale[rank])
+                                                    : compute_.Seconds(op);
+  }
   using CommInfo = Engine::Scratch::CommInfo;
   // Points `c` at a copy of `row`: in its old place when it fits, else at the
   // end of s_.rows; marks `c` changed when the row differs from its old one.
@@ -404,7 +410,7 @@ Status PhaseRun::Build() {
         if (op.collective == Collective::kSend || op.collective == Collective::kRecv) ++s_.p2p_ops;
         CopyRowLater(st.comm, op.peer_sends);
       } else {
-        st.duration = compute_.Seconds(op);
+        st.duration = Duration(st.rank, op);
       }
       st.succ_begin = 0;  // its successor count, until the CSR is made
     }
@@ -471,7 +477,7 @@ Status PhaseRun::Reread(int64_t g, const Op& op, bool row_later) {
       SetRow(c, op.peer_sends);
     }
   } else {
-    st.duration = compute_.Seconds(op);
+    st.duration = Duration(st.rank, op);
   }
   return Status::Ok();
 }

@@ -36,6 +36,8 @@ struct EngineOptions {
   // Every op of a rank in program order, comm included (SimSetup::serial_comm:
   // CPU ranks, whose communication progresses only on their one thread).
   bool serial_comm = false;
+  // Each rank's factor on its compute ops' time (sim/rank_spread.h); empty: 1.
+  std::vector<double> rank_scale;
 };
 
 // When one op ran, in seconds from the start of the simulation.

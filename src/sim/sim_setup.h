@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "config/experiment.h"
 #include "core/status.h"
@@ -29,9 +30,14 @@ struct SimSetup {
   // engine), so a comm op does not overlap the rank's compute — the rank's ops
   // run in program order (EngineOptions::serial_comm). Accelerators overlap.
   bool serial_comm = false;
+  // Each rank's factor on its compute time: RankTimeScales of the calibration's
+  // rank_speed_spread over the world's ranks (empty: identical ranks).
+  std::vector<double> rank_scale;
 
   // The options of an Engine over this setup, with `allreduce`'s algorithm.
-  EngineOptions EngineOptionsFor(Algorithm allreduce) const { return {allreduce, serial_comm}; }
+  EngineOptions EngineOptionsFor(Algorithm allreduce) const {
+    return {allreduce, serial_comm, rank_scale};
+  }
 };
 
 // Fails on a bad calibration file (empty path: the device family's defaults)

@@ -190,6 +190,25 @@ TEST(SimulatorTermsTest, IterationOverheadAndColdStart) {
   EXPECT_EQ(on.terms[1], "cold_start 20000 us");
 }
 
+// Ranks of unequal speed (rank_speed_spread s): DP2's replicas never wait for
+// each other, so each phase ends with the slower rank, whose compute takes
+// 1 + s·z₂ (z₂ = Φ⁻¹(1.625 / 2.25) = 0.5895) of the model's, and a DP2 step
+// is all compute: TTFT and TPOT grow by exactly that factor. The mean of the
+// ranks' compute is the model's; the summary says the term is on.
+TEST(SimulatorTermsTest, RankSpreadSlowsTheLastRankByTheExpectedSlowestOfTwo) {
+  ParallelSpec p;
+  p.dp = 2;
+  p.strategy = "test";
+  const Experiment e = testing::ZooExperiment("tiny-dense", "h100-sxm", p, 2, 64, 5);
+  const SimResult off = Simulate(e);
+  const SimResult on = Simulate(e, TermsFile("spread.yaml", "rank_speed_spread: 0.04\n"));
+  const double factor = 1 + 0.04 * 0.589456;
+  EXPECT_NEAR(on.ttft / off.ttft, factor, 1e-5);
+  EXPECT_NEAR(on.tpot / off.tpot, factor, 1e-5);
+  ASSERT_EQ(on.terms.size(), 1u);
+  EXPECT_EQ(on.terms[0], "rank_speed_spread 4 %");
+}
+
 // The Program of `e`'s first decode step.
 StatusOr<PhaseProgram> FirstDecodeStep(const Experiment& e) {
   ASSIGN_OR_RETURN(Placement pl, Placement::Create(e));

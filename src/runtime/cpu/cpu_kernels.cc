@@ -119,30 +119,43 @@ class CpuKernels final : public Kernels {
   void Attention(const AttentionArgs& a) override {
     if (a.tq == 0) return;
     const int64_t group = a.hq / a.hkv;
-    std::vector<float> s(static_cast<size_t>(a.tq * std::max<int64_t>(a.tk, 1)));
+    // Causal skipping, as tiled (flash) attention kernels do: with the keys in
+    // position order, a block of kQueryBlock query rows reads only the keys up
+    // to its latest query's position — the rest are masked for all its rows —
+    // so a causal prompt costs about half its full score matrix, and a block
+    // of keys all later than the queries (a ring step's) costs nothing.
+    constexpr int64_t kQueryBlock = 64;
+    const bool sorted = std::is_sorted(a.kpos, a.kpos + a.tk);
+    const int64_t block = std::min(a.tq, kQueryBlock);
+    std::vector<float> s(static_cast<size_t>(block * std::max<int64_t>(a.tk, 1)));
     for (int64_t h = 0; h < a.hq; ++h) {
       const int64_t g = h / group;
-      float* out = a.out + h * a.dv;
-      if (a.tk == 0) {
-        for (int64_t i = 0; i < a.tq; ++i) {
-          std::fill(out + i * a.out_stride, out + i * a.out_stride + a.dv, 0.0f);
-          if (a.lse) a.lse[i * a.hq + h] = kNegInf;
+      for (int64_t i0 = 0; i0 < a.tq; i0 += block) {
+        const int64_t rows = std::min(block, a.tq - i0);
+        const int64_t latest = *std::max_element(a.qpos + i0, a.qpos + i0 + rows);
+        const int64_t nk = sorted ? std::upper_bound(a.kpos, a.kpos + a.tk, latest) - a.kpos : a.tk;
+        float* out = a.out + i0 * a.out_stride + h * a.dv;
+        if (nk == 0) {
+          for (int64_t i = 0; i < rows; ++i) {
+            std::fill(out + i * a.out_stride, out + i * a.out_stride + a.dv, 0.0f);
+            if (a.lse) a.lse[(i0 + i) * a.hq + h] = kNegInf;
+          }
+          continue;
         }
-        continue;
-      }
-      // S = scale · Q_h K_g^T, masked, softmax by row, O = P V_g.
-      Gemm(a.tq, a.tk, a.dqk, a.q + h * a.dqk, a.q_stride, a.k + g * a.dqk, a.k_stride, true,
-           s.data(), a.tk, 0.0f);
-      for (int64_t i = 0; i < a.tq; ++i) {
-        float* row = s.data() + i * a.tk;
-        for (int64_t j = 0; j < a.tk; ++j) {
-          row[j] = a.kpos[j] <= a.qpos[i] ? row[j] * a.scale : kNegInf;
+        // S = scale · Q_h K_g^T, masked, softmax by row, O = P V_g.
+        Gemm(rows, nk, a.dqk, a.q + i0 * a.q_stride + h * a.dqk, a.q_stride, a.k + g * a.dqk,
+             a.k_stride, true, s.data(), nk, 0.0f);
+        for (int64_t i = 0; i < rows; ++i) {
+          float* row = s.data() + i * nk;
+          for (int64_t j = 0; j < nk; ++j) {
+            row[j] = a.kpos[j] <= a.qpos[i0 + i] ? row[j] * a.scale : kNegInf;
+          }
+          const float lse = SoftmaxInPlace(row, nk);
+          if (a.lse) a.lse[(i0 + i) * a.hq + h] = lse;
         }
-        const float lse = SoftmaxInPlace(row, a.tk);
-        if (a.lse) a.lse[i * a.hq + h] = lse;
+        Gemm(rows, a.dv, nk, s.data(), nk, a.v + g * a.dv, a.v_stride, false, out, a.out_stride,
+             0.0f);
       }
-      Gemm(a.tq, a.dv, a.tk, s.data(), a.tk, a.v + g * a.dv, a.v_stride, false, out, a.out_stride,
-           0.0f);
     }
   }
 

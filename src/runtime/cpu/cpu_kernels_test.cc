@@ -251,6 +251,40 @@ TEST_F(CpuKernelsTest, CausalAttentionWithGqaPositionsAndLse) {
   for (size_t i = hq; i < lse.size(); ++i) EXPECT_NEAR(lse[i], ref_lse[i], 1e-5) << i;
 }
 
+// More queries than one block of the kernel's causal skipping (64 rows): each
+// block reads only the keys up to its latest query. A chunk after a cached
+// prefix, a ring block whose keys all come after the first queries (a block
+// that sees no key: zeros, lse −inf) and unsorted keys (no skipping) all match
+// the reference.
+TEST_F(CpuKernelsTest, CausalAttentionOverManyQueryBlocks) {
+  const int64_t tq = 150, tk = 200, hq = 2, hkv = 1, d = 8;
+  auto q = Random(tq * hq * d, 30), kk = Random(tk * hkv * d, 31), v = Random(tk * hkv * d, 32);
+  std::vector<int64_t> qpos(tq), chunk(tk), ring(tk), shuffled(tk);
+  for (int64_t i = 0; i < tq; ++i) qpos[i] = i;
+  for (int64_t j = 0; j < tk; ++j) {
+    chunk[j] = j - 50;  // the queries are the chunk's last 150 of 200 positions
+    ring[j] = j + 100;  // keys 100..299: queries 0..99 see none
+    shuffled[j] = (j * 37) % tk - 50;
+  }
+  for (const std::vector<int64_t>* kpos : {&chunk, &ring, &shuffled}) {
+    std::vector<float> out(tq * hq * d), lse(tq * hq), ref_out(out.size()), ref_lse(lse.size());
+    AttentionArgs a{q.data(),    hq * d,       kk.data(), hkv * d,    v.data(), hkv * d,
+                    tq,          tk,           hq,        hkv,        d,        d,
+                    qpos.data(), kpos->data(), 0.3f,      out.data(), hq * d,   lse.data()};
+    k_->Attention(a);
+    a.out = ref_out.data(), a.lse = ref_lse.data();
+    RefAttention(a);
+    EXPECT_LT(RelErr(out, ref_out), 1e-5);
+    for (size_t i = 0; i < lse.size(); ++i) {
+      if (ref_lse[i] == kNegInf) {
+        EXPECT_EQ(lse[i], kNegInf) << i;
+      } else {
+        EXPECT_NEAR(lse[i], ref_lse[i], 1e-4) << i;
+      }
+    }
+  }
+}
+
 TEST_F(CpuKernelsTest, DecodeAttentionMatchesFullAttentionOverTheCache) {
   const int64_t hq = 4, hkv = 1, d = 16;
   const std::vector<int64_t> len = {5, 11};
