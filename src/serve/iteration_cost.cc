@@ -13,10 +13,11 @@ IterationCost::IterationCost(Experiment replica, Placement placement,
     : replica_(std::move(replica)),
       placement_(std::move(placement)),
       setup_(std::move(setup)),
-      engine_(placement_, setup_->compute, setup_->topology, setup_->EngineOptionsFor(allreduce)),
+      engine_(placement_, setup_->compute, setup_->topology,
+              setup_->EngineOptionsFor(allreduce, placement_.world_size())),
       replay_compute_(setup_->compute.WithoutLaunch()),
       replay_engine_(placement_, replay_compute_, setup_->topology,
-                     setup_->EngineOptionsFor(allreduce)),
+                     setup_->EngineOptionsFor(allreduce, placement_.world_size())),
       per_octave_(per_octave),
       align_(replica_.parallel.sp > 1
                  ? (replica_.parallel.sp_variant == SpVariant::kZigzag ? 2 * replica_.parallel.sp

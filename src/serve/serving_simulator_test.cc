@@ -618,6 +618,23 @@ TEST(IterationCostTest, MixedIterationReadsTheWeightsOnce) {
   EXPECT_GT(saved, 2.4e-3 * 0.5);
 }
 
+// A serving replica's ranks spread among themselves (rank_speed_spread): a
+// TP2 replica of a DP2 deployment runs at the slower of its two ranks — never
+// faster than with identical ranks, at most 1 + s·z₂ slower (its all-reduces
+// do not scale) — not at two of the four world ranks' factors.
+TEST(IterationCostTest, RankSpreadActsWithinEachReplica) {
+  const Experiment e = Served(Poisson(1), 512, 64, 8, /*dp=*/2);
+  const std::string spread = ::testing::TempDir() + "/serve_spread.yaml";
+  std::ofstream(spread) << "rank_speed_spread: 0.04\n";
+  auto plain = IterationCost::Create(e, "", sim::Algorithm::kAuto, 0);
+  auto spread_cost = IterationCost::Create(e, spread, sim::Algorithm::kAuto, 0);
+  ASSERT_TRUE(plain.ok() && spread_cost.ok());
+  auto off = (*plain)->Decode(8, 512), on = (*spread_cost)->Decode(8, 512);
+  ASSERT_TRUE(off.ok() && on.ok());
+  EXPECT_GT(*on, *off * 1.005);
+  EXPECT_LE(*on, *off * (1 + 0.04 * 0.5895));
+}
+
 TEST(IterationCostTest, GridPointsBracketTheValue) {
   for (int64_t x : {1, 7, 16, 17, 100, 1000, 4097, 100000}) {
     for (int64_t align : {1, 8}) {

@@ -1,7 +1,5 @@
 #include "sim/sim_setup.h"
 
-#include "sim/rank_spread.h"
-
 namespace shardscope::sim {
 
 StatusOr<std::unique_ptr<const SimSetup>> MakeSimSetup(const Experiment& experiment,
@@ -27,11 +25,9 @@ StatusOr<std::unique_ptr<const SimSetup>> MakeSimSetup(const Experiment& experim
   ComputeModel replay = compute.WithoutLaunch();
   Topology topology(network_cluster, calibration.terms.collectives);
   const bool serial_comm = experiment.cluster.device.kind == DeviceKind::kCpu;
-  std::vector<double> rank_scale =
-      RankTimeScales(calibration.terms.rank_speed_spread, experiment.parallel.world_size());
   return std::unique_ptr<const SimSetup>(new SimSetup{std::move(calibration), std::move(compute),
                                                       std::move(topology), std::move(replay),
-                                                      serial_comm, std::move(rank_scale)});
+                                                      serial_comm});
 }
 
 }  // namespace shardscope::sim

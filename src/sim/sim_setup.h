@@ -8,13 +8,13 @@
 
 #include <memory>
 #include <string>
-#include <vector>
 
 #include "config/experiment.h"
 #include "core/status.h"
 #include "sim/calibration.h"
 #include "sim/compute_model.h"
 #include "sim/engine.h"
+#include "sim/rank_spread.h"
 #include "sim/topology.h"
 
 namespace shardscope::sim {
@@ -30,13 +30,13 @@ struct SimSetup {
   // engine), so a comm op does not overlap the rank's compute — the rank's ops
   // run in program order (EngineOptions::serial_comm). Accelerators overlap.
   bool serial_comm = false;
-  // Each rank's factor on its compute time: RankTimeScales of the calibration's
-  // rank_speed_spread over the world's ranks (empty: identical ranks).
-  std::vector<double> rank_scale;
 
-  // The options of an Engine over this setup, with `allreduce`'s algorithm.
-  EngineOptions EngineOptionsFor(Algorithm allreduce) const {
-    return {allreduce, serial_comm, rank_scale};
+  // The options of an Engine over this setup for a placement of `ranks` ranks
+  // (the experiment's world, or a serving replica's), with `allreduce`'s
+  // algorithm: its ranks' compute factors are RankTimeScales of the
+  // calibration's rank_speed_spread over them.
+  EngineOptions EngineOptionsFor(Algorithm allreduce, int64_t ranks) const {
+    return {allreduce, serial_comm, RankTimeScales(calibration.terms.rank_speed_spread, ranks)};
   }
 };
 

@@ -115,13 +115,13 @@ StatusOr<SimResult> SimulateExperiment(const Experiment& experiment, const SimOp
                    MakeSimSetup(experiment, options.calibration_file));
   const Calibration& calibration = setup->calibration;
   Engine engine(placement, setup->compute, setup->topology,
-                setup->EngineOptionsFor(options.allreduce));
+                setup->EngineOptionsFor(options.allreduce, placement.world_size()));
   // Decode steps under CUDA graphs replay their kernels: no launch per kernel.
   const OverheadTerms& terms = calibration.terms;
   std::optional<Engine> replay_engine;
   if (terms.cuda_graphs) {
     replay_engine.emplace(placement, setup->replay_compute, setup->topology,
-                          setup->EngineOptionsFor(options.allreduce));
+                          setup->EngineOptionsFor(options.allreduce, placement.world_size()));
   }
   auto engine_of = [&](Phase phase) -> Engine& {
     return phase == Phase::kDecode && replay_engine ? *replay_engine : engine;

@@ -349,7 +349,7 @@ TEST(SimulatorTest, CpuRanksDoNotOverlapCommWithCompute) {
     ASSERT_TRUE(builder.ok()) << builder.status().message();
     auto prefill = builder->Build(Phase::kPrefill, 0);
     ASSERT_TRUE(prefill.ok()) << prefill.status().message();
-    const EngineOptions options = (*setup)->EngineOptionsFor(Algorithm::kAuto);
+    const EngineOptions options = (*setup)->EngineOptionsFor(Algorithm::kAuto, pl->world_size());
     Engine engine(*pl, (*setup)->compute, (*setup)->topology, options);
     auto r = engine.Run(*prefill);
     ASSERT_TRUE(r.ok()) << r.status().message();
