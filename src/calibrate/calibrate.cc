@@ -687,11 +687,13 @@ StatusOr<CalibrationResult> Calibrate(const std::vector<std::string>& paths,
       }
       const double n = static_cast<double>(spread.samples);
       spread.fitted = true;
+      // The file takes spreads below one half (sim::Calibration::Validate).
       spread.seconds = std::min(sum / n, 0.49);
       spread.note = fmt::format(
           "the slowest rank ran {:.2g} % above the ranks' mean on the same ops (mean over {} "
-          "phases of multi-rank runs)",
-          100 * excess / n, spread.samples);
+          "phases of multi-rank runs){}",
+          100 * excess / n, spread.samples,
+          sum / n > 0.49 ? fmt::format("; {:.3g} capped at 0.49", sum / n) : "");
       result.calibration.terms.rank_speed_spread = spread.seconds;
     }
     result.terms.push_back(spread);
