@@ -34,6 +34,7 @@ int Main(int argc, char** argv) {
   AddSearchCommand(app, &exit_code);
   AddCalibrateCommand(app, &exit_code);
   AddValidateCommand(app, &exit_code);
+  AddCollectiveCommand(app, &exit_code);
   AddWorkerCommand(app, &exit_code);
   try {
     app.parse(argc, argv);

@@ -34,6 +34,7 @@ void AddRunCommand(CLI::App& app, int* exit_code);
 void AddSearchCommand(CLI::App& app, int* exit_code);
 void AddCalibrateCommand(CLI::App& app, int* exit_code);
 void AddValidateCommand(CLI::App& app, int* exit_code);
+void AddCollectiveCommand(CLI::App& app, int* exit_code);
 // Hidden: the process mpirun starts on each rank of a backend-cpu run.
 void AddWorkerCommand(CLI::App& app, int* exit_code);
 

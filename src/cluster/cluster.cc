@@ -111,6 +111,12 @@ Status ClusterSpec::Validate(std::string_view field_prefix) const {
                        fmt::format("must be at least 1, got {}", devices_per_node));
   }
 
+  if (collectives.nvls && scale_up.kind != ScaleUpKind::kSwitched) {
+    return check.Error("collectives.nvls",
+                       fmt::format("needs scale_up.kind switched (NVSwitch), not {}",
+                                   ScaleUpKindName(scale_up.kind)));
+  }
+
   // Scale-up domain.
   const int64_t domain = scale_up.domain_size;
   if (domain < 1)

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cluster/comm_tuning.h"
 #include "core/dtype.h"
 #include "core/status.h"
 
@@ -72,6 +73,8 @@ struct ClusterSpec {
   int64_t devices_per_node = 1;
   ScaleUpSpec scale_up;
   ScaleOutSpec scale_out;
+  // How the collective library uses the links (the YAML's `collectives:`).
+  CommTuning collectives;
   // Bytes/s all devices of one node draw from memory together, when they share
   // it (the cores of a CPU host share its DRAM bus); 0: each device has its own
   // memory (GPUs, TPUs). Each of c devices streaming at once gets at most 1/c.

@@ -132,12 +132,105 @@ Status ReadScaleOut(const YamlMap& map, ScaleOutSpec* out) {
 // Shortest text that reads back as the same double ("989.4", not "989.39999999999998").
 std::string Num(double v) { return fmt::format("{}", v); }
 
+// A fraction of a link's bandwidth, in (0, 1].
+Status Fraction(const YamlMap& map, std::string_view key, double* out) {
+  RETURN_IF_ERROR(map.Optional(key, out));
+  if (map.Has(key) && !(*out > 0 && *out <= 1)) {
+    return map.context().Child(key).Error(fmt::format("must be in (0, 1], got {}", *out));
+  }
+  return Status::Ok();
+}
+
+Status ReadProtocol(const YamlMap& map, ProtocolCost* p) {
+  RETURN_IF_ERROR(
+      map.CheckKeys({"ring_base_latency_us", "tree_base_latency_us", "scale_up_step_us",
+                     "scale_out_step_us", "scale_up_efficiency", "scale_out_efficiency"}));
+  RETURN_IF_ERROR(ScaledNonNegative(map, "ring_base_latency_us", kUs, &p->ring_base_latency));
+  RETURN_IF_ERROR(ScaledNonNegative(map, "tree_base_latency_us", kUs, &p->tree_base_latency));
+  RETURN_IF_ERROR(ScaledNonNegative(map, "scale_up_step_us", kUs, &p->scale_up_step));
+  RETURN_IF_ERROR(ScaledNonNegative(map, "scale_out_step_us", kUs, &p->scale_out_step));
+  RETURN_IF_ERROR(Fraction(map, "scale_up_efficiency", &p->scale_up_efficiency));
+  RETURN_IF_ERROR(Fraction(map, "scale_out_efficiency", &p->scale_out_efficiency));
+  return Status::Ok();
+}
+
+Status ReadExchangeKernel(const YamlMap& map, ExchangeKernelCost* k) {
+  RETURN_IF_ERROR(map.CheckKeys({"latency_us", "scale_up_efficiency", "scale_out_efficiency"}));
+  RETURN_IF_ERROR(ScaledNonNegative(map, "latency_us", kUs, &k->latency));
+  RETURN_IF_ERROR(Fraction(map, "scale_up_efficiency", &k->scale_up_efficiency));
+  RETURN_IF_ERROR(Fraction(map, "scale_out_efficiency", &k->scale_out_efficiency));
+  return Status::Ok();
+}
+
+YAML::Node ExchangeKernelYaml(const ExchangeKernelCost& k) {
+  YAML::Node n;
+  n["latency_us"] = Num(k.latency / kUs);
+  n["scale_up_efficiency"] = Num(k.scale_up_efficiency);
+  n["scale_out_efficiency"] = Num(k.scale_out_efficiency);
+  return n;
+}
+
+// Reads a `collectives:` block.
+StatusOr<CommTuning> CommTuningFromYaml(const YamlMap& map) {
+  RETURN_IF_ERROR(
+      map.CheckKeys({"ll", "ll128", "simple", "nvls", "nvls_base_latency_us", "nvls_efficiency",
+                     "nvls_tree_step_us", "p2p_latency_us", "pipeline_fill_mb", "all_to_all"}));
+  CommTuning t;
+  t.modelled = true;
+  for (CommProtocol p : {CommProtocol::kLL, CommProtocol::kLL128, CommProtocol::kSimple}) {
+    const std::string_view name = CommProtocolName(p);
+    if (!map.Has(name)) return map.context().Child(name).Error("is required but missing");
+    ASSIGN_OR_RETURN(YamlMap sub, map.Map(name));
+    RETURN_IF_ERROR(ReadProtocol(sub, &t.protocols[static_cast<int>(p)]));
+  }
+  RETURN_IF_ERROR(map.Optional("nvls", &t.nvls));
+  RETURN_IF_ERROR(ScaledNonNegative(map, "nvls_base_latency_us", kUs, &t.nvls_base_latency));
+  RETURN_IF_ERROR(Fraction(map, "nvls_efficiency", &t.nvls_efficiency));
+  RETURN_IF_ERROR(ScaledNonNegative(map, "nvls_tree_step_us", kUs, &t.nvls_tree_step));
+  RETURN_IF_ERROR(ScaledNonNegative(map, "p2p_latency_us", kUs, &t.p2p_latency));
+  RETURN_IF_ERROR(ScaledNonNegative(map, "pipeline_fill_mb", kMb, &t.pipeline_fill_bytes));
+  ASSIGN_OR_RETURN(YamlMap a2a, map.Map("all_to_all"));
+  RETURN_IF_ERROR(a2a.CheckKeys({"normal", "low_latency"}));
+  ASSIGN_OR_RETURN(YamlMap normal, a2a.Map("normal"));
+  RETURN_IF_ERROR(ReadExchangeKernel(normal, &t.normal));
+  ASSIGN_OR_RETURN(YamlMap low_latency, a2a.Map("low_latency"));
+  RETURN_IF_ERROR(ReadExchangeKernel(low_latency, &t.low_latency));
+  return t;
+}
+
+// The block as YAML; only for a tuned cluster.
+YAML::Node CommTuningToYaml(const CommTuning& t) {
+  YAML::Node root;
+  for (CommProtocol p : {CommProtocol::kLL, CommProtocol::kLL128, CommProtocol::kSimple}) {
+    const ProtocolCost& c = t.Of(p);
+    YAML::Node n;
+    n["ring_base_latency_us"] = Num(c.ring_base_latency / kUs);
+    n["tree_base_latency_us"] = Num(c.tree_base_latency / kUs);
+    n["scale_up_step_us"] = Num(c.scale_up_step / kUs);
+    n["scale_out_step_us"] = Num(c.scale_out_step / kUs);
+    n["scale_up_efficiency"] = Num(c.scale_up_efficiency);
+    n["scale_out_efficiency"] = Num(c.scale_out_efficiency);
+    root[std::string(CommProtocolName(p))] = n;
+  }
+  root["nvls"] = t.nvls;
+  root["nvls_base_latency_us"] = Num(t.nvls_base_latency / kUs);
+  root["nvls_efficiency"] = Num(t.nvls_efficiency);
+  root["nvls_tree_step_us"] = Num(t.nvls_tree_step / kUs);
+  root["p2p_latency_us"] = Num(t.p2p_latency / kUs);
+  root["pipeline_fill_mb"] = Num(t.pipeline_fill_bytes / kMb);
+  YAML::Node a2a;
+  a2a["normal"] = ExchangeKernelYaml(t.normal);
+  a2a["low_latency"] = ExchangeKernelYaml(t.low_latency);
+  root["all_to_all"] = a2a;
+  return root;
+}
+
 }  // namespace
 
 StatusOr<ClusterSpec> ClusterFromYaml(const YAML::Node& node, const YamlContext& ctx) {
   ASSIGN_OR_RETURN(YamlMap top, YamlMap::From(node, ctx));
   RETURN_IF_ERROR(top.CheckKeys({"name", "device", "nodes", "devices_per_node", "scale_up",
-                                 "scale_out", "node_memory_bandwidth_gb_s"}));
+                                 "scale_out", "node_memory_bandwidth_gb_s", "collectives"}));
   ClusterSpec c;
   RETURN_IF_ERROR(top.Required("name", &c.name));
   if (!top.Has("device")) return ctx.Child("device").Error("is required but missing");
@@ -151,6 +244,10 @@ StatusOr<ClusterSpec> ClusterFromYaml(const YAML::Node& node, const YamlContext&
   RETURN_IF_ERROR(ReadScaleUp(scale_up, c.devices_per_node, &c.scale_up));
   ASSIGN_OR_RETURN(YamlMap scale_out, top.Map("scale_out"));
   RETURN_IF_ERROR(ReadScaleOut(scale_out, &c.scale_out));
+  if (top.Has("collectives")) {
+    ASSIGN_OR_RETURN(YamlMap collectives, top.Map("collectives"));
+    ASSIGN_OR_RETURN(c.collectives, CommTuningFromYaml(collectives));
+  }
 
   Status valid = c.Validate(ctx.path);
   if (!valid.ok()) {
@@ -210,6 +307,7 @@ YAML::Node ClusterToYaml(const ClusterSpec& c) {
   out["latency_us"] = Num(c.scale_out.latency / kUs);
   out["topology"] = c.scale_out.topology;
   root["scale_out"] = out;
+  if (c.collectives.modelled) root["collectives"] = CommTuningToYaml(c.collectives);
   return root;
 }
 
@@ -242,6 +340,12 @@ StatusOr<std::string> ZooClusterPath(const std::string& name, const std::string&
 StatusOr<ClusterSpec> LoadZooCluster(const std::string& name, const std::string& hardware_dir) {
   ASSIGN_OR_RETURN(std::string path, ZooClusterPath(name, hardware_dir));
   return LoadClusterFile(path);
+}
+
+StatusOr<ClusterSpec> LoadClusterArg(const std::string& name_or_file) {
+  std::error_code ec;
+  if (std::filesystem::exists(name_or_file, ec)) return LoadClusterFile(name_or_file);
+  return LoadZooCluster(name_or_file, DefaultHardwareDir());
 }
 
 }  // namespace shardscope

@@ -43,6 +43,10 @@ StatusOr<std::string> ZooClusterPath(const std::string& name, const std::string&
 // LoadClusterFile(ZooClusterPath(name, hardware_dir)).
 StatusOr<ClusterSpec> LoadZooCluster(const std::string& name, const std::string& hardware_dir);
 
+// A command's --hardware: an existing YAML file, else a zoo name in the
+// default hardware folder.
+StatusOr<ClusterSpec> LoadClusterArg(const std::string& name_or_file);
+
 }  // namespace shardscope
 
 #endif  // SHARDSCOPE_CLUSTER_CLUSTER_YAML_H_

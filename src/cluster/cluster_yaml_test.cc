@@ -38,8 +38,8 @@ device: {kind: gpu, peak_tflops: {bf16: 100}, memory_gb: 10, memory_bandwidth_gb
 )";
 
 TEST(ClusterZooTest, ListsTheZoo) {
-  EXPECT_THAT(ListZooClusters(kZoo), ElementsAre("a100-sxm", "h100-sxm", "h200", "local-cpu",
-                                                 "tpu-v4", "tpu-v5e", "tpu-v6e"));
+  EXPECT_THAT(ListZooClusters(kZoo), ElementsAre("a100-sxm", "h100-sxm", "h200", "h800",
+                                                 "local-cpu", "tpu-v4", "tpu-v5e", "tpu-v6e"));
   EXPECT_EQ(DefaultHardwareDir(), kZoo);
   EXPECT_TRUE(ListZooClusters(kZoo + "/no-such-dir").empty());
 }
@@ -249,6 +249,53 @@ TEST(ClusterYamlErrorTest, BadValues) {
     ASSERT_FALSE(c.ok());
     EXPECT_THAT(c.status().message(), HasSubstr(k.message));
   }
+}
+
+TEST(ClusterYamlTest, CollectivesBlockInSiUnits) {
+  auto c = H100With("collectives: {simple: {scale_out_step_us: 20}, pipeline_fill_mb: 2}");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  const CommTuning& t = c->collectives;
+  EXPECT_TRUE(t.modelled);
+  EXPECT_TRUE(t.nvls);
+  EXPECT_DOUBLE_EQ(t.Of(CommProtocol::kSimple).scale_out_step, 20e-6);      // the override
+  EXPECT_DOUBLE_EQ(t.Of(CommProtocol::kSimple).ring_base_latency, 8.4e-6);  // the zoo's
+  EXPECT_DOUBLE_EQ(t.Of(CommProtocol::kLL).scale_up_step, 0.6e-6);
+  EXPECT_DOUBLE_EQ(t.pipeline_fill_bytes, 2e6);
+  EXPECT_DOUBLE_EQ(t.low_latency.latency, 33e-6);
+  // Without the block the links are ideal.
+  auto cpu = LoadZooCluster("local-cpu", kZoo);
+  ASSERT_TRUE(cpu.ok());
+  EXPECT_FALSE(cpu->collectives.modelled);
+}
+
+TEST(ClusterYamlErrorTest, BadCollectivesValues) {
+  struct Case {
+    const char* overlay;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"collectives: {ll: {scale_up_efficiency: 1.5}}",
+       "field 'cluster.collectives.ll.scale_up_efficiency': must be in (0, 1]"},
+      {"collectives: {simple: {ring_base_latency_us: -1}}",
+       "field 'cluster.collectives.simple.ring_base_latency_us': must be zero or positive"},
+      {"collectives: {nvls_efficiency: 0}", "field 'cluster.collectives.nvls_efficiency'"},
+      {"collectives: {all_to_all: {normal: {latency: 3}}}",
+       "field 'cluster.collectives.all_to_all.normal.latency': unknown field"},
+      {"collectives: {lL: {}}", "field 'cluster.collectives.lL': unknown field"},
+      {"scale_up: {kind: none}", "field 'cluster.collectives.nvls': needs scale_up.kind switched"},
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.overlay);
+    auto c = H100With(k.overlay);
+    ASSERT_FALSE(c.ok());
+    EXPECT_THAT(c.status().message(), HasSubstr(k.message));
+  }
+  // A block must name all three protocols.
+  auto partial =
+      ClusterFromYaml(MergeYaml(Yaml(kMinimal), Yaml("collectives: {ll: {}, simple: {}}")), Ctx());
+  ASSERT_FALSE(partial.ok());
+  EXPECT_THAT(partial.status().message(),
+              HasSubstr("field 'collectives.ll128': is required but missing"));
 }
 
 TEST(ClusterYamlErrorTest, RequiredFields) {

@@ -2,46 +2,146 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 namespace shardscope::sim {
 namespace {
 
+// One protocol's terms as the decomposition uses them. An untuned cluster has
+// one set: no base latency, the topology's own hop latency, full bandwidth.
+struct Terms {
+  bool tuned = false;
+  Protocol protocol = Protocol::kSimple;
+  double ring_base = 0, tree_base = 0;
+  double up_step = 0, out_step = 0;  // tuned only: seconds per step by link kind
+  double up_efficiency = 1, out_efficiency = 1;
+};
+
+CommProtocol ToCommProtocol(Protocol p) {
+  switch (p) {
+    case Protocol::kLL:
+      return CommProtocol::kLL;
+    case Protocol::kLL128:
+      return CommProtocol::kLL128;
+    default:
+      return CommProtocol::kSimple;
+  }
+}
+
+Terms TermsOf(const Topology& topo, Protocol p) {
+  Terms t;
+  const CommTuning& tuning = topo.tuning();
+  if (!tuning.modelled) return t;
+  const ProtocolCost& c = tuning.Of(ToCommProtocol(p));
+  t.tuned = true;
+  t.protocol = p;
+  t.ring_base = c.ring_base_latency;
+  t.tree_base = c.tree_base_latency;
+  t.up_step = c.scale_up_step;
+  t.out_step = c.scale_out_step;
+  t.up_efficiency = c.scale_up_efficiency;
+  t.out_efficiency = c.scale_out_efficiency;
+  return t;
+}
+
+// Seconds of one algorithm step from a to b: the topology's latency, or the
+// protocol's step latency of the link kind when tuned.
+double StepLatency(const Topology& topo, const Terms& t, int64_t a, int64_t b) {
+  if (!t.tuned) return topo.Latency(a, b);
+  if (a == b) return 0;
+  return topo.SameDomain(a, b) ? t.up_step : t.out_step;
+}
+
 // Adds `bytes` on every link from a to b and returns the hop's latency.
-double AddPath(const Topology& topo, int64_t a, int64_t b, double bytes, Stage* stage,
-               std::vector<int32_t>* scratch) {
+double AddPath(const Topology& topo, const Terms& t, int64_t a, int64_t b, double bytes,
+               Stage* stage, std::vector<int32_t>* scratch) {
   scratch->clear();
   topo.AppendPath(a, b, scratch);
   for (int32_t l : *scratch) stage->loads.push_back({l, bytes});
-  return topo.Latency(a, b);
+  return StepLatency(topo, t, a, b);
+}
+
+// Members of `devices` in the domain of `device`, in order.
+std::vector<int64_t> DomainMembers(const Topology& topo, const std::vector<int64_t>& devices,
+                                   int64_t device) {
+  std::vector<int64_t> out;
+  for (int64_t d : devices) {
+    if (d == device || topo.SameDomain(d, device)) out.push_back(d);
+  }
+  return out;
+}
+
+// The group's members by domain, in order of first appearance.
+std::vector<std::vector<int64_t>> ByDomain(const Topology& topo,
+                                           const std::vector<int64_t>& devices) {
+  std::vector<std::vector<int64_t>> blocks;
+  std::vector<int64_t> domain_of_block;
+  for (int64_t d : devices) {
+    const int64_t dom = topo.has_domains() ? topo.DomainOf(d) : d;
+    auto it = std::find(domain_of_block.begin(), domain_of_block.end(), dom);
+    if (it == domain_of_block.end()) {
+      domain_of_block.push_back(dom);
+      blocks.push_back({d});
+    } else {
+      blocks[it - domain_of_block.begin()].push_back(d);
+    }
+  }
+  return blocks;
+}
+
+// A hop a→b across domains of a tuned ring: NCCL runs one channel per rail,
+// so the hop's bytes spread over the NICs of the group's members in a's domain
+// (out) and b's (in).
+double AddRailedHop(const Topology& topo, const Terms& t, const std::vector<int64_t>& devices,
+                    int64_t a, int64_t b, double bytes, Stage* stage) {
+  const std::vector<int64_t> from = DomainMembers(topo, devices, a);
+  const std::vector<int64_t> to = DomainMembers(topo, devices, b);
+  for (int64_t d : from) {
+    stage->loads.push_back({topo.NicUp(d), bytes / static_cast<double>(from.size())});
+  }
+  for (int64_t d : to) {
+    stage->loads.push_back({topo.NicDown(d), bytes / static_cast<double>(to.size())});
+  }
+  return t.out_step;
 }
 
 // A ring over `devices` carrying `per_link` bytes on each hop for `steps` steps.
-Stage RingStage(const Topology& topo, const std::vector<int64_t>& devices, double per_link,
-                int64_t steps) {
+Stage RingStage(const Topology& topo, const Terms& t, const std::vector<int64_t>& devices,
+                double per_link, int64_t steps) {
   Stage s;
   std::vector<int32_t> scratch;
   double alpha = 0;
   const size_t n = devices.size();
   for (size_t i = 0; i < n && n > 1; ++i) {
-    alpha =
-        std::max(alpha, AddPath(topo, devices[i], devices[(i + 1) % n], per_link, &s, &scratch));
+    const int64_t a = devices[i], b = devices[(i + 1) % n];
+    const bool railed = t.tuned && a != b && topo.has_domains() && !topo.SameDomain(a, b);
+    alpha = std::max(alpha, railed ? AddRailedHop(topo, t, devices, a, b, per_link, &s)
+                                   : AddPath(topo, t, a, b, per_link, &s, &scratch));
   }
   s.latency = static_cast<double>(steps) * alpha;
+  if (t.tuned && n > 1) {
+    // NCCL's ring latency: each traversal crosses each domain boundary once,
+    // so of the steps, (steps / (n − 1))·(m − 1) are network steps.
+    const int64_t m = static_cast<int64_t>(ByDomain(topo, devices).size());
+    const int64_t inter = steps / static_cast<int64_t>(n - 1) * (m - 1);
+    s.latency =
+        static_cast<double>(steps - inter) * t.up_step + static_cast<double>(inter) * t.out_step;
+  }
   return s;
 }
 
-CollectivePlan Ring(const Topology& topo, const CollectiveCall& c) {
+CollectivePlan Ring(const Topology& topo, const Terms& t, const CollectiveCall& c) {
   const double n = static_cast<double>(c.devices.size());
   const int64_t ni = static_cast<int64_t>(c.devices.size());
   const double s = static_cast<double>(c.bytes);
-  CollectivePlan p{Algorithm::kRing, {}};
+  CollectivePlan p{Algorithm::kRing, t.protocol, {}};
   switch (c.collective) {
     case Collective::kAllReduce:
-      p.stages.push_back(RingStage(topo, c.devices, 2 * (n - 1) / n * s, 2 * (ni - 1)));
+      p.stages.push_back(RingStage(topo, t, c.devices, 2 * (n - 1) / n * s, 2 * (ni - 1)));
       break;
     case Collective::kAllGather:
     case Collective::kReduceScatter:
-      p.stages.push_back(RingStage(topo, c.devices, (n - 1) / n * s, ni - 1));
+      p.stages.push_back(RingStage(topo, t, c.devices, (n - 1) / n * s, ni - 1));
       break;
     case Collective::kBroadcast: {
       Stage st;
@@ -49,7 +149,7 @@ CollectivePlan Ring(const Topology& topo, const CollectiveCall& c) {
       double alpha = 0;
       for (int64_t i = 0; i + 1 < ni; ++i) {
         const int64_t from = c.devices[(c.root + i) % ni], to = c.devices[(c.root + i + 1) % ni];
-        alpha = std::max(alpha, AddPath(topo, from, to, s, &st, &scratch));
+        alpha = std::max(alpha, AddPath(topo, t, from, to, s, &st, &scratch));
       }
       st.latency = static_cast<double>(ni - 1) * alpha;
       p.stages.push_back(std::move(st));
@@ -61,7 +161,7 @@ CollectivePlan Ring(const Topology& topo, const CollectiveCall& c) {
   return p;
 }
 
-CollectivePlan Tree(const Topology& topo, const CollectiveCall& c) {
+CollectivePlan Tree(const Topology& topo, const Terms& t, const CollectiveCall& c) {
   const int64_t n = static_cast<int64_t>(c.devices.size());
   const double s = static_cast<double>(c.bytes);
   Stage st;
@@ -70,14 +170,14 @@ CollectivePlan Tree(const Topology& topo, const CollectiveCall& c) {
   int64_t depth = 0;
   for (int64_t i = 1; i < n; ++i) {
     const int64_t parent = (i - 1) / 2;
-    alpha = std::max(alpha, AddPath(topo, c.devices[i], c.devices[parent], s, &st, &scratch));
-    alpha = std::max(alpha, AddPath(topo, c.devices[parent], c.devices[i], s, &st, &scratch));
+    alpha = std::max(alpha, AddPath(topo, t, c.devices[i], c.devices[parent], s, &st, &scratch));
+    alpha = std::max(alpha, AddPath(topo, t, c.devices[parent], c.devices[i], s, &st, &scratch));
     int64_t d = 0;
     for (int64_t j = i; j > 0; j = (j - 1) / 2) ++d;
     depth = std::max(depth, d);
   }
   st.latency = 2.0 * static_cast<double>(depth) * alpha;
-  return {Algorithm::kTree, {std::move(st)}};
+  return {Algorithm::kTree, t.protocol, {std::move(st)}};
 }
 
 // Members grouped by scale-up domain, in ring order; empty unless every domain
@@ -104,7 +204,7 @@ std::vector<std::vector<int64_t>> DomainBlocks(const Topology& topo,
   return blocks;
 }
 
-CollectivePlan Hierarchical(const Topology& topo, const CollectiveCall& c,
+CollectivePlan Hierarchical(const Topology& topo, const Terms& t, const CollectiveCall& c,
                             const std::vector<std::vector<int64_t>>& blocks) {
   const double k = static_cast<double>(blocks[0].size());
   const double m = static_cast<double>(blocks.size());
@@ -114,25 +214,132 @@ CollectivePlan Hierarchical(const Topology& topo, const CollectiveCall& c,
   auto intra = [&](double per_link) {
     Stage st;
     for (const auto& b : blocks) {
-      Stage r = RingStage(topo, b, per_link, ki - 1);
+      Stage r = RingStage(topo, t, b, per_link, ki - 1);
       st.loads.insert(st.loads.end(), r.loads.begin(), r.loads.end());
       st.latency = std::max(st.latency, r.latency);
     }
     return st;
   };
-  CollectivePlan p{Algorithm::kHierarchical, {}};
+  CollectivePlan p{Algorithm::kHierarchical, t.protocol, {}};
   p.stages.push_back(intra((k - 1) / k * s));  // reduce-scatter in each domain
   Stage across;                                // one ring per rail
   for (int64_t j = 0; j < ki; ++j) {
     std::vector<int64_t> rail;
     for (const auto& b : blocks) rail.push_back(b[j]);
-    Stage r = RingStage(topo, rail, 2 * (m - 1) / m * s / k, 2 * (mi - 1));
+    Stage r = RingStage(topo, Terms{}, rail, 2 * (m - 1) / m * s / k, 2 * (mi - 1));
+    if (t.tuned) r.latency = static_cast<double>(2 * (mi - 1)) * t.out_step;
     across.loads.insert(across.loads.end(), r.loads.begin(), r.loads.end());
     across.latency = std::max(across.latency, r.latency);
   }
   p.stages.push_back(std::move(across));
   p.stages.push_back(intra((k - 1) / k * s));  // all-gather in each domain
   return p;
+}
+
+// NCCL's double binary tree across `blocks` (domains): every block is
+// interior in one tree and a leaf in the other, each tree carrying half the
+// bytes up (reduce) and down (broadcast), so a block sends and receives 2·S
+// (S between two blocks, where each tree is one edge; NCCL's tuner counts the
+// same: twice the inter-node bandwidth at two nodes). A block's bytes spread
+// over its members' NICs (one channel per rail). Adds the loads, returns the
+// number of tree levels, log2 of the blocks (NCCL's log2i).
+int64_t AddDoubleBinaryTree(const Topology& topo, const std::vector<std::vector<int64_t>>& blocks,
+                            double bytes, Stage* st) {
+  const int64_t m = static_cast<int64_t>(blocks.size());
+  if (m < 2) return 0;
+  const double per_block = m == 2 ? bytes : 2 * bytes;
+  for (const auto& b : blocks) {
+    const double k = static_cast<double>(b.size());
+    for (int64_t d : b) {
+      st->loads.push_back({topo.NicUp(d), per_block / k});
+      st->loads.push_back({topo.NicDown(d), per_block / k});
+    }
+  }
+  int64_t levels = 0;
+  while ((int64_t{2} << levels) <= m) ++levels;
+  return levels;
+}
+
+// NCCL's treeCorrectionFactor (src/tuning/cost_model.cc, commit 1fc949c5):
+// the fraction of its tree bandwidth NCCL's tuner expects per protocol at
+// log2(bytes / 64); mid sizes pipeline poorly through the tree's levels.
+double TreeCorrection(Protocol p, int64_t bytes) {
+  static constexpr double kLL[] = {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7,  .7,  .7,  .6,  .5,
+                                   .4,  .4,  .5,  .6,  .7, .8, .9, 1.0, 1.0, 1.0, 1.0, 1.0};
+  static constexpr double kLL128[] = {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7,  .6,  .6,
+                                      .6,  .6,  .6,  .6,  .8,  .9, .9, .9, .9, 1.0, 1.0, 1.0};
+  static constexpr double kSimple[] = {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5,
+                                       .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9};
+  int index = 0;
+  for (int64_t b = bytes >> 6; b > 1 && index < 23; b >>= 1) ++index;
+  switch (p) {
+    case Protocol::kLL:
+      return kLL[index];
+    case Protocol::kLL128:
+      return kLL128[index];
+    default:
+      return kSimple[index];
+  }
+}
+
+// NCCL's tree all-reduce on a tuned cluster: a chain through each domain's
+// members (reduce up, broadcast down: S each way on every chain link) and a
+// double binary tree across domains, pipelined as one stage.
+CollectivePlan NcclTree(const Topology& topo, const Terms& t, const CollectiveCall& c) {
+  const double s = static_cast<double>(c.bytes);
+  const auto blocks = ByDomain(topo, c.devices);
+  Stage st;
+  std::vector<int32_t> scratch;
+  int64_t chain = 0;
+  for (const auto& b : blocks) {
+    for (size_t i = 0; i + 1 < b.size(); ++i) {
+      AddPath(topo, t, b[i], b[i + 1], s, &st, &scratch);
+      AddPath(topo, t, b[i + 1], b[i], s, &st, &scratch);
+    }
+    chain = std::max(chain, static_cast<int64_t>(b.size()) - 1);
+  }
+  const int64_t levels = AddDoubleBinaryTree(topo, blocks, s, &st);
+  st.latency =
+      2.0 * (static_cast<double>(chain) * t.up_step + static_cast<double>(levels) * t.out_step);
+  const double correction = TreeCorrection(t.protocol, c.bytes);
+  for (LinkLoad& l : st.loads) l.bytes /= correction;
+  return {Algorithm::kTree, t.protocol, {std::move(st)}};
+}
+
+// NVLS loads of one domain's members: the switch reduces what the members
+// send up and multicasts what it sends down.
+void AddNvlsLoads(const Topology& topo, Collective collective, const std::vector<int64_t>& members,
+                  double s, Stage* st) {
+  const double n = static_cast<double>(members.size());
+  double up = s, down = s;  // all-reduce
+  if (collective == Collective::kAllGather) {
+    up = s / n;
+    down = (n - 1) / n * s;
+  } else if (collective == Collective::kReduceScatter) {
+    up = (n - 1) / n * s;
+    down = s / n;
+  }
+  for (int64_t d : members) {
+    st->loads.push_back({topo.ScaleUpUp(d), up});
+    st->loads.push_back({topo.ScaleUpDown(d), down});
+  }
+}
+
+// NVLS inside one domain, or (all-reduce, nvls_tree) NVLS in each domain and a
+// double binary tree across them, pipelined.
+CollectivePlan Nvls(const Topology& topo, const CollectiveCall& c, Algorithm algorithm) {
+  const CommTuning& tuning = topo.tuning();
+  const double s = static_cast<double>(c.bytes);
+  const auto blocks = ByDomain(topo, c.devices);
+  Stage st;
+  for (const auto& b : blocks) AddNvlsLoads(topo, c.collective, b, s, &st);
+  for (LinkLoad& l : st.loads) l.bytes /= tuning.nvls_efficiency;
+  const Terms simple = TermsOf(topo, Protocol::kSimple);
+  const size_t nvl_loads = st.loads.size();
+  const int64_t levels = AddDoubleBinaryTree(topo, blocks, s, &st);
+  for (size_t i = nvl_loads; i < st.loads.size(); ++i) st.loads[i].bytes /= simple.out_efficiency;
+  st.latency = tuning.nvls_base_latency + 2.0 * static_cast<double>(levels) * tuning.nvls_tree_step;
+  return {algorithm, Protocol::kSimple, {std::move(st)}};
 }
 
 // An all-to-all's rows as their non-zero (position, bytes) entries, by
@@ -214,7 +421,7 @@ Stage SwitchedAllToAll(const Topology& topo, const CollectiveCall& c,
   return st;
 }
 
-CollectivePlan Direct(const Topology& topo, const CollectiveCall& c) {
+CollectivePlan Direct(const Topology& topo, const Terms& t, const CollectiveCall& c) {
   Stage st;
   std::vector<int32_t> scratch;
   std::vector<std::vector<PeerBytes>> storage;  // rows of a dense matrix
@@ -247,9 +454,9 @@ CollectivePlan Direct(const Topology& topo, const CollectiveCall& c) {
     for (int32_t l : used) st.loads.push_back({l, per_link[l]});
   } else {  // send / recv
     st.latency =
-        AddPath(topo, c.devices[0], c.devices[1], static_cast<double>(c.bytes), &st, &scratch);
+        AddPath(topo, t, c.devices[0], c.devices[1], static_cast<double>(c.bytes), &st, &scratch);
   }
-  return {Algorithm::kDirect, {std::move(st)}};
+  return {Algorithm::kDirect, t.protocol, {std::move(st)}};
 }
 
 }  // namespace
@@ -266,17 +473,44 @@ std::string_view AlgorithmName(Algorithm a) {
       return "hierarchical";
     case Algorithm::kDirect:
       return "direct";
+    case Algorithm::kNvls:
+      return "nvls";
+    case Algorithm::kNvlsTree:
+      return "nvls_tree";
   }
   return "?";
 }
 
 StatusOr<Algorithm> ParseAlgorithm(std::string_view name) {
-  for (Algorithm a : {Algorithm::kAuto, Algorithm::kRing, Algorithm::kTree,
-                      Algorithm::kHierarchical, Algorithm::kDirect}) {
+  for (Algorithm a :
+       {Algorithm::kAuto, Algorithm::kRing, Algorithm::kTree, Algorithm::kHierarchical,
+        Algorithm::kDirect, Algorithm::kNvls, Algorithm::kNvlsTree}) {
     if (AlgorithmName(a) == name) return a;
   }
-  return InvalidArgument("unknown collective algorithm '{}' (auto, ring, tree, hierarchical)",
-                         name);
+  return InvalidArgument(
+      "unknown collective algorithm '{}' (auto, ring, tree, nvls, nvls_tree, hierarchical, direct)",
+      name);
+}
+
+std::string_view ProtocolName(Protocol p) {
+  switch (p) {
+    case Protocol::kAuto:
+      return "auto";
+    case Protocol::kLL:
+      return "ll";
+    case Protocol::kLL128:
+      return "ll128";
+    case Protocol::kSimple:
+      return "simple";
+  }
+  return "?";
+}
+
+StatusOr<Protocol> ParseProtocol(std::string_view name) {
+  for (Protocol p : {Protocol::kAuto, Protocol::kLL, Protocol::kLL128, Protocol::kSimple}) {
+    if (ProtocolName(p) == name) return p;
+  }
+  return InvalidArgument("unknown collective protocol '{}' (auto, ll, ll128, simple)", name);
 }
 
 double UncontendedSeconds(const Topology& topo, const CollectivePlan& plan) {
@@ -293,50 +527,138 @@ double UncontendedSeconds(const Topology& topo, const CollectivePlan& plan) {
 
 namespace {
 
-StatusOr<CollectivePlan> DecomposeByAlgorithm(const Topology& topo, const CollectiveCall& c,
-                                              Algorithm forced) {
-  auto unsupported = [&](Algorithm a) {
-    return Unimplemented("not implemented: the {} algorithm for {} (only ring{})", AlgorithmName(a),
-                         CollectiveShortName(c.collective),
-                         c.collective == Collective::kAllReduce ? ", tree, hierarchical" : "");
-  };
+// The algorithms NCCL (or our model of it) has for the call on this topology.
+std::vector<Algorithm> Candidates(const Topology& topo, const CollectiveCall& c) {
+  const CommTuning& tuning = topo.tuning();
+  const auto blocks = ByDomain(topo, c.devices);
+  const bool one_domain = blocks.size() == 1 && c.devices.size() > 1 && topo.has_domains();
+  const bool nvls = tuning.modelled && tuning.nvls && topo.has_domains() && !topo.torus();
+  bool even = blocks.size() > 1;  // every domain holds the same number (> 1) of members
+  for (const auto& b : blocks) even = even && b.size() == blocks[0].size() && b.size() > 1;
   switch (c.collective) {
     case Collective::kSend:
     case Collective::kRecv:
     case Collective::kAllToAll:
-      // One algorithm only: a forced choice for the collectives does not apply.
-      return Direct(topo, c);
+      return {Algorithm::kDirect};
     case Collective::kAllGather:
     case Collective::kReduceScatter:
+      if (nvls && one_domain) return {Algorithm::kRing, Algorithm::kNvls};
+      return {Algorithm::kRing};
     case Collective::kBroadcast:
-      if (forced != Algorithm::kAuto && forced != Algorithm::kRing) return unsupported(forced);
-      return Ring(topo, c);
+      return {Algorithm::kRing};
     case Collective::kAllReduce: {
-      const auto blocks = DomainBlocks(topo, c.devices);
-      if (forced == Algorithm::kRing) return Ring(topo, c);
-      if (forced == Algorithm::kTree) return Tree(topo, c);
-      if (forced == Algorithm::kHierarchical) {
-        // Inside one domain (or one member per domain) it is the ring itself.
-        return blocks.empty() ? Ring(topo, c) : Hierarchical(topo, c, blocks);
-      }
-      if (forced == Algorithm::kDirect) return unsupported(forced);
-      std::vector<CollectivePlan> candidates = {Ring(topo, c), Tree(topo, c)};
-      if (!blocks.empty()) candidates.push_back(Hierarchical(topo, c, blocks));
-      size_t best = 0;
-      double best_t = UncontendedSeconds(topo, candidates[0]);
-      for (size_t i = 1; i < candidates.size(); ++i) {
-        const double t = UncontendedSeconds(topo, candidates[i]);
-        if (t < best_t) {
-          best_t = t;
-          best = i;
-        }
-      }
-      return std::move(candidates[best]);
+      std::vector<Algorithm> out = {Algorithm::kRing, Algorithm::kTree};
+      if (!DomainBlocks(topo, c.devices).empty()) out.push_back(Algorithm::kHierarchical);
+      if (nvls && one_domain) out.push_back(Algorithm::kNvls);
+      if (nvls && even) out.push_back(Algorithm::kNvlsTree);
+      return out;
     }
     case Collective::kNone:
       break;
   }
-  return InternalError("collective 'none' has no decomposition");
+  return {};
+}
+
+// A stage pipelined across link kinds: the less loaded kind's first
+// `fill` bytes per link move in a stage of their own before the pipeline
+// streams (it takes over the stage's latency).
+void AddPipelineFill(const Topology& topo, double fill, CollectivePlan* p) {
+  if (fill <= 0 || p->stages.size() != 1) return;
+  Stage& main = p->stages.front();
+  std::map<int32_t, double> per_link;
+  for (const LinkLoad& l : main.loads) per_link[l.link] += l.bytes;
+  double up = 0, out = 0;
+  for (const auto& [link, bytes] : per_link) {
+    double& t = topo.IsScaleOut(link) ? out : up;
+    t = std::max(t, bytes / topo.Capacity(link));
+  }
+  if (up == 0 || out == 0) return;  // one link kind: nothing to fill
+  const bool minor_out = out < up;
+  Stage head;
+  for (const auto& [link, bytes] : per_link) {
+    if (topo.IsScaleOut(link) == minor_out) head.loads.push_back({link, std::min(bytes, fill)});
+  }
+  head.latency = main.latency;
+  main.latency = 0;
+  p->stages.insert(p->stages.begin(), std::move(head));
+}
+
+// One algorithm under one protocol's terms. Protocol efficiency divides every
+// link's load (NVLS applies its own); the base latency goes before the first stage.
+CollectivePlan Build(const Topology& topo, const CollectiveCall& c, Algorithm a, const Terms& t) {
+  CollectivePlan p;
+  switch (a) {
+    case Algorithm::kNvls:
+      return Nvls(topo, c, a);
+    case Algorithm::kNvlsTree:
+      p = Nvls(topo, c, a);
+      AddPipelineFill(topo, topo.tuning().pipeline_fill_bytes, &p);
+      return p;
+    case Algorithm::kDirect:
+      p = Direct(topo, t, c);
+      break;
+    case Algorithm::kTree:
+      p = t.tuned ? NcclTree(topo, t, c) : Tree(topo, t, c);
+      break;
+    case Algorithm::kHierarchical: {
+      const auto blocks = DomainBlocks(topo, c.devices);
+      p = blocks.empty() ? Ring(topo, t, c) : Hierarchical(topo, t, c, blocks);
+      break;
+    }
+    default:
+      p = Ring(topo, t, c);
+      break;
+  }
+  if (!t.tuned || p.stages.empty()) return p;
+  for (Stage& st : p.stages) {
+    for (LinkLoad& l : st.loads) {
+      l.bytes /= topo.IsScaleOut(l.link) ? t.out_efficiency : t.up_efficiency;
+    }
+  }
+  const bool p2p = c.collective == Collective::kSend || c.collective == Collective::kRecv ||
+                   c.collective == Collective::kAllToAll;
+  p.stages.front().latency += p2p                     ? topo.tuning().p2p_latency
+                              : a == Algorithm::kTree ? t.tree_base
+                                                      : t.ring_base;
+  if (a == Algorithm::kTree) AddPipelineFill(topo, topo.tuning().pipeline_fill_bytes, &p);
+  return p;
+}
+
+StatusOr<CollectivePlan> DecomposeByAlgorithm(const Topology& topo, const CollectiveCall& c,
+                                              Algorithm forced, Protocol forced_protocol) {
+  const std::vector<Algorithm> candidates = Candidates(topo, c);
+  if (candidates.empty()) return InternalError("collective 'none' has no decomposition");
+  std::vector<Algorithm> algorithms = candidates;
+  if (std::find(candidates.begin(), candidates.end(), forced) != candidates.end()) {
+    algorithms = {forced};
+  } else if (forced == Algorithm::kHierarchical &&
+             std::find(candidates.begin(), candidates.end(), Algorithm::kRing) !=
+                 candidates.end() &&
+             c.collective == Collective::kAllReduce) {
+    algorithms = {Algorithm::kRing};  // inside one domain hierarchical is the ring itself
+  }
+  std::vector<Protocol> protocols = {Protocol::kSimple};
+  if (topo.tuning().modelled) {
+    protocols = forced_protocol == Protocol::kAuto
+                    ? std::vector<Protocol>{Protocol::kLL, Protocol::kLL128, Protocol::kSimple}
+                    : std::vector<Protocol>{forced_protocol};
+  }
+  std::optional<CollectivePlan> best;
+  double best_t = 0;
+  for (Algorithm a : algorithms) {
+    const bool simple_only = a == Algorithm::kNvls || a == Algorithm::kNvlsTree ||
+                             a == Algorithm::kHierarchical || a == Algorithm::kDirect;
+    for (Protocol p : protocols) {
+      if (simple_only && p != protocols.back() && protocols.size() > 1) continue;
+      CollectivePlan plan = Build(topo, c, a, TermsOf(topo, simple_only ? Protocol::kSimple : p));
+      const double seconds = UncontendedSeconds(topo, plan);
+      if (!best || seconds < best_t) {
+        best_t = seconds;
+        best = std::move(plan);
+      }
+    }
+  }
+  return std::move(*best);
 }
 
 // The calibration's measured line for the collective, each part only where
@@ -372,11 +694,17 @@ void ApplyMeasured(const Topology& topo, const CollectiveCall& c, CollectivePlan
 
 }  // namespace
 
-StatusOr<CollectivePlan> Decompose(const Topology& topo, const CollectiveCall& c,
-                                   Algorithm forced) {
-  ASSIGN_OR_RETURN(CollectivePlan plan, DecomposeByAlgorithm(topo, c, forced));
+StatusOr<CollectivePlan> Decompose(const Topology& topo, const CollectiveCall& c, Algorithm forced,
+                                   Protocol protocol) {
+  ASSIGN_OR_RETURN(CollectivePlan plan, DecomposeByAlgorithm(topo, c, forced, protocol));
   ApplyMeasured(topo, c, &plan);
   return plan;
+}
+
+bool HasAlgorithm(const Topology& topo, const CollectiveCall& c, Algorithm algorithm) {
+  if (algorithm == Algorithm::kAuto) return true;
+  const std::vector<Algorithm> candidates = Candidates(topo, c);
+  return std::find(candidates.begin(), candidates.end(), algorithm) != candidates.end();
 }
 
 }  // namespace shardscope::sim

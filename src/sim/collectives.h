@@ -1,19 +1,33 @@
 // Collective decomposition: how a collective (or a send/recv) moves bytes over
 // the topology, as a sequence of stages. Each stage is one network transfer
 // (per-link byte loads, see network.h) started after a latency; the next stage
-// starts when it ends.
+// starts when it ends. Stages of one pipelined algorithm are one stage (its
+// time is its most loaded link's).
 //   ring          all-reduce 2(n−1)/n·S per ring link, 2(n−1) steps of latency;
 //                 all-gather / reduce-scatter (n−1)/n·S, n−1 steps;
 //                 broadcast: a pipelined chain from the root, S per link, n−1 steps.
-//   tree          all-reduce over a binary tree: reduce up, broadcast down,
-//                 pipelined; S per tree edge each way, 2·depth steps.
+//                 With a tuned cluster, a ring crossing domains runs one channel
+//                 per rail: its cross-domain bytes spread over the domain's NICs.
+//   tree          all-reduce: untuned, a binary tree over the members (S per edge
+//                 each way, 2·depth steps); tuned, NCCL's tree: a chain in each
+//                 domain and a double binary tree across domains, pipelined.
+//   nvls          NVLink SHARP inside one NVSwitch domain: the switch reduces and
+//                 multicasts; all-reduce S up and S down per member; all-gather
+//                 S/n up, (n−1)/n·S down; reduce-scatter the reverse.
+//   nvls_tree     all-reduce across domains: NVLS in each domain, a double binary
+//                 tree across them (one per rail), pipelined.
 //   hierarchical  all-reduce across scale-up domains with k > 1 members each:
 //                 reduce-scatter in each domain, k parallel rings of S/k across
 //                 domains (one per rail), all-gather in each domain.
 //   direct        all-to-all(v): every pair's real bytes on its path, as one
 //                 coflow; send/recv: the message on its path.
-// The automatic choice is NCCL's rule: the algorithm whose uncontended time
-// (its closed form) is smallest. Pure functions; thread-safe.
+// A tuned cluster (ClusterSpec::collectives) adds NCCL's protocols: a per-call
+// base latency, a per-step latency and a bandwidth efficiency per link kind
+// for LL, LL128 and Simple (NVLS: Simple only). The automatic choice is NCCL's
+// tuner rule: the (algorithm, protocol) whose uncontended time is smallest. A
+// forced algorithm applies to the collectives that have it (as NCCL_ALGO);
+// the others choose automatically. docs/sim.md "Collectives". Pure functions;
+// thread-safe.
 #ifndef SHARDSCOPE_SIM_COLLECTIVES_H_
 #define SHARDSCOPE_SIM_COLLECTIVES_H_
 
@@ -29,9 +43,14 @@
 
 namespace shardscope::sim {
 
-enum class Algorithm { kAuto, kRing, kTree, kHierarchical, kDirect };
-std::string_view AlgorithmName(Algorithm a);  // "auto", "ring", …
+enum class Algorithm { kAuto, kRing, kTree, kHierarchical, kDirect, kNvls, kNvlsTree };
+std::string_view AlgorithmName(Algorithm a);  // "auto", "ring", …, "nvls_tree"
 StatusOr<Algorithm> ParseAlgorithm(std::string_view name);
+
+// kAuto or one of NCCL's protocols (cluster/comm_tuning.h).
+enum class Protocol { kAuto, kLL, kLL128, kSimple };
+std::string_view ProtocolName(Protocol p);  // "auto", "ll", "ll128", "simple"
+StatusOr<Protocol> ParseProtocol(std::string_view name);
 
 struct Stage {
   std::vector<LinkLoad> loads;  // bytes per link (a link may repeat; merged later)
@@ -40,6 +59,7 @@ struct Stage {
 
 struct CollectivePlan {
   Algorithm algorithm = Algorithm::kRing;
+  Protocol protocol = Protocol::kSimple;  // untuned clusters: Simple at full bandwidth
   std::vector<Stage> stages;
 };
 
@@ -57,10 +77,15 @@ struct CollectiveCall {
 };
 
 // Decomposes `call`. `forced` kAuto picks by the closed forms; a forced
-// algorithm the collective does not have (tree all-gather, …) is an
-// Unimplemented error naming both.
+// algorithm the collective does not have (tree all-gather, …) or that the
+// topology cannot run (NVLS without NVSwitch SHARP) leaves the choice to the
+// rule. A forced protocol applies where the algorithm has it (NVLS: Simple).
 StatusOr<CollectivePlan> Decompose(const Topology& topology, const CollectiveCall& call,
-                                   Algorithm forced = Algorithm::kAuto);
+                                   Algorithm forced = Algorithm::kAuto,
+                                   Protocol protocol = Protocol::kAuto);
+
+// Whether `algorithm` can run `call` on `topology` (kAuto: always).
+bool HasAlgorithm(const Topology& topology, const CollectiveCall& call, Algorithm algorithm);
 
 // Seconds the plan takes on an idle network: Σ over stages of latency +
 // max over links of load / capacity.

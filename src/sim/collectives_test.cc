@@ -13,11 +13,19 @@
 namespace shardscope::sim {
 namespace {
 
-ClusterSpec H100(int64_t nodes) {
+// The zoo's H100 with its NCCL terms (collectives:).
+ClusterSpec TunedH100(int64_t nodes) {
   auto c = LoadClusterFile(std::string(SHARDSCOPE_SOURCE_DIR) + "/configs/hardware/h100-sxm.yaml");
   EXPECT_TRUE(c.ok());
   ClusterSpec cluster = *c;
   cluster.num_nodes = nodes;
+  return cluster;
+}
+
+// The same links, ideal: no protocol, no per-call cost (an untuned cluster).
+ClusterSpec H100(int64_t nodes) {
+  ClusterSpec cluster = TunedH100(nodes);
+  cluster.collectives = CommTuning{};
   return cluster;
 }
 
@@ -273,12 +281,19 @@ TEST(CollectivesTest, EightGpuRingAllReduceBusBandwidthNearNvlink) {
   EXPECT_LE(busbw, c.scale_up.bandwidth_per_device);
 }
 
-TEST(CollectivesTest, ForcedAlgorithmTheCollectiveLacksIsUnimplemented) {
+TEST(CollectivesTest, ForcedAlgorithmTheCollectiveLacksFallsBackToTheRule) {
+  // As NCCL_ALGO: a tree all-gather does not exist, so the all-gather chooses
+  // by itself (a ring) and the forced tree still applies to all-reduces.
   const Topology topo(H100(1));
   auto plan = Decompose(topo, {Collective::kAllGather, Devices(8), 1 << 20}, Algorithm::kTree);
-  ASSERT_FALSE(plan.ok());
-  EXPECT_EQ(plan.status().code(), StatusCode::kUnimplemented);
-  EXPECT_NE(plan.status().message().find("not implemented"), std::string::npos);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->algorithm, Algorithm::kRing);
+  EXPECT_FALSE(HasAlgorithm(topo, {Collective::kAllGather, Devices(8), 1 << 20}, Algorithm::kTree));
+  auto reduce = Decompose(topo, {Collective::kAllReduce, Devices(8), 1 << 20}, Algorithm::kTree);
+  ASSERT_TRUE(reduce.ok());
+  EXPECT_EQ(reduce->algorithm, Algorithm::kTree);
+  // NVLS needs NVLink SHARP: an untuned cluster has none.
+  EXPECT_FALSE(HasAlgorithm(topo, {Collective::kAllReduce, Devices(8), 1 << 20}, Algorithm::kNvls));
 }
 
 TEST(CollectivesTest, TorusRingUsesIciLinks) {
@@ -395,6 +410,102 @@ TEST(CollectivesTest, MeasuredBandwidthSlowsTheTransferOnlyWhenSlower) {
   auto same = Decompose(fast, call, Algorithm::kRing);
   ASSERT_TRUE(same.ok());
   EXPECT_EQ(UncontendedSeconds(fast, *same), UncontendedSeconds(model, *base));
+}
+
+// ---- The tuned (NCCL) model: hand-computed from the zoo's H100 terms.
+
+TEST(TunedCollectivesTest, RingAllReduceOnOneNodeHasProtocolLatencyAndEfficiency) {
+  const ClusterSpec c = TunedH100(1);
+  const Topology topo(c);
+  const double s = 1024.0 * 1024 * 1024;
+  auto plan = Decompose(topo, {Collective::kAllReduce, Devices(8), static_cast<int64_t>(s)},
+                        Algorithm::kRing, Protocol::kSimple);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->protocol, Protocol::kSimple);
+  const ProtocolCost& p = c.collectives.Of(CommProtocol::kSimple);
+  // Base latency + 2(n−1) NVLink steps; each link carries 2(n−1)/n·S at the protocol's efficiency.
+  const double expected =
+      p.ring_base_latency + 14 * p.scale_up_step +
+      2 * 7.0 / 8 * s / (c.scale_up.bandwidth_per_device * p.scale_up_efficiency);
+  EXPECT_LT(Rel(Simulate(topo, *plan), expected), 1e-9);
+}
+
+TEST(TunedCollectivesTest, RingAcrossNodesSpreadsOverRailsWithNcclStepCounts) {
+  const ClusterSpec c = TunedH100(2);
+  const Topology topo(c);
+  const double s = 1024.0 * 1024 * 1024;
+  auto plan = Decompose(topo, {Collective::kAllReduce, Devices(16), static_cast<int64_t>(s)},
+                        Algorithm::kRing, Protocol::kSimple);
+  ASSERT_TRUE(plan.ok());
+  const ProtocolCost& p = c.collectives.Of(CommProtocol::kSimple);
+  // 30 steps, 2(m−1) = 2 of them over the network; the two boundary hops' bytes
+  // spread over each node's 8 NICs, so the NVLink hops bound the transfer.
+  const double per_link = 2 * 15.0 / 16 * s;
+  const double nvlink = per_link / (c.scale_up.bandwidth_per_device * p.scale_up_efficiency);
+  const double nic = per_link / 8 / (c.scale_out.nic_bandwidth_per_device * p.scale_out_efficiency);
+  const double expected =
+      p.ring_base_latency + 28 * p.scale_up_step + 2 * p.scale_out_step + std::max(nvlink, nic);
+  EXPECT_LT(Rel(Simulate(topo, *plan), expected), 1e-9);
+}
+
+TEST(TunedCollectivesTest, NvlsAllReduceInsideOneNode) {
+  const ClusterSpec c = TunedH100(1);
+  const Topology topo(c);
+  const double s = 4.0 * 1024 * 1024 * 1024;
+  auto plan = Decompose(topo, {Collective::kAllReduce, Devices(8), static_cast<int64_t>(s)});
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->algorithm, Algorithm::kNvls);  // large messages: NVLS wins, as NCCL picks
+  // The switch reduces: S up and S down per GPU at the NVLS efficiency.
+  const double expected = c.collectives.nvls_base_latency +
+                          s / (c.scale_up.bandwidth_per_device * c.collectives.nvls_efficiency);
+  EXPECT_LT(Rel(Simulate(topo, *plan), expected), 1e-9);
+  // All-gather: S/n up, (n−1)/n·S down.
+  auto ag = Decompose(topo, {Collective::kAllGather, Devices(8), static_cast<int64_t>(s)},
+                      Algorithm::kNvls);
+  ASSERT_TRUE(ag.ok());
+  EXPECT_LT(
+      Rel(Simulate(topo, *ag),
+          c.collectives.nvls_base_latency +
+              7.0 / 8 * s / (c.scale_up.bandwidth_per_device * c.collectives.nvls_efficiency)),
+      1e-9);
+}
+
+TEST(TunedCollectivesTest, NvlsTreeAcrossNodesWithItsPipelineFill) {
+  const ClusterSpec c = TunedH100(2);
+  const Topology topo(c);
+  const double s = 1024.0 * 1024 * 1024;
+  auto plan = Decompose(topo, {Collective::kAllReduce, Devices(16), static_cast<int64_t>(s)},
+                        Algorithm::kNvlsTree);
+  ASSERT_TRUE(plan.ok());
+  ASSERT_EQ(plan->stages.size(), 2u);  // the fill, then the pipeline
+  const CommTuning& t = c.collectives;
+  const double nvl = c.scale_up.bandwidth_per_device, nic = c.scale_out.nic_bandwidth_per_device;
+  const double eff_out = t.Of(CommProtocol::kSimple).scale_out_efficiency;
+  // Two nodes: each node sends and receives S over its 8 NICs; NVLink carries S each way.
+  const double nvlink_time = s / t.nvls_efficiency / nvl;
+  const double nic_load = s / 8 / eff_out;
+  ASSERT_GT(nvlink_time, nic_load / nic);  // NVLink bounds; the NICs' first bytes fill
+  const double expected = t.nvls_base_latency + 2 * t.nvls_tree_step +
+                          std::min(nic_load, t.pipeline_fill_bytes) / nic + nvlink_time;
+  EXPECT_LT(Rel(Simulate(topo, *plan), expected), 1e-9);
+}
+
+TEST(TunedCollectivesTest, SmallMessagesChooseLowLatencyProtocolsLargeOnesSimple) {
+  const Topology topo(TunedH100(2));
+  auto small = Decompose(topo, {Collective::kAllReduce, Devices(16), 8});
+  ASSERT_TRUE(small.ok());
+  EXPECT_EQ(small->protocol, Protocol::kLL);
+  // Tree/LL: base 6.8 + 2·((8−1)·0.6 + log2(2)·2.7) µs = 20.6 µs over the chain and one
+  // tree level; ring/LL pays 6.6 + 28·0.6 + 2·2.7 µs = 28.8 µs.
+  EXPECT_EQ(small->algorithm, Algorithm::kTree);
+  auto large = Decompose(topo, {Collective::kAllReduce, Devices(16), int64_t{8} << 30});
+  ASSERT_TRUE(large.ok());
+  EXPECT_EQ(large->protocol, Protocol::kSimple);
+  // Forcing a protocol keeps it where the algorithm has one.
+  auto forced = Decompose(topo, {Collective::kAllReduce, Devices(16), int64_t{1} << 30},
+                          Algorithm::kRing, Protocol::kLL128);
+  ASSERT_TRUE(forced.ok());
+  EXPECT_EQ(forced->protocol, Protocol::kLL128);
 }
 
 }  // namespace

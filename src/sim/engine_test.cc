@@ -25,7 +25,8 @@ TEST(EngineTest, PipelineBubbleFraction) {
       ParallelSpec par;
       par.pp = p;
       Experiment e = ZooExperiment("llama-3.1-8b", "h100-sxm", par, 8, 16);
-      e.cluster.scale_up.latency = 0;  // transfers of 0 bytes then take no time
+      e.cluster.scale_up.latency = 0;        // transfers of 0 bytes then take no time
+      e.cluster.collectives = CommTuning{};  // nor a per-call cost
       auto pl = Placement::Create(e);
       ASSERT_TRUE(pl.ok()) << pl.status().message();
       auto model = ComputeModel::Create(e.cluster.device, DType::kBf16, NoLaunch(e.cluster.device));

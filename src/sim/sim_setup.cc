@@ -2,6 +2,18 @@
 
 namespace shardscope::sim {
 
+ClusterSpec NetworkCluster(const ClusterSpec& cluster, const Calibration& calibration) {
+  ClusterSpec network_cluster = cluster;
+  network_cluster.scale_up.bandwidth_per_device *= calibration.network_efficiency;
+  network_cluster.scale_up.link_bandwidth *= calibration.network_efficiency;
+  network_cluster.scale_out.nic_bandwidth_per_device *= calibration.network_efficiency;
+  return network_cluster;
+}
+
+Topology NetworkTopology(const ClusterSpec& cluster, const Calibration& calibration) {
+  return Topology(NetworkCluster(cluster, calibration), calibration.terms.collectives);
+}
+
 StatusOr<std::unique_ptr<const SimSetup>> MakeSimSetup(const Experiment& experiment,
                                                        const std::string& calibration_file) {
   Calibration calibration = DefaultCalibration(experiment.cluster.device);
@@ -18,12 +30,8 @@ StatusOr<std::unique_ptr<const SimSetup>> MakeSimSetup(const Experiment& experim
           experiment.model.tie_embeddings ? experiment.workload.EmbeddingDType()
                                           : experiment.workload.LmHeadDType(),
           calibration.cache_bandwidth > 0 && CacheResident(experiment)));
-  ClusterSpec network_cluster = experiment.cluster;
-  network_cluster.scale_up.bandwidth_per_device *= calibration.network_efficiency;
-  network_cluster.scale_up.link_bandwidth *= calibration.network_efficiency;
-  network_cluster.scale_out.nic_bandwidth_per_device *= calibration.network_efficiency;
   ComputeModel replay = compute.WithoutLaunch();
-  Topology topology(network_cluster, calibration.terms.collectives);
+  Topology topology = NetworkTopology(experiment.cluster, calibration);
   const bool serial_comm = experiment.cluster.device.kind == DeviceKind::kCpu;
   return std::unique_ptr<const SimSetup>(new SimSetup{std::move(calibration), std::move(compute),
                                                       std::move(topology), std::move(replay),

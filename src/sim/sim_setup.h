@@ -40,6 +40,12 @@ struct SimSetup {
   }
 };
 
+// The cluster with its links scaled by the calibration's network_efficiency.
+ClusterSpec NetworkCluster(const ClusterSpec& cluster, const Calibration& calibration);
+// The network as the simulator sees it: NetworkCluster's links, with the
+// calibration's measured collectives.
+Topology NetworkTopology(const ClusterSpec& cluster, const Calibration& calibration);
+
 // Fails on a bad calibration file (empty path: the device family's defaults)
 // or a dtype the device has no peak for. Heap-allocated: engines keep pointers.
 StatusOr<std::unique_ptr<const SimSetup>> MakeSimSetup(const Experiment& experiment,

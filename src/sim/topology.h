@@ -60,6 +60,11 @@ class Topology {
   // devices of different domains.
   double SwitchLatency() const { return cluster_.scale_up.latency; }
   double NicLatency() const { return cluster_.scale_out.latency; }
+  // The collective library's cost terms (cluster/comm_tuning.h).
+  const CommTuning& tuning() const { return cluster_.collectives; }
+  // The link is a NIC's (scale-out), not the scale-up domain's.
+  bool IsScaleOut(int32_t link) const { return link >= 2 * devices_ && link < 4 * devices_; }
+  int64_t num_devices() const { return devices_; }
   // The calibration's measured line for `collective` over `group` devices
   // (OverheadTerms::collectives); nullptr: none measured.
   const MeasuredCollective* Measured(Collective collective, int64_t group) const {

@@ -1,0 +1,66 @@
+// CommTuning: how a cluster's collective library turns link bandwidth into
+// collective time — NCCL's cost terms per protocol (per-call base latency,
+// per-step latency and bandwidth efficiency per link kind), NVLink SHARP
+// (NVLS) on NVSwitch systems, and the fixed per-call costs of the MoE exchange
+// kernels. The `collectives:` block of a hardware YAML; docs/sim.md
+// "Collectives" has the formulas, docs/hardware.md the sources. Without the
+// block (`modelled` false) the links are ideal: no per-call cost, full
+// bandwidth, one protocol — the model CPU hosts and TPU slices use.
+// Plain value type; SI units (seconds, fractions).
+#ifndef SHARDSCOPE_CLUSTER_COMM_TUNING_H_
+#define SHARDSCOPE_CLUSTER_COMM_TUNING_H_
+
+#include <string_view>
+
+namespace shardscope {
+
+// NCCL's wire protocols: LL (8-byte stores, half of them flags), LL128
+// (128-byte lines, 8 bytes of flag) and Simple (bulk copies with fences).
+enum class CommProtocol { kLL, kLL128, kSimple };
+inline constexpr int kNumCommProtocols = 3;
+std::string_view CommProtocolName(CommProtocol p);  // "ll", "ll128", "simple"
+
+// One protocol's terms.
+struct ProtocolCost {
+  double ring_base_latency = 0;     // seconds per call, ring algorithm
+  double tree_base_latency = 0;     // seconds per call, tree algorithm
+  double scale_up_step = 0;         // seconds per algorithm step over the scale-up domain
+  double scale_out_step = 0;        // seconds per algorithm step over the network
+  double scale_up_efficiency = 1;   // fraction of a scale-up link's bandwidth delivered
+  double scale_out_efficiency = 1;  // fraction of a NIC's bandwidth delivered
+};
+
+// One MoE exchange kernel's terms: seconds per call (cast, packing,
+// signalling) and the fraction of each link kind's bandwidth it delivers.
+struct ExchangeKernelCost {
+  double latency = 0;
+  double scale_up_efficiency = 1;
+  double scale_out_efficiency = 1;
+};
+
+struct CommTuning {
+  bool modelled = false;  // the block was given
+  ProtocolCost protocols[kNumCommProtocols];
+  // NVLink SHARP: the switch reduces and multicasts (all-reduce, all-gather,
+  // reduce-scatter inside a domain; with a tree across domains, all-reduce).
+  // Simple protocol only.
+  bool nvls = false;
+  double nvls_base_latency = 0;  // seconds per call
+  double nvls_efficiency = 1;    // fraction of the scale-up bandwidth per direction
+  double nvls_tree_step = 0;     // seconds per tree level across domains (NVLS-tree)
+  // Point-to-point (send/recv and NCCL's pairwise all-to-all): seconds per call.
+  double p2p_latency = 0;
+  // Algorithms pipelined across link kinds (tree and NVLS-tree across
+  // domains): bytes per link of the less loaded kind that move before the
+  // pipeline streams at its bottleneck (its fill); 0: perfect overlap.
+  double pipeline_fill_bytes = 0;
+  // MoE exchange kernels (DeepEP-like, docs/sim.md "All-to-all kinds").
+  ExchangeKernelCost normal;       // hierarchical (prefill)
+  ExchangeKernelCost low_latency;  // direct, fixed cost per call (decode)
+
+  const ProtocolCost& Of(CommProtocol p) const { return protocols[static_cast<int>(p)]; }
+};
+
+}  // namespace shardscope
+
+#endif  // SHARDSCOPE_CLUSTER_COMM_TUNING_H_
