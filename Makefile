@@ -55,10 +55,11 @@ format:
 	@clang-format -i $$(git ls-files '*.h' '*.cc')
 
 # Static checks, seconds each: every tracked .h/.cc clang-formatted, mypy on python/
-# (its configuration: pyproject.toml).
+# (its configuration: pyproject.toml), docs/architecture.md's layers against CMakeLists.txt.
 lint: bootstrap
 	@bash scripts/check_format.sh
 	@mypy
+	@/usr/bin/python3 tests/check_architecture_doc.py
 
 clean:
 	@rm -rf $(BUILD)
