@@ -54,8 +54,8 @@ test-minimal: bootstrap
 format:
 	@clang-format -i $$(git ls-files '*.h' '*.cc')
 
-# Static checks, seconds each: every tracked .h/.cc clang-formatted, mypy on python/
-# (its configuration: pyproject.toml), docs/architecture.md's layers against CMakeLists.txt.
+# Static checks, seconds each: every tracked .h/.cc clang-formatted, mypy on python/ and
+# the Python scripts (its configuration: pyproject.toml), docs/architecture.md's layers against CMakeLists.txt.
 lint: bootstrap
 	@bash scripts/check_format.sh
 	@mypy
