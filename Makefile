@@ -7,8 +7,11 @@ SHARDSCOPE := $(BUILD)/shardscope
 # A sanitizer report exits with this code, so a test expecting a CLI's exit 1 or 2
 # cannot mistake one for it.
 SANITIZER_EXIT := exitcode=86
+# WERROR=ON|OFF sets SHARDSCOPE_WERROR (the src/ layer libraries with -Werror; CI
+# builds so); unset, the build directory keeps what it had (default OFF).
+WERROR ?=
 
-.PHONY: all bootstrap configure build build-cli run test test-minimal clean format
+.PHONY: all bootstrap configure build build-cli run test test-minimal clean format lint
 
 all: build
 
@@ -16,7 +19,8 @@ bootstrap:
 	@bash scripts/bootstrap.sh
 
 configure: bootstrap
-	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  $(if $(WERROR),-DSHARDSCOPE_WERROR=$(WERROR)) >/dev/null
 
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
@@ -49,6 +53,13 @@ test-minimal: bootstrap
 
 format:
 	@clang-format -i $$(git ls-files '*.h' '*.cc')
+
+# Static checks, seconds each: every tracked .h/.cc clang-formatted, mypy on python/ and
+# the Python scripts (its configuration: pyproject.toml), docs/architecture.md's layers against CMakeLists.txt.
+lint: bootstrap
+	@bash scripts/check_format.sh
+	@mypy
+	@/usr/bin/python3 tests/check_architecture_doc.py
 
 clean:
 	@rm -rf $(BUILD)

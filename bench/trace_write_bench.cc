@@ -5,7 +5,7 @@
 // included); and the simulator's emitter: one DeepSeek-V3 experiment simulated
 // with and without its trace. Output goes to $SHARDSCOPE_BENCH_WRITE_DIR
 // (default: the temp folder) and is removed after each run.
-// Results: docs/BENCHMARKS.md, "Issue 17: trace writing".
+// Results: docs/BENCHMARKS.md, "Trace writing".
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
 

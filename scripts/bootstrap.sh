@@ -20,6 +20,7 @@ packages=(
   python3-dev pybind11-dev   # the Python package's extension (docs/python.md)
   python3-pandas python3-pytest python3-matplotlib   # its DataFrames, tests, plots
   chromium              # the report's browser test (skipped without it)
+  clang-format mypy     # `make lint` (CI): C++ formatting, Python types (no ruff in Debian 12)
 )
 
 missing=()

@@ -1,13 +1,9 @@
-// Calibrate: fits the simulator's cost tables from measured traces (`shardscope
-// calibrate`). Compute: per op class and shape regime (sim::OpClass; gemv is
-// the one-row regime of the GEMM kinds) the FLOP and memory efficiencies and
-// the row ramp, per non-GEMM op kind an override where it fits much better,
-// and one launch overhead (compute_fit.h), on the ops of runs whose working set
-// did not fit the device's cache; on those that did, the cache bandwidth. Communication: latency
-// and bandwidth per collective and group size (comm_fit.h), and the network efficiency they imply
-// against the cluster's links. When runs had several busy ranks on a node sharing its memory bus,
-// the bus's bandwidth too. Classes with too few samples keep the device family's defaults and are
-// flagged. The result renders as a file `run --calibration` reads (sim::LoadCalibration).
+// Calibrate: fits the simulator's cost tables (sim::Calibration) from measured
+// traces, for `shardscope calibrate`: per op class the compute model's
+// efficiencies, row ramp and fixed cost (compute_fit.h), per collective and
+// group size a latency and bandwidth line (comm_fit.h), and the overhead terms
+// a trace shows. Classes with too few samples keep the defaults, saying why.
+// What is fitted and how: docs/fidelity.md, "`shardscope calibrate`".
 #ifndef SHARDSCOPE_CALIBRATE_CALIBRATE_H_
 #define SHARDSCOPE_CALIBRATE_CALIBRATE_H_
 

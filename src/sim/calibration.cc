@@ -266,7 +266,7 @@ Calibration DefaultCalibration(const DeviceSpec& device) {
   if (device.kind == DeviceKind::kCpu) {
     // Measured on the local-cpu host (configs/hardware/local-cpu.yaml) with the
     // CPU executor: `shardscope calibrate --shape-time mean` on the calibration
-    // runs of bench/fidelity_cpu.yaml (docs/fidelity.md, series 25), rounded.
+    // runs of bench/fidelity_cpu.yaml (docs/history/fidelity-series.md, series 25), rounded.
     // Against the one-core peaks (105 GFLOP/s, 30 GB/s): sgemm (prefill, more
     // than 32 rows) reaches 0.99 of the peak with a row ramp (half at 24 rows);
     // the executor's SmallGemm (2–32 rows, its own class) streams the weights at
@@ -279,11 +279,11 @@ Calibration DefaultCalibration(const DeviceSpec& device) {
     c.small_gemm_rows = 32;  // runtime::kSmallGemmMaxRows
     c.classes[OpClass::kSmallGemm] = {0.99, 0.68, 11, 1.26e-6};
     // From the cache SmallGemm runs at half the peak (2–4 rows: ~50 GFLOP/s)
-    // and streams at 33 GB/s (`calibrate` on series 25–27, docs/fidelity.md).
+    // and streams at 33 GB/s (`calibrate` on series 25–27, docs/history/fidelity-series.md).
     c.classes[OpClass::kSmallGemm].cache = 33e9;
     c.classes[OpClass::kSmallGemm].cache_flops = 0.5;
     // sgemm packs its operands from the cache too (a cache-resident model's
-    // prefill GEMMs run at 0.65–0.85 of the peak, docs/fidelity.md).
+    // prefill GEMMs run at 0.65–0.85 of the peak, docs/history/fidelity-series.md).
     c.classes[OpClass::kGemm].cache_ramp = true;
     c.classes[OpClass::kAttentionDecode] = {0.5, 0.22, 0, 5e-6};
     c.classes[OpClass::kElementwise] = {0.019, 0.79, 0, 0.5e-6};

@@ -1,9 +1,9 @@
 // Calibration: the fraction of a device's peak FLOP/s and memory bandwidth
-// each kind of op reaches, as the compute model uses it. Defaults per device
-// family come from published measurements (cited in calibration.cc); a
-// measured table (YAML or JSON, docs/sim.md) replaces any entry. Every
-// efficiency is in (0, 1], so a simulated op is never faster than physics
-// allows. Plain value type.
+// each kind of op reaches, as the compute model uses it, and the terms the
+// roofline leaves out. Defaults per device family are cited in calibration.cc;
+// a measured table (YAML or JSON, docs/sim.md; fitted by `shardscope calibrate`,
+// docs/fidelity.md) replaces any entry. Every efficiency is in (0, 1], so a
+// simulated op is never faster than physics allows. Plain value type.
 #ifndef SHARDSCOPE_SIM_CALIBRATION_H_
 #define SHARDSCOPE_SIM_CALIBRATION_H_
 
@@ -21,14 +21,11 @@
 
 namespace shardscope::sim {
 
-// Op classes that share an efficiency curve. kGemv is the matrix-vector
-// regime of the GEMM kinds (one row, or one token per routed expert): it runs
-// another kernel (sgemv, cuBLAS gemv) that streams the weights, so it has its
-// own efficiency and no row ramp. kSmallGemm is the small-batch regime of an
-// executor that runs GEMMs of a few rows with a kernel of their own (the CPU
-// executor's SmallGemm, 2–32 rows, streams the weights once where sgemm packs
-// them): its own efficiency and row ramp, used only where the calibration
-// says how many rows it covers (Calibration::small_gemm_rows).
+// Op classes that share an efficiency curve. kGemv is the one-row regime of the
+// GEMM kinds (a matrix-vector kernel: its own efficiency, no row ramp);
+// kSmallGemm the few-rows regime of an executor with a kernel of its own for
+// them, used only where Calibration::small_gemm_rows says so (docs/sim.md,
+// "Compute model", shape regimes).
 enum class OpClass {
   kGemm,
   kAttention,
@@ -69,8 +66,7 @@ struct Efficiency {
   // The FLOP efficiency (of the peak, before any ramp) of this class's ops with
   // their operands in the cache; ≤ 0: `flops`. From memory a small-batch
   // kernel's FLOP term is a ramp that also carries its streaming limit; from
-  // the cache its inner loop's ceiling shows alone (the CPU's SmallGemm: ~0.6
-  // of the peak at 2–4 rows, where `flops` with the ramp gives 0.15–0.26).
+  // the cache its inner loop's ceiling shows alone (docs/sim.md, "Compute model").
   double cache_flops = -1;
 };
 
@@ -103,8 +99,8 @@ struct OverheadTerms {
   // elementwise class's bandwidth; 0: not modelled.
   double fp8_quant_bytes_per_element = 0;
   // s per quantisation pass besides its bytes (its kernels' launches and the
-  // amax's reduction: ~4.5 us for a memset and two kernels in a CUDA graph);
-  // 0: the elementwise class's launch, as one kernel.
+  // amax's reduction; measured: docs/fidelity.md, "GPUs"); 0: the elementwise
+  // class's launch, as one kernel.
   double fp8_quant_fixed = 0;
   double cold_start = 0;  // s added to the first iteration (prefill) only
   // The spread of the ranks' compute speed within a run, as a fraction of the

@@ -1,22 +1,11 @@
-// ComputeModel: how long one compute op takes on one device.
-//   time = max(FLOPs / (peak · e_flops(shape)),
-//              bytes / min(bandwidth · e_mem, shared)) + launch
-//          [+ FP8 quantisation of the input activations], at least min_kernel;
-//   with asynchronous launches (Calibration::terms.async_launch, GPUs):
-//   max(that, the device's launch overhead) — the host's issue interval hides
-//   under longer kernels — and `launch` is then the class's device-side cost
-// with the efficiencies of the op's class from a Calibration (all ≤ 1, so the
-// result never beats FLOPs / peak or bytes / bandwidth), and `shared` the
-// device's part of a memory bus it shares with the node's other busy devices
-// (the cores of a CPU host; none on GPUs). When the rank's working set fits
-// the device's last-level cache and the calibration has a cache bandwidth,
-// bytes stream at that rate instead (no memory efficiency, no shared bus) and
-// GEMMs have no row ramp (it models packing the weights from memory).
-// The optional terms of
-// Calibration::terms (min_kernel, fp8_quant_bytes_per_element) only add time.
-// The LM head and embedding run at their own dtype's peak (head_dtype). An op
-// with no FLOPs and no bytes (an empty micro-batch) takes no time. Immutable;
-// thread-safe.
+// ComputeModel: how long one compute op takes on one device. A roofline —
+// max(FLOPs / (peak · e_flops(rows)), bytes / memory rate) + a fixed cost —
+// with the efficiencies of the op's class from a Calibration, all ≤ 1, so no op
+// beats its FLOPs at the peak or its bytes at the bandwidth; the calibration's
+// optional terms only add time. The regimes (one row, small batches, cache-
+// resident runs, a node's shared memory bus, asynchronous launches) are in
+// docs/sim.md, "Compute model"; how the tables are fitted and how far they are
+// from measured runs, docs/fidelity.md. Immutable; thread-safe.
 #ifndef SHARDSCOPE_SIM_COMPUTE_MODEL_H_
 #define SHARDSCOPE_SIM_COMPUTE_MODEL_H_
 

@@ -105,7 +105,7 @@ DeviceSpec LocalCpu() {
   return c->device;
 }
 
-// Regression (docs/BENCHMARKS.md, TP1 decode +80 %): the GEMM's row ramp made a
+// Regression (docs/history/benchmarks-series.md, TP1 decode +80 %): the GEMM's row ramp made a
 // one-row fp32 product on the CPU compute-bound. In the gemv regime it has no
 // ramp, so it is bandwidth-bound: 2 FLOPs per 4-byte weight is below the
 // ridge (83 GFLOP/s ÷ 24 GB/s ≈ 3.5 FLOP/B).

@@ -40,7 +40,7 @@ class MpiRequest final : public CommRequest {
   // MPI_Wait polls flat out. A rank that waits long (a pipeline stage, for
   // the other stage's whole forward pass) would then take the shared parts of
   // the host (a sibling hardware thread's core, the memory path) from the rank
-  // that works, and slow it down (docs/fidelity.md, PP2). So: poll with pauses
+  // that works, and slow it down (docs/history/fidelity-series.md, PP2). So: poll with pauses
   // for kSpin, which covers a collective's usual wait, then nap between polls.
   Status Wait() override {
     using Clock = std::chrono::steady_clock;
