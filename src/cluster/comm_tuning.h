@@ -12,7 +12,31 @@
 
 #include <string_view>
 
+#include "core/status.h"
+
 namespace shardscope {
+
+// A collective's algorithm (sim/collectives.h has what each does). kAuto:
+// the model chooses, as NCCL's tuner; kDirect: every pair's bytes on its
+// path (NCCL's pairwise all-to-all, send/recv); kHierarchical all-to-all and
+// kLowLatency are the MoE exchange kernels (AllToAllKind).
+enum class Algorithm { kAuto, kRing, kTree, kHierarchical, kDirect, kNvls, kNvlsTree, kLowLatency };
+std::string_view AlgorithmName(Algorithm a);  // "auto", "ring", …, "nvls_tree", "low_latency"
+StatusOr<Algorithm> ParseAlgorithm(std::string_view name);
+
+// kAuto or one of NCCL's protocols.
+enum class Protocol { kAuto, kLL, kLL128, kSimple };
+std::string_view ProtocolName(Protocol p);  // "auto", "ll", "ll128", "simple"
+StatusOr<Protocol> ParseProtocol(std::string_view name);
+
+// How an expert-parallel all-to-all runs: NCCL's pairwise exchange, the
+// hierarchical deduplicated kernels (DeepEP "normal", for prefill) or the
+// low-latency ones (decode). kAuto: hierarchical for prefill and low-latency
+// for decode on a tuned cluster (a GPU cluster with `collectives:`), NCCL's
+// pairwise exchange elsewhere.
+enum class AllToAllKind { kAuto, kNccl, kHierarchical, kLowLatency };
+std::string_view AllToAllKindName(AllToAllKind k);  // "auto", "nccl", "hierarchical", "low_latency"
+StatusOr<AllToAllKind> ParseAllToAllKind(std::string_view name);
 
 // NCCL's wire protocols: LL (8-byte stores, half of them flags), LL128
 // (128-byte lines, 8 bytes of flag) and Simple (bulk copies with fences).

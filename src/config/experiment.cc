@@ -100,4 +100,25 @@ const std::vector<std::string>& KnownClaimKeys() {
   return kKeys;
 }
 
+namespace {
+
+// Bytes of `hidden` values of `dtype` on the wire; 8-bit types with their block scales.
+int64_t PayloadBytes(DType dtype, int64_t hidden) {
+  const bool scaled = dtype == DType::kFp8 || dtype == DType::kInt8;
+  return hidden * DTypeSize(dtype) + (scaled ? (hidden + 127) / 128 * 4 : 0);
+}
+
+}  // namespace
+
+int64_t DispatchBytesPerToken(const Experiment& e, int64_t hidden) {
+  return PayloadBytes(e.communication.dispatch_dtype.value_or(e.workload.dtype), hidden);
+}
+
+int64_t CombineBytesPerToken(const Experiment& e, int64_t hidden) {
+  const DType dispatch = e.communication.dispatch_dtype.value_or(e.workload.dtype);
+  const bool eight_bit = dispatch == DType::kFp8 || dispatch == DType::kInt8;
+  const DType fallback = eight_bit ? DType::kBf16 : e.workload.dtype;
+  return PayloadBytes(e.communication.combine_dtype.value_or(fallback), hidden);
+}
+
 }  // namespace shardscope

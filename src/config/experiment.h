@@ -86,6 +86,21 @@ struct Workload {
 // memory_per_gpu_gb, decode_tokens_per_s.
 using Claims = std::map<std::string, double>;
 
+// How the experiment's collectives run (docs/configuration.md
+// "communication"; the model in docs/sim.md "Collectives").
+struct CommunicationSpec {
+  Algorithm algorithm = Algorithm::kAuto;  // forced where a collective has it (NCCL_ALGO)
+  Protocol protocol = Protocol::kAuto;     // forced where the algorithm has it (NCCL_PROTO)
+  AllToAllKind prefill_all_to_all = AllToAllKind::kAuto;
+  AllToAllKind decode_all_to_all = AllToAllKind::kAuto;
+  // Expert-parallel payloads; none: dispatch in the workload dtype (FP8 with
+  // one fp32 scale per 128 values), combine in it too, or in BF16 after an
+  // FP8 or INT8 dispatch (as DeepEP and the engines combine).
+  std::optional<DType> dispatch_dtype;
+  std::optional<DType> combine_dtype;
+  bool operator==(const CommunicationSpec&) const = default;
+};
+
 struct Experiment {
   std::string name;
   std::string sweep_name;  // the name before sweep expansion (== name without a sweep)
@@ -103,6 +118,7 @@ struct Experiment {
   // The trace file's compression (gzip: `<name>.trace.gz`).
   TraceCompression trace_compression = TraceCompression::kNone;
   Claims claims;
+  CommunicationSpec communication;
   // A served workload (requests over time, a scheduler per replica); none: the
   // fixed batch above. The simulator serves it (serve/serving_simulator.h).
   std::optional<ServingSpec> serving;
@@ -115,6 +131,12 @@ StatusOr<Backend> ParseBackend(std::string_view name);
 std::string_view SpVariantName(SpVariant v);
 StatusOr<SpVariant> ParseSpVariant(std::string_view name);
 std::string_view RoutingKindName(RoutingKind k);
+
+// Bytes on the wire per token of an expert-parallel dispatch / combine of
+// `hidden` values (CommunicationSpec's defaults applied; FP8 and INT8 carry
+// one fp32 scale per 128 values).
+int64_t DispatchBytesPerToken(const Experiment& e, int64_t hidden);
+int64_t CombineBytesPerToken(const Experiment& e, int64_t hidden);
 
 // The claim keys ShardScope knows how to check.
 const std::vector<std::string>& KnownClaimKeys();

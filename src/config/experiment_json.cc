@@ -144,6 +144,17 @@ json ExperimentToJson(const Experiment& e) {
     j["trace_compression"] = TraceCompressionName(e.trace_compression);
   }
   if (e.serving) j["serving"] = ServingToJson(*e.serving);
+  if (e.communication != CommunicationSpec{}) {
+    const CommunicationSpec& c = e.communication;
+    json comm = {{"algorithm", AlgorithmName(c.algorithm)},
+                 {"protocol", ProtocolName(c.protocol)},
+                 {"all_to_all",
+                  {{"prefill", AllToAllKindName(c.prefill_all_to_all)},
+                   {"decode", AllToAllKindName(c.decode_all_to_all)}}}};
+    if (c.dispatch_dtype) comm["dispatch_dtype"] = DTypeName(*c.dispatch_dtype);
+    if (c.combine_dtype) comm["combine_dtype"] = DTypeName(*c.combine_dtype);
+    j["communication"] = comm;
+  }
   if (w.lm_head_dtype) j["workload"]["lm_head_dtype"] = DTypeName(*w.lm_head_dtype);
   if (w.embedding_dtype) j["workload"]["embedding_dtype"] = DTypeName(*w.embedding_dtype);
   return j;

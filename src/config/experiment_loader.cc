@@ -67,6 +67,7 @@ YamlContext FieldContext(const YamlContext& ctx, const SweepField& f) {
 }
 
 const std::vector<std::string> kExperimentKeys = {"name",
+                                                  "communication",
                                                   "description",
                                                   "model",
                                                   "parallelism",
@@ -403,6 +404,44 @@ Status ReadWorkload(const YamlMap& exp, Experiment* e) {
   return Status::Ok();
 }
 
+// `communication:` (docs/configuration.md): algorithm, protocol, the
+// all-to-all kind (one for both phases or {prefill, decode}) and the
+// expert-parallel payload dtypes.
+Status ReadCommunication(const YamlMap& exp, Experiment* e) {
+  if (!exp.Has("communication")) return Status::Ok();
+  ASSIGN_OR_RETURN(YamlMap c, exp.Map("communication"));
+  RETURN_IF_ERROR(
+      c.CheckKeys({"algorithm", "protocol", "all_to_all", "dispatch_dtype", "combine_dtype"}));
+  CommunicationSpec& spec = e->communication;
+  auto parse = [&](const YamlMap& map, std::string_view key, auto parser, auto* out) -> Status {
+    if (!map.Has(key)) return Status::Ok();
+    std::string text;
+    RETURN_IF_ERROR(map.Required(key, &text));
+    auto v = parser(text);
+    if (!v.ok()) return map.context().Child(key).Error(v.status().message());
+    *out = *v;
+    return Status::Ok();
+  };
+  RETURN_IF_ERROR(parse(c, "algorithm", ParseAlgorithm, &spec.algorithm));
+  RETURN_IF_ERROR(parse(c, "protocol", ParseProtocol, &spec.protocol));
+  if (c.Has("all_to_all") && c.Get("all_to_all").IsMap()) {
+    ASSIGN_OR_RETURN(YamlMap kinds, c.Map("all_to_all"));
+    RETURN_IF_ERROR(kinds.CheckKeys({"prefill", "decode"}));
+    RETURN_IF_ERROR(parse(kinds, "prefill", ParseAllToAllKind, &spec.prefill_all_to_all));
+    RETURN_IF_ERROR(parse(kinds, "decode", ParseAllToAllKind, &spec.decode_all_to_all));
+  } else {
+    RETURN_IF_ERROR(parse(c, "all_to_all", ParseAllToAllKind, &spec.prefill_all_to_all));
+    spec.decode_all_to_all = spec.prefill_all_to_all;
+  }
+  if (c.Has("dispatch_dtype")) {
+    ASSIGN_OR_RETURN(spec.dispatch_dtype, ReadDType(c, "dispatch_dtype", DType::kBf16));
+  }
+  if (c.Has("combine_dtype")) {
+    ASSIGN_OR_RETURN(spec.combine_dtype, ReadDType(c, "combine_dtype", DType::kBf16));
+  }
+  return Status::Ok();
+}
+
 Status ReadClaims(const YamlMap& exp, Experiment* e) {
   if (!exp.Has("claims")) return Status::Ok();
   ASSIGN_OR_RETURN(YamlMap c, exp.Map("claims"));
@@ -448,6 +487,7 @@ StatusOr<Experiment> ReadExperiment(const YAML::Node& node, const YamlContext& c
   if (!c.ok()) return ctx.Child("trace_compression").Error(c.status().message());
   e.trace_compression = *c;
   RETURN_IF_ERROR(ReadClaims(exp, &e));
+  RETURN_IF_ERROR(ReadCommunication(exp, &e));
   ASSIGN_OR_RETURN(e.serving, ReadServing(exp, e.model, path));
   return e;
 }

@@ -46,6 +46,45 @@ experiments:
   EXPECT_DOUBLE_EQ(e.claims.at("tpot_ms"), 5);
 }
 
+TEST(ExperimentLoaderTest, CommunicationChoicesAndPayloadDtypes) {
+  auto exps = Load(R"(
+defaults: {hardware: h100-sxm, model: deepseek-v2-lite, parallelism: {ep_size: 2}, batch_size: 2, sequence_length: 8}
+experiments:
+  - name: fp8
+    dtype: fp8
+    communication: {algorithm: nvls_tree, protocol: ll128,
+                    all_to_all: {prefill: hierarchical, decode: nccl}}
+  - name: bf16
+    communication: {all_to_all: low_latency, combine_dtype: fp32}
+)");
+  ASSERT_TRUE(exps.ok()) << exps.status().message();
+  const Experiment& fp8 = (*exps)[0];
+  EXPECT_EQ(fp8.communication.algorithm, Algorithm::kNvlsTree);
+  EXPECT_EQ(fp8.communication.protocol, Protocol::kLL128);
+  EXPECT_EQ(fp8.communication.prefill_all_to_all, AllToAllKind::kHierarchical);
+  EXPECT_EQ(fp8.communication.decode_all_to_all, AllToAllKind::kNccl);
+  // FP8 dispatch carries one fp32 scale per 128 values; the combine is BF16.
+  EXPECT_EQ(DispatchBytesPerToken(fp8, 7168), 7168 + 56 * 4);
+  EXPECT_EQ(CombineBytesPerToken(fp8, 7168), 2 * 7168);
+  const Experiment& bf16 = (*exps)[1];
+  EXPECT_EQ(bf16.communication.prefill_all_to_all, AllToAllKind::kLowLatency);
+  EXPECT_EQ(bf16.communication.decode_all_to_all, AllToAllKind::kLowLatency);
+  EXPECT_EQ(DispatchBytesPerToken(bf16, 100), 200);
+  EXPECT_EQ(CombineBytesPerToken(bf16, 100), 400);
+  for (const char* bad : {"communication: {algorithm: star}", "communication: {protocol: fast}",
+                          "communication: {all_to_all: {prefill: ring}}",
+                          "communication: {dispatch_dtype: fp4}", "communication: {alg: ring}"}) {
+    SCOPED_TRACE(bad);
+    auto e = Load(std::string("defaults: {hardware: h100-sxm, model: deepseek-v2-lite, "
+                              "parallelism: {ep_size: 2}, batch_size: 2, sequence_length: "
+                              "8}\nexperiments:\n  - name: x\n    ") +
+                  bad + "\n");
+    ASSERT_FALSE(e.ok());
+    EXPECT_NE(e.status().message().find("field 'communication."), std::string::npos)
+        << e.status().message();
+  }
+}
+
 TEST(ExperimentLoaderTest, SweepsExpandAndSelect) {
   auto exps = Load(R"(
 defaults: {hardware: h100-sxm}

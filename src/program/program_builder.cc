@@ -777,11 +777,14 @@ class RankBuilder {
 
   // All-to-all(v) of hidden states over the ep group: token counts to each
   // member (by ep coordinate); `to_mask` has a bit per non-zero of `to`.
+  // Bytes per token follow the experiment's payload dtypes (CommunicationSpec).
   int32_t AllToAll(OpRole role, std::span<const int64_t> to, std::span<const uint64_t> to_mask) {
     int64_t total = 0;
     for (int64_t t : to) total += t;
+    const int64_t token =
+        role == OpRole::kDispatch ? DispatchBytesPerToken(e_, h_) : CombineBytesPerToken(e_, h_);
     const int32_t id =
-        Collect(Collective::kAllToAll, Dim::kEp, role, total * h_ * bpe_, {last_compute_});
+        Collect(Collective::kAllToAll, Dim::kEp, role, total * token, {last_compute_});
     Op& op = *last_;
     // The non-zero entries, in position order (the sizes alone say whether
     // anything changed).
@@ -792,7 +795,7 @@ class RankBuilder {
     for (size_t word = 0, w = 0; word < to_mask.size(); ++word) {
       for (uint64_t bits = to_mask[word]; bits != 0; bits &= bits - 1, ++w) {
         const size_t i = word * 64 + static_cast<size_t>(std::countr_zero(bits));
-        const PeerBytes entry{static_cast<int32_t>(i), to[i] * h_ * bpe_};
+        const PeerBytes entry{static_cast<int32_t>(i), to[i] * token};
         same &= op.peer_sends[w] == entry;
         op.peer_sends[w] = entry;
       }

@@ -461,58 +461,6 @@ CollectivePlan Direct(const Topology& topo, const Terms& t, const CollectiveCall
 
 }  // namespace
 
-std::string_view AlgorithmName(Algorithm a) {
-  switch (a) {
-    case Algorithm::kAuto:
-      return "auto";
-    case Algorithm::kRing:
-      return "ring";
-    case Algorithm::kTree:
-      return "tree";
-    case Algorithm::kHierarchical:
-      return "hierarchical";
-    case Algorithm::kDirect:
-      return "direct";
-    case Algorithm::kNvls:
-      return "nvls";
-    case Algorithm::kNvlsTree:
-      return "nvls_tree";
-  }
-  return "?";
-}
-
-StatusOr<Algorithm> ParseAlgorithm(std::string_view name) {
-  for (Algorithm a :
-       {Algorithm::kAuto, Algorithm::kRing, Algorithm::kTree, Algorithm::kHierarchical,
-        Algorithm::kDirect, Algorithm::kNvls, Algorithm::kNvlsTree}) {
-    if (AlgorithmName(a) == name) return a;
-  }
-  return InvalidArgument(
-      "unknown collective algorithm '{}' (auto, ring, tree, nvls, nvls_tree, hierarchical, direct)",
-      name);
-}
-
-std::string_view ProtocolName(Protocol p) {
-  switch (p) {
-    case Protocol::kAuto:
-      return "auto";
-    case Protocol::kLL:
-      return "ll";
-    case Protocol::kLL128:
-      return "ll128";
-    case Protocol::kSimple:
-      return "simple";
-  }
-  return "?";
-}
-
-StatusOr<Protocol> ParseProtocol(std::string_view name) {
-  for (Protocol p : {Protocol::kAuto, Protocol::kLL, Protocol::kLL128, Protocol::kSimple}) {
-    if (ProtocolName(p) == name) return p;
-  }
-  return InvalidArgument("unknown collective protocol '{}' (auto, ll, ll128, simple)", name);
-}
-
 double UncontendedSeconds(const Topology& topo, const CollectivePlan& plan) {
   double total = 0;
   for (const Stage& st : plan.stages) {
@@ -527,6 +475,72 @@ double UncontendedSeconds(const Topology& topo, const CollectivePlan& plan) {
 
 namespace {
 
+// The MoE exchange kernels on a tuned cluster. Low-latency: every pair's
+// bytes straight to its GPU (the direct stage). Hierarchical: pairs inside a
+// domain over NVLink; bytes to another domain cross once per sender and
+// domain, deduplicated by the call's node_ratio (never below the largest
+// single pair, never above their sum), on the sender's NIC and that of the
+// domain's member with the sender's local index, which forwards them over
+// NVLink to their GPUs. Each at its kernel's efficiencies, after its per-call
+// latency.
+CollectivePlan ExchangeAllToAll(const Topology& topo, const CollectiveCall& c, Algorithm a) {
+  const CommTuning& tuning = topo.tuning();
+  const ExchangeKernelCost& k = a == Algorithm::kLowLatency ? tuning.low_latency : tuning.normal;
+  std::vector<std::vector<PeerBytes>> storage;
+  const std::vector<std::span<const PeerBytes>> rows = SparseRows(c, &storage);
+  Stage st;
+  const bool across = ByDomain(topo, c.devices).size() > 1;
+  if (a == Algorithm::kLowLatency || !across || !topo.has_domains()) {
+    st = topo.torus() ? Direct(topo, Terms{}, c).stages.front() : SwitchedAllToAll(topo, c, rows);
+  } else {
+    const size_t n = c.devices.size();
+    const int64_t domain_size = topo.num_devices() > 0 ? topo.DomainSize() : 1;
+    // Per domain: its members by local index.
+    std::map<int64_t, std::map<int64_t, int64_t>> by_local;
+    for (int64_t d : c.devices) by_local[topo.DomainOf(d)][d % domain_size] = d;
+    std::map<int32_t, double> per_link;
+    for (size_t i = 0; i < n && i < rows.size(); ++i) {
+      const int64_t src = c.devices[i];
+      std::map<int64_t, std::pair<double, double>> remote;  // domain: (sum, largest pair)
+      for (const PeerBytes& e : rows[i]) {
+        const size_t j = static_cast<uint32_t>(e.position);
+        if (j >= n || e.bytes <= 0 || c.devices[j] == src) continue;
+        const int64_t dst = c.devices[j];
+        const double b = static_cast<double>(e.bytes);
+        if (topo.SameDomain(src, dst)) {
+          per_link[topo.ScaleUpUp(src)] += b;
+          per_link[topo.ScaleUpDown(dst)] += b;
+          continue;
+        }
+        const auto& members = by_local[topo.DomainOf(dst)];
+        auto it = members.find(src % domain_size);
+        const int64_t landing = it == members.end() ? members.begin()->second : it->second;
+        if (dst != landing) {  // forwarded over the destination domain's NVLink
+          per_link[topo.ScaleUpUp(landing)] += b;
+          per_link[topo.ScaleUpDown(dst)] += b;
+        }
+        auto& [sum, largest] = remote[topo.DomainOf(dst)];
+        sum += b;
+        largest = std::max(largest, b);
+      }
+      for (const auto& [domain, sums] : remote) {
+        const auto& members = by_local[domain];
+        auto it = members.find(src % domain_size);
+        const int64_t landing = it == members.end() ? members.begin()->second : it->second;
+        const double wire = std::clamp(sums.first * c.node_ratio, sums.second, sums.first);
+        per_link[topo.NicUp(src)] += wire;
+        per_link[topo.NicDown(landing)] += wire;
+      }
+    }
+    for (const auto& [link, bytes] : per_link) st.loads.push_back({link, bytes});
+  }
+  for (LinkLoad& l : st.loads) {
+    l.bytes /= topo.IsScaleOut(l.link) ? k.scale_out_efficiency : k.scale_up_efficiency;
+  }
+  st.latency = k.latency;
+  return {a, Protocol::kSimple, {std::move(st)}};
+}
+
 // The algorithms NCCL (or our model of it) has for the call on this topology.
 std::vector<Algorithm> Candidates(const Topology& topo, const CollectiveCall& c) {
   const CommTuning& tuning = topo.tuning();
@@ -538,8 +552,17 @@ std::vector<Algorithm> Candidates(const Topology& topo, const CollectiveCall& c)
   switch (c.collective) {
     case Collective::kSend:
     case Collective::kRecv:
-    case Collective::kAllToAll:
       return {Algorithm::kDirect};
+    case Collective::kAllToAll:
+      if (!tuning.modelled) return {Algorithm::kDirect};
+      switch (c.all_to_all) {
+        case AllToAllKind::kHierarchical:
+          return {Algorithm::kHierarchical};
+        case AllToAllKind::kLowLatency:
+          return {Algorithm::kLowLatency};
+        default:
+          return {Algorithm::kDirect};
+      }
     case Collective::kAllGather:
     case Collective::kReduceScatter:
       if (nvls && one_domain) return {Algorithm::kRing, Algorithm::kNvls};
@@ -587,6 +610,9 @@ void AddPipelineFill(const Topology& topo, double fill, CollectivePlan* p) {
 // link's load (NVLS applies its own); the base latency goes before the first stage.
 CollectivePlan Build(const Topology& topo, const CollectiveCall& c, Algorithm a, const Terms& t) {
   CollectivePlan p;
+  if (c.collective == Collective::kAllToAll && a != Algorithm::kDirect) {
+    return ExchangeAllToAll(topo, c, a);
+  }
   switch (a) {
     case Algorithm::kNvls:
       return Nvls(topo, c, a);
@@ -647,7 +673,8 @@ StatusOr<CollectivePlan> DecomposeByAlgorithm(const Topology& topo, const Collec
   double best_t = 0;
   for (Algorithm a : algorithms) {
     const bool simple_only = a == Algorithm::kNvls || a == Algorithm::kNvlsTree ||
-                             a == Algorithm::kHierarchical || a == Algorithm::kDirect;
+                             a == Algorithm::kHierarchical || a == Algorithm::kDirect ||
+                             a == Algorithm::kLowLatency;
     for (Protocol p : protocols) {
       if (simple_only && p != protocols.back() && protocols.size() > 1) continue;
       CollectivePlan plan = Build(topo, c, a, TermsOf(topo, simple_only ? Protocol::kSimple : p));

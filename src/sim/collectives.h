@@ -43,14 +43,14 @@
 
 namespace shardscope::sim {
 
-enum class Algorithm { kAuto, kRing, kTree, kHierarchical, kDirect, kNvls, kNvlsTree };
-std::string_view AlgorithmName(Algorithm a);  // "auto", "ring", …, "nvls_tree"
-StatusOr<Algorithm> ParseAlgorithm(std::string_view name);
-
-// kAuto or one of NCCL's protocols (cluster/comm_tuning.h).
-enum class Protocol { kAuto, kLL, kLL128, kSimple };
-std::string_view ProtocolName(Protocol p);  // "auto", "ll", "ll128", "simple"
-StatusOr<Protocol> ParseProtocol(std::string_view name);
+// The choices, defined with the cluster's tuning (cluster/comm_tuning.h).
+using ::shardscope::Algorithm;
+using ::shardscope::AlgorithmName;
+using ::shardscope::AllToAllKind;
+using ::shardscope::ParseAlgorithm;
+using ::shardscope::ParseProtocol;
+using ::shardscope::Protocol;
+using ::shardscope::ProtocolName;
 
 struct Stage {
   std::vector<LinkLoad> loads;  // bytes per link (a link may repeat; merged later)
@@ -70,6 +70,11 @@ struct CollectiveCall {
   int64_t root = 0;              // broadcast: position of the root in `devices`
   // All-to-all: per_peer[i][j] = bytes member i sends member j.
   std::vector<std::vector<int64_t>> per_peer;
+  // All-to-all: which kernels run it (a tuned cluster; AllToAllKind) and, for
+  // the hierarchical kind, the (token, node) pairs per (token, expert) pair:
+  // what deduplicating per node leaves of the bytes to a remote node.
+  AllToAllKind all_to_all = AllToAllKind::kNccl;
+  double node_ratio = 1;
   // All-to-all, instead of per_peer when non-empty: row i's non-zero entries
   // (by position), borrowed (the ops' own peer_sends), which must outlive the
   // Decompose call. A decode step's rows have a few non-zeros of n.

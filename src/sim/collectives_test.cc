@@ -508,5 +508,43 @@ TEST(TunedCollectivesTest, SmallMessagesChooseLowLatencyProtocolsLargeOnesSimple
   EXPECT_EQ(forced->protocol, Protocol::kLL128);
 }
 
+TEST(TunedCollectivesTest, HierarchicalAllToAllCrossesOncePerNodeThenForwards) {
+  const ClusterSpec c = TunedH100(2);
+  const Topology topo(c);
+  // Member 0 sends 1000 B to members 8 and 9, on the other node.
+  std::vector<std::vector<int64_t>> m(16, std::vector<int64_t>(16, 0));
+  m[0][8] = m[0][9] = 1000;
+  CollectiveCall call{Collective::kAllToAll, Devices(16), 2000, 0, m};
+  call.all_to_all = AllToAllKind::kHierarchical;
+  call.node_ratio = 0.5;  // half the (token, expert) pairs are distinct (token, node) pairs
+  auto plan = Decompose(topo, call);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->algorithm, Algorithm::kHierarchical);
+  const ExchangeKernelCost& k = c.collectives.normal;
+  std::map<int32_t, double> loads;
+  for (const LinkLoad& l : plan->stages.front().loads) loads[l.link] += l.bytes;
+  // 2000 B × 0.5 once over the NICs to the same-index GPU (8), which forwards 1000 B to 9.
+  EXPECT_DOUBLE_EQ(loads[topo.NicUp(0)], 1000 / k.scale_out_efficiency);
+  EXPECT_DOUBLE_EQ(loads[topo.NicDown(8)], 1000 / k.scale_out_efficiency);
+  EXPECT_DOUBLE_EQ(loads[topo.ScaleUpUp(8)], 1000 / k.scale_up_efficiency);
+  EXPECT_DOUBLE_EQ(loads[topo.ScaleUpDown(9)], 1000 / k.scale_up_efficiency);
+  EXPECT_EQ(loads.size(), 4u);
+  EXPECT_DOUBLE_EQ(plan->stages.front().latency, k.latency);
+  // Low-latency: both copies straight over the NICs, after its own per-call cost.
+  call.all_to_all = AllToAllKind::kLowLatency;
+  auto ll = Decompose(topo, call);
+  ASSERT_TRUE(ll.ok());
+  EXPECT_EQ(ll->algorithm, Algorithm::kLowLatency);
+  const ExchangeKernelCost& l = c.collectives.low_latency;
+  const double t = l.latency + 2000 / l.scale_out_efficiency / c.scale_out.nic_bandwidth_per_device;
+  EXPECT_LT(Rel(Simulate(topo, *ll), t), 1e-9);
+  // Untuned links know only NCCL's pairwise exchange.
+  const Topology ideal(H100(2));
+  call.all_to_all = AllToAllKind::kHierarchical;
+  auto direct = Decompose(ideal, call);
+  ASSERT_TRUE(direct.ok());
+  EXPECT_EQ(direct->algorithm, Algorithm::kDirect);
+}
+
 }  // namespace
 }  // namespace shardscope::sim

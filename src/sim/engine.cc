@@ -6,6 +6,7 @@
 #include <limits>
 #include <unordered_map>
 
+#include "sim/moe_exchange.h"
 #include "sim/network.h"
 
 namespace shardscope::sim {
@@ -298,6 +299,9 @@ class PhaseRun {
   Status Rendezvous(int64_t g, double now);
   Status StartInstance(int64_t id, double now);
   Status BeginStage(int64_t id, double now);
+  // The hierarchical all-to-all's (token, node) pairs per (token, expert) pair
+  // over the domains `devices` span, for the options' routing (uniform draw).
+  double NodeRatio(const std::vector<int64_t>& devices) const;
   Status StartTransfer(int64_t id, double now);
   Status StageDone(int64_t id, double now);
   // Op g ended at timing_[g].end (≥ now, the event loop's time). Finishes it
@@ -610,7 +614,10 @@ Status PhaseRun::Rendezvous(int64_t g, double now) {
                              OpName(OpAt(g)), op.group_id);
     }
     const Group& group = placement_.groups()[op.group_id];
-    const uint64_t key = static_cast<uint64_t>(op.group_id) << 32 | static_cast<uint64_t>(op.seq);
+    // The phase picks the kernels: a decode step's plan is not a prefill's.
+    const bool decode = program_.phase == Phase::kDecode;
+    const uint64_t key = static_cast<uint64_t>(op.group_id) << 32 | static_cast<uint64_t>(op.seq) |
+                         (decode ? uint64_t{1} << 63 : 0);
     bool inserted;
     std::tie(id, inserted) =
         collective_index_.TryEmplace(key, static_cast<int32_t>(instances_.size()));
@@ -671,7 +678,10 @@ Status PhaseRun::StartInstance(int64_t id, double now) {
   if (op.collective == Collective::kAllToAll) {
     // Planned again only when a member's row changed since the previous run
     // (or the call's bytes: those of the member that posted first).
-    const uint64_t key = static_cast<uint64_t>(op.group_id) << 32 | static_cast<uint64_t>(op.seq);
+    // The phase picks the kernels: a decode step's plan is not a prefill's.
+    const bool decode = program_.phase == Phase::kDecode;
+    const uint64_t key = static_cast<uint64_t>(op.group_id) << 32 | static_cast<uint64_t>(op.seq) |
+                         (decode ? uint64_t{1} << 63 : 0);
     bool changed = false;
     for (int32_t i = 0; i < inst.expected; ++i) {
       changed = changed || Comm(members_[inst.members + i]).changed;
@@ -682,7 +692,10 @@ Status PhaseRun::StartInstance(int64_t id, double now) {
       for (int32_t i = 0; i < inst.expected; ++i) {
         call.sparse_rows.push_back(Row(Comm(members_[inst.members + i])));
       }
-      ASSIGN_OR_RETURN(CollectivePlan plan, Decompose(topology_, call, options_.allreduce));
+      call.all_to_all = decode ? options_.decode_all_to_all : options_.prefill_all_to_all;
+      if (call.all_to_all == AllToAllKind::kHierarchical) call.node_ratio = NodeRatio(call.devices);
+      ASSIGN_OR_RETURN(CollectivePlan plan,
+                       Decompose(topology_, call, options_.allreduce, options_.protocol));
       it = s_.all_to_all_plans
                .insert_or_assign(key, Engine::Scratch::AllToAllPlan{op.bytes, std::move(plan)})
                .first;
@@ -696,13 +709,28 @@ Status PhaseRun::StartInstance(int64_t id, double now) {
                                      static_cast<int>(op.collective), op.bytes, root);
     auto it = cache_->find(key);
     if (it == cache_->end()) {
-      ASSIGN_OR_RETURN(CollectivePlan plan, Decompose(topology_, make_call(), options_.allreduce));
+      ASSIGN_OR_RETURN(CollectivePlan plan,
+                       Decompose(topology_, make_call(), options_.allreduce, options_.protocol));
       it = cache_->emplace(key, std::move(plan)).first;
     }
     inst.plan = &it->second;
   }
   inst.stage = 0;
   return BeginStage(id, now);
+}
+
+double PhaseRun::NodeRatio(const std::vector<int64_t>& devices) const {
+  const ExchangeRouting& r = options_.routing;
+  if (r.topk <= 0 || r.experts <= 0) return 1;
+  std::vector<int64_t> domains;
+  for (int64_t d : devices) domains.push_back(topology_.DomainOf(d));
+  std::sort(domains.begin(), domains.end());
+  const int64_t m = std::unique(domains.begin(), domains.end()) - domains.begin();
+  if (m < 2 || r.experts % m != 0) return 1;
+  // Groups default to one per node, as DeepEP's kernels assume (moe_exchange.h).
+  const int64_t groups = r.groups > 1 ? r.groups : m;
+  return ExpectedBinsReached(r.experts, m, r.topk, groups, r.group_limit) /
+         static_cast<double>(r.topk);
 }
 
 Status PhaseRun::BeginStage(int64_t id, double now) {

@@ -29,15 +29,31 @@
 
 namespace shardscope::sim {
 
+// The routing an expert-parallel all-to-all deduplicates against (the
+// hierarchical kind): routed experts, experts per token, expert groups and
+// groups per token (0: no group limit).
+struct ExchangeRouting {
+  int64_t experts = 0;
+  int64_t topk = 0;
+  int64_t groups = 0;
+  int64_t group_limit = 0;
+};
+
 struct EngineOptions {
-  // All-reduce algorithm; kAuto chooses per call (collectives.h). Other
-  // collectives have one algorithm (ring, or direct for all-to-all and p2p).
+  // Forced algorithm; kAuto chooses per call (collectives.h). It applies to the
+  // collectives that have it, as NCCL_ALGO does.
   Algorithm allreduce = Algorithm::kAuto;
   // Every op of a rank in program order, comm included (SimSetup::serial_comm:
   // CPU ranks, whose communication progresses only on their one thread).
   bool serial_comm = false;
   // Each rank's factor on its compute ops' time (sim/rank_spread.h); empty: 1.
   std::vector<double> rank_scale;
+  // Forced protocol (NCCL_PROTO); kAuto chooses per call.
+  Protocol protocol = Protocol::kAuto;
+  // Expert-parallel all-to-alls per phase (resolved: never kAuto).
+  AllToAllKind prefill_all_to_all = AllToAllKind::kNccl;
+  AllToAllKind decode_all_to_all = AllToAllKind::kNccl;
+  ExchangeRouting routing;
 };
 
 // When one op ran, in seconds from the start of the simulation.

@@ -2,6 +2,27 @@
 
 namespace shardscope::sim {
 
+EngineOptions CommunicationOptions(const Experiment& experiment) {
+  const CommunicationSpec& c = experiment.communication;
+  const ClusterSpec& cluster = experiment.cluster;
+  const bool kernels =
+      cluster.collectives.modelled && cluster.scale_up.kind == ScaleUpKind::kSwitched;
+  auto resolve = [&](AllToAllKind kind, AllToAllKind production) {
+    if (kind != AllToAllKind::kAuto) return kind;
+    return kernels ? production : AllToAllKind::kNccl;
+  };
+  EngineOptions o;
+  o.allreduce = c.algorithm;
+  o.protocol = c.protocol;
+  o.prefill_all_to_all = resolve(c.prefill_all_to_all, AllToAllKind::kHierarchical);
+  o.decode_all_to_all = resolve(c.decode_all_to_all, AllToAllKind::kLowLatency);
+  const MoeSpec& moe = experiment.model.moe;
+  o.routing = {moe.num_routed_experts, moe.experts_per_token,
+               moe.topk_group < moe.n_group ? moe.n_group : 0,
+               moe.topk_group < moe.n_group ? moe.topk_group : 0};
+  return o;
+}
+
 ClusterSpec NetworkCluster(const ClusterSpec& cluster, const Calibration& calibration) {
   ClusterSpec network_cluster = cluster;
   network_cluster.scale_up.bandwidth_per_device *= calibration.network_efficiency;
@@ -33,9 +54,9 @@ StatusOr<std::unique_ptr<const SimSetup>> MakeSimSetup(const Experiment& experim
   ComputeModel replay = compute.WithoutLaunch();
   Topology topology = NetworkTopology(experiment.cluster, calibration);
   const bool serial_comm = experiment.cluster.device.kind == DeviceKind::kCpu;
-  return std::unique_ptr<const SimSetup>(new SimSetup{std::move(calibration), std::move(compute),
-                                                      std::move(topology), std::move(replay),
-                                                      serial_comm});
+  return std::unique_ptr<const SimSetup>(
+      new SimSetup{std::move(calibration), std::move(compute), std::move(topology),
+                   std::move(replay), serial_comm, CommunicationOptions(experiment)});
 }
 
 }  // namespace shardscope::sim

@@ -30,15 +30,28 @@ struct SimSetup {
   // engine), so a comm op does not overlap the rank's compute — the rank's ops
   // run in program order (EngineOptions::serial_comm). Accelerators overlap.
   bool serial_comm = false;
+  // The experiment's communication choices, resolved (CommunicationSpec):
+  // forced algorithm and protocol, the all-to-all kind of each phase and the
+  // routing the hierarchical kind deduplicates against.
+  EngineOptions communication;
 
   // The options of an Engine over this setup for a placement of `ranks` ranks
   // (the experiment's world, or a serving replica's), with `allreduce`'s
-  // algorithm: its ranks' compute factors are RankTimeScales of the
-  // calibration's rank_speed_spread over them.
+  // algorithm (kAuto: the experiment's): its ranks' compute factors are
+  // RankTimeScales of the calibration's rank_speed_spread over them.
   EngineOptions EngineOptionsFor(Algorithm allreduce, int64_t ranks) const {
-    return {allreduce, serial_comm, RankTimeScales(calibration.terms.rank_speed_spread, ranks)};
+    EngineOptions o = communication;
+    if (allreduce != Algorithm::kAuto) o.allreduce = allreduce;
+    o.serial_comm = serial_comm;
+    o.rank_scale = RankTimeScales(calibration.terms.rank_speed_spread, ranks);
+    return o;
   }
 };
+
+// The experiment's CommunicationSpec as engine options; kAuto all-to-alls
+// become the MoE exchange kernels (hierarchical prefill, low-latency decode)
+// on a tuned NVSwitch cluster, NCCL's pairwise exchange elsewhere.
+EngineOptions CommunicationOptions(const Experiment& experiment);
 
 // The cluster with its links scaled by the calibration's network_efficiency.
 ClusterSpec NetworkCluster(const ClusterSpec& cluster, const Calibration& calibration);

@@ -65,6 +65,7 @@ class Topology {
   // The link is a NIC's (scale-out), not the scale-up domain's.
   bool IsScaleOut(int32_t link) const { return link >= 2 * devices_ && link < 4 * devices_; }
   int64_t num_devices() const { return devices_; }
+  int64_t DomainSize() const { return domain_size_; }
   // The calibration's measured line for `collective` over `group` devices
   // (OverheadTerms::collectives); nullptr: none measured.
   const MeasuredCollective* Measured(Collective collective, int64_t group) const {
