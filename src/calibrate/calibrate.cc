@@ -739,7 +739,7 @@ Status FitNcclTests(const CalibrateOptions& options, CalibrationResult* result) 
   std::map<std::pair<Collective, int32_t>, std::set<std::string>> files;
   for (const CalibrateOptions::NcclTestsInput& in : options.nccl_tests) {
     ASSIGN_OR_RETURN(std::vector<NcclTestsTable> tables, ReadNcclTestsLog(in.path, in.collective));
-    result->files.push_back(in.path);
+    result->logs.push_back(in.path);
     for (const NcclTestsTable& t : tables) {
       const std::pair<Collective, int32_t> key{t.collective, static_cast<int32_t>(t.ranks)};
       // nccl-tests' sendrecv is a ring of pairs: its line is each pair's.
@@ -805,7 +805,7 @@ Status FitDeepEpLogs(const CalibrateOptions& options, CalibrationResult* result)
   std::vector<DeepEpLog> logs;
   for (const std::string& path : options.deepep) {
     ASSIGN_OR_RETURN(std::vector<DeepEpLog> read, ReadDeepEpLog(path));
-    result->files.push_back(path);
+    result->logs.push_back(path);
     for (DeepEpLog& l : read) logs.push_back(std::move(l));
   }
   ASSIGN_OR_RETURN(result->exchange,
@@ -864,6 +864,7 @@ StatusOr<CalibrationResult> Calibrate(const std::vector<std::string>& paths,
 std::string CalibrationYaml(const CalibrationResult& r) {
   std::string out = "# Fitted by `shardscope calibrate` from";
   for (const std::string& f : r.files) out += " " + f;
+  for (const std::string& f : r.logs) out += " " + f;
   out +=
       "\n# Read by `shardscope run --calibration FILE`; entries not listed keep the "
       "device family's defaults.\n";
@@ -980,9 +981,11 @@ std::string CalibrationYaml(const CalibrationResult& r) {
 
 std::string CalibrationSummary(const CalibrationResult& r) {
   std::string out = fmt::format(
-      "calibrated from {} trace(s); device: {}; dtype {}; each op shape's time: the {} "
+      "calibrated from {} trace(s){}; device: {}; dtype {}; each op shape's time: the {} "
       "of its ops\n",
-      r.files.size(), r.device.empty() ? "unknown" : r.device, DTypeName(r.dtype),
+      r.files.size(),
+      r.logs.empty() ? "" : fmt::format(" and {} microbenchmark log(s)", r.logs.size()),
+      r.device.empty() ? "unknown" : r.device, DTypeName(r.dtype),
       r.shape_mean ? "mean" : "median");
   if (r.roofs.peak_flops > 0) {
     out += fmt::format("roofs: {:.4g} TFLOP/s, {:.4g} GB/s; launch overhead {}\n",
@@ -991,11 +994,13 @@ std::string CalibrationSummary(const CalibrationResult& r) {
                            ? fmt::format("{:.3g} µs (fitted)", r.calibration.launch_overhead * 1e6)
                            : "not fitted");
   }
-  out +=
-      "\n| class / kind | ops | shapes | flops_eff | memory_eff | half_rows | launch | rms error, "
-      "weighted as the fit "
-      "(defaults → fitted) | total time error | note "
-      "|\n|---|---|---|---|---|---|---|---|---|---|\n";
+  if (!r.classes.empty())
+    out +=
+        "\n| class / kind | ops | shapes | flops_eff | memory_eff | half_rows | launch | rms "
+        "error, "
+        "weighted as the fit "
+        "(defaults → fitted) | total time error | note "
+        "|\n|---|---|---|---|---|---|---|---|---|---|\n";
   for (const ClassFit& f : r.classes) {
     if (!f.fitted) {
       out += fmt::format("| {} | {} | - | {:.3g} | {:.3g} | {:.3g} | - | not fitted | - | {} |\n",
@@ -1033,8 +1038,9 @@ std::string CalibrationSummary(const CalibrationResult& r) {
           f.fit.algbw * 1e-9, f.busbw * 1e-9,
           f.link_bw > 0 ? fmt::format("{:.3g} GB/s", f.link_bw * 1e-9) : "-",
           100 * f.fit.rms_relative,
-          f.wait > 0 ? fmt::format("{:.3g} µs over {} calls", f.wait * 1e6, f.wait_calls)
-                     : fmt::format("- ({} calls of all members)", f.wait_calls),
+          f.wait > 0          ? fmt::format("{:.3g} µs over {} calls", f.wait * 1e6, f.wait_calls)
+          : !f.source.empty() ? std::string("-")
+                              : fmt::format("- ({} calls of all members)", f.wait_calls),
           f.fit.latency_known
               ? f.note
               : "one message size (or no positive latency): latency in algbw; " + f.note);
@@ -1076,16 +1082,17 @@ std::string CalibrationSummary(const CalibrationResult& r) {
   } else if (!r.node_bandwidth_why_not.empty()) {
     out += fmt::format("\nnode memory bandwidth not fitted: {}\n", r.node_bandwidth_why_not);
   }
-  out += r.cache.fitted
-             ? fmt::format(
-                   "\ncache bandwidth {:.3g} GB/s (fitted on {} ops of {} shapes of ranks whose "
-                   "working set fit the last-level cache; rms error {:.1f} % → {:.1f} %, total "
-                   "{} → {})\n",
-                   r.cache.bandwidth * 1e-9, r.cache.samples, r.cache.shapes,
-                   100 * r.cache.prior_residual.rms_relative, 100 * r.cache.residual.rms_relative,
-                   Percent(r.cache.prior_residual.total_relative),
-                   Percent(r.cache.residual.total_relative))
-             : fmt::format("\ncache bandwidth not fitted: {}\n", r.cache.why_not);
+  if (!r.files.empty())
+    out += r.cache.fitted
+               ? fmt::format(
+                     "\ncache bandwidth {:.3g} GB/s (fitted on {} ops of {} shapes of ranks whose "
+                     "working set fit the last-level cache; rms error {:.1f} % → {:.1f} %, total "
+                     "{} → {})\n",
+                     r.cache.bandwidth * 1e-9, r.cache.samples, r.cache.shapes,
+                     100 * r.cache.prior_residual.rms_relative, 100 * r.cache.residual.rms_relative,
+                     Percent(r.cache.prior_residual.total_relative),
+                     Percent(r.cache.residual.total_relative))
+               : fmt::format("\ncache bandwidth not fitted: {}\n", r.cache.why_not);
   if (!r.terms.empty()) {
     out += "\n| term | samples | value | note |\n|---|---|---|---|\n";
     for (const TermFit& t : r.terms) {

@@ -108,8 +108,9 @@ struct CacheFit {
 
 struct CalibrationResult {
   std::vector<std::string> files;
-  bool shape_mean = false;  // CalibrateOptions::shape_mean
-  std::string device;       // device name ("" unknown)
+  std::vector<std::string> logs;  // nccl-tests and DeepEP logs
+  bool shape_mean = false;        // CalibrateOptions::shape_mean
+  std::string device;             // device name ("" unknown)
   DType dtype = DType::kBf16;
   DeviceRoofs roofs;  // zero when unknown
   bool launch_fitted = false;
