@@ -616,7 +616,7 @@ StatusOr<CalibrationResult> CalibrateTraces(const std::vector<std::string>& path
       // step (TP's sampling all-gather at the step's end, whose members wait
       // out the whole step's drift): its wait does not carry over.
       if (f.fit.latency_known && f.fit.algbw > 0) {
-        result.calibration.terms.collectives[key] = {f.fit.latency, f.fit.algbw, f.wait};
+        result.calibration.terms.collectives[key] = {f.fit.latency, f.fit.algbw, f.wait, false};
       }
       // Only a clean line over several sizes says what the links deliver;
       // small-message calls dominated by latency or waits do not.
