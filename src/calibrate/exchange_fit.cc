@@ -130,7 +130,12 @@ Status FitLowLatency(const std::vector<const DeepEpLog*>& logs, const ClusterSpe
   fit->prior = cluster.collectives.low_latency;
   std::vector<MessageSample> remote, local;  // bytes: wire seconds at the full link
   for (const DeepEpLog* log : logs) {
-    const int64_t n = log->ranks > 0 ? log->ranks : default_ranks;
+    // A log holding one rank's lines (its stdout alone) does not tell the EP size.
+    const int64_t n = log->ranks >= 2 ? log->ranks : default_ranks;
+    if (n == 0) {
+      return InvalidArgument("{}: only rank {}'s lines: give the EP size with --deepep-ranks N",
+                             log->file, log->figures.front().rank);
+    }
     ASSIGN_OR_RETURN(const int64_t k, DomainOf(cluster, n, log->file));
     for (bool dispatch : {true, false}) {
       std::vector<double> t, g;

@@ -56,7 +56,8 @@ struct DeepEpFit {
 
 // `cluster`: the network as the simulator sees it (sim::NetworkCluster of the
 // calibration so far). `ranks`: the EP size of logs that do not print it
-// (the normal kernels' tests); 0: none given (an error for such a log).
+// (the normal kernels' tests, a low-latency log of one rank's lines); 0: none
+// given (an error for such a log).
 StatusOr<DeepEpFit> FitDeepEp(const std::vector<DeepEpLog>& logs, const ClusterSpec& cluster,
                               int64_t ranks);
 

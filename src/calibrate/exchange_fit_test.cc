@@ -127,6 +127,20 @@ TEST(ExchangeFitTest, LowLatencyRecoversLatencyAndEfficiencies) {
   for (const ExchangePoint& p : f.points) EXPECT_NEAR(p.model_seconds / p.seconds, 1, 0.005);
 }
 
+TEST(ExchangeFitTest, OneRanksLowLatencyLinesNeedTheEpSize) {
+  const ClusterSpec c = H800();
+  auto parsed = ParseDeepEpLog(LowLatencyLog(1, 150, 7e6, 300, 1.4e7), "rank0.log");
+  ASSERT_TRUE(parsed.ok());
+  auto unknown = FitDeepEp(*parsed, c, 0);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("rank0.log: only rank 0's lines"), std::string::npos)
+      << unknown.status().message();
+  auto given = FitDeepEp(*parsed, c, 16);
+  ASSERT_TRUE(given.ok()) << given.status().message();
+  EXPECT_EQ(given->low_latency.points[0].ranks, 16);
+  EXPECT_TRUE(given->low_latency.points[0].rdma);
+}
+
 TEST(ExchangeFitTest, MoreRanksThanTheClusterIsAnError) {
   ClusterSpec c = H800();
   c.num_nodes = 1;

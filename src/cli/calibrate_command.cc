@@ -69,7 +69,8 @@ void AddCalibrateCommand(CLI::App& app, int* exit_code) {
                   "DeepEP test output (test_intranode.py, test_internode.py, "
                   "test_low_latency.py); needs --hardware");
   cmd->add_option("--deepep-ranks", args->options.deepep_ranks,
-                  "EP size of the DeepEP normal-kernel logs (they do not print it)");
+                  "EP size of the DeepEP logs that do not print it (the normal-kernel tests; a "
+                  "low-latency log of one rank's lines)");
   cmd->add_option("-o,--output", args->output, "calibration file to write (YAML)")->required();
   cmd->add_flag("--force", args->force, "overwrite the output file if it exists");
   cmd->add_option("--hardware", args->options.hardware,
