@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <numeric>
 
 #include "cluster/cluster_yaml.h"
@@ -67,6 +69,45 @@ TEST(SimSetupTest, AnNcclTestsLineIsTheCollectivesTimeBothWays) {
   fast.exact = true;
   EXPECT_NEAR(AllReduceSeconds(cluster, {{{Collective::kAllReduce, 16}, fast}}, bytes), model,
               model * 1e-9);
+}
+
+// A calibration file with `text`, loaded over the H800's defaults.
+StatusOr<Calibration> Load(const std::string& name, const std::string& text) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("sim_setup_test_" + name + ".yaml")).string();
+  std::ofstream(path) << text;
+  auto c = LoadCalibration(path, DefaultCalibration(Zoo("h800").device));
+  std::filesystem::remove(path);
+  return c;
+}
+
+TEST(SimSetupTest, CalibrationFileReadsExchangeAndSource) {
+  auto ok = Load("ok", R"(exchange:
+  normal: {scale_out_efficiency: 0.85}
+  low_latency: {latency_us: 41, scale_up_efficiency: 0.75}
+collectives:
+  - {collective: all_gather, group_size: 8, latency_us: 20, algbw_gb_s: 150, source: nccl-tests}
+  - {collective: all_reduce, group_size: 8, latency_us: 20, algbw_gb_s: 150}
+)");
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ(*ok->exchange_normal.scale_out_efficiency, 0.85);
+  EXPECT_FALSE(ok->exchange_normal.latency.has_value());
+  EXPECT_NEAR(*ok->exchange_low_latency.latency, 41e-6, 1e-12);
+  EXPECT_TRUE(ok->terms.collectives.at({Collective::kAllGather, 8}).exact);
+  EXPECT_FALSE(ok->terms.collectives.at({Collective::kAllReduce, 8}).exact);
+  auto eff = Load("eff", "exchange:\n  normal: {scale_up_efficiency: 1.5}\n");
+  ASSERT_FALSE(eff.ok());
+  EXPECT_NE(eff.status().message().find("scale_up_efficiency"), std::string::npos)
+      << eff.status().message();
+  auto kernel = Load("kernel", "exchange:\n  fast: {latency_us: 1}\n");
+  ASSERT_FALSE(kernel.ok());
+  EXPECT_NE(kernel.status().message().find("fast"), std::string::npos);
+  auto source = Load("source", R"(collectives:
+  - {collective: all_reduce, group_size: 8, latency_us: 20, algbw_gb_s: 150, source: guess}
+)");
+  ASSERT_FALSE(source.ok());
+  EXPECT_NE(source.status().message().find("expected traces or nccl-tests"), std::string::npos)
+      << source.status().message();
 }
 
 }  // namespace
