@@ -1,5 +1,7 @@
 #include "calibrate/calibrate.h"
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -12,8 +14,11 @@
 #include <tuple>
 
 #include "analysis/run_data.h"
+#include "calibrate/deepep_log.h"
+#include "calibrate/nccl_tests_log.h"
 #include "cluster/cluster_yaml.h"
 #include "sim/rank_spread.h"
+#include "sim/sim_setup.h"
 
 namespace shardscope::calibrate {
 namespace {
@@ -312,25 +317,30 @@ double LinkBandwidth(const ClusterSpec& c) {
 
 std::string Percent(double x) { return fmt::format("{:+.1f} %", 100 * x); }
 
-}  // namespace
+StatusOr<std::optional<ClusterSpec>> HardwareCluster(const CalibrateOptions& options) {
+  if (options.hardware.empty()) return std::optional<ClusterSpec>();
+  const std::string dir =
+      options.hardware_dir.empty() ? DefaultHardwareDir() : options.hardware_dir;
+  StatusOr<ClusterSpec> hw = std::filesystem::exists(options.hardware)
+                                 ? LoadClusterFile(options.hardware)
+                                 : LoadZooCluster(options.hardware, dir);
+  if (!hw.ok()) return hw.status().WithPrefix("--hardware");
+  return std::optional<ClusterSpec>(*hw);
+}
 
-StatusOr<CalibrationResult> Calibrate(const std::vector<std::string>& paths,
-                                      const CalibrateOptions& options) {
+// The fits from traces. `others`: microbenchmark logs follow, so fitting
+// nothing here is no error.
+StatusOr<CalibrationResult> CalibrateTraces(const std::vector<std::string>& paths,
+                                            const CalibrateOptions& options, bool others) {
   ASSIGN_OR_RETURN(TraceSamples samples, CollectSamples(paths));
   CalibrationResult result;
   result.files = samples.files;
   result.shape_mean = options.shape_mean;
   result.unused = samples.unused;
   std::optional<ClusterSpec> cluster = samples.cluster;
-  if (!options.hardware.empty()) {
-    const std::string dir =
-        options.hardware_dir.empty() ? DefaultHardwareDir() : options.hardware_dir;
-    StatusOr<ClusterSpec> hw = std::filesystem::exists(options.hardware)
-                                   ? LoadClusterFile(options.hardware)
-                                   : LoadZooCluster(options.hardware, dir);
-    if (!hw.ok()) return hw.status().WithPrefix("--hardware");
-    cluster = *hw;
-  }
+  ASSIGN_OR_RETURN(std::optional<ClusterSpec> hardware, HardwareCluster(options));
+  if (hardware) cluster = hardware;
+  result.cluster = cluster;
   if (samples.dtype) result.dtype = *samples.dtype;
   std::string no_roofs;
   if (!cluster) {
@@ -606,7 +616,7 @@ StatusOr<CalibrationResult> Calibrate(const std::vector<std::string>& paths,
       // step (TP's sampling all-gather at the step's end, whose members wait
       // out the whole step's drift): its wait does not carry over.
       if (f.fit.latency_known && f.fit.algbw > 0) {
-        result.calibration.terms.collectives[key] = {f.fit.latency, f.fit.algbw, f.wait};
+        result.calibration.terms.collectives[key] = {f.fit.latency, f.fit.algbw, f.wait, false};
       }
       // Only a clean line over several sizes says what the links deliver;
       // small-message calls dominated by latency or waits do not.
@@ -709,7 +719,7 @@ StatusOr<CalibrationResult> Calibrate(const std::vector<std::string>& paths,
 
   const bool any_comm = std::any_of(result.collectives.begin(), result.collectives.end(),
                                     [](const CollectiveFit& f) { return f.why_not.empty(); });
-  if (!result.launch_fitted && !any_comm && !result.cache.fitted) {
+  if (!others && !result.launch_fitted && !any_comm && !result.cache.fitted) {
     std::string why = "nothing to fit in " + std::to_string(paths.size()) + " trace(s):";
     for (const ClassFit& f : result.classes) why += "\n  " + f.name + ": " + f.why_not;
     if (result.collectives.empty()) why += "\n  communication: no comm call with a message size";
@@ -722,9 +732,139 @@ StatusOr<CalibrationResult> Calibrate(const std::vector<std::string>& paths,
   return result;
 }
 
+// nccl-tests tables: per (collective, ranks) the robust line over their rows'
+// sizes (each size's median time over the tables), the collective's time.
+Status FitNcclTests(const CalibrateOptions& options, CalibrationResult* result) {
+  std::map<std::pair<Collective, int32_t>, std::map<double, std::vector<double>>> rows;
+  std::map<std::pair<Collective, int32_t>, std::set<std::string>> files;
+  for (const CalibrateOptions::NcclTestsInput& in : options.nccl_tests) {
+    ASSIGN_OR_RETURN(std::vector<NcclTestsTable> tables, ReadNcclTestsLog(in.path, in.collective));
+    result->logs.push_back(in.path);
+    for (const NcclTestsTable& t : tables) {
+      const std::pair<Collective, int32_t> key{t.collective, static_cast<int32_t>(t.ranks)};
+      // nccl-tests' sendrecv is a ring of pairs: its line is each pair's.
+      const std::pair<Collective, int32_t> at =
+          t.collective == Collective::kSend ? std::pair{Collective::kSend, 2} : key;
+      files[at].insert(fmt::format("{} (table at line {}, {} ranks from {}, {} from {})", t.file,
+                                   t.line, t.ranks, t.ranks_from, NcclTestsName(t.collective),
+                                   t.collective_from));
+      for (const NcclTestsRow& r : t.rows) {
+        const double s = r.Timing().seconds;
+        if (r.bytes > 0 && s > 0) rows[at][static_cast<double>(r.bytes)].push_back(s);
+      }
+    }
+  }
+  for (const auto& [key, by_size] : rows) {
+    CollectiveFit f;
+    f.collective = key.first;
+    f.group_size = key.second;
+    f.source = "nccl-tests";
+    std::vector<MessageSample> ms;
+    for (const auto& [bytes, times] : by_size) {
+      ms.push_back({bytes, Median(times), 1});
+      f.samples += static_cast<int64_t>(times.size());
+    }
+    f.sizes = static_cast<int64_t>(ms.size());
+    if (result->cluster) f.link_bw = LinkBandwidth(*result->cluster);
+    std::string from;
+    for (const std::string& file : files[key]) from += (from.empty() ? "" : "; ") + file;
+    if (f.sizes < 2) {
+      f.why_not = "one message size: no line (run a sweep, -b … -e …)";
+    } else {
+      f.fit = FitLinkRobust(ms);
+      f.busbw = analysis::BusFactor(f.collective, f.group_size) * f.fit.algbw;
+      if (!f.fit.latency_known) {
+        f.why_not = "no line with a latency ≥ 0 through the rows";
+      } else {
+        // The microbenchmark's line wins over one fitted from traces.
+        for (CollectiveFit& other : result->collectives) {
+          if (other.collective == f.collective && other.group_size == f.group_size &&
+              other.why_not.empty()) {
+            other.note = "replaced by the nccl-tests line; " + other.note;
+          }
+        }
+        sim::MeasuredCollective m;
+        m.latency = f.fit.latency;
+        m.algbw = f.fit.algbw;
+        m.exact = true;
+        result->calibration.terms.collectives[key] = m;
+      }
+    }
+    f.note = "from " + from;
+    result->collectives.push_back(f);
+  }
+  return Status::Ok();
+}
+
+Status FitDeepEpLogs(const CalibrateOptions& options, CalibrationResult* result) {
+  if (options.deepep.empty()) return Status::Ok();
+  if (!result->cluster) {
+    return InvalidArgument(
+        "--deepep needs the cluster the kernels ran on (its links' bandwidths): pass --hardware");
+  }
+  std::vector<DeepEpLog> logs;
+  for (const std::string& path : options.deepep) {
+    ASSIGN_OR_RETURN(std::vector<DeepEpLog> read, ReadDeepEpLog(path));
+    result->logs.push_back(path);
+    for (DeepEpLog& l : read) logs.push_back(std::move(l));
+  }
+  ASSIGN_OR_RETURN(result->exchange,
+                   FitDeepEp(logs, sim::NetworkCluster(*result->cluster, result->calibration),
+                             options.deepep_ranks));
+  if (result->exchange.normal.fitted) {
+    result->calibration.exchange_normal = result->exchange.normal.result;
+  }
+  if (result->exchange.low_latency.fitted) {
+    result->calibration.exchange_low_latency = result->exchange.low_latency.result;
+  }
+  result->exchange_fitted = result->exchange.normal.fitted || result->exchange.low_latency.fitted;
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<CalibrationResult> Calibrate(const std::vector<std::string>& paths,
+                                      const CalibrateOptions& options) {
+  const bool logs = !options.nccl_tests.empty() || !options.deepep.empty();
+  if (paths.empty() && !logs) {
+    return InvalidArgument("nothing to calibrate from: give traces, --nccl-tests or --deepep logs");
+  }
+  CalibrationResult result;
+  if (!paths.empty()) {
+    ASSIGN_OR_RETURN(result, CalibrateTraces(paths, options, logs));
+  } else {
+    ASSIGN_OR_RETURN(result.cluster, HardwareCluster(options));
+    result.calibration =
+        sim::DefaultCalibration(result.cluster ? result.cluster->device : DeviceSpec{});
+    result.calibration.source = "shardscope calibrate";
+    if (result.cluster) result.device = result.cluster->device.name;
+  }
+  RETURN_IF_ERROR(FitNcclTests(options, &result));
+  RETURN_IF_ERROR(FitDeepEpLogs(options, &result));
+  if (paths.empty()) {
+    const bool any = result.exchange_fitted ||
+                     std::any_of(result.collectives.begin(), result.collectives.end(),
+                                 [](const CollectiveFit& f) { return f.why_not.empty(); });
+    if (!any) {
+      std::string why = "nothing to fit in the logs:";
+      for (const CollectiveFit& f : result.collectives) {
+        why += fmt::format("\n  {} over {}: {}", CollectiveName(f.collective), f.group_size,
+                           f.why_not);
+      }
+      for (const auto& [name, e] : {std::pair{"normal", &result.exchange.normal},
+                                    std::pair{"low_latency", &result.exchange.low_latency}}) {
+        if (!e->fitted) why += fmt::format("\n  {} kernels: {}", name, e->why_not);
+      }
+      return Status(StatusCode::kFailedPrecondition, why);
+    }
+  }
+  return result;
+}
+
 std::string CalibrationYaml(const CalibrationResult& r) {
   std::string out = "# Fitted by `shardscope calibrate` from";
   for (const std::string& f : r.files) out += " " + f;
+  for (const std::string& f : r.logs) out += " " + f;
   out +=
       "\n# Read by `shardscope run --calibration FILE`; entries not listed keep the "
       "device family's defaults.\n";
@@ -787,13 +927,24 @@ std::string CalibrationYaml(const CalibrationResult& r) {
   for (const CollectiveFit& f : r.collectives) comm |= f.why_not.empty();
   if (comm) {
     out +=
-        "# Measured per collective and group size. The simulator takes latency_us and\n"
-        "# algbw_gb_s where slower than its algorithm's latency and bandwidth (null: one\n"
-        "# message size, no line: the entry is not used), plus wait_us, the members'\n"
-        "# median wait for the latest; the other fields are the fit's report.\n"
+        "# Measured per collective and group size. From traces the simulator takes\n"
+        "# latency_us and algbw_gb_s where slower than its algorithm's latency and\n"
+        "# bandwidth (null: one message size, no line: the entry is not used), plus\n"
+        "# wait_us, the members' median wait for the latest. A `source: nccl-tests` line\n"
+        "# is the collective's time (latency_us + size / algbw_gb_s), faster or slower\n"
+        "# than the model's. The other fields are the fit's report.\n"
         "collectives:\n";
     for (const CollectiveFit& f : r.collectives) {
       if (!f.why_not.empty()) continue;
+      if (f.source == "nccl-tests") {
+        out += fmt::format(
+            "  - {{collective: {}, group_size: {}, latency_us: {:.4g}, algbw_gb_s: {:.4g}, "
+            "source: nccl-tests, busbw_gb_s: {:.4g}, rows: {}, sizes: {}, rms_error: {:.3g}}}"
+            "  # {}\n",
+            sim::MeasuredCollectiveName(f.collective), f.group_size, f.fit.latency * 1e6,
+            f.fit.algbw * 1e-9, f.busbw * 1e-9, f.samples, f.sizes, f.fit.rms_relative, f.note);
+        continue;
+      }
       out += fmt::format(
           "  - {{collective: {}, group_size: {}, latency_us: {}, algbw_gb_s: {:.4g}, "
           "wait_us: {:.4g}, busbw_gb_s: {:.4g}, calls: {}, sizes: {}, rms_error: {:.3g}}}\n",
@@ -802,14 +953,39 @@ std::string CalibrationYaml(const CalibrationResult& r) {
           f.fit.algbw * 1e-9, f.wait * 1e6, f.busbw * 1e-9, f.samples, f.sizes, f.fit.rms_relative);
     }
   }
+  if (r.exchange_fitted) {
+    out +=
+        "# The MoE exchange kernels (DeepEP-like dispatch/combine), fitted from DeepEP's test\n"
+        "# logs; each field replaces the hardware file's collectives.all_to_all term.\n"
+        "exchange:\n";
+    for (const auto& [name, e] : {std::pair{"normal", &r.exchange.normal},
+                                  std::pair{"low_latency", &r.exchange.low_latency}}) {
+      if (!e->fitted) continue;
+      std::vector<std::string> fields;
+      if (e->result.latency)
+        fields.push_back(fmt::format("latency_us: {:.4g}", *e->result.latency * 1e6));
+      if (e->result.scale_up_efficiency) {
+        fields.push_back(
+            fmt::format("scale_up_efficiency: {:.4g}", *e->result.scale_up_efficiency));
+      }
+      if (e->result.scale_out_efficiency) {
+        fields.push_back(
+            fmt::format("scale_out_efficiency: {:.4g}", *e->result.scale_out_efficiency));
+      }
+      out += fmt::format("  {}: {{{}}}  # {} figures\n", name, fmt::join(fields, ", "),
+                         e->points.size());
+    }
+  }
   return out;
 }
 
 std::string CalibrationSummary(const CalibrationResult& r) {
   std::string out = fmt::format(
-      "calibrated from {} trace(s); device: {}; dtype {}; each op shape's time: the {} "
+      "calibrated from {} trace(s){}; device: {}; dtype {}; each op shape's time: the {} "
       "of its ops\n",
-      r.files.size(), r.device.empty() ? "unknown" : r.device, DTypeName(r.dtype),
+      r.files.size(),
+      r.logs.empty() ? "" : fmt::format(" and {} microbenchmark log(s)", r.logs.size()),
+      r.device.empty() ? "unknown" : r.device, DTypeName(r.dtype),
       r.shape_mean ? "mean" : "median");
   if (r.roofs.peak_flops > 0) {
     out += fmt::format("roofs: {:.4g} TFLOP/s, {:.4g} GB/s; launch overhead {}\n",
@@ -818,11 +994,13 @@ std::string CalibrationSummary(const CalibrationResult& r) {
                            ? fmt::format("{:.3g} µs (fitted)", r.calibration.launch_overhead * 1e6)
                            : "not fitted");
   }
-  out +=
-      "\n| class / kind | ops | shapes | flops_eff | memory_eff | half_rows | launch | rms error, "
-      "weighted as the fit "
-      "(defaults → fitted) | total time error | note "
-      "|\n|---|---|---|---|---|---|---|---|---|---|\n";
+  if (!r.classes.empty())
+    out +=
+        "\n| class / kind | ops | shapes | flops_eff | memory_eff | half_rows | launch | rms "
+        "error, "
+        "weighted as the fit "
+        "(defaults → fitted) | total time error | note "
+        "|\n|---|---|---|---|---|---|---|---|---|---|\n";
   for (const ClassFit& f : r.classes) {
     if (!f.fitted) {
       out += fmt::format("| {} | {} | - | {:.3g} | {:.3g} | {:.3g} | - | not fitted | - | {} |\n",
@@ -844,9 +1022,10 @@ std::string CalibrationSummary(const CalibrationResult& r) {
         "wait | note |\n"
         "|---|---|---|---|---|---|---|---|---|---|---|\n";
     for (const CollectiveFit& f : r.collectives) {
-      const std::string name = f.collective == Collective::kSend
-                                   ? "send/recv"
-                                   : std::string(CollectiveName(f.collective));
+      const std::string name =
+          (f.collective == Collective::kSend ? std::string("send/recv")
+                                             : std::string(CollectiveName(f.collective))) +
+          (f.source.empty() ? "" : " (" + f.source + ")");
       if (!f.why_not.empty()) {
         out += fmt::format("| {} | {} | {} | {} | - | - | - | - | - | - | {} |\n", name,
                            f.group_size, f.samples, f.sizes, f.why_not);
@@ -859,8 +1038,9 @@ std::string CalibrationSummary(const CalibrationResult& r) {
           f.fit.algbw * 1e-9, f.busbw * 1e-9,
           f.link_bw > 0 ? fmt::format("{:.3g} GB/s", f.link_bw * 1e-9) : "-",
           100 * f.fit.rms_relative,
-          f.wait > 0 ? fmt::format("{:.3g} µs over {} calls", f.wait * 1e6, f.wait_calls)
-                     : fmt::format("- ({} calls of all members)", f.wait_calls),
+          f.wait > 0          ? fmt::format("{:.3g} µs over {} calls", f.wait * 1e6, f.wait_calls)
+          : !f.source.empty() ? std::string("-")
+                              : fmt::format("- ({} calls of all members)", f.wait_calls),
           f.fit.latency_known
               ? f.note
               : "one message size (or no positive latency): latency in algbw; " + f.note);
@@ -868,6 +1048,31 @@ std::string CalibrationSummary(const CalibrationResult& r) {
   }
   if (r.network_fitted) {
     out += fmt::format("\nnetwork_efficiency {:.3g}\n", r.calibration.network_efficiency);
+  }
+  for (const auto& [name, e] : {std::pair{"normal", &r.exchange.normal},
+                                std::pair{"low_latency", &r.exchange.low_latency}}) {
+    if (e->points.empty()) continue;
+    auto term = [](const std::optional<double>& v, double prior, double unit) {
+      return v ? fmt::format("{:.4g} (was {:.4g})", *v * unit, prior * unit)
+               : fmt::format("{:.4g} (kept)", prior * unit);
+    };
+    out += fmt::format(
+        "\nMoE exchange, {} kernels (DeepEP): latency {} us, scale_up_efficiency {}, "
+        "scale_out_efficiency {}\n{}\n",
+        name, term(e->result.latency, e->prior.latency, 1e6),
+        term(e->result.scale_up_efficiency, e->prior.scale_up_efficiency, 1),
+        term(e->result.scale_out_efficiency, e->prior.scale_out_efficiency, 1),
+        e->fitted ? e->note : "not fitted: " + e->why_not);
+    out +=
+        "| log | op | EP | link | DeepEP GB/s | measured | model | error |\n"
+        "|---|---|---|---|---|---|---|---|\n";
+    for (const ExchangePoint& p : e->points) {
+      out += fmt::format("| {}:{} | {} | {} | {} | {:.4g} | {:.4g} µs{} | {:.4g} µs | {} |\n",
+                         p.file, p.line, p.dispatch ? "dispatch" : "combine", p.ranks,
+                         p.rdma ? "RDMA" : "NVLink", p.bandwidth * 1e-9, p.seconds * 1e6,
+                         p.time_estimated ? " (from GB/s)" : "", p.model_seconds * 1e6,
+                         Percent(p.model_seconds / p.seconds - 1));
+    }
   }
   if (r.node_bandwidth_fitted) {
     out += fmt::format(
@@ -877,16 +1082,17 @@ std::string CalibrationSummary(const CalibrationResult& r) {
   } else if (!r.node_bandwidth_why_not.empty()) {
     out += fmt::format("\nnode memory bandwidth not fitted: {}\n", r.node_bandwidth_why_not);
   }
-  out += r.cache.fitted
-             ? fmt::format(
-                   "\ncache bandwidth {:.3g} GB/s (fitted on {} ops of {} shapes of ranks whose "
-                   "working set fit the last-level cache; rms error {:.1f} % → {:.1f} %, total "
-                   "{} → {})\n",
-                   r.cache.bandwidth * 1e-9, r.cache.samples, r.cache.shapes,
-                   100 * r.cache.prior_residual.rms_relative, 100 * r.cache.residual.rms_relative,
-                   Percent(r.cache.prior_residual.total_relative),
-                   Percent(r.cache.residual.total_relative))
-             : fmt::format("\ncache bandwidth not fitted: {}\n", r.cache.why_not);
+  if (!r.files.empty())
+    out += r.cache.fitted
+               ? fmt::format(
+                     "\ncache bandwidth {:.3g} GB/s (fitted on {} ops of {} shapes of ranks whose "
+                     "working set fit the last-level cache; rms error {:.1f} % → {:.1f} %, total "
+                     "{} → {})\n",
+                     r.cache.bandwidth * 1e-9, r.cache.samples, r.cache.shapes,
+                     100 * r.cache.prior_residual.rms_relative, 100 * r.cache.residual.rms_relative,
+                     Percent(r.cache.prior_residual.total_relative),
+                     Percent(r.cache.residual.total_relative))
+               : fmt::format("\ncache bandwidth not fitted: {}\n", r.cache.why_not);
   if (!r.terms.empty()) {
     out += "\n| term | samples | value | note |\n|---|---|---|---|\n";
     for (const TermFit& t : r.terms) {

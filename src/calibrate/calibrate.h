@@ -15,6 +15,7 @@
 
 #include "calibrate/comm_fit.h"
 #include "calibrate/compute_fit.h"
+#include "calibrate/exchange_fit.h"
 #include "calibrate/trace_samples.h"
 #include "core/status.h"
 #include "sim/calibration.h"
@@ -31,6 +32,17 @@ struct CalibrateOptions {
   // descheduled op: the typical op), or their mean (the expected op, to
   // compare with the mean of repeated runs on a host whose speed moves).
   bool shape_mean = false;
+  // Microbenchmark logs (docs/calibration.md, "From nccl-tests and DeepEP"):
+  // nccl-tests output, each with the collective the user named for a log that
+  // cannot tell it (nullopt: none named), and DeepEP's test logs with the EP
+  // size of those that do not print it (0: none given).
+  struct NcclTestsInput {
+    std::string path;
+    std::optional<Collective> collective;
+  };
+  std::vector<NcclTestsInput> nccl_tests;
+  std::vector<std::string> deepep;
+  int64_t deepep_ranks = 0;
 };
 
 // One op class (or an op kind's override) after fitting.
@@ -61,6 +73,9 @@ struct CollectiveFit {
   int64_t wait_calls = 0;  // calls whose members all appear in the traces
   std::string why_not;     // when not fitted
   std::string note;        // e.g. why it does not set network_efficiency
+  // "nccl-tests": a microbenchmark's table (its rows are `samples`), whose line
+  // is the collective's time (sim::MeasuredCollective::exact); "": traces.
+  std::string source;
 };
 
 // An overhead term (sim::OverheadTerms) as far as the traces show it.
@@ -89,8 +104,9 @@ struct CacheFit {
 
 struct CalibrationResult {
   std::vector<std::string> files;
-  bool shape_mean = false;  // CalibrateOptions::shape_mean
-  std::string device;       // device name ("" unknown)
+  std::vector<std::string> logs;  // nccl-tests and DeepEP logs
+  bool shape_mean = false;        // CalibrateOptions::shape_mean
+  std::string device;             // device name ("" unknown)
   DType dtype = DType::kBf16;
   DeviceRoofs roofs;  // zero when unknown
   bool launch_fitted = false;
@@ -106,11 +122,17 @@ struct CalibrationResult {
   // graphs, FP8 quantisation, cold start) are not visible in one trace: always
   // listed as not fitted, saying why.
   std::vector<TermFit> terms;
+  // The cluster the fits used (--hardware, else the traces' metadata).
+  std::optional<ClusterSpec> cluster;
+  // The MoE exchange kernels from DeepEP's logs (calibration.exchange_*).
+  bool exchange_fitted = false;
+  DeepEpFit exchange;
 };
 
-// Reads the traces and fits. Errors: CollectSamples's, an unknown --hardware,
-// and FailedPrecondition when nothing at all could be fitted (the message
-// says per class why).
+// Reads the traces (none: only the microbenchmark logs of `options`) and the
+// logs, and fits. Errors: CollectSamples's, the logs' readers', an unknown
+// --hardware, DeepEP logs without a cluster, and FailedPrecondition when
+// nothing at all could be fitted (the message says per class why).
 StatusOr<CalibrationResult> Calibrate(const std::vector<std::string>& paths,
                                       const CalibrateOptions& options);
 

@@ -808,3 +808,130 @@ TEST_F(CalibrateTest, KinetoTracesGiveAFileOrSayWhyNotPerClass) {
 
 }  // namespace
 }  // namespace shardscope::calibrate
+
+namespace shardscope::calibrate {
+namespace {
+
+// An all_reduce_perf log of `ranks` ranks whose times follow t = latency +
+// size / algbw, 8 B … 1 GiB (×2), the first row a warm-up at 3× its time.
+std::string WriteNcclTestsLog(const std::string& path, int ranks, double latency_us,
+                              double algbw_gb_s) {
+  std::ofstream f(path);
+  f << "# nccl-tests version 2.13.11 nccl-headers=22602 nccl-library=22602\n"
+    << "# Collective test starting: all_reduce_perf\n"
+    << "# nThread 1 nGpus 1 minBytes 8 maxBytes 1073741824 step: 2(factor) warmup iters: 5 "
+       "iters: 20 agg iters: 1 validation: 1 graph: 0\n#\n# Using devices\n";
+  for (int r = 0; r < ranks; ++r) {
+    f << fmt::format(
+        "#  Rank {:2} Group  0 Pid {:6} on {:>10} device {:2} [0000:{:02x}:00] "
+        "NVIDIA H100 80GB HBM3\n",
+        r, 4000 + r, fmt::format("node{}", r / 8), r % 8, 0x18 + r % 8);
+  }
+  f << "#\n#                                                              out-of-place"
+       "                       in-place\n"
+    << "#       size         count      type   redop    root     time   algbw   busbw #wrong"
+       "     time   algbw   busbw #wrong\n"
+    << "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)       "
+       "     (us)  (GB/s)  (GB/s)\n";
+  const double factor = 2.0 * (ranks - 1) / ranks;
+  for (int64_t size = 8; size <= (int64_t{1} << 30); size *= 2) {
+    double t = latency_us + static_cast<double>(size) / (algbw_gb_s * 1e3);
+    if (size == 8) t *= 3;
+    const double alg = static_cast<double>(size) / (t * 1e3);
+    const std::string timing =
+        fmt::format("  {:7.2f}  {:6.2f}  {:6.2f}  {:6}", t, alg, alg * factor, 0);
+    f << fmt::format("{:>12}  {:>12}  {:>8}  {:>6}  {:>6}", size, size / 4, "float", "sum", -1)
+      << timing << timing << "\n";
+  }
+  f << "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 99.1 \n#\n"
+    << "# Collective test concluded: all_reduce_perf\n";
+  return path;
+}
+
+TEST_F(CalibrateTest, FitsAnNcclTestsLogIntoTheCollectivesTime) {
+  CalibrateOptions o;
+  o.nccl_tests.push_back({WriteNcclTestsLog(Path("ar.log"), 16, 25, 240), std::nullopt});
+  auto r = Calibrate({}, o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->collectives.size(), 1u);
+  const CollectiveFit& f = r->collectives[0];
+  EXPECT_EQ(f.source, "nccl-tests");
+  EXPECT_EQ(f.collective, Collective::kAllReduce);
+  EXPECT_EQ(f.group_size, 16);
+  EXPECT_EQ(f.sizes, 28);
+  // The robust line sets the warm-up row aside.
+  EXPECT_NEAR(f.fit.latency, 25e-6, 0.25e-6);
+  EXPECT_NEAR(f.fit.algbw, 240e9, 2.4e9);
+  const sim::MeasuredCollective& m =
+      r->calibration.terms.collectives.at({Collective::kAllReduce, 16});
+  EXPECT_TRUE(m.exact);
+  // The file says where the line came from, and loads as an exact line.
+  const std::string yaml = CalibrationYaml(*r);
+  EXPECT_NE(yaml.find("source: nccl-tests"), std::string::npos) << yaml;
+  const std::string out = Path("cal.yaml");
+  ASSERT_TRUE(WriteNewFile(out, yaml, false).ok());
+  auto loaded = sim::LoadCalibration(out, sim::DefaultCalibration(DeviceSpec{}));
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  const sim::MeasuredCollective& l = loaded->terms.collectives.at({Collective::kAllReduce, 16});
+  EXPECT_TRUE(l.exact);
+  EXPECT_NEAR(l.latency, m.latency, m.latency * 1e-3);
+  EXPECT_NEAR(l.algbw, m.algbw, m.algbw * 1e-3);
+  EXPECT_NE(CalibrationSummary(*r).find("all_reduce (nccl-tests)"), std::string::npos);
+}
+
+TEST_F(CalibrateTest, AnNcclTestsLineReplacesTheTracesLine) {
+  CalibrateOptions o;
+  o.nccl_tests.push_back({WriteNcclTestsLog(Path("ar2.log"), 2, 9, 20), std::nullopt});
+  auto r = Calibrate({WriteSyntheticTrace(Path("run.trace"))}, o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const sim::MeasuredCollective& m =
+      r->calibration.terms.collectives.at({Collective::kAllReduce, 2});
+  EXPECT_TRUE(m.exact);
+  EXPECT_NEAR(m.latency, 9e-6, 0.1e-6);
+  ASSERT_EQ(r->collectives.size(), 2u);
+  EXPECT_NE(r->collectives[0].note.find("replaced by the nccl-tests line"), std::string::npos);
+}
+
+TEST_F(CalibrateTest, NothingToCalibrateFromIsAnError) {
+  auto r = Calibrate({}, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("nothing to calibrate from"), std::string::npos);
+  CalibrateOptions o;
+  o.deepep.push_back(Path("ll.log"));
+  std::ofstream(Path("ll.log")) << "[rank 0] Dispatch bandwidth: 40.00 GB/s, avg_t=170.00 us | "
+                                   "Combine bandwidth: 41.00 GB/s, avg_t=320.00 us\n";
+  auto no_hw = Calibrate({}, o);
+  ASSERT_FALSE(no_hw.ok());
+  EXPECT_NE(no_hw.status().message().find("--deepep needs"), std::string::npos);
+}
+
+TEST_F(CalibrateTest, DeepEpLogsGiveTheExchangeBlock) {
+  std::ofstream(Path("intra.log"))
+      << "[config] num_tokens=4096, hidden=7168, num_topk=8\n"
+         "[tuning] Best dispatch (FP8): SMs 24, NVL chunk 20, 150.00 GB/s (NVL), t: 300.00 us\n"
+         "[tuning] Best combine: SMs 24, NVL chunk 6: 140.00 GB/s (NVL), t: 600.00 us\n";
+  CalibrateOptions o;
+  o.hardware = "h800";
+  o.deepep = {Path("intra.log")};
+  o.deepep_ranks = 8;
+  auto r = Calibrate({}, o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_TRUE(r->exchange_fitted);
+  ASSERT_TRUE(r->calibration.exchange_normal.scale_up_efficiency.has_value());
+  const double e = *r->calibration.exchange_normal.scale_up_efficiency;
+  const std::string yaml = CalibrationYaml(*r);
+  EXPECT_NE(yaml.find("exchange:\n  normal: {scale_up_efficiency: "), std::string::npos) << yaml;
+  const std::string out = Path("cal.yaml");
+  ASSERT_TRUE(WriteNewFile(out, yaml, false).ok());
+  auto loaded = sim::LoadCalibration(out, sim::DefaultCalibration(DeviceSpec{}));
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  ASSERT_TRUE(loaded->exchange_normal.scale_up_efficiency.has_value());
+  EXPECT_NEAR(*loaded->exchange_normal.scale_up_efficiency, e, 1e-3);
+  EXPECT_FALSE(loaded->exchange_normal.latency.has_value());
+  EXPECT_FALSE(loaded->exchange_low_latency.any());
+  EXPECT_NE(CalibrationSummary(*r).find("MoE exchange, normal kernels (DeepEP)"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace shardscope::calibrate

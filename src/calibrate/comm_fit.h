@@ -26,6 +26,15 @@ struct LinkFit {
 // Needs at least one sample with bytes > 0 and seconds > 0 (else algbw = 0).
 LinkFit FitLink(const std::vector<MessageSample>& samples);
 
+// The same line, robust to sizes off it (a warm-up row, a protocol or
+// algorithm switch): minimises Σ count · ρ(r) over the sizes, r the relative
+// error (latency + bytes / algbw − t) / t and ρ Huber's loss with its corner
+// at 1.345 × the residuals' robust scale (1.4826 × their median |r|, at least
+// 1 %), by iteratively reweighted least squares from FitLink's line. Each
+// size still counts by its relative error, so the small sizes fit the
+// latency and the large ones the bandwidth. rms_relative is over all sizes.
+LinkFit FitLinkRobust(const std::vector<MessageSample>& samples);
+
 }  // namespace shardscope::calibrate
 
 #endif  // SHARDSCOPE_CALIBRATE_COMM_FIT_H_

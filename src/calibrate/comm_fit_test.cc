@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 namespace shardscope::calibrate {
 namespace {
 
@@ -21,6 +23,23 @@ TEST(CommFitTest, OneSizeFoldsLatencyIntoBandwidth) {
   EXPECT_FALSE(fit.latency_known);
   EXPECT_DOUBLE_EQ(fit.latency, 0);
   EXPECT_NEAR(fit.algbw, 4096 / 2e-6, 1e-3);
+}
+
+TEST(CommFitTest, RobustFitIgnoresAnOutlyingSize) {
+  // t = 20 µs + S / 200 GB/s at 8 B … 8 GiB (×4), the first size a warm-up
+  // row at 3× its time and the third size too: least squares on relative
+  // errors is pulled off the latency by them; the Huber fit is not.
+  std::vector<MessageSample> s;
+  for (double bytes = 8; bytes <= 8.0 * (1 << 30); bytes *= 4) {
+    s.push_back({bytes, 20e-6 + bytes / 200e9, 1});
+  }
+  s[0].seconds *= 3;
+  s[2].seconds *= 3;
+  const LinkFit plain = FitLink(s);
+  const LinkFit robust = FitLinkRobust(s);
+  EXPECT_GT(std::abs(plain.latency - 20e-6), 0.8e-6);
+  EXPECT_NEAR(robust.latency, 20e-6, 0.2e-6);
+  EXPECT_NEAR(robust.algbw, 200e9, 2e9);
 }
 
 TEST(CommFitTest, NoUsableSample) {

@@ -245,10 +245,11 @@ std::vector<std::string> OverheadTerms::Active(bool serving) const {
   }
   if (async_launch) out.push_back("async_launch (an op takes max(device time, launch))");
   for (const auto& [key, m] : collectives) {
-    out.push_back(fmt::format("{} over {}: latency {:.6g} us{}{}",
+    out.push_back(fmt::format("{} over {}: latency {:.6g} us{}{}{}",
                               MeasuredCollectiveName(key.first), key.second, m.latency * 1e6,
                               m.wait > 0 ? fmt::format(" + wait {:.4g} us", m.wait * 1e6) : "",
-                              m.algbw > 0 ? fmt::format(", {:.4g} GB/s", m.algbw * 1e-9) : ""));
+                              m.algbw > 0 ? fmt::format(", {:.4g} GB/s", m.algbw * 1e-9) : "",
+                              m.exact ? " (nccl-tests: its time)" : ""));
   }
   return out;
 }
@@ -328,8 +329,9 @@ Status ReadMeasuredCollectives(const YamlMap& top, MeasuredCollectives* out) {
   for (size_t i = 0; i < list.size(); ++i) {
     const YamlContext at = ctx.Index(i);
     ASSIGN_OR_RETURN(YamlMap entry, YamlMap::From(list[i], at));
-    RETURN_IF_ERROR(entry.CheckKeys({"collective", "group_size", "latency_us", "algbw_gb_s",
-                                     "wait_us", "busbw_gb_s", "calls", "sizes", "rms_error"}));
+    RETURN_IF_ERROR(
+        entry.CheckKeys({"collective", "group_size", "latency_us", "algbw_gb_s", "wait_us",
+                         "busbw_gb_s", "calls", "rows", "sizes", "rms_error", "source"}));
     std::string name;
     RETURN_IF_ERROR(entry.Required("collective", &name));
     const std::optional<Collective> kind = ParseMeasuredCollective(name);
@@ -345,6 +347,15 @@ Status ReadMeasuredCollectives(const YamlMap& top, MeasuredCollectives* out) {
       return at.Child("group_size").Error("send_recv is between 2 ranks");
     }
     MeasuredCollective m;
+    // Where the line came from: traces (default; it only slows the model) or
+    // nccl-tests (the collective measured on its own: its time, both ways).
+    std::string source = "traces";
+    RETURN_IF_ERROR(entry.Optional("source", &source));
+    if (source != "traces" && source != "nccl-tests") {
+      return at.Child("source").Error(
+          fmt::format("is '{}': expected traces or nccl-tests", source));
+    }
+    m.exact = source == "nccl-tests";
     if (entry.Has("wait_us")) {
       double wait_us = 0;
       RETURN_IF_ERROR(entry.Optional("wait_us", &wait_us));
@@ -371,6 +382,44 @@ Status ReadMeasuredCollectives(const YamlMap& top, MeasuredCollectives* out) {
   return Status::Ok();
 }
 
+// The `exchange:` block: {normal: {latency_us, scale_up_efficiency,
+// scale_out_efficiency}, low_latency: {…}}, every field optional.
+Status ReadExchange(const YamlMap& top, Calibration* c) {
+  if (!top.Has("exchange")) return Status::Ok();
+  ASSIGN_OR_RETURN(YamlMap block, top.Map("exchange"));
+  RETURN_IF_ERROR(block.CheckKeys({"normal", "low_latency"}));
+  const std::pair<const char*, ExchangeOverride*> kernels[] = {
+      {"normal", &c->exchange_normal}, {"low_latency", &c->exchange_low_latency}};
+  for (const auto& [name, out] : kernels) {
+    if (!block.Has(name)) continue;
+    ASSIGN_OR_RETURN(YamlMap k, block.Map(name));
+    RETURN_IF_ERROR(k.CheckKeys({"latency_us", "scale_up_efficiency", "scale_out_efficiency"}));
+    if (k.Has("latency_us")) {
+      double us = 0;
+      RETURN_IF_ERROR(k.Optional("latency_us", &us));
+      if (!(us >= 0) || !std::isfinite(us)) {
+        return k.context()
+            .Child("latency_us")
+            .Error(fmt::format("is {}: must be a finite number ≥ 0", us));
+      }
+      out->latency = us * 1e-6;
+    }
+    for (const auto& [key, field] : {std::pair<const char*, std::optional<double>*>{
+                                         "scale_up_efficiency", &out->scale_up_efficiency},
+                                     {"scale_out_efficiency", &out->scale_out_efficiency}}) {
+      if (!k.Has(key)) continue;
+      double v = 0;
+      RETURN_IF_ERROR(k.Optional(key, &v));
+      if (!(v > 0 && v <= 1)) {
+        return k.context().Child(key).Error(
+            fmt::format("is {}: an efficiency must be in (0, 1]", v));
+      }
+      *field = v;
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<Calibration> LoadCalibration(const std::string& path, const Calibration& base) {
@@ -383,6 +432,7 @@ StatusOr<Calibration> LoadCalibration(const std::string& path, const Calibration
                                  "network_efficiency",
                                  "launch_overhead_us",
                                  "collectives",
+                                 "exchange",
                                  "node_memory_bandwidth_gb_s",
                                  "cache_bandwidth_gb_s",
                                  "small_gemm_rows",
@@ -461,6 +511,7 @@ StatusOr<Calibration> LoadCalibration(const std::string& path, const Calibration
   RETURN_IF_ERROR(top.Optional("cuda_graphs", &c.terms.cuda_graphs));
   RETURN_IF_ERROR(top.Optional("async_launch", &c.terms.async_launch));
   RETURN_IF_ERROR(ReadMeasuredCollectives(top, &c.terms.collectives));
+  RETURN_IF_ERROR(ReadExchange(top, &c));
   Status valid = c.Validate();
   if (!valid.ok()) return valid.WithPrefix(path);
   return c;

@@ -141,6 +141,16 @@ struct OverheadTerms {
   }
 };
 
+// A MoE exchange kernel's terms as measured (DeepEP's tests, `shardscope
+// calibrate --deepep`): each given field replaces the cluster's
+// (CommTuning::normal or low_latency; NetworkCluster applies them).
+struct ExchangeOverride {
+  std::optional<double> latency;  // seconds per call
+  std::optional<double> scale_up_efficiency;
+  std::optional<double> scale_out_efficiency;
+  bool any() const { return latency || scale_up_efficiency || scale_out_efficiency; }
+};
+
 struct Calibration {
   std::string source;  // "default: h100" or the file it came from
   std::map<OpClass, Efficiency> classes;
@@ -162,6 +172,8 @@ struct Calibration {
   double cache_bandwidth = 0;
   // The terms the roofline leaves out (docs/fidelity.md), each off at 0.
   OverheadTerms terms;
+  // The file's `exchange:` block: the dispatch/combine kernels' terms.
+  ExchangeOverride exchange_normal, exchange_low_latency;
 
   const Efficiency& For(OpKind kind) const;
   // A per-kind override, else the entry of ClassOfShape(kind, rows, small_gemm_rows).

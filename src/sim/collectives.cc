@@ -688,8 +688,9 @@ StatusOr<CollectivePlan> DecomposeByAlgorithm(const Topology& topo, const Collec
   return std::move(*best);
 }
 
-// The calibration's measured line for the collective, each part only where
-// slower than the plan's: a larger latency (the line's plus the members'
+// The calibration's measured line for the collective — an exact line
+// (nccl-tests) in both directions, a line fitted from traces each part only
+// where slower than the plan's: a larger latency (the line's plus the members'
 // typical wait) replaces the plan's steps × link latency (spread over its
 // stages in proportion; on the first stage when the model has none), and a
 // lower bandwidth scales every stage's link loads so the bytes take size /
@@ -704,14 +705,14 @@ void ApplyMeasured(const Topology& topo, const CollectiveCall& c, CollectivePlan
   const double transfer = UncontendedSeconds(topo, *plan) - latency;
   if (m->algbw > 0 && transfer > 0 && c.bytes > 0) {
     const double scale = static_cast<double>(c.bytes) / m->algbw / transfer;
-    if (scale > 1) {
+    if (scale > 1 || m->exact) {
       for (Stage& st : plan->stages) {
         for (LinkLoad& l : st.loads) l.bytes *= scale;
       }
     }
   }
   const double measured = m->latency + m->wait;
-  if (measured <= latency) return;
+  if (measured <= latency && !m->exact) return;
   if (latency <= 0) {
     plan->stages.front().latency = measured;
     return;

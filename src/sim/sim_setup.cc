@@ -28,6 +28,17 @@ ClusterSpec NetworkCluster(const ClusterSpec& cluster, const Calibration& calibr
   network_cluster.scale_up.bandwidth_per_device *= calibration.network_efficiency;
   network_cluster.scale_up.link_bandwidth *= calibration.network_efficiency;
   network_cluster.scale_out.nic_bandwidth_per_device *= calibration.network_efficiency;
+  // The measured exchange kernels' terms replace the hardware file's.
+  const std::pair<const ExchangeOverride*, ExchangeKernelCost*> kernels[] = {
+      {&calibration.exchange_normal, &network_cluster.collectives.normal},
+      {&calibration.exchange_low_latency, &network_cluster.collectives.low_latency}};
+  for (const auto& [measured, cost] : kernels) {
+    if (measured->latency) cost->latency = *measured->latency;
+    if (measured->scale_up_efficiency) cost->scale_up_efficiency = *measured->scale_up_efficiency;
+    if (measured->scale_out_efficiency) {
+      cost->scale_out_efficiency = *measured->scale_out_efficiency;
+    }
+  }
   return network_cluster;
 }
 

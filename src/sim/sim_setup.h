@@ -53,7 +53,9 @@ struct SimSetup {
 // on a tuned NVSwitch cluster, NCCL's pairwise exchange elsewhere.
 EngineOptions CommunicationOptions(const Experiment& experiment);
 
-// The cluster with its links scaled by the calibration's network_efficiency.
+// The cluster with its links scaled by the calibration's network_efficiency
+// and its MoE exchange kernels' terms replaced by the calibration's measured
+// ones (Calibration::exchange_normal, exchange_low_latency).
 ClusterSpec NetworkCluster(const ClusterSpec& cluster, const Calibration& calibration);
 // The network as the simulator sees it: NetworkCluster's links, with the
 // calibration's measured collectives.

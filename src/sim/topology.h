@@ -29,6 +29,10 @@ struct MeasuredCollective {
   // synchronisations (OS noise, uneven work), which symmetric simulated ranks
   // do not; added to the latency.
   double wait = 0;
+  // Measured on its own by a microbenchmark (nccl-tests): the line is the
+  // collective's time, replacing the model's in both directions. Else (fitted
+  // from traces) each part only slows the model's plan.
+  bool exact = false;
 };
 // Per (collective, group size); send/recv: kSend, 2.
 using MeasuredCollectives = std::map<std::pair<Collective, int32_t>, MeasuredCollective>;
