@@ -484,6 +484,10 @@ void ExpectAnalyzeAgrees(const Experiment& e, const std::string& tag, bool itl_a
   EXPECT_EQ(value("requests.warmup"), m.warmup);
   EXPECT_EQ(value("requests.preemptions"), m.preemptions);
   auto expect_summary = [&](const std::string& name, const analysis::Summary& s) {
+    if (s.count == 0) {  // no such figure (TTFT of decode-only requests): none either
+      EXPECT_EQ(a->metrics.Find(name + ".p50"), nullptr) << name;
+      return;
+    }
     EXPECT_NEAR(value(name + ".mean"), s.mean, 4e-9) << name;
     EXPECT_NEAR(value(name + ".p50"), s.p50, 4e-9) << name;
     EXPECT_NEAR(value(name + ".p90"), s.p90, 4e-9) << name;
@@ -504,6 +508,8 @@ void ExpectAnalyzeAgrees(const Experiment& e, const std::string& tag, bool itl_a
   EXPECT_NEAR(value("serving.requests_per_s"), m.requests_per_s, 1e-6 * m.requests_per_s);
   EXPECT_NEAR(value("serving.output_tokens_per_s"), m.output_tokens_per_s,
               1e-6 * m.output_tokens_per_s);
+  EXPECT_NEAR(value("serving.prompt_tokens_per_s"), m.prompt_tokens_per_s,
+              1e-6 * m.prompt_tokens_per_s);
   if (e.serving->slo.ttft > 0) {  // an SLO that binds for some requests
     EXPECT_GT(m.slo_attainment, 0);
     EXPECT_LT(m.slo_attainment, 1);
@@ -560,6 +566,16 @@ TEST(ServingSimulatorTest, AnalyzeOfTheTraceGivesTheSimulatorsRequestMetrics) {
                           "iteration_overhead_us: 40\ncold_start_us: 20000\n";
   ExpectAnalyzeAgrees(replicas, "overheads", true, terms);
   ExpectAnalyzeAgrees(split, "overheads_disaggregated", true, terms);
+
+  // Decode-only requests (no TTFT, no prompt throughput) and prefix-cache hits.
+  Experiment decode_only = replicas;
+  decode_only.serving->decode_only = true;
+  decode_only.serving->slo.ttft = 0;
+  ExpectAnalyzeAgrees(decode_only, "decode_only", true, terms);
+  Experiment hits = replicas;
+  hits.serving->prefix_cache_hit_rate = 0.6;
+  hits.serving->slo.ttft = 0;  // every request meets it now: not a binding objective
+  ExpectAnalyzeAgrees(hits, "prefix_cache", true, terms);
 }
 
 // Disaggregated prefill/decode at a vanishing rate: each request's TTFT is the
