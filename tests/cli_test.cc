@@ -822,4 +822,17 @@ TEST(CliTest, GzipTraceIsStoredListedAndAnalysedLikeThePlainOne) {
   EXPECT_NE(bad.err.find("none or gzip"), std::string::npos) << bad.err;
 }
 
+// issue 33: --decode-steps on a served experiment is an error naming the flag
+// and the experiment, before anything runs (exit 2, nothing printed).
+TEST(CliTest, DecodeStepsOnAServedExperimentIsAnError) {
+  const std::string serving = std::string(SHARDSCOPE_SOURCE_DIR) + "/configs/serving.yaml";
+  Result r = RunCli("run --no-trace --decode-steps 2 --config " + serving +
+                    " --experiment serve_llama8b_tp1_rate2");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--decode-steps 2: experiment 'serve_llama8b_tp1_rate2' is a served"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
 }  // namespace

@@ -130,6 +130,35 @@ def simulate(experiment=None, decode_steps=None, trace=False, config=None, out="
                algorithm=algorithm, skip_invalid=skip_invalid)
 
 
+# The columns of requests(): one row per request of a served run, as `run --json` lists them.
+REQUEST_COLUMNS = ["experiment", "id", "arrival_s", "prompt_tokens", "output_tokens", "replica",
+                   "warmup", "rejected", "preemptions", "decode_only", "cached_prompt_tokens",
+                   "first_scheduled_s", "first_token_s",
+                   "last_token_s", "finish_s", "kv_arrival_s", "queueing_delay_s", "ttft_s",
+                   "tpot_s", "e2e_latency_s"]
+
+
+def requests(result):
+    """The requests of served runs as a DataFrame, one row per request (warm-up and rejected
+    ones too, flagged): ``result`` is what run() or simulate() returned for served
+    experiments (a dict, or a list of them). Figures are seconds; NaN where one does not
+    exist (a rejected request's times, TPOT of fewer than 2 output tokens). docs/metrics.md,
+    "Serving"."""
+    results = [result] if isinstance(result, Mapping) else list(result)
+    rows = []
+    for r in results:
+        if not isinstance(r, Mapping) or not r.get("served"):
+            name = r.get("experiment") if isinstance(r, Mapping) else type(r).__name__
+            raise InputError(f"requests: {name!r} is not a served run's result (run() or "
+                             "simulate() of an experiment with a served workload)")
+        for row in r.get("requests", []):
+            rows.append({"experiment": r["experiment"], **row})
+    df = pd.DataFrame(rows, columns=REQUEST_COLUMNS)
+    floats = [c for c in REQUEST_COLUMNS if c.endswith("_s")]
+    df[floats] = df[floats].astype(float)
+    return df
+
+
 def _paths(paths):
     if isinstance(paths, (str, os.PathLike)):
         return [os.fspath(paths)]

@@ -39,7 +39,8 @@ class TraceCollector:
                     experiment=None, hardware=None, dtype=None):
         """Stored traces matching every given filter, sorted by model, strategy, batch,
         sequence and timestamp; each a dict: trace, metadata (parsed, a TraceMetadata),
-        metadata_path, model, strategy, batch_size, sequence_length, timestamp, what the
+        metadata_path, model, strategy, batch_size, sequence_length, workload (a served
+        run's, "" for a fixed batch), timestamp, what the
         run's metadata records of it — experiment, sweep, hardware, dtype, backend, nodes,
         ranks (as ``shardscope traces list --json``) — and trace_bytes. ``experiment``
         matches an experiment's name or its sweep's. A run still writing (no trace file
@@ -64,6 +65,7 @@ class TraceCollector:
                 "strategy": t["strategy"],
                 "batch_size": t["batch_size"],
                 "sequence_length": t["sequence_length"],
+                "workload": t["workload"],
                 "timestamp": t["timestamp"],
                 "experiment": identity["experiment"],
                 "sweep": identity["sweep"],

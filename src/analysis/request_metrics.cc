@@ -19,28 +19,34 @@ namespace shardscope::analysis {
 namespace {
 
 void EmitSummary(const std::string& name, std::vector<double>* values, const char* what,
-                 MetricSet* out) {
+                 MetricSet* out, const char* items = "requests") {
   const Summary s = Summarize(values);
   if (s.count == 0) return;
   for (const auto& [stat, value] :
        {std::pair{"mean", s.mean}, {"p50", s.p50}, {"p90", s.p90}, {"p99", s.p99}}) {
     out->Add(fmt::format("{}.{}", name, stat), "", value, "s",
-             fmt::format("{} over {} requests ({})", stat, s.count, what));
+             fmt::format("{} over {} {} ({})", stat, s.count, items, what));
   }
+}
+
+// e_i: the request's last token (`last_token_us`), or its span's end when the
+// trace does not say (a span that ends with the last token).
+int64_t LastTokenNs(const RequestRec& r) {
+  return r.args.last_token_ns >= 0 ? r.args.last_token_ns : r.finish_ns;
 }
 
 // Inter-token gaps of request `r`: its tokens after the first come at the ends
 // of its replica's iterations that decode (`iterations` holds only those) and
 // start once it is there (after its first token; on a decode instance, after
-// its KV cache arrived) and end by its finish — it runs in each of them unless
-// it was preempted.
+// its KV cache arrived) and end by its last token — it runs in each of them
+// unless it was preempted.
 void AddGaps(const RequestRec& r, const std::vector<std::pair<int64_t, int64_t>>& iterations,
              std::vector<double>* gaps) {
   const int64_t from = std::max(r.args.first_token_ns, r.args.kv_arrival_ns);
   auto it =
       std::lower_bound(iterations.begin(), iterations.end(), std::make_pair(from, int64_t{0}));
   int64_t last = r.args.first_token_ns;
-  for (; it != iterations.end() && it->second <= r.finish_ns; ++it) {
+  for (; it != iterations.end() && it->second <= LastTokenNs(r); ++it) {
     gaps->push_back(Seconds(it->second - last));
     last = it->second;
   }
@@ -85,13 +91,17 @@ void AddRequestMetrics(const Context& ctx, MetricSet* out) {
     first_arrival = std::min(first_arrival, r.arrival_ns);
     last_finish = std::max(last_finish, r.finish_ns);
     output_tokens += static_cast<double>(r.args.output_tokens);
-    prompt_tokens += static_cast<double>(r.args.prompt_tokens);
+    // A decode-only request's context was never prefilled: no prompt throughput.
+    if (!r.args.decode_only) prompt_tokens += static_cast<double>(r.args.prompt_tokens);
     queueing.push_back(Seconds(r.args.scheduled_ns - r.arrival_ns));
-    ttft.push_back(Seconds(r.args.first_token_ns - r.arrival_ns));
     e2e.push_back(Seconds(r.finish_ns - r.arrival_ns));
-    bool met = slo_ttft <= 0 || ttft.back() <= slo_ttft;
+    bool met = true;
+    if (!r.args.decode_only) {  // a decode-only request has no TTFT
+      ttft.push_back(Seconds(r.args.first_token_ns - r.arrival_ns));
+      met = slo_ttft <= 0 || ttft.back() <= slo_ttft;
+    }
     if (r.args.output_tokens > 1) {
-      tpot.push_back(Seconds(r.finish_ns - r.args.first_token_ns) /
+      tpot.push_back(Seconds(LastTokenNs(r) - r.args.first_token_ns) /
                      static_cast<double>(r.args.output_tokens - 1));
       met = met && (slo_tpot <= 0 || tpot.back() <= slo_tpot);
     }
@@ -118,8 +128,8 @@ void AddRequestMetrics(const Context& ctx, MetricSet* out) {
   }
   EmitSummary("request.queueing_delay", &queueing, "arrival to first scheduled", out);
   EmitSummary("request.ttft", &ttft, "arrival to first token", out);
-  EmitSummary("request.tpot", &tpot, "(finish − first token) / (output tokens − 1)", out);
-  EmitSummary("request.e2e_latency", &e2e, "arrival to last token", out);
+  EmitSummary("request.tpot", &tpot, "(last token − first token) / (output tokens − 1)", out);
+  EmitSummary("request.e2e_latency", &e2e, "arrival to response (span end)", out);
   if (preempted > 0) {
     out->AddUnavailable("request.itl", "", "s",
                         fmt::format("{} measured requests were preempted: their token times "
@@ -128,7 +138,9 @@ void AddRequestMetrics(const Context& ctx, MetricSet* out) {
   } else if (data.iterations.empty()) {
     out->AddUnavailable("request.itl", "", "s", "no iteration spans to time tokens by");
   } else {
-    EmitSummary("request.itl", &itl, "gaps between consecutive tokens", out);
+    out->Add("request.itl.count", "", static_cast<double>(itl.size()), "count",
+             "gaps between consecutive tokens of the measured requests");
+    EmitSummary("request.itl", &itl, "gaps between consecutive tokens", out, "gaps");
   }
   if (measured > 0 && last_finish > first_arrival) {
     const double duration = Seconds(last_finish - first_arrival);

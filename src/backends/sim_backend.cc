@@ -8,6 +8,7 @@ namespace {
 StatusOr<run::RunResult> RunServed(const Experiment& e, const sim::SimOptions& options) {
   serve::ServeOptions so;
   so.sim = options;
+  so.keep_requests = true;  // the per-request rows of `run --json`
   ASSIGN_OR_RETURN(serve::ServingResult served, serve::SimulateServing(e, so));
   run::RunResult r;
   r.experiment = e.name;
@@ -25,11 +26,23 @@ StatusOr<run::RunResult> RunServed(const Experiment& e, const sim::SimOptions& o
   return r;
 }
 
+Status ServedRejectsDecodeSteps(const Experiment& e, int64_t max_decode_steps) {
+  if (!e.serving || max_decode_steps < 0) return Status::Ok();
+  return InvalidArgument(
+      "--decode-steps {}: experiment '{}' is a served workload, which simulates every token of "
+      "every request; the flag applies to fixed batches only (leave it out)",
+      max_decode_steps, e.name);
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<SimBackend>> SimBackend::Create(const run::RunOptions& options) {
   RETURN_IF_ERROR(sim::ParseAlgorithm(options.allreduce).status());
-  return std::make_unique<SimBackend>();
+  return std::make_unique<SimBackend>(options.max_decode_steps);
+}
+
+Status SimBackend::Supports(const Experiment& e) const {
+  return ServedRejectsDecodeSteps(e, max_decode_steps_);
 }
 
 StatusOr<run::RunResult> SimBackend::Run(const Experiment& e, const run::RunOptions& o) {
@@ -46,6 +59,7 @@ StatusOr<run::RunResult> SimBackend::Run(const Experiment& e, const run::RunOpti
   so.trace_file = o.trace_file;
   so.progress = o.progress;
   so.cancelled = o.cancelled;
+  RETURN_IF_ERROR(ServedRejectsDecodeSteps(e, o.max_decode_steps));
   if (e.serving) return RunServed(e, so);
   ASSIGN_OR_RETURN(sim::RunReport report, sim::BuildRunReport(e, so));
   run::RunResult r;

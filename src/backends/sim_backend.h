@@ -36,11 +36,17 @@ class SimBackend : public run::Backend {
  public:
   // Fails on an unknown options.allreduce algorithm.
   static StatusOr<std::unique_ptr<SimBackend>> Create(const run::RunOptions& options);
+  explicit SimBackend(int64_t max_decode_steps = -1) : max_decode_steps_(max_decode_steps) {}
 
   std::string_view name() const override { return "sim"; }
-  Status Supports(const Experiment&) const override { return Status::Ok(); }
+  // A served experiment with --decode-steps is an error naming the flag: a
+  // served run simulates every token of every request, and has no fixed steps.
+  Status Supports(const Experiment& experiment) const override;
   StatusOr<run::RunResult> Run(const Experiment& experiment,
                                const run::RunOptions& options) override;
+
+ private:
+  const int64_t max_decode_steps_;  // RunOptions::max_decode_steps at creation (−1: not set)
 };
 
 }  // namespace shardscope::backends

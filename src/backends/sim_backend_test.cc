@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "analysis/analyzer.h"
+#include "backends/run_output.h"
 #include "plan/test_experiments.h"
 
 namespace shardscope::backends {
@@ -86,6 +87,66 @@ TEST(SimBackendTest, SameFiguresWithoutATrace) {
   EXPECT_EQ(r->latency.ttft, d->report.sim.ttft);
   EXPECT_EQ(r->latency.tpot, d->report.sim.tpot);
   EXPECT_EQ(r->throughput.tps, d->report.sim.tps);
+}
+
+// A small served workload: 6 Poisson requests on tiny-dense at TP2.
+Experiment Served() {
+  Experiment e = testing::ZooExperiment("tiny-dense", "h100-sxm", Par(2, 1, 1), 1, 32, 4);
+  e.name = "served";
+  ServingSpec s;
+  s.arrivals.process = ArrivalProcess::kPoisson;
+  s.arrivals.rate = 50;
+  s.prompt_tokens = {LengthDist::Kind::kFixed, 32, 0, 0, 32, 32};
+  s.output_tokens = {LengthDist::Kind::kFixed, 4, 0, 0, 4, 4};
+  s.requests = 6;
+  s.warmup_requests = 1;
+  e.serving = s;
+  return e;
+}
+
+// issue 33: `run --json` of a served experiment has a row per request, with
+// --no-trace too, and its figures are the statistics' own.
+TEST(SimBackendTest, ServedRunsListEveryRequestWithoutATrace) {
+  run::RunOptions o;
+  o.write_trace = false;
+  auto backend = SimBackend::Create(o);
+  ASSERT_TRUE(backend.ok());
+  auto r = (*backend)->Run(Served(), o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->trace_path.empty());
+  const nlohmann::json j = RunResultsJson({*r})[0];
+  ASSERT_TRUE(j.contains("requests")) << j.dump();
+  const nlohmann::json& rows = j["requests"];
+  ASSERT_EQ(rows.size(), 6u);
+  double ttft_sum = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i]["id"], static_cast<int64_t>(i));
+    EXPECT_EQ(rows[i]["prompt_tokens"], 32);
+    EXPECT_EQ(rows[i]["warmup"], i == 0);
+    EXPECT_NEAR(rows[i]["ttft_s"].get<double>(),
+                rows[i]["first_token_s"].get<double>() - rows[i]["arrival_s"].get<double>(), 1e-15);
+    if (i > 0) ttft_sum += rows[i]["ttft_s"].get<double>();
+  }
+  EXPECT_NEAR(ttft_sum / 5, j["metrics"]["ttft_s"]["mean"].get<double>(), 1e-12);
+}
+
+// issue 33: --decode-steps on a served experiment is an error naming the flag,
+// found before anything runs (Supports), and again if Run is called anyway.
+TEST(SimBackendTest, DecodeStepsOnAServedExperimentIsAnError) {
+  run::RunOptions o;
+  o.write_trace = false;
+  o.max_decode_steps = 8;
+  auto backend = SimBackend::Create(o);
+  ASSERT_TRUE(backend.ok());
+  const Status s = (*backend)->Supports(Served());
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("--decode-steps 8: experiment 'served' is a served workload"),
+            std::string::npos)
+      << s.message();
+  EXPECT_FALSE((*backend)->Run(Served(), o).ok());
+  // A fixed batch takes the flag.
+  const Experiment fixed = testing::ZooExperiment("tiny-dense", "h100-sxm", Par(2, 1, 1), 2, 32);
+  EXPECT_TRUE((*backend)->Supports(fixed).ok());
 }
 
 }  // namespace

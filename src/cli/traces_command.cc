@@ -31,6 +31,7 @@ Status RunList(const ListOptions& o) {
                      {"strategy", t.key.strategy},
                      {"batch_size", t.key.batch_size},
                      {"sequence_length", t.key.sequence_length},
+                     {"workload", t.key.workload},
                      {"experiment", t.identity.experiment},
                      {"sweep", t.identity.sweep},
                      {"hardware", t.identity.hardware},
@@ -59,18 +60,20 @@ Status RunList(const ListOptions& o) {
                                         : "");
     return Status::Ok();
   }
-  std::cout << "| model | strategy | batch | seq | experiment | hardware | dtype | backend | nodes "
-               "· ranks "
-               "| timestamp | trace size | trace |\n"
-               "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  std::cout << "| model | strategy | batch | seq | workload | experiment | hardware | dtype | "
+               "backend | nodes · ranks | timestamp | trace size | trace |\n"
+               "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& t : traces) {
     const trace::RunIdentity& id = t.identity;
-    std::cout << fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
-                             t.key.model, t.key.strategy, t.key.batch_size, t.key.sequence_length,
-                             OrDash(id.experiment), OrDash(id.hardware), OrDash(id.dtype),
-                             OrDash(id.backend), OrDash(trace::NodesAndRanks(id)), t.timestamp,
-                             t.trace_path.empty() ? "—" : FormatBytes(double(t.trace_bytes)),
-                             t.trace_path.empty() ? "(incomplete: no trace file)" : t.trace_path);
+    const bool served = !t.key.workload.empty();
+    std::cout << fmt::format(
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", t.key.model,
+        t.key.strategy, served ? "—" : std::to_string(t.key.batch_size),
+        served ? "—" : std::to_string(t.key.sequence_length), served ? t.key.workload : "—",
+        OrDash(id.experiment), OrDash(id.hardware), OrDash(id.dtype), OrDash(id.backend),
+        OrDash(trace::NodesAndRanks(id)), t.timestamp,
+        t.trace_path.empty() ? "—" : FormatBytes(double(t.trace_bytes)),
+        t.trace_path.empty() ? "(incomplete: no trace file)" : t.trace_path);
   }
   return Status::Ok();
 }

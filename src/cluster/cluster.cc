@@ -98,6 +98,8 @@ Status ClusterSpec::Validate(std::string_view field_prefix) const {
         check.Positive(fmt::format("device.peak_tflops.{}", DTypeName(dtype)), flops, 1e12));
   }
   RETURN_IF_ERROR(check.Positive("device.memory_gb", device.memory_bytes, 1e9));
+  RETURN_IF_ERROR(
+      check.NonNegative("device.datasheet_memory_gb", device.datasheet_memory_bytes, 1e9));
   RETURN_IF_ERROR(check.Positive("device.memory_bandwidth_gb_s", device.memory_bandwidth, 1e9));
   RETURN_IF_ERROR(check.NonNegative("device.l2_cache_mb", device.l2_cache_bytes, 1e6));
   RETURN_IF_ERROR(check.NonNegative("device.sram_mb", device.sram_bytes, 1e6));

@@ -23,11 +23,15 @@ struct DeviceSpec {
   std::string name;  // "NVIDIA H100 SXM5 80GB"
   DeviceKind kind = DeviceKind::kGpu;
   std::map<DType, double> peak_flops;  // dense (no sparsity) peak per dtype
-  double memory_bytes = 0;             // HBM / DRAM capacity
-  double memory_bandwidth = 0;         // bytes/s
-  double l2_cache_bytes = 0;           // last-level on-chip cache
-  double sram_bytes = 0;               // per-SM shared memory / VMEM, total
-  double launch_overhead = 0;          // seconds per kernel/op launch
+  // Usable HBM / DRAM capacity: what the runtime reports (nvidia-smi's total,
+  // e.g. 81,559 MiB on an H100 80GB), the figure engines size their KV cache
+  // from (times gpu_memory_utilization). Memory fits and KV budgets use it.
+  double memory_bytes = 0;
+  double datasheet_memory_bytes = 0;  // the datasheet's capacity (0: not given), shown beside it
+  double memory_bandwidth = 0;        // bytes/s
+  double l2_cache_bytes = 0;          // last-level on-chip cache
+  double sram_bytes = 0;              // per-SM shared memory / VMEM, total
+  double launch_overhead = 0;         // seconds per kernel/op launch
 
   // Peak FLOP/s for dtype; falls back to the nearest wider type the device lists
   // (fp8/int8 -> bf16 -> fp16 -> fp32; bf16, fp16 and tf32 -> fp32). Errors, naming

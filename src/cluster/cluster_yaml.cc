@@ -43,8 +43,8 @@ Status ScaledNonNegative(const YamlMap& map, std::string_view key, double scale,
 
 Status ReadDevice(const YamlMap& map, const std::string& cluster_name, DeviceSpec* device) {
   RETURN_IF_ERROR(
-      map.CheckKeys({"name", "kind", "peak_tflops", "memory_gb", "memory_bandwidth_gb_s",
-                     "l2_cache_mb", "sram_mb", "launch_overhead_us"}));
+      map.CheckKeys({"name", "kind", "peak_tflops", "memory_gb", "datasheet_memory_gb",
+                     "memory_bandwidth_gb_s", "l2_cache_mb", "sram_mb", "launch_overhead_us"}));
   device->name = cluster_name;
   RETURN_IF_ERROR(map.Optional("name", &device->name));
   std::string kind;
@@ -68,7 +68,10 @@ Status ReadDevice(const YamlMap& map, const std::string& cluster_name, DeviceSpe
   }
   if (device->peak_flops.empty()) return peaks.context().Error("must list at least one dtype");
 
+  // memory_gb: the usable capacity (what the runtime reports); datasheet_memory_gb beside it.
   RETURN_IF_ERROR(ScaledPositive(map, "memory_gb", kGb, true, &device->memory_bytes));
+  RETURN_IF_ERROR(
+      ScaledNonNegative(map, "datasheet_memory_gb", kGb, &device->datasheet_memory_bytes));
   RETURN_IF_ERROR(
       ScaledPositive(map, "memory_bandwidth_gb_s", kGb, true, &device->memory_bandwidth));
   RETURN_IF_ERROR(ScaledNonNegative(map, "l2_cache_mb", kMb, &device->l2_cache_bytes));
@@ -273,6 +276,8 @@ YAML::Node ClusterToYaml(const ClusterSpec& c) {
     peaks[std::string(DTypeName(dtype))] = Num(flops / kTflops);
   device["peak_tflops"] = peaks;
   device["memory_gb"] = Num(c.device.memory_bytes / kGb);
+  if (c.device.datasheet_memory_bytes > 0)
+    device["datasheet_memory_gb"] = Num(c.device.datasheet_memory_bytes / kGb);
   device["memory_bandwidth_gb_s"] = Num(c.device.memory_bandwidth / kGb);
   device["l2_cache_mb"] = Num(c.device.l2_cache_bytes / kMb);
   device["sram_mb"] = Num(c.device.sram_bytes / kMb);

@@ -80,7 +80,9 @@ TEST(ClusterZooTest, H100InSiUnits) {
   EXPECT_EQ(c->device.kind, DeviceKind::kGpu);
   EXPECT_DOUBLE_EQ(*c->device.PeakFlops(DType::kBf16), 989.4e12);
   EXPECT_DOUBLE_EQ(*c->device.PeakFlops(DType::kFp8), 1978.9e12);
-  EXPECT_DOUBLE_EQ(c->device.memory_bytes, 80e9);
+  // Usable: nvidia-smi's 81,559 MiB; the datasheet's 80 GB beside it.
+  EXPECT_DOUBLE_EQ(c->device.memory_bytes, 81559.0 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(c->device.datasheet_memory_bytes, 80e9);
   EXPECT_DOUBLE_EQ(c->device.memory_bandwidth, 3.35e12);
   EXPECT_DOUBLE_EQ(c->device.l2_cache_bytes, 50e6);
   EXPECT_DOUBLE_EQ(c->device.launch_overhead, 4e-6);
@@ -97,13 +99,16 @@ TEST(ClusterZooTest, H100InSiUnits) {
 TEST(ClusterZooTest, OtherZooFigures) {
   auto h200 = LoadZooCluster("h200", kZoo);
   ASSERT_TRUE(h200.ok());
-  EXPECT_DOUBLE_EQ(h200->device.memory_bytes, 141e9);
+  EXPECT_DOUBLE_EQ(h200->device.memory_bytes, 143771.0 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(h200->device.datasheet_memory_bytes, 141e9);
   EXPECT_DOUBLE_EQ(h200->device.memory_bandwidth, 4.8e12);
 
   // A100 has no fp8: the bf16 peak stands in.
   auto a100 = LoadZooCluster("a100-sxm", kZoo);
   ASSERT_TRUE(a100.ok());
   EXPECT_DOUBLE_EQ(*a100->device.PeakFlops(DType::kFp8), 312e12);
+  EXPECT_DOUBLE_EQ(a100->device.memory_bytes, 81920.0 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(a100->device.datasheet_memory_bytes, 80e9);
   EXPECT_DOUBLE_EQ(a100->scale_up.bandwidth_per_device, 300e9);
   EXPECT_DOUBLE_EQ(a100->scale_out.nic_bandwidth_per_device, 25e9);
 
@@ -118,6 +123,7 @@ TEST(ClusterZooTest, OtherZooFigures) {
   EXPECT_DOUBLE_EQ(v4->scale_up.link_bandwidth, 45e9);
   EXPECT_DOUBLE_EQ(v4->scale_up.bandwidth_per_device, 90e9);
   EXPECT_DOUBLE_EQ(v4->device.memory_bytes, 32.0 * 1024 * 1024 * 1024);
+  EXPECT_EQ(v4->device.datasheet_memory_bytes, 0);        // the datasheet's figure is the only one
   EXPECT_FALSE(v4->device.PeakFlops(DType::kFp32).ok());  // not published
 
   auto v5e = LoadZooCluster("tpu-v5e", kZoo);
@@ -193,6 +199,21 @@ TEST(ClusterYamlErrorTest, NegativeMemory) {
   ASSERT_FALSE(c.ok());
   EXPECT_THAT(c.status().message(),
               HasSubstr("field 'cluster.device.memory_gb': must be positive"));
+}
+
+TEST(ClusterYamlErrorTest, NegativeDatasheetMemory) {
+  auto c = H100With("device: {datasheet_memory_gb: -1}");
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(),
+              HasSubstr("field 'cluster.device.datasheet_memory_gb': must be zero or positive"));
+}
+
+// An override of the usable capacity leaves the datasheet figure as it was.
+TEST(ClusterOverrideTest, UsableMemoryOverride) {
+  auto c = H100With("device: {memory_gb: 64}");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_DOUBLE_EQ(c->device.memory_bytes, 64e9);
+  EXPECT_DOUBLE_EQ(c->device.datasheet_memory_bytes, 80e9);
 }
 
 TEST(ClusterYamlErrorTest, TorusDimsNotMatchingDomain) {

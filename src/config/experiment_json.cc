@@ -59,6 +59,7 @@ json ClusterToJson(const ClusterSpec& c) {
               {"kind", DeviceKindName(c.device.kind)},
               {"peak_flops", peaks},
               {"memory_bytes", c.device.memory_bytes},
+              {"datasheet_memory_bytes", c.device.datasheet_memory_bytes},
               {"memory_bandwidth", c.device.memory_bandwidth},
               {"l2_cache_bytes", c.device.l2_cache_bytes},
               {"sram_bytes", c.device.sram_bytes},

@@ -37,7 +37,7 @@ experiments:
   EXPECT_EQ(e.model.hidden_size, 4096);
   EXPECT_EQ(e.cluster.num_nodes, 1);
   EXPECT_DOUBLE_EQ(e.cluster.device.memory_bandwidth, 3000e9);
-  EXPECT_DOUBLE_EQ(e.cluster.device.memory_bytes, 80e9);  // untouched by the override
+  EXPECT_DOUBLE_EQ(e.cluster.device.memory_bytes, 81559.0 * 1024 * 1024);  // untouched
   EXPECT_EQ(e.parallel.tp, 8);
   EXPECT_EQ(e.workload.sequence_length, 1000);
   EXPECT_EQ(e.workload.tokens_to_generate, 16);

@@ -80,8 +80,9 @@ Status CheckRequest(const RequestSpec& r, double previous, int64_t max_context,
     return InvalidArgument("{}: field '{}': needs at least 1 token, got {}", where, names[kPrompt],
                            r.prompt_tokens);
   }
-  if (r.output_tokens < 1) {
-    return InvalidArgument("{}: field '{}': needs at least 1 token, got {}", where, names[kOutput],
+  // 0 is a request whose first sampled token ends it (EOS first): it still prefills.
+  if (r.output_tokens < 0) {
+    return InvalidArgument("{}: field '{}': needs 0 tokens or more, got {}", where, names[kOutput],
                            r.output_tokens);
   }
   if (max_context > 0 && r.prompt_tokens + r.output_tokens > max_context) {

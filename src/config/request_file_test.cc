@@ -34,6 +34,20 @@ TEST(RequestFileTest, ReadsTheAzureTraceColumns) {
   EXPECT_EQ((*r)[0].output_tokens, 44);
 }
 
+// issue 33: a request whose first sampled token is EOS has 0 output tokens;
+// every serving benchmark has some. It is read, not refused.
+TEST(RequestFileTest, AcceptsZeroOutputTokens) {
+  auto r = ParseRequestFile("arrival_time_s,prompt_tokens,output_tokens\n0,100,0\n1,50,3\n",
+                            "req.csv", 128);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->size(), 2u);
+  EXPECT_EQ((*r)[0].output_tokens, 0);
+  auto j = ParseRequestFile("{\"arrival_time_s\": 0, \"prompt_tokens\": 8, \"output_tokens\": 0}\n",
+                            "req.jsonl", 0);
+  ASSERT_TRUE(j.ok()) << j.status().message();
+  EXPECT_EQ((*j)[0].output_tokens, 0);
+}
+
 TEST(RequestFileTest, ReadsJsonl) {
   auto r = ParseRequestFile(
       "{\"arrival_time_s\": 0.25, \"prompt_tokens\": 8, \"output_tokens\": 4}\n"
@@ -59,8 +73,10 @@ TEST(RequestFileTest, ErrorsNameTheFileLineAndField) {
        "req: line 2: field 'prompt_tokens': expected a number, got 'five'"},
       {"arrival_time_s,prompt_tokens,output_tokens\n0,5\n",
        "req: line 2: field 'output_tokens' is missing"},
-      {"arrival_time_s,prompt_tokens,output_tokens\n0,5,0\n",
-       "req: line 2: field 'output_tokens': needs at least 1 token"},
+      {"arrival_time_s,prompt_tokens,output_tokens\n0,5,-1\n",
+       "req: line 2: field 'output_tokens': needs 0 tokens or more, got -1"},
+      {"arrival_time_s,prompt_tokens,output_tokens\n0,0,3\n",
+       "req: line 2: field 'prompt_tokens': needs at least 1 token"},
       {"arrival_time_s,prompt_tokens,output_tokens\n0,100,29\n",
        "req: line 2: field 'prompt_tokens': 100 prompt + 29 output tokens exceed the model's "
        "context "

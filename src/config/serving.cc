@@ -1,5 +1,7 @@
 #include "config/serving.h"
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 #include "config/request_file.h"
@@ -169,6 +171,12 @@ nlohmann::json InstanceJson(const InstanceSpec& i) {
 
 }  // namespace
 
+int64_t CachedPrefixTokens(int64_t prompt, double hit_rate, int64_t block_size) {
+  if (hit_rate <= 0 || prompt <= 1) return 0;
+  const auto hit = static_cast<int64_t>(std::floor(hit_rate * static_cast<double>(prompt)));
+  return std::min(hit, prompt - 1) / block_size * block_size;
+}
+
 const std::vector<std::string>& ServingKeys() {
   static const std::vector<std::string> keys = {"workload", "scheduler", "slo", "disaggregation"};
   return keys;
@@ -186,8 +194,9 @@ StatusOr<std::optional<ServingSpec>> ReadServing(const YamlMap& exp, const Model
   }
   ServingSpec s;
   ASSIGN_OR_RETURN(YamlMap w, exp.Map("workload"));
-  RETURN_IF_ERROR(w.CheckKeys(
-      {"arrivals", "prompt_tokens", "output_tokens", "requests", "duration_s", "warmup_requests"}));
+  RETURN_IF_ERROR(
+      w.CheckKeys({"arrivals", "prompt_tokens", "output_tokens", "requests", "duration_s",
+                   "warmup_requests", "decode_only", "prefix_cache_hit_rate"}));
   RETURN_IF_ERROR(ReadArrivals(w, model, config_path, &s.arrivals));
   const bool file = s.arrivals.process == ArrivalProcess::kFile;
   if (file) {
@@ -207,9 +216,29 @@ StatusOr<std::optional<ServingSpec>> ReadServing(const YamlMap& exp, const Model
     return w.context().Child("requests").Error("a closed loop needs a request count");
   }
   RETURN_IF_ERROR(w.OptionalAtLeast("warmup_requests", 0, &s.warmup_requests));
+  RETURN_IF_ERROR(w.Optional("decode_only", &s.decode_only));
+  RETURN_IF_ERROR(w.Optional("prefix_cache_hit_rate", &s.prefix_cache_hit_rate));
+  if (!(s.prefix_cache_hit_rate >= 0 && s.prefix_cache_hit_rate <= 1)) {
+    return w.context()
+        .Child("prefix_cache_hit_rate")
+        .Error(fmt::format("must be in [0, 1], got {}", s.prefix_cache_hit_rate));
+  }
+  if (s.decode_only && s.prefix_cache_hit_rate > 0) {
+    return w.context()
+        .Child("prefix_cache_hit_rate")
+        .Error("a decode-only workload has no prefill for a prefix cache to skip");
+  }
   RETURN_IF_ERROR(ReadScheduler(exp, &s.scheduler));
   RETURN_IF_ERROR(ReadSlo(exp, &s.slo));
   RETURN_IF_ERROR(ReadDisaggregation(exp, &s.disaggregation));
+  if (s.decode_only && s.disaggregation) {
+    return w.context()
+        .Child("decode_only")
+        .Error("a decode-only workload has no prefill to disaggregate; drop `disaggregation`");
+  }
+  if (s.decode_only && s.slo.ttft > 0) {
+    return exp.context().Child("slo").Child("ttft_ms").Error("a decode-only workload has no TTFT");
+  }
   return std::optional<ServingSpec>(std::move(s));
 }
 
@@ -249,10 +278,10 @@ nlohmann::json ServingToJson(const ServingSpec& s) {
       arrivals["requests_in_file"] = s.arrivals.file_requests.size();
       break;
   }
-  nlohmann::json workload = {{"arrivals", arrivals},
-                             {"requests", s.requests},
-                             {"duration_s", s.duration},
-                             {"warmup_requests", s.warmup_requests}};
+  nlohmann::json workload = {
+      {"arrivals", arrivals},         {"requests", s.requests},
+      {"duration_s", s.duration},     {"warmup_requests", s.warmup_requests},
+      {"decode_only", s.decode_only}, {"prefix_cache_hit_rate", s.prefix_cache_hit_rate}};
   if (s.arrivals.process != ArrivalProcess::kFile) {
     workload["prompt_tokens"] = LengthJson(s.prompt_tokens);
     workload["output_tokens"] = LengthJson(s.output_tokens);

@@ -87,6 +87,12 @@ struct ServingSpec {
   int64_t requests = 0;                     // 0: until `duration` (file: all of it)
   double duration = 0;                      // seconds of arrivals; 0: `requests` decide
   int64_t warmup_requests = 0;              // the first N are served but not counted
+  // Decode-only study: each request arrives with its prompt already in its KV
+  // cache (a context length, its blocks held) and only decodes: no prefill, no TTFT.
+  bool decode_only = false;
+  // Prefix caching: the share of each prompt found in the cache. Those tokens
+  // skip prefill compute but hold KV blocks (CachedPrefixTokens).
+  double prefix_cache_hit_rate = 0;
   SchedulerSpec scheduler;
   SloSpec slo;
   std::optional<DisaggregationSpec> disaggregation;  // none: every replica does both
@@ -98,6 +104,12 @@ struct ServingSpec {
 // naming the file, line and field. Every other error names the field.
 StatusOr<std::optional<ServingSpec>> ReadServing(const YamlMap& experiment, const ModelSpec& model,
                                                  const std::string& config_path);
+
+// Prompt tokens a request finds in the prefix cache at hit rate `hit_rate`:
+// ⌊hit_rate × prompt⌋, at most prompt − 1 (the last prompt token is always
+// computed, to sample the first output token), rounded down to whole blocks
+// (caches share whole blocks), as vLLM's automatic prefix caching does.
+int64_t CachedPrefixTokens(int64_t prompt, double hit_rate, int64_t block_size);
 
 // The experiment keys ReadServing reads.
 const std::vector<std::string>& ServingKeys();

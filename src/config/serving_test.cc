@@ -58,6 +58,31 @@ TEST(ServingTest, ReadsWorkloadSchedulerAndSlo) {
   EXPECT_DOUBLE_EQ(s.slo.ttft, 0.5);
   EXPECT_DOUBLE_EQ(s.slo.tpot, 0.05);
   EXPECT_EQ(ServingToJson(s)["workload"]["arrivals"]["process"], "gamma");
+  EXPECT_FALSE(s.decode_only);
+  EXPECT_EQ(s.prefix_cache_hit_rate, 0);
+}
+
+// issue 33: decode-only studies and prefix-cache hits are workload fields.
+TEST(ServingTest, ReadsDecodeOnlyAndPrefixCacheHitRate) {
+  auto exps = Load(R"(
+    workload:
+      arrivals: {process: closed_loop, concurrency: 64}
+      prompt_tokens: 4096
+      output_tokens: 256
+      requests: 512
+      decode_only: true
+      prefix_cache_hit_rate: 0
+)");
+  ASSERT_TRUE(exps.ok()) << exps.status().message();
+  ASSERT_EQ(exps->size(), 1u);
+  EXPECT_TRUE((*exps)[0].serving->decode_only);
+  EXPECT_EQ(ServingToJson(*(*exps)[0].serving)["workload"]["decode_only"], true);
+  auto hits = Load(R"(
+    workload: {arrivals: {process: poisson, rate_per_s: 2}, prompt_tokens: 1024,
+               output_tokens: 8, requests: 4, prefix_cache_hit_rate: 0.75}
+)");
+  ASSERT_TRUE(hits.ok()) << hits.status().message();
+  EXPECT_DOUBLE_EQ((*hits)[0].serving->prefix_cache_hit_rate, 0.75);
 }
 
 TEST(ServingTest, ReadsDisaggregation) {
@@ -151,6 +176,19 @@ TEST(ServingTest, ErrorsNameTheField) {
        "output_tokens: 5, requests: 2}\n    scheduler: {router: random}\n",
        "field 'scheduler.router': unknown router 'random'"},
       {"    slo: {ttft_ms: 5}\n", "field 'slo': needs a served workload"},
+      {"    workload: {arrivals: {process: poisson, rate_per_s: 1}, prompt_tokens: 5, "
+       "output_tokens: 5, requests: 2, prefix_cache_hit_rate: 1.5}\n",
+       "field 'workload.prefix_cache_hit_rate': must be in [0, 1], got 1.5"},
+      {"    workload: {arrivals: {process: poisson, rate_per_s: 1}, prompt_tokens: 5, "
+       "output_tokens: 5, requests: 2, decode_only: true, prefix_cache_hit_rate: 0.5}\n",
+       "field 'workload.prefix_cache_hit_rate': a decode-only workload has no prefill"},
+      {"    workload: {arrivals: {process: poisson, rate_per_s: 1}, prompt_tokens: 5, "
+       "output_tokens: 5, requests: 2, decode_only: true}\n    slo: {ttft_ms: 5}\n",
+       "field 'slo.ttft_ms': a decode-only workload has no TTFT"},
+      {"    workload: {arrivals: {process: poisson, rate_per_s: 1}, prompt_tokens: 5, "
+       "output_tokens: 5, requests: 2, decode_only: true}\n"
+       "    disaggregation: {prefill: {tp_size: 1}, decode: {tp_size: 2}}\n",
+       "field 'workload.decode_only': a decode-only workload has no prefill to disaggregate"},
   };
   for (const Case& c : cases) {
     auto r = Load(c.body);

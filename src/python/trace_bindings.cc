@@ -123,6 +123,7 @@ py::list ListTraces(const std::string& root, const std::string& model, const std
     d["strategy"] = t.key.strategy;
     d["batch_size"] = t.key.batch_size;
     d["sequence_length"] = t.key.sequence_length;
+    d["workload"] = t.key.workload;
     d["timestamp"] = t.timestamp;
     d["trace"] = t.trace_path;
     d["metadata_path"] = t.metadata_path;

@@ -1,6 +1,7 @@
 #include "run/run_recorder.h"
 
 #include <cstdio>
+#include <filesystem>
 
 #include "config/experiment_json.h"
 #include "trace/trace_store.h"
@@ -8,6 +9,77 @@
 namespace shardscope::run {
 
 using nlohmann::json;
+
+namespace {
+
+// The plan's sizes above 1 in mesh order ("tp4_pp2"); "single" when none.
+std::string Sizes(int64_t tp, int64_t sp, int64_t ep, int64_t pp, int64_t dp) {
+  std::string out;
+  for (const auto& [name, size] :
+       {std::pair{"tp", tp}, {"sp", sp}, {"ep", ep}, {"pp", pp}, {"dp", dp}}) {
+    if (size > 1) out += fmt::format("{}{}{}", out.empty() ? "" : "_", name, size);
+  }
+  return out.empty() ? "single" : out;
+}
+
+std::string ServedPlanName(const Experiment& e) {
+  if (e.serving->disaggregation) {
+    const DisaggregationSpec& d = *e.serving->disaggregation;
+    auto instance = [](const InstanceSpec& i) {
+      return fmt::format("{}x{}", Sizes(i.tp, i.sp, i.ep, i.pp, 1), i.instances);
+    };
+    return fmt::format("disagg_prefill_{}_decode_{}", instance(d.prefill), instance(d.decode));
+  }
+  const ParallelSpec& p = e.parallel;
+  const std::string sizes = Sizes(p.tp, p.sp, p.ep, p.pp, p.dp);
+  return p.strategy.empty() || p.strategy == sizes ? sizes
+                                                   : fmt::format("{}_{}", p.strategy, sizes);
+}
+
+// 32-bit FNV-1a: a short, stable name for everything else of the workload.
+uint32_t Fnv1a(std::string_view s) {
+  uint32_t h = 2166136261u;
+  for (unsigned char c : s) h = (h ^ c) * 16777619u;
+  return h;
+}
+
+std::string ServedWorkloadName(const Experiment& e) {
+  const ServingSpec& s = *e.serving;
+  const ArrivalSpec& a = s.arrivals;
+  std::string arrivals;
+  switch (a.process) {
+    case ArrivalProcess::kPoisson:
+      arrivals = fmt::format("poisson-{}rps", a.rate);
+      break;
+    case ArrivalProcess::kGamma:
+      arrivals = fmt::format("gamma-{}rps-cv{}", a.rate, a.cv);
+      break;
+    case ArrivalProcess::kClosedLoop:
+      arrivals = fmt::format("closed-{}", a.concurrency);
+      break;
+    case ArrivalProcess::kFile:
+      arrivals = fmt::format("file-{}", std::filesystem::path(a.path).stem().string());
+      break;
+  }
+  const std::string count = s.requests > 0   ? fmt::format("n{}", s.requests)
+                            : s.duration > 0 ? fmt::format("t{}s", s.duration)
+                                             : std::string("all");
+  // The seed draws the requests: part of the workload too.
+  const std::string whole = ServingToJson(s).dump() + fmt::format("seed{}", e.workload.seed);
+  return fmt::format("served_{}_{}_{:08x}", arrivals, count, Fnv1a(whole));
+}
+
+}  // namespace
+
+trace::RunKey StoreKeyOf(const Experiment& e) {
+  trace::RunKey key{e.model.name, e.parallel.strategy, e.workload.batch_size,
+                    e.workload.sequence_length, ""};
+  if (e.serving) {
+    key.strategy = ServedPlanName(e);
+    key.workload = ServedWorkloadName(e);
+  }
+  return key;
+}
 
 json PlanJson(const Placement& pl) {
   json groups = json::array();
@@ -54,8 +126,7 @@ StatusOr<std::unique_ptr<RunRecorder>> RunRecorder::Open(const Experiment& e, co
   }
   trace::TraceStore store(trace_root);
   trace::StoredTrace stored;
-  const trace::RunKey key{e.model.name, e.parallel.strategy, e.workload.batch_size,
-                          e.workload.sequence_length};
+  const trace::RunKey key = StoreKeyOf(e);
   ASSIGN_OR_RETURN(writer, store.Create(key, metadata, &stored, e.trace_compression));
   return std::unique_ptr<RunRecorder>(
       new RunRecorder(std::move(writer), stored.trace_path, stored.metadata_path));

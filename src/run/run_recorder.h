@@ -15,6 +15,7 @@
 #include "config/experiment.h"
 #include "core/status.h"
 #include "plan/placement.h"
+#include "trace/trace_store.h"
 #include "trace/trace_writer.h"
 
 namespace shardscope::run {
@@ -23,6 +24,14 @@ namespace shardscope::run {
 // the groups of more than one rank and each pipeline stage's layers.
 nlohmann::json PlanJson(const Placement& placement);
 
+// Where a run goes in the trace store: its model and strategy, and batch ×
+// sequence of a fixed batch. A served run's strategy names its plan (sizes, or
+// the disaggregated instances: "tensor_tp4", "disagg_prefill_tp2x1_decode_tp4x2")
+// and its workload is named for its arrivals and requests plus a hash of the
+// whole served workload ("served_poisson-40rps_n120_3fa2b1c9"), so served runs
+// of one model with different plans or workloads never share a folder.
+trace::RunKey StoreKeyOf(const Experiment& experiment);
+
 // A run's metadata: {"experiment", "backend", "plan", "cluster", <backend>: section}.
 nlohmann::json RunMetadata(const Experiment& recorded, const Placement& placement,
                            std::string_view backend, nlohmann::json section);
@@ -30,9 +39,8 @@ nlohmann::json RunMetadata(const Experiment& recorded, const Placement& placemen
 class RunRecorder {
  public:
   // Opens `trace_file` when non-empty (no metadata file), else a new trace in
-  // the store under `trace_root`, keyed by the experiment's model, strategy,
-  // batch and sequence length; compressed as the experiment's trace_compression
-  // says (a trace_file ending in ".gz" is gzipped too). Fails on an I/O error.
+  // the store under `trace_root`, keyed by StoreKeyOf(experiment); compressed as the experiment's
+  // trace_compression says (a trace_file ending in ".gz" is gzipped too). Fails on an I/O error.
   static StatusOr<std::unique_ptr<RunRecorder>> Open(const Experiment& experiment,
                                                      const nlohmann::json& metadata,
                                                      const std::string& trace_root,

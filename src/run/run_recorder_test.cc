@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <set>
 
 #include "plan/test_experiments.h"
 #include "trace/trace_reader.h"
@@ -82,6 +83,57 @@ TEST_F(RunRecorderTest, AnUnclosedRecorderLeavesNoTrace) {
     ASSERT_TRUE(rec.ok());
   }
   EXPECT_FALSE(fs::exists(file));
+}
+
+// issue 33: served runs of one model at TP2, TP4 and TP8 (the same fixed-batch
+// fields) go to three folders named for the plan, and a different workload to
+// another; the same experiment again goes to the same folder. The store lists
+// them back with their workload.
+TEST_F(RunRecorderTest, ServedRunsAreFiledByPlanAndWorkload) {
+  Experiment served = experiment_;
+  served.parallel.strategy = "tensor";
+  ServingSpec s;
+  s.arrivals.process = ArrivalProcess::kPoisson;
+  s.arrivals.rate = 40;
+  s.requests = 120;
+  served.serving = s;
+  const trace::TraceStore store((dir_ / "store").string());
+  std::set<std::string> dirs;
+  for (int64_t tp : {2, 4, 8}) {
+    served.parallel.tp = tp;
+    const trace::RunKey key = StoreKeyOf(served);
+    EXPECT_EQ(key.strategy, fmt::format("tensor_tp{}", tp));
+    EXPECT_EQ(key.workload.rfind("served_poisson-40rps_n120_", 0), 0u) << key.workload;
+    dirs.insert(store.RunDir(key));
+  }
+  EXPECT_EQ(dirs.size(), 3u);
+  EXPECT_EQ(store.RunDir(StoreKeyOf(served)), store.RunDir(StoreKeyOf(served)));
+  Experiment longer = served;
+  longer.serving->prompt_tokens.value = 2048;  // same arrivals, other lengths
+  EXPECT_NE(StoreKeyOf(longer).workload, StoreKeyOf(served).workload);
+  DisaggregationSpec d;
+  d.prefill.tp = 2;
+  d.decode.tp = 4;
+  d.decode.instances = 2;
+  longer.serving->disaggregation = d;
+  EXPECT_EQ(StoreKeyOf(longer).strategy, "disagg_prefill_tp2x1_decode_tp4x2");
+  // A fixed batch keeps batch_{B}_seq_{S}.
+  EXPECT_EQ(store.RunDir(StoreKeyOf(experiment_)),
+            (dir_ / "store" / "tiny-dense" / "tp2" / "batch_2_seq_16").string());
+
+  served.parallel.tp = 2;
+  auto pl = Placement::Create(served);
+  ASSERT_TRUE(pl.ok()) << pl.status().message();
+  auto rec = RunRecorder::Open(served, RunMetadata(served, *pl, "sim", nlohmann::json::object()),
+                               store.root(), "");
+  ASSERT_TRUE(rec.ok()) << rec.status().message();
+  ASSERT_TRUE((*rec)->Close().ok());
+  auto listed = store.List();
+  ASSERT_TRUE(listed.ok()) << listed.status().message();
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ((*listed)[0].key.strategy, "tensor_tp2");
+  EXPECT_EQ((*listed)[0].key.workload, StoreKeyOf(served).workload);
+  EXPECT_TRUE((*listed)[0].complete());
 }
 
 }  // namespace

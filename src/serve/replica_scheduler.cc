@@ -26,8 +26,9 @@ int64_t ReplicaScheduler::BlocksFor(int64_t tokens) const {
 }
 
 bool ReplicaScheduler::CanEverFit(int64_t prompt, int64_t output) const {
-  // The last token is sampled and never fed back: prompt + output − 1 cached at most.
-  return BlocksFor(prompt + output - 1) <= total_blocks_;
+  // The last token is sampled and never fed back: prompt + output − 1 cached at
+  // most, and the prompt at least (an EOS-first request, output 0, still prefills).
+  return BlocksFor(prompt + std::max<int64_t>(output, 1) - 1) <= total_blocks_;
 }
 
 void ReplicaScheduler::Add(ServedRequest* r) {

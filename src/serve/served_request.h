@@ -12,10 +12,12 @@ struct ServedRequest {
   int64_t id = 0;
   double arrival = 0;  // seconds
   int64_t prompt = 1, output = 1;
-  int64_t replica = -1;   // the data-parallel replica, or the disaggregated instance
-  int64_t engine = -1;    // its scheduler: the replica's pipeline virtual engine
-  bool measured = true;   // false: a warm-up request, left out of the statistics
-  bool rejected = false;  // could never fit in the replica's KV cache
+  int64_t replica = -1;      // the data-parallel replica, or the disaggregated instance
+  int64_t engine = -1;       // its scheduler: the replica's pipeline virtual engine
+  bool measured = true;      // false: a warm-up request, left out of the statistics
+  bool rejected = false;     // could never fit in the replica's KV cache
+  bool decode_only = false;  // arrives with its prompt cached: no prefill, no TTFT
+  int64_t cached = 0;        // prompt tokens found in the prefix cache (not prefilled)
 
   // Scheduler state. The request's next token follows when `computed` reaches
   // `target` (the prompt, or prompt + generated tokens when recomputed after a

@@ -13,6 +13,51 @@ nlohmann::json SummaryJson(const analysis::Summary& s) {
 
 }  // namespace
 
+RequestFigures FiguresOf(const ServedRequest& r) {
+  RequestFigures f;
+  f.queueing = r.first_scheduled - r.arrival;
+  if (!r.decode_only) f.ttft = r.first_token - r.arrival;
+  f.e2e = r.finish - r.arrival;
+  // Last token, not finish: the response overhead (calibration) is not a token's.
+  if (r.output > 1) f.tpot = (r.last_token - r.first_token) / static_cast<double>(r.output - 1);
+  return f;
+}
+
+nlohmann::json RequestRowsJson(const std::vector<ServedRequest>& requests) {
+  nlohmann::json rows = nlohmann::json::array();
+  auto time = [](double t) { return t >= 0 ? nlohmann::json(t) : nlohmann::json(nullptr); };
+  for (const ServedRequest& r : requests) {
+    nlohmann::json row = {{"id", r.id},
+                          {"arrival_s", r.arrival},
+                          {"prompt_tokens", r.prompt},
+                          {"output_tokens", r.output},
+                          {"replica", r.replica},
+                          {"warmup", !r.measured},
+                          {"rejected", r.rejected},
+                          {"preemptions", r.preemptions},
+                          {"decode_only", r.decode_only},
+                          {"cached_prompt_tokens", r.cached},
+                          {"first_scheduled_s", time(r.first_scheduled)},
+                          {"first_token_s", time(r.first_token)},
+                          {"last_token_s", time(r.last_token)},
+                          {"finish_s", time(r.finish)},
+                          {"kv_arrival_s", time(r.kv_arrival)},
+                          {"queueing_delay_s", nullptr},
+                          {"ttft_s", nullptr},
+                          {"tpot_s", nullptr},
+                          {"e2e_latency_s", nullptr}};
+    if (!r.rejected && r.finish >= 0) {
+      const RequestFigures f = FiguresOf(r);
+      row["queueing_delay_s"] = f.queueing;
+      if (f.ttft) row["ttft_s"] = *f.ttft;
+      if (f.tpot) row["tpot_s"] = *f.tpot;
+      row["e2e_latency_s"] = f.e2e;
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
 ServingMetrics ComputeServingMetrics(const std::vector<ServedRequest>& requests,
                                      std::vector<double> itl, const Occupancy& occ,
                                      const SloSpec& slo, int64_t devices) {
@@ -38,18 +83,17 @@ ServingMetrics ComputeServingMetrics(const std::vector<ServedRequest>& requests,
     first_arrival = std::min(first_arrival, r.arrival);
     last_finish = std::max(last_finish, r.finish);
     output_tokens += static_cast<double>(r.output);
-    prompt_tokens += static_cast<double>(r.prompt);
-    queueing.push_back(r.first_scheduled - r.arrival);
-    const double t_first = r.first_token - r.arrival;
-    ttft.push_back(t_first);
-    e2e.push_back(r.finish - r.arrival);
-    double t_out = 0;
-    if (r.output > 1) {
-      // Last token, not finish: the response overhead (calibration) is not a token's.
-      t_out = (r.last_token - r.first_token) / static_cast<double>(r.output - 1);
-      tpot.push_back(t_out);
+    // A decode-only request's context was never prefilled: no prompt throughput.
+    if (!r.decode_only) prompt_tokens += static_cast<double>(r.prompt);
+    const RequestFigures f = FiguresOf(r);
+    queueing.push_back(f.queueing);
+    if (f.ttft) ttft.push_back(*f.ttft);
+    e2e.push_back(f.e2e);
+    if (f.tpot) tpot.push_back(*f.tpot);
+    if ((slo.ttft <= 0 || !f.ttft || *f.ttft <= slo.ttft) &&
+        (slo.tpot <= 0 || !f.tpot || *f.tpot <= slo.tpot)) {
+      ++good;
     }
-    if ((slo.ttft <= 0 || t_first <= slo.ttft) && (slo.tpot <= 0 || t_out <= slo.tpot)) ++good;
   }
   m.queueing = analysis::Summarize(&queueing);
   m.ttft = analysis::Summarize(&ttft);
@@ -66,7 +110,7 @@ ServingMetrics ComputeServingMetrics(const std::vector<ServedRequest>& requests,
       m.goodput_requests_per_s = static_cast<double>(good) / m.duration;
     }
     m.slo_attainment = static_cast<double>(good) / static_cast<double>(m.measured);
-    m.slo_met = (slo.ttft <= 0 || m.ttft.p99 <= slo.ttft) &&
+    m.slo_met = (slo.ttft <= 0 || m.ttft.count == 0 || m.ttft.p99 <= slo.ttft) &&
                 (slo.tpot <= 0 || m.tpot.count == 0 || m.tpot.p99 <= slo.tpot);
   }
   if (occ.span > 0) {

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <vector>
 
 #include "analysis/stats.h"
@@ -57,6 +58,26 @@ struct ServingMetrics {
   double busy_fraction = 0;  // replica busy time / (replicas × span)
   int64_t iterations = 0;
 };
+
+// One served request's figures (docs/metrics.md, "Serving"), the one
+// definition the statistics and the per-request rows share: queueing = first
+// scheduled − arrival, TTFT = first token − arrival (none for a decode-only
+// request: it had no prefill), TPOT = (last token −
+// first token) / (output − 1) for output > 1 (none otherwise: a request with
+// one output token, or none — EOS first — has no gap), E2E = finish (the
+// response, after the response overhead) − arrival. Not for rejected requests.
+struct RequestFigures {
+  double queueing = 0, e2e = 0;
+  std::optional<double> ttft, tpot;
+};
+RequestFigures FiguresOf(const ServedRequest& r);
+
+// One row per request (warm-up and rejected ones too), in id order: its
+// lengths, replica, flags, milestones and figures, in seconds; null where a
+// figure does not exist (a rejected request's times, TTFT of a decode-only
+// request, TPOT of output ≤ 1, the KV arrival of a request that was not sent
+// prefill → decode).
+nlohmann::json RequestRowsJson(const std::vector<ServedRequest>& requests);
 
 // `itl` (the measured requests' inter-token gaps) is reordered. `devices`:
 // devices of the whole deployment (for tokens/s per device).

@@ -96,7 +96,8 @@ nlohmann::json ServingReportJson(const ServingReport& rep) {
                       {"serving", ServingToJson(*rep.experiment.serving)},
                       {"metrics", ServingMetricsJson(r.metrics)},
                       {"trace", r.trace_path},
-                      {"metadata", r.metadata_path}};
+                      {"metadata", r.metadata_path},
+                      {"requests", RequestRowsJson(r.requests)}};
   if (!r.terms.empty()) j["fidelity_terms"] = r.terms;  // only when on
   return j;
 }

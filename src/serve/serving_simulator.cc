@@ -157,15 +157,21 @@ Status WriteTrace(const Experiment& e, const Placement& placement, const Serving
     args.scheduled_ns = ToNs(r.first_scheduled);
     args.first_token_ns = ToNs(r.first_token);
     args.kv_arrival_ns = r.kv_arrival > 0 ? ToNs(r.kv_arrival) : -1;
+    args.last_token_ns = ToNs(r.last_token);
+    args.decode_only = r.decode_only;
     args.preemptions = r.preemptions;
     args.warmup = !r.measured;
     add(fmt::format("request {} ({} → {} tokens{})", r.id, r.prompt, r.output,
                     r.measured ? "" : ", warm-up"),
         "request", r.arrival, r.finish, args);
     add("queued", "request_queued", r.arrival, r.first_scheduled);
-    add("prefill", "request_prefill", r.first_scheduled, r.first_token);
+    if (!r.decode_only) add("prefill", "request_prefill", r.first_scheduled, r.first_token);
     if (r.kv_arrival > 0) add("kv transfer", "request_kv_transfer", r.first_token, r.kv_arrival);
-    if (r.finish > r.first_token) add("decode", "request_decode", r.first_token, r.finish);
+    if (r.last_token > r.first_token) {
+      add("decode", "request_decode", r.first_token, r.last_token);
+    }
+    // The response overhead (calibration): detokenise and send the response.
+    if (r.finish > r.last_token) add("respond", "request_respond", r.last_token, r.finish);
   }
   *trace_path = recorder->trace_path();
   *metadata_path = recorder->metadata_path();
@@ -277,6 +283,9 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
       r.prompt = drawn[i].prompt_tokens;
       r.output = drawn[i].output_tokens;
       r.measured = r.id >= spec.warmup_requests;
+      r.decode_only = spec.decode_only;
+      r.cached =
+          CachedPrefixTokens(r.prompt, spec.prefix_cache_hit_rate, spec.scheduler.block_size);
     }
   }
   const bool closed = spec.arrivals.process == ArrivalProcess::kClosedLoop;
@@ -364,6 +373,9 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
     pipe.first_stage_free = start + stage;
     pipe.last_end = end;
     for (auto& [r, chunk] : it.prefill) {
+      if (r->first_scheduled < 0) r->first_scheduled = start;
+    }
+    for (ServedRequest* r : it.decode) {  // decode-only requests start here
       if (r->first_scheduled < 0) r->first_scheduled = start;
     }
     const int64_t batch = static_cast<int64_t>(it.prefill.size() + it.decode.size());
@@ -494,8 +506,10 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
     const size_t target = route(0, entry_replicas);
     r.replica = static_cast<int64_t>(replicas[target].group);
     r.engine = static_cast<int64_t>(target);
+    // A decode-only request also caches the token it feeds first: context + output.
+    const int64_t context = r.decode_only ? r.prompt + 1 : r.prompt;
     const bool fits = entry_replicas == replicas.size()
-                          ? replicas[target].scheduler.CanEverFit(r.prompt, r.output)
+                          ? replicas[target].scheduler.CanEverFit(context, r.output)
                           : replicas[target].scheduler.CanEverFit(r.prompt, 1) &&
                                 replicas[entry_replicas].scheduler.CanEverFit(r.prompt, r.output);
     if (!fits) {
@@ -504,7 +518,15 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
       continue;
     }
     ++in_system;
-    replicas[target].scheduler.Add(&r);
+    if (r.decode_only) {
+      // Its context is in its KV cache already: admitted with those blocks, it decodes.
+      r.computed = r.prompt;
+      replicas[target].scheduler.AddWithCache(&r);
+    } else {
+      // Prefix-cache hits are computed already but hold their blocks from admission on.
+      r.computed = r.cached;
+      replicas[target].scheduler.Add(&r);
+    }
     dirty[target] = true;
   }
   occ.span = first_arrival == kNever ? 0 : last_finish - first_arrival;

@@ -29,7 +29,7 @@ struct ServeOptions {
   // Calibration, all-reduce algorithm, trace destination and progress, as for
   // a fixed batch (max_decode_steps does not apply).
   sim::SimOptions sim;
-  bool keep_requests = false;  // return every request's record (tests)
+  bool keep_requests = false;  // return every request's record (its row in `run --json`)
 };
 
 struct ServingResult {

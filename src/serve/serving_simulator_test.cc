@@ -148,6 +148,117 @@ TEST(ServingSimulatorTest, CalibratedServingTermsAtRateZero) {
   EXPECT_TRUE(plain->terms.empty());
 }
 
+// issue 33: requests whose first sampled token is EOS (0 output tokens) still
+// prefill: their TTFT is a 1-output request's, their response follows the
+// first token by the response overhead, and they have no TPOT (nor a gap).
+// The per-request rows say the same, null where a figure does not exist.
+TEST(ServingSimulatorTest, EosFirstRequestsPrefillAndHaveNoTpot) {
+  const std::string path = ::testing::TempDir() + "/eos_terms.yaml";
+  std::ofstream(path) << "response_overhead_us: 700\n";
+  ArrivalSpec file;
+  file.process = ArrivalProcess::kFile;
+  file.file_requests = {{0, 512, 0}, {1, 512, 8}, {2, 512, 0}};
+  const Experiment e = Served(file, 512, 8, 0);
+  ServeOptions o = Options();
+  o.sim.calibration_file = path;
+  auto r = SimulateServing(e, o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->requests.size(), 3u);
+  const ServedRequest& eos = r->requests[0];
+  const ServedRequest& full = r->requests[1];
+  EXPECT_FALSE(eos.rejected);
+  EXPECT_GT(eos.first_token, eos.arrival);
+  // The same prompt, alone on the replica: the same prefill (the first
+  // request also pays nothing else: no cold start in this calibration).
+  EXPECT_NEAR(eos.first_token - eos.arrival, full.first_token - full.arrival, 1e-12);
+  EXPECT_DOUBLE_EQ(eos.last_token, eos.first_token);
+  EXPECT_NEAR(eos.finish - eos.first_token, 7e-4, 1e-12);
+  EXPECT_EQ(r->metrics.measured, 3);
+  EXPECT_EQ(r->metrics.ttft.count, 3);
+  EXPECT_EQ(r->metrics.tpot.count, 1);  // only the 8-token request
+  EXPECT_EQ(r->metrics.itl.count, 7);
+  EXPECT_NEAR(r->metrics.output_tokens_per_s * r->metrics.duration, 8, 1e-9);
+
+  const nlohmann::json rows = RequestRowsJson(r->requests);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0]["output_tokens"], 0);
+  EXPECT_TRUE(rows[0]["tpot_s"].is_null());
+  EXPECT_TRUE(rows[0]["kv_arrival_s"].is_null());
+  EXPECT_DOUBLE_EQ(rows[0]["ttft_s"].get<double>(), eos.first_token - eos.arrival);
+  EXPECT_DOUBLE_EQ(rows[0]["e2e_latency_s"].get<double>(), eos.finish - eos.arrival);
+  EXPECT_DOUBLE_EQ(rows[1]["tpot_s"].get<double>(), (full.last_token - full.first_token) / 7);
+  EXPECT_EQ(rows[1]["warmup"], false);
+  EXPECT_EQ(rows[1]["rejected"], false);
+}
+
+// issue 33: a decode-only study. Two requests arrive together, each with a
+// context of 1000 tokens already in its KV cache (⌈1000 / 16⌉ = 63 blocks) and
+// 4 tokens to decode (at most ⌈1003 / 16⌉ = 63 blocks). With 100 blocks only one
+// fits: the second is admitted when the first finishes. Nothing is prefilled,
+// the first token comes from the first decode step, and there is no TTFT.
+TEST(ServingSimulatorTest, DecodeOnlyRequestsHoldTheirContextAndNeverPrefill) {
+  ArrivalSpec file;
+  file.process = ArrivalProcess::kFile;
+  file.file_requests = {{0, 1000, 4}, {0, 1000, 4}};
+  Experiment e = Served(file, 1000, 4, 0);
+  e.serving->decode_only = true;
+  e.serving->scheduler.kv_blocks = 100;
+  auto r = SimulateServing(e, Options());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->requests.size(), 2u);
+  for (int64_t tokens : r->iteration_prefill_tokens) EXPECT_EQ(tokens, 0);
+  ASSERT_EQ(r->iteration_seconds.size(), 8u);  // 4 decode steps each, one at a time
+  const ServedRequest& a = r->requests[0];
+  const ServedRequest& b = r->requests[1];
+  EXPECT_DOUBLE_EQ(a.first_scheduled, 0);
+  EXPECT_NEAR(a.first_token, r->iteration_seconds[0], 1e-12);
+  EXPECT_DOUBLE_EQ(b.first_scheduled, a.finish);  // waited for a's 63 blocks
+  EXPECT_DOUBLE_EQ(r->metrics.max_kv_occupancy, 63.0 / 100);
+  EXPECT_EQ(r->metrics.ttft.count, 0);
+  EXPECT_EQ(r->metrics.tpot.count, 2);
+  EXPECT_NEAR(a.last_token - a.first_token,
+              r->iteration_seconds[1] + r->iteration_seconds[2] + r->iteration_seconds[3], 1e-12);
+  EXPECT_DOUBLE_EQ(r->metrics.prompt_tokens_per_s, 0);  // no prompt was prefilled
+  const nlohmann::json rows = RequestRowsJson(r->requests);
+  EXPECT_TRUE(rows[0]["ttft_s"].is_null());
+  EXPECT_EQ(rows[0]["decode_only"], true);
+  EXPECT_DOUBLE_EQ(rows[1]["queueing_delay_s"].get<double>(), a.finish);
+  // Decode steps at the same contexts cost what a fixed batch's do.
+  const sim::SimResult one = FixedBatch(e, 1, 1000, 4);
+  EXPECT_GT(r->iteration_seconds[0], 0.5 * one.tpot);
+  EXPECT_LT(r->iteration_seconds[0], 1.5 * one.tpot);
+}
+
+// issue 33: prefix caching. A 1024-token prompt at hit rate 0.5 finds 512
+// tokens cached: its one prefill iteration computes the other 512, attending
+// over the cached 512 — exactly the second chunk of the same prompt without a
+// cache, chunked at 512 tokens. Its KV cache holds every token all the same.
+TEST(ServingSimulatorTest, PrefixCacheHitsSkipComputeNotMemory) {
+  EXPECT_EQ(CachedPrefixTokens(1024, 0.5, 16), 512);
+  EXPECT_EQ(CachedPrefixTokens(1000, 0.5, 16), 496);  // whole blocks: ⌊500 / 16⌋ × 16
+  EXPECT_EQ(CachedPrefixTokens(32, 1.0, 16), 16);     // at most prompt − 1 = 31 → 16
+  EXPECT_EQ(CachedPrefixTokens(1024, 0, 16), 0);
+  Experiment cached = Served(Poisson(0.01), 1024, 4, 3);
+  cached.serving->prefix_cache_hit_rate = 0.5;
+  Experiment chunked = Served(Poisson(0.01), 1024, 4, 3);
+  chunked.serving->scheduler.max_num_batched_tokens = 512;
+  auto c = SimulateServing(cached, Options());
+  auto u = SimulateServing(chunked, Options());
+  ASSERT_TRUE(c.ok() && u.ok());
+  ASSERT_EQ(c->iteration_prefill_tokens[0], 512);
+  ASSERT_EQ(u->iteration_prefill_tokens[0], 512);
+  ASSERT_EQ(u->iteration_prefill_tokens[1], 512);
+  EXPECT_NEAR(c->iteration_seconds[0], u->iteration_seconds[1], 1e-12);
+  const ServedRequest& q = c->requests[0];
+  EXPECT_EQ(q.cached, 512);
+  EXPECT_NEAR(q.first_token - q.arrival, c->iteration_seconds[0], 1e-12);
+  EXPECT_NEAR(u->requests[0].first_token - u->requests[0].arrival,
+              u->iteration_seconds[0] + u->iteration_seconds[1], 1e-12);
+  // KV memory: ⌈(1024 + 4 − 1) / 16⌉ = 65 blocks at the peak, cache or not.
+  EXPECT_NEAR(c->metrics.max_kv_occupancy * static_cast<double>(c->kv.blocks), 65, 1e-9);
+  EXPECT_NEAR(u->metrics.max_kv_occupancy * static_cast<double>(u->kv.blocks), 65, 1e-9);
+}
+
 // A closed loop of one: the next request arrives when the previous response is
 // sent, after its last token and the response overhead; arrivals stay in order.
 TEST(ServingSimulatorTest, ClosedLoopRefillsAfterTheResponseOverhead) {
@@ -351,10 +462,13 @@ TEST(ServingSimulatorTest, TraceHasRequestsOnLanesPerReplica) {
 // Simulates `e` with a trace and analyses that trace: the per-request metrics
 // `analyze` computes from the request spans equal the simulator's own (times
 // in the trace are whole ns, so within a few ns).
-void ExpectAnalyzeAgrees(const Experiment& e, const std::string& tag, bool itl_available = true) {
+void ExpectAnalyzeAgrees(const Experiment& e, const std::string& tag, bool itl_available = true,
+                         const std::string& calibration = "") {
   SCOPED_TRACE(tag);
   const std::string path = TracePath("served_" + tag);
-  auto r = SimulateServing(e, TracedOptions(path));
+  ServeOptions options = TracedOptions(path);
+  options.sim.calibration_file = calibration;
+  auto r = SimulateServing(e, options);
   ASSERT_TRUE(r.ok()) << r.status().message();
   auto a = analysis::AnalyzeTraceFile(path);
   std::filesystem::remove(path);
@@ -370,6 +484,10 @@ void ExpectAnalyzeAgrees(const Experiment& e, const std::string& tag, bool itl_a
   EXPECT_EQ(value("requests.warmup"), m.warmup);
   EXPECT_EQ(value("requests.preemptions"), m.preemptions);
   auto expect_summary = [&](const std::string& name, const analysis::Summary& s) {
+    if (s.count == 0) {  // no such figure (TTFT of decode-only requests): none either
+      EXPECT_EQ(a->metrics.Find(name + ".p50"), nullptr) << name;
+      return;
+    }
     EXPECT_NEAR(value(name + ".mean"), s.mean, 4e-9) << name;
     EXPECT_NEAR(value(name + ".p50"), s.p50, 4e-9) << name;
     EXPECT_NEAR(value(name + ".p90"), s.p90, 4e-9) << name;
@@ -381,6 +499,7 @@ void ExpectAnalyzeAgrees(const Experiment& e, const std::string& tag, bool itl_a
   expect_summary("request.e2e_latency", m.e2e);
   if (itl_available) {
     expect_summary("request.itl", m.itl);
+    EXPECT_EQ(value("request.itl.count"), m.itl.count);
   } else {
     const analysis::Metric* itl = a->metrics.Find("request.itl");
     ASSERT_NE(itl, nullptr);
@@ -389,6 +508,8 @@ void ExpectAnalyzeAgrees(const Experiment& e, const std::string& tag, bool itl_a
   EXPECT_NEAR(value("serving.requests_per_s"), m.requests_per_s, 1e-6 * m.requests_per_s);
   EXPECT_NEAR(value("serving.output_tokens_per_s"), m.output_tokens_per_s,
               1e-6 * m.output_tokens_per_s);
+  EXPECT_NEAR(value("serving.prompt_tokens_per_s"), m.prompt_tokens_per_s,
+              1e-6 * m.prompt_tokens_per_s);
   if (e.serving->slo.ttft > 0) {  // an SLO that binds for some requests
     EXPECT_GT(m.slo_attainment, 0);
     EXPECT_LT(m.slo_attainment, 1);
@@ -437,6 +558,24 @@ TEST(ServingSimulatorTest, AnalyzeOfTheTraceGivesTheSimulatorsRequestMetrics) {
   staged.parallel.tp = 1;
   staged.parallel.pp = 2;
   ExpectAnalyzeAgrees(staged, "pipelined");
+
+  // issue 33: every serving-path term on, the response overhead above all
+  // (TPOT and the inter-token gaps end at the last token, E2E at the response).
+  const std::string terms = ::testing::TempDir() + "/analyze_terms.yaml";
+  std::ofstream(terms) << "request_overhead_us: 3000\nresponse_overhead_us: 4000\n"
+                          "iteration_overhead_us: 40\ncold_start_us: 20000\n";
+  ExpectAnalyzeAgrees(replicas, "overheads", true, terms);
+  ExpectAnalyzeAgrees(split, "overheads_disaggregated", true, terms);
+
+  // Decode-only requests (no TTFT, no prompt throughput) and prefix-cache hits.
+  Experiment decode_only = replicas;
+  decode_only.serving->decode_only = true;
+  decode_only.serving->slo.ttft = 0;
+  ExpectAnalyzeAgrees(decode_only, "decode_only", true, terms);
+  Experiment hits = replicas;
+  hits.serving->prefix_cache_hit_rate = 0.6;
+  hits.serving->slo.ttft = 0;  // every request meets it now: not a binding objective
+  ExpectAnalyzeAgrees(hits, "prefix_cache", true, terms);
 }
 
 // Disaggregated prefill/decode at a vanishing rate: each request's TTFT is the

@@ -49,6 +49,7 @@ TEST(EventLogTest, ReplaysEveryEventAsRecorded) {
   request.request.id = 1;
   request.request.prompt_tokens = 100;
   request.request.first_token_ns = 77;
+  request.request.last_token_ns = 91;
   request.request.warmup = true;
   both([&](TraceSink* s) { s->OnOp(request); });
   both([](TraceSink* s) { s->OnOp(OpEvent()); });

@@ -60,6 +60,10 @@ struct RequestArgs {
   int64_t kv_arrival_ns = -1;   // disaggregated: its KV cache reached the decode instance
   int64_t preemptions = 0;      // times its KV cache was dropped and recomputed
   bool warmup = false;          // left out of the statistics
+  // Its last output token; −1: not given (the span's end stands in). Before the
+  // span's end by the response overhead (detokenise, respond) of a served run.
+  int64_t last_token_ns = -1;
+  bool decode_only = false;  // arrived with its context cached: no prefill, no TTFT
   bool operator==(const RequestArgs&) const = default;
 };
 

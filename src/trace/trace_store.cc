@@ -78,6 +78,10 @@ std::string SanitizePathComponent(std::string_view s) {
 }
 
 std::string TraceStore::RunDir(const RunKey& key) const {
+  if (!key.workload.empty()) {
+    return fmt::format("{}/{}/{}/{}", root_, SanitizePathComponent(key.model),
+                       SanitizePathComponent(key.strategy), SanitizePathComponent(key.workload));
+  }
   return fmt::format("{}/{}/{}/batch_{}_seq_{}", root_, SanitizePathComponent(key.model),
                      SanitizePathComponent(key.strategy), key.batch_size, key.sequence_length);
 }
@@ -97,6 +101,7 @@ nlohmann::json StoreMetadata(const nlohmann::json& metadata, const RunKey& key,
               {"batch_size", key.batch_size},
               {"sequence_length", key.sequence_length},
               {"timestamp", timestamp}};
+  if (!key.workload.empty()) m["run"]["workload"] = key.workload;
   // The identity up front, so that a reader of the file (or `traces list`) need not
   // know where the experiment's JSON keeps each field.
   if (auto id = RunIdentityFromMetadata(m, "metadata"); id.ok()) {
@@ -170,6 +175,7 @@ StatusOr<std::vector<StoredTrace>> TraceStore::List(const ListFilter& filter) co
   if (!fs::exists(root_, ec)) return out;
   if (!fs::is_directory(root_, ec)) return InvalidArgument("{}: not a directory", root_);
   static const std::regex kRunDir(R"(batch_(\d+)_seq_(\d+))");
+  static const std::regex kServedDir(R"(served_.+)");
   static const std::regex kFile(R"((trace|metadata)_(.+)\.(trace|trace\.gz|json))");
   auto dirs = [&](const fs::path& p) {
     std::vector<fs::path> v;
@@ -187,8 +193,15 @@ StatusOr<std::vector<StoredTrace>> TraceStore::List(const ListFilter& filter) co
       for (const auto& run_dir : dirs(strategy_dir)) {
         std::smatch m;
         std::string run_name = run_dir.filename().string();
-        if (!std::regex_match(run_name, m, kRunDir)) continue;
-        RunKey key{model, strategy, std::stoll(m[1]), std::stoll(m[2])};
+        RunKey key{model, strategy, 0, 0, ""};
+        if (std::regex_match(run_name, m, kRunDir)) {
+          key.batch_size = std::stoll(m[1]);
+          key.sequence_length = std::stoll(m[2]);
+        } else if (std::regex_match(run_name, kServedDir)) {
+          key.workload = run_name;
+        } else {
+          continue;
+        }
         std::map<std::string, StoredTrace> by_timestamp;
         for (const auto& e : fs::directory_iterator(run_dir, ec)) {
           std::string name = e.path().filename().string();
@@ -217,9 +230,10 @@ StatusOr<std::vector<StoredTrace>> TraceStore::List(const ListFilter& filter) co
     }
   }
   std::sort(out.begin(), out.end(), [](const StoredTrace& a, const StoredTrace& b) {
-    return std::tie(a.key.model, a.key.strategy, a.key.batch_size, a.key.sequence_length,
-                    a.timestamp) < std::tie(b.key.model, b.key.strategy, b.key.batch_size,
-                                            b.key.sequence_length, b.timestamp);
+    return std::tie(a.key.model, a.key.strategy, a.key.workload, a.key.batch_size,
+                    a.key.sequence_length,
+                    a.timestamp) < std::tie(b.key.model, b.key.strategy, b.key.workload,
+                                            b.key.batch_size, b.key.sequence_length, b.timestamp);
   });
   return out;
 }

@@ -28,6 +28,10 @@ struct RunKey {
   std::string strategy;  // "tensor", "tp8_pp2"
   int64_t batch_size = 1;
   int64_t sequence_length = 1;
+  // A served run: its workload ("served_poisson-40rps_n120_3fa2b1c9"), the run
+  // directory's name in place of batch_{B}_seq_{S} (batch and sequence are 0
+  // when listed). Empty: a fixed batch.
+  std::string workload;
 };
 
 struct StoredTrace {
@@ -72,7 +76,8 @@ class TraceStore {
   // (ReadRunIdentity), naming the file.
   StatusOr<std::vector<StoredTrace>> List(const ListFilter& filter = {}) const;
 
-  // {root}/{model}/{strategy}/batch_{B}_seq_{S}, path components sanitised.
+  // {root}/{model}/{strategy}/batch_{B}_seq_{S} ({workload} for a served run),
+  // path components sanitised.
   std::string RunDir(const RunKey& key) const;
   const std::string& root() const { return root_; }
 

@@ -352,7 +352,8 @@ void TraceWriter::AddOp(const OpEvent& op) {
     p = Int(p, r.output_tokens);
     for (const auto& [key, ns] : {std::pair{std::string_view(",\"scheduled_us\":"), r.scheduled_ns},
                                   {",\"first_token_us\":", r.first_token_ns},
-                                  {",\"kv_arrival_us\":", r.kv_arrival_ns}}) {
+                                  {",\"kv_arrival_us\":", r.kv_arrival_ns},
+                                  {",\"last_token_us\":", r.last_token_ns}}) {
       if (ns < 0) continue;
       p = Put(p, key);
       p = Micros(p, ns);
@@ -360,6 +361,7 @@ void TraceWriter::AddOp(const OpEvent& op) {
     p = Lit(p, ",\"preemptions\":");
     p = Int(p, r.preemptions);
     if (r.warmup) p = Lit(p, ",\"warmup\":true");
+    if (r.decode_only) p = Lit(p, ",\"decode_only\":true");
     *p++ = '}';
   }
   if (p == open) {

@@ -238,9 +238,11 @@ TEST(TraceWriterTest, RequestSpansKeepTheirArgs) {
   q.kind = "request";
   q.ts_ns = 1'000;
   q.dur_ns = 90'001;
-  q.request = {7, 100, 20, 2'001, 30'002, 31'003, 2, true};
+  q.request = {7, 100, 20, 2'001, 30'002, 31'003, 2, true, 88'004};
   in.ops.push_back(q);
   q.request = {8, 1, 1, 1'000, 5'000, -1, 0, false};  // no KV transfer, not warm-up
+  in.ops.push_back(q);
+  q.request = {9, 64, 3, 0, 4'000, -1, 0, false, 9'000, true};  // decode-only
   in.ops.push_back(q);
   ASSERT_TRUE(WriteTrace(in, dir.File("t.json")).ok());
   ReadStats stats;
