@@ -2,6 +2,7 @@
 
 #include "calibrate/calibrate.h"
 #include "cli/cli.h"
+#include "cli/output_path.h"
 
 namespace shardscope::cli {
 namespace {
@@ -18,6 +19,9 @@ Status RunCalibrate(const CalibrateArgs& a) {
   if (a.shape_time != "median" && a.shape_time != "mean") {
     return InvalidArgument("--shape-time is '{}': expected median or mean", a.shape_time);
   }
+  // Before the fit: a refusal after printing it would look like success.
+  RETURN_IF_ERROR(CheckOutputPath("--output", a.output, a.traces));
+  RETURN_IF_ERROR(calibrate::CheckNewFile(a.output, a.force));
   calibrate::CalibrateOptions options = a.options;
   options.shape_mean = a.shape_time == "mean";
   ASSIGN_OR_RETURN(calibrate::CalibrationResult result, calibrate::Calibrate(a.traces, options));

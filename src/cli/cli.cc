@@ -19,6 +19,14 @@ int ReportError(const Status& status) {
   return kExitFailure;
 }
 
+CLI::Validator NonEmpty() {
+  return CLI::Validator(
+      [](std::string& value) {
+        return value.empty() ? std::string("must not be empty") : std::string();
+      },
+      "", "NONEMPTY");
+}
+
 int Main(int argc, char** argv) {
   CLI::App app{"ShardScope: plan, simulate, run and analyse parallel LLM inference"};
   app.set_version_flag("--version", std::string("shardscope ") + SHARDSCOPE_VERSION);

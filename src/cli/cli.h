@@ -23,6 +23,10 @@ int ReportError(const Status& status);
 
 int Main(int argc, char** argv);
 
+// A CLI11 check refusing an empty value ("--experiment: must not be empty"):
+// `--experiment ''` would otherwise select every experiment.
+CLI::Validator NonEmpty();
+
 // Subcommands; each stores its exit code into *exit_code when it runs.
 void AddPlanCommand(CLI::App& app, int* exit_code);
 void AddCheckCommand(CLI::App& app, int* exit_code);

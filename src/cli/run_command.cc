@@ -136,7 +136,8 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
       "run",
       "Run experiments (sim: simulate; cpu: real ranks over MPI), write traces, print TTFT/TPOT");
   cmd->add_option("--config", f->experiments.config, "experiments YAML file")->required();
-  cmd->add_option("--experiment", f->experiments.experiment, "only this experiment (or sweep)");
+  cmd->add_option("--experiment", f->experiments.experiment, "only this experiment (or sweep)")
+      ->check(NonEmpty());
   AddSkipInvalidFlag(cmd, &f->experiments);
   cmd->add_option("--backend", f->backend, "sim, cpu or cuda (default: each experiment's)");
   cmd->add_option("--out", f->run.trace_root, "trace store root (default: traces)");

@@ -89,7 +89,8 @@ void AddTracesCommand(CLI::App& app, int* exit_code) {
   list->add_option("--model", options->model, "only this model");
   list->add_option("--strategy", options->strategy, "only this strategy");
   list->add_option("--experiment", options->identity.experiment,
-                   "only this experiment (or the experiments of this sweep)");
+                   "only this experiment (or the experiments of this sweep)")
+      ->check(NonEmpty());
   list->add_option("--hardware", options->identity.hardware, "only this hardware (cluster name)");
   list->add_option("--dtype", options->identity.dtype, "only this dtype");
   list->add_option("--backend", options->identity.backend, "only this backend (sim, cpu)");

@@ -9,6 +9,8 @@
 #include <optional>
 #include <sstream>
 
+#include "core/small_file.h"
+
 namespace shardscope {
 namespace {
 
@@ -274,11 +276,8 @@ StatusOr<std::vector<RequestSpec>> ParseRequestFile(std::string_view text, const
 }
 
 StatusOr<std::vector<RequestSpec>> ReadRequestFile(const std::string& path, int64_t max_context) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFound("{}: cannot open the request file", path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return ParseRequestFile(text.str(), path, max_context);
+  ASSIGN_OR_RETURN(std::string text, ReadSmallFile(path, "the request file"));
+  return ParseRequestFile(text, path, max_context);
 }
 
 }  // namespace shardscope

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/small_file.h"
+
 namespace shardscope {
 namespace {
 
@@ -69,12 +71,8 @@ StatusOr<YAML::Node> LoadYamlFile(const std::string& path) {
   if (std::filesystem::is_directory(path, ec)) {
     return InvalidArgument("{}: is a directory, not a YAML file", path);
   }
-  std::ifstream in(path);
-  if (!in) return NotFound("{}: cannot read file ({})", path, std::strerror(errno));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) return IoError("{}: read failed", path);
-  return ParseYaml(buffer.str(), path);
+  ASSIGN_OR_RETURN(std::string text, ReadSmallFile(path));
+  return ParseYaml(text, path);
 }
 
 StatusOr<YAML::Node> ParseYaml(const std::string& text, const std::string& name) {

@@ -97,10 +97,12 @@ std::string RunReportText(const std::vector<RunReport>& reports) {
       }
     }
   }
-  out += "\ntraces\n";
+  // The heading only over a list (`run --no-trace` writes none).
+  std::string traces;
   for (const RunReport& r : reports) {
-    if (!r.sim.trace_path.empty()) out += fmt::format("  {}\n", r.sim.trace_path);
+    if (!r.sim.trace_path.empty()) traces += fmt::format("  {}\n", r.sim.trace_path);
   }
+  if (!traces.empty()) out += "\ntraces\n" + traces;
   return out;
 }
 
