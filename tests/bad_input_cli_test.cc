@@ -112,4 +112,91 @@ TEST(BadInputCliTest, OversizedConfigIsRefusedBySize) {
                      big.string() + ": file is 100 MiB, more than the 64 MiB it may be");
 }
 
+// `--experiment ''` selected every experiment of the file.
+TEST(BadInputCliTest, ExperimentEmptyIsRefused) {
+  const fs::path cfg = Write("tiny.yaml", Tiny());
+  for (const char* cmd : {"run --no-trace", "plan", "check"}) {
+    SCOPED_TRACE(cmd);
+    const Result r = RunCli(std::string(cmd) + " --experiment '' --config " + cfg.string());
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.out, "");
+    EXPECT_NE(r.err.find("--experiment: must not be empty"), std::string::npos) << r.err;
+  }
+}
+
+// An experiment name with an escape sequence reached the terminal raw.
+TEST(BadInputCliTest, ExperimentNameWithAControlCharacterIsRefused) {
+  std::string yaml = Tiny();
+  yaml.replace(yaml.find("name: tiny"), 10, "name: \"ti\\e[31mny\"");
+  const fs::path cfg = Write("escape.yaml", yaml);
+  const Result r = RunCli("plan --config " + cfg.string());
+  ExpectOneLineError(r, "field 'experiments[0].name': contains the control character 0x1b");
+  EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << "the escape reached the terminal";
+}
+
+// `run --no-trace` ended its summary with a "traces" heading over nothing.
+TEST(BadInputCliTest, RunNoTraceEndsWithoutATracesHeading) {
+  const fs::path cfg = Write("tiny.yaml", Tiny());
+  const Result r = RunCli("run --no-trace --config " + cfg.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("\ntraces\n"), std::string::npos) << r.out;
+  const fs::path store = Dir() / "no_trace_store";
+  const Result traced = RunCli("run --config " + cfg.string() + " --out " + store.string());
+  ASSERT_EQ(traced.exit_code, 0) << traced.err;
+  EXPECT_NE(traced.out.find("\ntraces\n  " + store.string()), std::string::npos) << traced.out;
+}
+
+// A trace of the tiny experiment in a fresh store.
+fs::path TinyTrace(const std::string& name) {
+  const fs::path cfg = Write("tiny.yaml", Tiny());
+  const fs::path store = Dir() / name;
+  const Result r = RunCli("run --config " + cfg.string() + " --out " + store.string());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  for (const auto& entry : fs::recursive_directory_iterator(store)) {
+    if (entry.path().extension() == ".trace") return entry.path();
+  }
+  ADD_FAILURE() << "no trace in " << store;
+  return {};
+}
+
+// `report in.trace -o in.trace` and `validate --measured m --sim-trace m` replaced their input.
+TEST(BadInputCliTest, OutputOverAnInputIsRefused) {
+  const fs::path trace = TinyTrace("over_input");
+  const std::string before = shardscope::testing::ReadWholeFile(trace);
+  ASSERT_FALSE(before.empty());
+  ExpectOneLineError(RunCli("report " + trace.string() + " -o " + trace.string()),
+                     "--output " + trace.string() + ": is also an input");
+  const fs::path cfg = Write("tiny.yaml", Tiny());
+  ExpectOneLineError(RunCli("validate --config " + cfg.string() + " --experiment tiny --measured " +
+                            trace.string() + " --sim-trace " + trace.string()),
+                     "--sim-trace " + trace.string() + ": is also an input");
+  EXPECT_EQ(shardscope::testing::ReadWholeFile(trace), before) << "the input was changed";
+}
+
+// `calibrate -o existing` printed the whole fit, then refused to write it.
+TEST(BadInputCliTest, CalibrateOutputExistingIsRefusedBeforeTheFit) {
+  const fs::path trace = TinyTrace("calibrate_existing");
+  const fs::path existing = Write("existing_calibration.yaml", "# mine\n");
+  ExpectOneLineError(RunCli("calibrate " + trace.string() + " -o " + existing.string()),
+                     existing.string() + " exists: not overwritten (use --force)");
+  EXPECT_EQ(shardscope::testing::ReadWholeFile(existing), "# mine\n");
+}
+
+// `search` took 0 or negative numbers as "the default" and an empty --csv as "none".
+TEST(BadInputCliTest, SearchRefusesNonPositiveNumbersAndEmptyPaths) {
+  const fs::path cfg = Write("tiny.yaml", Tiny());
+  const std::string search = "search --config " + cfg.string() + " --experiment tiny ";
+  for (const char* bad : {"--max-candidates 0", "--max-candidates -5", "--top -1", "--devices 0",
+                          "--slo-ttft-ms -5", "--slo-tpot-ms 0"}) {
+    SCOPED_TRACE(bad);
+    const Result r = RunCli(search + bad);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.out, "");
+    EXPECT_NE(r.err.find("must be a positive number"), std::string::npos) << r.err;
+  }
+  const Result csv = RunCli(search + "--csv ''");
+  EXPECT_EQ(csv.exit_code, 2);
+  EXPECT_NE(csv.err.find("--csv: must not be empty"), std::string::npos) << csv.err;
+}
+
 }  // namespace

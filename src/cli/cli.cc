@@ -1,5 +1,6 @@
 #include "cli/cli.h"
 
+#include <cstdlib>
 #include <iostream>
 
 #include "core/exit_kind.h"
@@ -25,6 +26,19 @@ CLI::Validator NonEmpty() {
         return value.empty() ? std::string("must not be empty") : std::string();
       },
       "", "NONEMPTY");
+}
+
+CLI::Validator Positive() {
+  return CLI::Validator(
+      [](std::string& value) {
+        char* end = nullptr;
+        const double v = std::strtod(value.c_str(), &end);
+        if (value.empty() || *end != '\0' || !(v > 0)) {
+          return "must be a positive number, got " + value;
+        }
+        return std::string();
+      },
+      "", "POSITIVE");
 }
 
 int Main(int argc, char** argv) {

@@ -26,6 +26,9 @@ int Main(int argc, char** argv);
 // A CLI11 check refusing an empty value ("--experiment: must not be empty"):
 // `--experiment ''` would otherwise select every experiment.
 CLI::Validator NonEmpty();
+// A CLI11 check refusing a number that is not > 0 ("--top: must be a positive
+// number, got -1"): 0 or a negative one used to mean "the default" silently.
+CLI::Validator Positive();
 
 // Subcommands; each stores its exit code into *exit_code when it runs.
 void AddPlanCommand(CLI::App& app, int* exit_code);

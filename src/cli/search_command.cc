@@ -91,18 +91,17 @@ void AddSearchCommand(CLI::App& app, int* exit_code) {
   // Each number is checked: 0 or a negative one used to mean "the default" silently.
   cmd->add_option("--max-candidates", opts->max_candidates,
                   "refuse a space larger than this (default 20000)")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--top", opts->top, "rows of the ranked table (default 10)")
-      ->check(CLI::PositiveNumber);
+      ->check(Positive());
+  cmd->add_option("--top", opts->top, "rows of the ranked table (default 10)")->check(Positive());
   cmd->add_option("--devices", opts->devices, "device budget (default: the cluster's devices)")
-      ->check(CLI::PositiveNumber);
+      ->check(Positive());
   cmd->add_option("--decode-steps", opts->decode_steps,
                   "decode steps simulated per plan, the rest extrapolated (default 1)")
       ->check(CLI::Range(int64_t{1}, std::numeric_limits<int64_t>::max()));
   cmd->add_option("--slo-ttft-ms", opts->slo_ttft_ms, "time-to-first-token target")
-      ->check(CLI::PositiveNumber);
+      ->check(Positive());
   cmd->add_option("--slo-tpot-ms", opts->slo_tpot_ms, "time-per-output-token target")
-      ->check(CLI::PositiveNumber);
+      ->check(Positive());
   cmd->add_option("--csv", opts->csv, "write every evaluated plan as CSV")->check(NonEmpty());
   cmd->add_option("--json", opts->json, "write every evaluated plan as JSON")->check(NonEmpty());
   cmd->add_option("--write-best", opts->write_best,
