@@ -167,6 +167,10 @@ Status WriteTrace(const Experiment& e, const Placement& placement, const Serving
     if (r.kv_arrival > 0) add("kv transfer", "request_kv_transfer", r.first_token, r.kv_arrival);
     if (r.finish > r.first_token) add("decode", "request_decode", r.first_token, r.finish);
   }
+  // Asked again before the trace is kept: Ctrl-C while it was written leaves nothing.
+  if (options.sim.cancelled && options.sim.cancelled()) {
+    return Cancelled("interrupted; the serving simulation stopped and left no trace");
+  }
   *trace_path = recorder->trace_path();
   *metadata_path = recorder->metadata_path();
   return recorder->Close();

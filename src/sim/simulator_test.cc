@@ -371,5 +371,37 @@ TEST(SimulatorTest, CpuRanksDoNotOverlapCommWithCompute) {
   }
 }
 
+// issue 35: Ctrl-C during the last phase, or while the trace was written, let the
+// run finish and keep its trace; the last question comes before the trace is kept.
+TEST(SimulatorTest, CancelledAtTheLastQuestionStillLeavesNoTrace) {
+  Experiment e = ZooExperiment("tiny-dense", "h100-sxm", Par(2, 1, 1, 1), 4, 32, 6);
+  SimOptions o;
+  const std::string store = ::testing::TempDir() + "/cancel_last_store";
+  std::filesystem::remove_all(store);
+  o.trace_root = store;
+  int asked = 0, reported = 0, reported_before_last_question = -1;
+  o.progress = [&](const std::string&) { ++reported; };
+  o.cancelled = [&] {  // never: count the questions and what came before the last
+    ++asked;
+    reported_before_last_question = reported;
+    return false;
+  };
+  ASSERT_TRUE(SimulateExperiment(e, o).ok());
+  EXPECT_EQ(reported_before_last_question, reported) << "a phase ran after the last question";
+  std::filesystem::remove_all(store);
+  const int questions = asked;
+  asked = 0;
+  o.cancelled = [&] { return ++asked == questions; };  // only the last one
+  auto r = SimulateExperiment(e, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kCancelled);
+  int files = 0;
+  std::error_code ec;
+  for (auto& f : std::filesystem::recursive_directory_iterator(store, ec)) {
+    files += f.is_regular_file();
+  }
+  EXPECT_EQ(files, 0) << "a run cancelled at its end left files in the store";
+}
+
 }  // namespace
 }  // namespace shardscope::sim
