@@ -38,7 +38,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)ParsePromptsText(std::string(text), "fuzz.txt", /*vocab_size=*/32000).ok();
 #elif SHARDSCOPE_FUZZ_INPUT == SHARDSCOPE_FUZZ_CALIBRATION
   fuzz::FuzzFile file(data, size, "calibration.yaml");
-  static const Calibration base = DefaultCalibration(DeviceSpec{});
+  static const sim::Calibration base = sim::DefaultCalibration(DeviceSpec{});
   (void)LoadCalibration(file.path(), base).ok();
 #elif SHARDSCOPE_FUZZ_INPUT == SHARDSCOPE_FUZZ_WORKLOAD_CARD
   fuzz::FuzzFile file(data, size, "card.yaml");

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -197,6 +199,36 @@ TEST(BadInputCliTest, SearchRefusesNonPositiveNumbersAndEmptyPaths) {
   const Result csv = RunCli(search + "--csv ''");
   EXPECT_EQ(csv.exit_code, 2);
   EXPECT_NE(csv.err.find("--csv: must not be empty"), std::string::npos) << csv.err;
+}
+
+// SIGKILL during a run left a hidden temp trace that `traces list` neither showed nor removed.
+TEST(BadInputCliTest, TracesGcRemovesTheTempTraceOfAKilledRun) {
+  const fs::path trace = TinyTrace("gc_store");
+  const fs::path store = Dir() / "gc_store";
+  const pid_t dead = fork();
+  if (dead == 0) _exit(0);
+  int status = 0;
+  waitpid(dead, &status, 0);
+  const fs::path temp = trace.parent_path() /
+                        ("." + trace.filename().string() + ".tmp-" + std::to_string(dead) + "-0");
+  std::ofstream(temp) << std::string(1000, 'x');
+  const Result list = RunCli("traces list --root " + store.string());
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_NE(list.out.find("\n1 temporary file ("), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find(" of killed runs are not listed: `shardscope traces gc --root " +
+                          store.string() + "` removes them"),
+            std::string::npos)
+      << list.out;
+  const Result dry = RunCli("traces gc --dry-run --root " + store.string());
+  ASSERT_EQ(dry.exit_code, 0) << dry.err;
+  EXPECT_TRUE(fs::exists(temp));
+  const Result gc = RunCli("traces gc --root " + store.string());
+  ASSERT_EQ(gc.exit_code, 0) << gc.err;
+  EXPECT_NE(gc.out.find("removed " + temp.string()), std::string::npos) << gc.out;
+  EXPECT_FALSE(fs::exists(temp));
+  EXPECT_TRUE(fs::exists(trace)) << "gc removed a finished trace";
+  const Result after = RunCli("traces list --root " + store.string());
+  EXPECT_EQ(after.out.find("temporary file"), std::string::npos) << after.out;
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <optional>
 #include <sstream>
 
+#include "core/checked_int.h"
 #include "core/small_file.h"
 
 namespace shardscope {
@@ -62,8 +63,9 @@ StatusOr<double> ParseTime(std::string_view s) {
 
 StatusOr<int64_t> ParseCount(std::string_view s) {
   ASSIGN_OR_RETURN(double v, ParseNumber(s));
-  if (v != std::floor(v)) return InvalidArgument("expected a whole number of tokens, got '{}'", s);
-  return static_cast<int64_t>(v);
+  const std::optional<int64_t> n = WholeToInt64(v);
+  if (!n) return InvalidArgument("expected a whole number of tokens, got '{}'", s);
+  return *n;
 }
 
 // Checks one request against the previous one and the context limit.
@@ -147,11 +149,11 @@ StatusOr<std::optional<RequestSpec>> JsonlRow(std::string_view line, const std::
     }
     if (f == kArrival) {
       r.arrival = *value;
-    } else if (*value != std::floor(*value)) {
+    } else if (const std::optional<int64_t> n = WholeToInt64(*value); !n) {
       return InvalidArgument("{}: field '{}': expected a whole number of tokens, got {}", where,
                              names[f], *value);
     } else {
-      (f == kPrompt ? r.prompt_tokens : r.output_tokens) = static_cast<int64_t>(*value);
+      (f == kPrompt ? r.prompt_tokens : r.output_tokens) = *n;
     }
   }
   return std::optional<RequestSpec>(r);

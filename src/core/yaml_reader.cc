@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/checked_int.h"
 #include "core/small_file.h"
 
 namespace shardscope {
@@ -104,9 +105,8 @@ StatusOr<int64_t> YamlInt(const YAML::Node& node, const YamlContext& ctx) {
   if (!s.empty() && *end == '\0' && errno == 0) return static_cast<int64_t>(v);
   // Accept integral values written in floating-point form, e.g. 1e5.
   double d = std::strtod(s.c_str(), &end);
-  if (!s.empty() && *end == '\0' && std::isfinite(d) && d == std::floor(d) &&
-      std::fabs(d) < 9.2e18) {
-    return static_cast<int64_t>(d);
+  if (!s.empty() && *end == '\0') {
+    if (const std::optional<int64_t> n = WholeToInt64(d)) return *n;
   }
   return ctx.Error("expected an integer, got " + Describe(node));
 }
