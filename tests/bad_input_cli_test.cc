@@ -231,4 +231,24 @@ TEST(BadInputCliTest, TracesGcRemovesTheTempTraceOfAKilledRun) {
   EXPECT_EQ(after.out.find("temporary file"), std::string::npos) << after.out;
 }
 
+// `--decode-steps 99999999999999999999` was accepted (beyond int64).
+TEST(BadInputCliTest, DecodeStepsBeyondInt64IsRefused) {
+  const fs::path cfg = Write("tiny.yaml", Tiny());
+  const Result r =
+      RunCli("run --no-trace --decode-steps 99999999999999999999 --config " + cfg.string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("--decode-steps: must be a whole number from 0 to 1000000000, got "
+                       "99999999999999999999"),
+            std::string::npos)
+      << r.err;
+}
+
+// A key given twice in YAML silently kept its first value.
+TEST(BadInputCliTest, DuplicateYamlKeyIsRefusedNamingBothLines) {
+  const fs::path cfg = Write("dup.yaml", Tiny("    batch_size: 4\n"));
+  ExpectOneLineError(RunCli("plan --config " + cfg.string()),
+                     cfg.string() + ": line 9: duplicate key 'batch_size' (first on line 6)");
+}
+
 }  // namespace

@@ -1,5 +1,8 @@
 #include "cli/cli.h"
 
+#include <fmt/format.h>
+
+#include <charconv>
 #include <cstdlib>
 #include <iostream>
 
@@ -39,6 +42,20 @@ CLI::Validator Positive() {
         return std::string();
       },
       "", "POSITIVE");
+}
+
+CLI::Validator WholeNumber(int64_t min, int64_t max) {
+  return CLI::Validator(
+      [min, max](std::string& value) {
+        int64_t v = 0;
+        const char* end = value.data() + value.size();
+        const auto [ptr, ec] = std::from_chars(value.data(), end, v);
+        if (value.empty() || ec != std::errc() || ptr != end || v < min || v > max) {
+          return fmt::format("must be a whole number from {} to {}, got {}", min, max, value);
+        }
+        return std::string();
+      },
+      "", "WHOLE");
 }
 
 int Main(int argc, char** argv) {

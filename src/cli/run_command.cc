@@ -148,7 +148,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--decode-steps", f->run.max_decode_steps,
                   "simulate only the first N decode steps (stated in the summary and trace; "
                   "default: all, up to 1024)")
-      ->check(CLI::Range(int64_t{0}, std::numeric_limits<int64_t>::max()));
+      ->check(WholeNumber(0, 1'000'000'000));
   cmd->add_flag("--no-trace", f->no_trace, "do not write traces (summary only)");
   cmd->add_option("--trace-compression", f->trace_compression,
                   "none or gzip (trace_{timestamp}.trace.gz, written on parallel threads; "

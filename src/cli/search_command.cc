@@ -97,7 +97,7 @@ void AddSearchCommand(CLI::App& app, int* exit_code) {
       ->check(Positive());
   cmd->add_option("--decode-steps", opts->decode_steps,
                   "decode steps simulated per plan, the rest extrapolated (default 1)")
-      ->check(CLI::Range(int64_t{1}, std::numeric_limits<int64_t>::max()));
+      ->check(WholeNumber(1, 1'000'000'000));
   cmd->add_option("--slo-ttft-ms", opts->slo_ttft_ms, "time-to-first-token target")
       ->check(Positive());
   cmd->add_option("--slo-tpot-ms", opts->slo_tpot_ms, "time-per-output-token target")

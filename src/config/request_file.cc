@@ -207,6 +207,12 @@ class CsvRows {
             kAzureNames[1], kAzureNames[2]);
       }
       column_[f] = static_cast<int>(it - cells.begin());
+      // A second column of the same name would be silently ignored.
+      if (auto again = std::find(it + 1, cells.end(), std::string_view(names_[f]));
+          again != cells.end()) {
+        return InvalidArgument("{}: duplicate column '{}' (columns {} and {})", where, names_[f],
+                               column_[f] + 1, again - cells.begin() + 1);
+      }
     }
     return std::optional<RequestSpec>();
   }

@@ -95,6 +95,15 @@ TEST(RequestFileTest, TokenCountBeyondInt64IsAnError) {
   }
 }
 
+// issue 35: a repeated header column silently kept the first.
+TEST(RequestFileTest, DuplicateColumnIsAnError) {
+  auto r = ParseRequestFile(
+      "arrival_time_s,prompt_tokens,output_tokens,prompt_tokens\n0,128,8,64\n", "dup.csv", 0);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "dup.csv: line 1: duplicate column 'prompt_tokens' (columns 2 and 4)");
+}
+
 TEST(RequestFileTest, DateTimes) {
   auto t = ParseDateTimeSeconds("1970-01-02 00:00:01.5");
   ASSERT_TRUE(t.ok());

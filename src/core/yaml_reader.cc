@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "core/checked_int.h"
@@ -67,6 +68,32 @@ Status YamlContext::Error(std::string_view problem) const {
   return InvalidArgument("{}{}{}", where, where.empty() ? "" : ": ", problem);
 }
 
+namespace {
+
+// yaml-cpp keeps both pairs of a repeated key and node["key"] finds the first, so
+// "batch_size: 1 … batch_size: 4" silently meant 1: an error naming both lines.
+Status CheckDuplicateKeys(const YAML::Node& node, const std::string& name) {
+  if (node.IsSequence()) {
+    for (const YAML::Node& item : node) RETURN_IF_ERROR(CheckDuplicateKeys(item, name));
+  } else if (node.IsMap()) {
+    std::map<std::string, int> first_line;
+    for (const auto& kv : node) {
+      if (kv.first.IsScalar()) {
+        const int line = kv.first.Mark().line + 1;
+        auto [it, fresh] = first_line.emplace(kv.first.Scalar(), line);
+        if (!fresh) {
+          return InvalidArgument("{}: line {}: duplicate key '{}' (first on line {})", name, line,
+                                 kv.first.Scalar(), it->second);
+        }
+      }
+      RETURN_IF_ERROR(CheckDuplicateKeys(kv.second, name));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 StatusOr<YAML::Node> LoadYamlFile(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
@@ -78,7 +105,9 @@ StatusOr<YAML::Node> LoadYamlFile(const std::string& path) {
 
 StatusOr<YAML::Node> ParseYaml(const std::string& text, const std::string& name) {
   try {
-    return YAML::Load(text);
+    YAML::Node root = YAML::Load(text);
+    RETURN_IF_ERROR(CheckDuplicateKeys(root, name));
+    return root;
   } catch (const YAML::Exception& e) {
     return InvalidArgument("{}: malformed YAML at line {}, column {}: {}", name, e.mark.line + 1,
                            e.mark.column + 1, e.msg);
