@@ -217,10 +217,11 @@ StatusOr<std::optional<ServingSpec>> ReadServing(const YamlMap& exp, const Model
   if (drawn && s.requests == 0 && s.duration * s.arrivals.rate > kMaxServedRequests) {
     return w.context()
         .Child("duration_s")
-        .Error(fmt::format(
-            "is {:g} s: at {:g} requests/s that draws about {:.3g} requests, more than the {} that may "
-            "be simulated (give `requests` or a shorter duration)",
-            s.duration, s.arrivals.rate, s.duration * s.arrivals.rate, kMaxServedRequests));
+        .Error(fmt::format("is {:g} s: at {:g} requests/s that draws about {:.3g} requests, more "
+                           "than the {} that may "
+                           "be simulated (give `requests` or a shorter duration)",
+                           s.duration, s.arrivals.rate, s.duration * s.arrivals.rate,
+                           kMaxServedRequests));
   }
   if (!file && s.requests == 0 && s.duration == 0) {
     return w.context().Error("needs `requests` or `duration_s` (how long requests arrive)");
