@@ -8,7 +8,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 shared=${SHARDSCOPE_TESTDATA:-$root/../shared/testdata}
 mk() { mkdir -p "$out/$1"; }
 for f in trace_reader kineto xla_json nccl_profiler nccl_jsonl xspace experiments_yaml \
-         model_yaml hardware_yaml hf_config safetensors; do mk "${f}_fuzzer"; done
+         model_yaml hardware_yaml hf_config safetensors request_file prompts calibration \
+         workload_card; do mk "${f}_fuzzer"; done
 
 # Our traces: the golden ones.
 for d in "$root"/tests/data/golden/*/; do
@@ -114,3 +115,30 @@ h += b" " * (-len(h) % 8)
 open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + data)
 PY
 echo "seeds in $out"
+
+# Small input files (issue 35): request files (CSV, Azure's CSV, JSONL), prompts files,
+# the calibrations and workload cards of configs/.
+cat > "$out/request_file_fuzzer/ours.csv" <<'CSV'
+arrival_time_s,prompt_tokens,output_tokens
+0,128,8
+0.01,256,4
+# a comment
+0.02,64,16
+CSV
+cat > "$out/request_file_fuzzer/azure.csv" <<'CSV'
+TIMESTAMP,ContextTokens,GeneratedTokens
+2023-11-16 18:15:46.6805900,374,44
+2023-11-16 18:15:50.9951690,396,109
+CSV
+cat > "$out/request_file_fuzzer/requests.jsonl" <<'JSONL'
+{"arrival_time_s": 0, "prompt_tokens": 128, "output_tokens": 8}
+{"arrival_time_s": 0.5, "prompt_tokens": 64, "output_tokens": 2}
+JSONL
+printf '# one request per line\n5 17 99 3\n1, 2, 3, 4\n\n7\t8 9\n' > "$out/prompts_fuzzer/prompts.txt"
+cp "$root"/configs/calibration/*.yaml "$out/calibration_fuzzer/"
+cp "$root"/configs/workload_cards/*.yaml "$out/workload_card_fuzzer/"
+# Findings, each fixed with a test: the inputs that found them stay in the seeds.
+for d in "$root"/fuzz/regressions/*/; do
+  mkdir -p "$out/$(basename "$d")"
+  cp "$d"* "$out/$(basename "$d")/"
+done

@@ -30,21 +30,71 @@ def _warn_skipped(skipped):
         warnings.warn(f"skipped: {message}", stacklevel=3)
 
 
+def _path(value, name, optional=False):
+    """``value`` as a path string; InputError naming ``name`` for anything else (pybind's
+    TypeError otherwise) and for "" (an empty path would mean the current directory)."""
+    if value is None and optional:
+        return ""
+    if not isinstance(value, (str, os.PathLike)):
+        raise InputError(f"{name}: expected a path, got {type(value).__name__}")
+    path = os.fspath(value)
+    if not isinstance(path, str):
+        raise InputError(f"{name}: expected a text path, got {type(path).__name__}")
+    if path == "":
+        raise InputError(f"{name}: an empty path")
+    return path
+
+
+def _text(value, name):
+    """``value`` (a str, or None for "") for a string argument; InputError otherwise."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise InputError(f"{name}: expected a string, got {type(value).__name__}")
+    return value
+
+
+def _strings(values, name):
+    """A list of strings from one string (never split into characters), None or an
+    iterable of strings; InputError for anything else."""
+    if values is None:
+        return []
+    if isinstance(values, str):
+        return [values]
+    try:
+        out = list(values)
+    except TypeError:
+        raise InputError(f"{name}: expected a string or a list of strings, got "
+                         f"{type(values).__name__}") from None
+    for v in out:
+        if not isinstance(v, str):
+            raise InputError(f"{name}: expected strings, got {type(v).__name__} ({v!r})")
+    return out
+
+
 def _reference(experiment, config):
     """(config path, experiment name) of ``experiment``: a name with ``config=``, a row or
-    dict from load_experiments() (its ``config``), or None for every experiment of config."""
+    dict from load_experiments() (its ``config``), a load_experiments() DataFrame of one
+    row, or None for every experiment of config."""
+    if isinstance(experiment, pd.DataFrame):
+        if len(experiment) != 1:
+            raise InputError(f"experiment: a DataFrame of {len(experiment)} experiments; pass "
+                             "one row (df.iloc[i]), a name, or None with config= for all")
+        experiment = experiment.iloc[0]
+    if isinstance(experiment, str) and experiment == "":
+        raise InputError("experiment: an empty name (None selects every experiment)")
     if experiment is None or isinstance(experiment, str):
         if config is None:
             what = f"experiment '{experiment}'" if experiment else "no experiment"
             raise InputError(f"{what}: pass config= (the experiments YAML file)")
-        return os.fspath(config), experiment or ""
-    if isinstance(experiment, Mapping) or hasattr(experiment, "get"):
+        return _path(config, "config"), experiment or ""
+    if isinstance(experiment, (Mapping, pd.Series)):
         name = experiment.get("name")
         path = config or experiment.get("config") or experiment.get("source_file")
         if not name or not path:
             raise InputError("experiment: a mapping needs 'name' and 'config' (as the rows of "
                              "load_experiments() have)")
-        return os.fspath(path), str(name)
+        return _path(path, "config"), str(name)
     raise InputError(f"experiment: expected a name, a row of load_experiments() or None, got "
                      f"{type(experiment).__name__}")
 
@@ -58,8 +108,11 @@ def load_experiments(config, experiment=None, skip_invalid=False):
     """The experiments of ``config`` (sweeps expanded, plans validated) as a DataFrame: one
     row per experiment with its main figures, ``config`` (the file) and ``spec`` (the whole
     resolved experiment as a dict, as trace metadata records it)."""
-    specs, skipped = _shardscope.load_experiments(os.fspath(config), experiment or "",
-                                                  skip_invalid)
+    if isinstance(experiment, str) and experiment == "":
+        raise InputError("experiment: an empty name (None selects every experiment)")
+    specs, skipped = _shardscope.load_experiments(_path(config, "config"),
+                                                  _text(experiment, "experiment"),
+                                                  bool(skip_invalid))
     _warn_skipped(skipped)
     rows = []
     for s in specs:
@@ -110,12 +163,18 @@ def run(experiment=None, backend=None, config=None, trace=True, out="traces", tr
     path, name = _reference(experiment, config)
     if decode_steps is not None and (not isinstance(decode_steps, int) or decode_steps < 0):
         raise InputError(f"decode_steps: expected an integer ≥ 0 or None, got {decode_steps!r}")
+    hostfile = _path(hostfile, "hostfile", optional=True)
+    if hostfile and not os.path.isfile(hostfile):
+        raise InputError(f"hostfile: no such file: {hostfile}")
+    # A string is split at spaces as `run --mpirun-args` does, never into characters.
+    mpirun_args = (mpirun_args.split() if isinstance(mpirun_args, str)
+                   else _strings(mpirun_args, "mpirun_args"))
     results, skipped = _shardscope.run(
-        path, name, skip_invalid, backend or "", os.fspath(out),
-        os.fspath(trace_file) if trace_file else "", bool(trace),
-        -1 if decode_steps is None else decode_steps, os.fspath(calibration or ""), algorithm,
-        os.fspath(hostfile or ""), list(mpirun_args), shardscope_binary(),
-        trace_compression or "")
+        path, name, bool(skip_invalid), _text(backend, "backend"), _path(out, "out"),
+        _path(trace_file, "trace_file", optional=True), bool(trace),
+        -1 if decode_steps is None else decode_steps,
+        _path(calibration, "calibration", optional=True), _text(algorithm, "algorithm"),
+        hostfile, mpirun_args, shardscope_binary(), _text(trace_compression, "trace_compression"))
     _warn_skipped(skipped)
     return _one_or_list(results)
 
@@ -161,8 +220,17 @@ def requests(result):
 
 def _paths(paths):
     if isinstance(paths, (str, os.PathLike)):
-        return [os.fspath(paths)]
-    return [os.fspath(p) for p in paths]
+        return [_path(paths, "paths")]
+    if paths is None:
+        raise InputError("paths: expected a trace path or a list of them, got None")
+    try:
+        items = list(paths)
+    except TypeError:
+        raise InputError(f"paths: expected a trace path or a list of them, got "
+                         f"{type(paths).__name__}") from None
+    if not items:
+        raise InputError("paths: an empty list (give a trace file, a run directory or a store)")
+    return [_path(p, "paths") for p in items]
 
 
 def _scope_kind(scope):
@@ -191,8 +259,10 @@ def analyze_runs(paths, metrics=None, trace_format="auto", align_clocks="as-reco
                  workload_card=None):
     """The raw analyses behind analyze(): one dict per run (trace, trace_paths, format,
     identity, metadata_path, warnings, read_summary, columns)."""
-    return _shardscope.analyze(_paths(paths), list(metrics or []), trace_format, align_clocks,
-                               os.fspath(workload_card or ""))
+    return _shardscope.analyze(_paths(paths), _strings(metrics, "metrics"),
+                               _text(trace_format, "trace_format"),
+                               _text(align_clocks, "align_clocks"),
+                               _path(workload_card, "workload_card", optional=True))
 
 
 def analyze(paths, metrics=None, trace_format="auto", align_clocks="as-recorded",
@@ -232,6 +302,7 @@ def compare(baseline, proposed, metrics=None):
     (NaN where the baseline is 0 or either value is missing). Each side is a trace path or
     an analyze() DataFrame of one run. Every scope is a row of its own (as ``shardscope
     compare --per-rank``); compare_runs() takes more runs and summarises ranks."""
+    metrics = _strings(metrics, "metrics")
     b = _one_run(baseline, metrics, "baseline")
     p = _one_run(proposed, metrics, "proposed")
     keys = ["name", "scope_kind", "scope"]
@@ -264,9 +335,10 @@ def compare_runs(paths, baseline=None, metrics=None, per_rank=False, experiment=
     metadata, identity) and ``df.attrs["baseline"]`` the baseline's label. ``experiment``
     (an experiment's or a sweep's name), ``hardware``, ``dtype``, ``backend`` keep only the
     stored runs under ``paths`` that match, as ``compare --experiment`` & co. do."""
-    c = _shardscope.compare(_paths(paths), os.fspath(baseline or ""), list(metrics or []),
-                            bool(per_rank), experiment or "", hardware or "", dtype or "",
-                            backend or "")
+    c = _shardscope.compare(_paths(paths), _path(baseline, "baseline", optional=True),
+                            _strings(metrics, "metrics"), bool(per_rank),
+                            _text(experiment, "experiment"), _text(hardware, "hardware"),
+                            _text(dtype, "dtype"), _text(backend, "backend"))
     runs = c["runs"]
     rows = {k: [] for k in COMPARISON_COLUMNS}
     for m in c["metrics"]:

@@ -1,4 +1,5 @@
-"""docs/python.md's walkthrough runs as it stands (in a scratch folder that sees configs/)."""
+"""docs/python.md's walkthrough and README.md's Python lines run as they stand (in a scratch
+folder that sees configs/)."""
 
 import os
 import re
@@ -20,3 +21,18 @@ def test_walkthrough_runs(tmp_path, monkeypatch):
     exec(compile(code, "docs/python.md", "exec"), namespace)
     assert len(namespace["runs"]) == 2
     assert set(namespace["busy"]["plan"]) == set(namespace["plans"])
+
+
+# issue 35: README's block simulated without a trace, so its analyze("traces") found nothing.
+def test_readme_python_lines_run_in_a_fresh_folder(tmp_path, monkeypatch):
+    text = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    section = text[text.index("## Python"):]
+    block = re.search(r"```sh\n(.*?)```", section, re.S).group(1)
+    code = "\n".join(line[4:] for line in block.splitlines()
+                     if line.startswith(">>> ") or line.startswith("... "))
+    os.symlink(os.path.join(ROOT, "configs"), tmp_path / "configs")
+    monkeypatch.chdir(tmp_path)
+    namespace = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    df = namespace["df"]
+    assert len(df) > 0 and set(df["experiment"]) == {"tp4_deepseek_v2_lite"}

@@ -4,7 +4,19 @@
 
 namespace shardscope::backends {
 
-StatusOr<std::unique_ptr<CpuBackend>> CpuBackend::Create(const run::RunOptions&) {
+StatusOr<std::unique_ptr<CpuBackend>> CpuBackend::Create(const run::RunOptions& options) {
+  // The rank count is the experiment's world size: a second -np made mpirun fail with
+  // a message of its own ("error: error: …").
+  for (const std::string& arg : options.mpirun_args) {
+    for (const char* flag : {"-np", "-n", "--np", "--n", "-c"}) {
+      if (arg == flag || arg.rfind(std::string(flag) + "=", 0) == 0) {
+        return InvalidArgument(
+            "--mpirun-args: '{}' sets the number of ranks, which is each experiment's world size "
+            "(its parallel plan); leave it out",
+            arg);
+      }
+    }
+  }
   ASSIGN_OR_RETURN(runtime::FaultSpec fault, runtime::FaultSpecFromEnv());
   return std::make_unique<CpuBackend>(std::move(fault));
 }
@@ -19,6 +31,19 @@ Status CpuBackend::Supports(const Experiment& experiment) const {
         "experiment '{}': backend cpu runs on this machine's CPU cores, but its hardware '{}' "
         "is a {} cluster ({}); use a cpu cluster such as hardware: local-cpu",
         experiment.name, experiment.cluster.name, DeviceKindName(device.kind), device.name);
+  }
+  // Refused here, before mpirun starts, rather than by every rank (exit 1).
+  if (experiment.model.norm != NormKind::kRmsNorm) {
+    return Unimplemented(
+        "experiment '{}': not implemented: LayerNorm in the CPU executor (model '{}'); backend "
+        "sim simulates it",
+        experiment.name, experiment.model.name);
+  }
+  // A fault on a rank the job does not have would never fire and say nothing.
+  if (fault_.active() && fault_.rank >= experiment.parallel.world_size()) {
+    return InvalidArgument("{}: experiment '{}': rank {} does not exist (the job has {} ranks)",
+                           runtime::kFaultEnvVar, experiment.name, fault_.rank,
+                           experiment.parallel.world_size());
   }
   return Status::Ok();
 }

@@ -337,7 +337,7 @@ std::string DescribeFailure(const Experiment& e, const Placement& placement,
         break;
     }
   }
-  if (parts.empty()) return "a rank failed before running (its message is above)";
+  if (parts.empty()) return DescribeNoFailure(reports);
   std::string out = parts[0];
   for (size_t i = 1; i < parts.size(); ++i) out += "; " + parts[i];
   return out;

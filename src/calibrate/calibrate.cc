@@ -1110,11 +1110,16 @@ std::string CalibrationSummary(const CalibrationResult& r) {
   return out;
 }
 
-Status WriteNewFile(const std::string& path, const std::string& text, bool force) {
+Status CheckNewFile(const std::string& path, bool force) {
   if (!force && std::filesystem::exists(path)) {
     return Status(StatusCode::kFailedPrecondition,
                   fmt::format("{} exists: not overwritten (use --force)", path));
   }
+  return Status::Ok();
+}
+
+Status WriteNewFile(const std::string& path, const std::string& text, bool force) {
+  RETURN_IF_ERROR(CheckNewFile(path, force));
   std::ofstream f(path, std::ios::trunc);
   if (!f) return IoError("{}: cannot open for writing", path);
   f << text;

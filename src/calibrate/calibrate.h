@@ -145,6 +145,10 @@ std::string CalibrationYaml(const CalibrationResult& result);
 // the residual before (defaults) and after; classes not fitted and why.
 std::string CalibrationSummary(const CalibrationResult& result);
 
+// FailedPrecondition naming the file when it exists and `force` is false:
+// checked before a fit as well as by WriteNewFile.
+Status CheckNewFile(const std::string& path, bool force);
+
 // Writes `text` to `path`; fails (FailedPrecondition) when the file exists
 // and `force` is false, naming the file.
 Status WriteNewFile(const std::string& path, const std::string& text, bool force);

@@ -3,6 +3,7 @@
 #include "calibrate/calibrate.h"
 #include "calibrate/nccl_tests_log.h"
 #include "cli/cli.h"
+#include "cli/output_path.h"
 
 namespace shardscope::cli {
 namespace {
@@ -21,6 +22,9 @@ Status RunCalibrate(const CalibrateArgs& a) {
   if (a.shape_time != "median" && a.shape_time != "mean") {
     return InvalidArgument("--shape-time is '{}': expected median or mean", a.shape_time);
   }
+  // Before the fit: a refusal after printing it would look like success.
+  RETURN_IF_ERROR(CheckOutputPath("--output", a.output, a.traces));
+  RETURN_IF_ERROR(calibrate::CheckNewFile(a.output, a.force));
   calibrate::CalibrateOptions options = a.options;
   options.shape_mean = a.shape_time == "mean";
   for (const std::string& arg : a.nccl_tests) {

@@ -51,7 +51,8 @@ void AddCheckCommand(CLI::App& app, int* exit_code) {
   auto* cmd = app.add_subcommand(
       "check", "Memory fit, physical bounds on TTFT/TPOT/throughput, and each claim's verdict");
   cmd->add_option("--config", opts->experiments.config, "experiments YAML file")->required();
-  cmd->add_option("--experiment", opts->experiments.experiment, "only this experiment (or sweep)");
+  cmd->add_option("--experiment", opts->experiments.experiment, "only this experiment (or sweep)")
+      ->check(NonEmpty());
   AddSkipInvalidFlag(cmd, &opts->experiments);
   cmd->add_flag("--json", opts->json, "print JSON instead of text");
   cmd->add_flag("--strict", opts->strict,

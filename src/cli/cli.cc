@@ -1,5 +1,9 @@
 #include "cli/cli.h"
 
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cstdlib>
 #include <iostream>
 
 #include "core/exit_kind.h"
@@ -17,6 +21,41 @@ int ReportError(const Status& status) {
       return kExitFailure;
   }
   return kExitFailure;
+}
+
+CLI::Validator NonEmpty() {
+  return CLI::Validator(
+      [](std::string& value) {
+        return value.empty() ? std::string("must not be empty") : std::string();
+      },
+      "", "NONEMPTY");
+}
+
+CLI::Validator Positive() {
+  return CLI::Validator(
+      [](std::string& value) {
+        char* end = nullptr;
+        const double v = std::strtod(value.c_str(), &end);
+        if (value.empty() || *end != '\0' || !(v > 0)) {
+          return "must be a positive number, got " + value;
+        }
+        return std::string();
+      },
+      "", "POSITIVE");
+}
+
+CLI::Validator WholeNumber(int64_t min, int64_t max) {
+  return CLI::Validator(
+      [min, max](std::string& value) {
+        int64_t v = 0;
+        const char* end = value.data() + value.size();
+        const auto [ptr, ec] = std::from_chars(value.data(), end, v);
+        if (value.empty() || ec != std::errc() || ptr != end || v < min || v > max) {
+          return fmt::format("must be a whole number from {} to {}, got {}", min, max, value);
+        }
+        return std::string();
+      },
+      "", "WHOLE");
 }
 
 int Main(int argc, char** argv) {

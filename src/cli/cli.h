@@ -23,6 +23,16 @@ int ReportError(const Status& status);
 
 int Main(int argc, char** argv);
 
+// A CLI11 check refusing an empty value ("--experiment: must not be empty"):
+// `--experiment ''` would otherwise select every experiment.
+CLI::Validator NonEmpty();
+// A CLI11 check refusing a number that is not > 0 ("--top: must be a positive
+// number, got -1"): 0 or a negative one used to mean "the default" silently.
+CLI::Validator Positive();
+// A CLI11 check for a whole number in [min, max], parsed exactly: a number beyond int64
+// ("--decode-steps 99999999999999999999") is refused, not saturated.
+CLI::Validator WholeNumber(int64_t min, int64_t max);
+
 // Subcommands; each stores its exit code into *exit_code when it runs.
 void AddPlanCommand(CLI::App& app, int* exit_code);
 void AddCheckCommand(CLI::App& app, int* exit_code);

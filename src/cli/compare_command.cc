@@ -50,7 +50,8 @@ void AddCompareCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--metric", options->metrics, "only these metrics (repeat for more)")
       ->allow_extra_args(false);
   cmd->add_option("--experiment", options->runs.experiment,
-                  "only the stored runs of this experiment (or of this sweep)");
+                  "only the stored runs of this experiment (or of this sweep)")
+      ->check(NonEmpty());
   cmd->add_option("--hardware", options->runs.hardware, "only the stored runs on this hardware");
   cmd->add_option("--dtype", options->runs.dtype, "only the stored runs in this dtype");
   cmd->add_option("--backend", options->runs.backend, "only the stored runs of this backend");

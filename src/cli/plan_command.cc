@@ -46,7 +46,8 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
   auto* cmd = app.add_subcommand(
       "plan", "Placement, groups, memory per rank, op counts, FLOPs, bytes and traffic per phase");
   cmd->add_option("--config", opts->experiments.config, "experiments YAML file")->required();
-  cmd->add_option("--experiment", opts->experiments.experiment, "only this experiment (or sweep)");
+  cmd->add_option("--experiment", opts->experiments.experiment, "only this experiment (or sweep)")
+      ->check(NonEmpty());
   AddSkipInvalidFlag(cmd, &opts->experiments);
   cmd->add_flag("--json", opts->json, "print JSON instead of text");
   cmd->callback([opts, exit_code] { *exit_code = RunPlan(*opts); });

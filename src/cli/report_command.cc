@@ -1,6 +1,7 @@
 #include <iostream>
 
 #include "cli/cli.h"
+#include "cli/output_path.h"
 #include "report/html_report.h"
 
 namespace shardscope::cli {
@@ -16,6 +17,9 @@ struct ReportOptions {
 };
 
 Status RunReport(const ReportOptions& o) {
+  std::vector<std::string> inputs = o.paths;
+  inputs.insert(inputs.end(), o.baseline.begin(), o.baseline.end());
+  RETURN_IF_ERROR(CheckOutputPath("--output", o.output, inputs));
   report::HtmlReportOptions options;
   options.paths = o.paths;
   options.baseline = o.baseline;

@@ -136,7 +136,8 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
       "run",
       "Run experiments (sim: simulate; cpu: real ranks over MPI), write traces, print TTFT/TPOT");
   cmd->add_option("--config", f->experiments.config, "experiments YAML file")->required();
-  cmd->add_option("--experiment", f->experiments.experiment, "only this experiment (or sweep)");
+  cmd->add_option("--experiment", f->experiments.experiment, "only this experiment (or sweep)")
+      ->check(NonEmpty());
   AddSkipInvalidFlag(cmd, &f->experiments);
   cmd->add_option("--backend", f->backend, "sim, cpu or cuda (default: each experiment's)");
   cmd->add_option("--out", f->run.trace_root, "trace store root (default: traces)");
@@ -147,7 +148,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--decode-steps", f->run.max_decode_steps,
                   "simulate only the first N decode steps (stated in the summary and trace; "
                   "default: all, up to 1024)")
-      ->check(CLI::Range(int64_t{0}, std::numeric_limits<int64_t>::max()));
+      ->check(WholeNumber(0, 1'000'000'000));
   cmd->add_flag("--no-trace", f->no_trace, "do not write traces (summary only)");
   cmd->add_option("--trace-compression", f->trace_compression,
                   "none or gzip (trace_{timestamp}.trace.gz, written on parallel threads; "

@@ -84,21 +84,29 @@ void AddSearchCommand(CLI::App& app, int* exit_code) {
       "The best parallel plan for an experiment's model, cluster and workload: every plan "
       "family enumerated, pruned by memory and bounds, simulated, ranked (docs/search.md)");
   cmd->add_option("--config", opts->config, "experiments YAML file")->required();
-  cmd->add_option("--experiment", opts->experiment, "the experiment to search")->required();
+  cmd->add_option("--experiment", opts->experiment, "the experiment to search")
+      ->required()
+      ->check(NonEmpty());
   cmd->add_option("--objective", opts->objective, "throughput (default), ttft, tpot or cost");
+  // Each number is checked: 0 or a negative one used to mean "the default" silently.
   cmd->add_option("--max-candidates", opts->max_candidates,
-                  "refuse a space larger than this (default 20000)");
-  cmd->add_option("--top", opts->top, "rows of the ranked table (default 10)");
-  cmd->add_option("--devices", opts->devices, "device budget (default: the cluster's devices)");
+                  "refuse a space larger than this (default 20000)")
+      ->check(Positive());
+  cmd->add_option("--top", opts->top, "rows of the ranked table (default 10)")->check(Positive());
+  cmd->add_option("--devices", opts->devices, "device budget (default: the cluster's devices)")
+      ->check(Positive());
   cmd->add_option("--decode-steps", opts->decode_steps,
                   "decode steps simulated per plan, the rest extrapolated (default 1)")
-      ->check(CLI::Range(int64_t{1}, std::numeric_limits<int64_t>::max()));
-  cmd->add_option("--slo-ttft-ms", opts->slo_ttft_ms, "time-to-first-token target");
-  cmd->add_option("--slo-tpot-ms", opts->slo_tpot_ms, "time-per-output-token target");
-  cmd->add_option("--csv", opts->csv, "write every evaluated plan as CSV");
-  cmd->add_option("--json", opts->json, "write every evaluated plan as JSON");
+      ->check(WholeNumber(1, 1'000'000'000));
+  cmd->add_option("--slo-ttft-ms", opts->slo_ttft_ms, "time-to-first-token target")
+      ->check(Positive());
+  cmd->add_option("--slo-tpot-ms", opts->slo_tpot_ms, "time-per-output-token target")
+      ->check(Positive());
+  cmd->add_option("--csv", opts->csv, "write every evaluated plan as CSV")->check(NonEmpty());
+  cmd->add_option("--json", opts->json, "write every evaluated plan as JSON")->check(NonEmpty());
   cmd->add_option("--write-best", opts->write_best,
-                  "write the best plan as a ready experiments YAML file");
+                  "write the best plan as a ready experiments YAML file")
+      ->check(NonEmpty());
   cmd->callback([opts, exit_code] { *exit_code = RunSearchCommand(*opts); });
 }
 

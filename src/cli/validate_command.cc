@@ -5,6 +5,7 @@
 #include "calibrate/validate.h"
 #include "cli/cli.h"
 #include "cli/experiments_arg.h"
+#include "cli/output_path.h"
 
 namespace shardscope::cli {
 namespace {
@@ -17,6 +18,12 @@ struct ValidateArgs {
 };
 
 Status RunValidate(const ValidateArgs& a) {
+  if (!a.options.sim_trace.empty()) {
+    std::vector<std::string> inputs = a.measured;
+    inputs.push_back(a.experiments.config);
+    if (!a.options.calibration_file.empty()) inputs.push_back(a.options.calibration_file);
+    RETURN_IF_ERROR(CheckOutputPath("--sim-trace", a.options.sim_trace, inputs));
+  }
   ASSIGN_OR_RETURN(std::vector<Experiment> selected, LoadSelectedExperiments(a.experiments));
   if (selected.size() != 1) {
     return InvalidArgument("{}: --experiment '{}' selects {} experiments; validate takes one",
@@ -37,13 +44,15 @@ void AddValidateCommand(CLI::App& app, int* exit_code) {
       "validate", "Simulate an experiment and compare it with a measured trace of it");
   cmd->add_option("--config", args->experiments.config, "experiments YAML")->required();
   cmd->add_option("--experiment", args->experiments.experiment, "the experiment measured")
-      ->required();
+      ->required()
+      ->check(NonEmpty());
   cmd->add_option("--measured", args->measured,
                   "the measured trace; several: repeated runs, compared by their mean")
       ->required();
   cmd->add_option("--calibration", args->options.calibration_file,
                   "calibration file for the simulator (shardscope calibrate)");
-  cmd->add_option("--sim-trace", args->options.sim_trace, "keep the simulated trace in this file");
+  cmd->add_option("--sim-trace", args->options.sim_trace, "keep the simulated trace in this file")
+      ->check(NonEmpty());
   cmd->add_option("--format", args->format, "md or csv")->default_str("md");
   cmd->add_flag(
       "--experiment-routing", [args](int64_t) { args->options.measured_routing = false; },

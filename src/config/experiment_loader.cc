@@ -599,6 +599,14 @@ StatusOr<std::vector<Experiment>> ExperimentsFromYaml(const YAML::Node& root,
       return ictx.Child("name").Error("is required but missing");
     }
     name = list[i]["name"].Scalar();
+    // Names are printed in messages and tables: an escape sequence would reach the terminal.
+    for (const char c : name) {
+      const auto byte = static_cast<unsigned char>(c);
+      if (byte < 0x20 || byte == 0x7f) {
+        return ictx.Child("name").Error(fmt::format(
+            "contains the control character 0x{:02x}; a name must be printable text", byte));
+      }
+    }
     YAML::Node merged =
         MergeYaml(defaults.IsDefined() && defaults.IsMap() ? defaults : YAML::Node(), list[i]);
     YamlContext ctx{path, name, ""};

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/small_file.h"
+
 namespace shardscope {
 namespace {
 
@@ -55,11 +57,12 @@ StatusOr<Prompts> ReadPromptsFile(const YamlContext& ctx, const std::string& val
                                   const std::string& config_path, int64_t vocab_size) {
   fs::path p(value);
   if (p.is_relative()) p = fs::path(config_path).parent_path() / p;
-  std::ifstream in(p);
-  if (!in) return ctx.Error(fmt::format("cannot read the prompts file {}", p.string()));
-  std::stringstream text;
-  text << in.rdbuf();
-  auto prompts = ParsePromptsText(text.str(), p.string(), vocab_size);
+  StatusOr<std::string> text = ReadSmallFile(p.string(), "the prompts file");
+  if (!text.ok()) {
+    return ctx.Error(
+        fmt::format("cannot read the prompts file {}: {}", p.string(), text.status().message()));
+  }
+  auto prompts = ParsePromptsText(*text, p.string(), vocab_size);
   if (!prompts.ok()) return ctx.Error(prompts.status().message());
   return prompts;
 }

@@ -9,6 +9,9 @@
 #include <optional>
 #include <sstream>
 
+#include "core/checked_int.h"
+#include "core/small_file.h"
+
 namespace shardscope {
 namespace {
 
@@ -60,8 +63,9 @@ StatusOr<double> ParseTime(std::string_view s) {
 
 StatusOr<int64_t> ParseCount(std::string_view s) {
   ASSIGN_OR_RETURN(double v, ParseNumber(s));
-  if (v != std::floor(v)) return InvalidArgument("expected a whole number of tokens, got '{}'", s);
-  return static_cast<int64_t>(v);
+  const std::optional<int64_t> n = WholeToInt64(v);
+  if (!n) return InvalidArgument("expected a whole number of tokens, got '{}'", s);
+  return *n;
 }
 
 // Checks one request against the previous one and the context limit.
@@ -146,11 +150,11 @@ StatusOr<std::optional<RequestSpec>> JsonlRow(std::string_view line, const std::
     }
     if (f == kArrival) {
       r.arrival = *value;
-    } else if (*value != std::floor(*value)) {
+    } else if (const std::optional<int64_t> n = WholeToInt64(*value); !n) {
       return InvalidArgument("{}: field '{}': expected a whole number of tokens, got {}", where,
                              names[f], *value);
     } else {
-      (f == kPrompt ? r.prompt_tokens : r.output_tokens) = static_cast<int64_t>(*value);
+      (f == kPrompt ? r.prompt_tokens : r.output_tokens) = *n;
     }
   }
   return std::optional<RequestSpec>(r);
@@ -204,6 +208,12 @@ class CsvRows {
             kAzureNames[1], kAzureNames[2]);
       }
       column_[f] = static_cast<int>(it - cells.begin());
+      // A second column of the same name would be silently ignored.
+      if (auto again = std::find(it + 1, cells.end(), std::string_view(names_[f]));
+          again != cells.end()) {
+        return InvalidArgument("{}: duplicate column '{}' (columns {} and {})", where, names_[f],
+                               column_[f] + 1, again - cells.begin() + 1);
+      }
     }
     return std::optional<RequestSpec>();
   }
@@ -275,11 +285,8 @@ StatusOr<std::vector<RequestSpec>> ParseRequestFile(std::string_view text, const
 }
 
 StatusOr<std::vector<RequestSpec>> ReadRequestFile(const std::string& path, int64_t max_context) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFound("{}: cannot open the request file", path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return ParseRequestFile(text.str(), path, max_context);
+  ASSIGN_OR_RETURN(std::string text, ReadSmallFile(path, "the request file"));
+  return ParseRequestFile(text, path, max_context);
 }
 
 }  // namespace shardscope

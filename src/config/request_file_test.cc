@@ -95,6 +95,31 @@ TEST(RequestFileTest, ErrorsNameTheFileLineAndField) {
   }
 }
 
+// Fuzzing finding (issue 35): a token count beyond int64 was cast from double (undefined
+// behaviour, a garbage count); fuzz/regressions/request_file_fuzzer/tokens_beyond_int64.csv.
+TEST(RequestFileTest, TokenCountBeyondInt64IsAnError) {
+  for (const char* count : {"44777777777777777777777777777777777777777", "1e30", "-1e300"}) {
+    SCOPED_TRACE(count);
+    auto r = ParseRequestFile(
+        std::string("arrival_time_s,prompt_tokens,output_tokens\n0,128,") + count + "\n", "big.csv",
+        0);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find("big.csv: line 2: field 'output_tokens': expected a whole "
+                                        "number of tokens, got '"),
+              std::string::npos)
+        << r.status().message();
+  }
+}
+
+// issue 35: a repeated header column silently kept the first.
+TEST(RequestFileTest, DuplicateColumnIsAnError) {
+  auto r = ParseRequestFile(
+      "arrival_time_s,prompt_tokens,output_tokens,prompt_tokens\n0,128,8,64\n", "dup.csv", 0);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "dup.csv: line 1: duplicate column 'prompt_tokens' (columns 2 and 4)");
+}
+
 TEST(RequestFileTest, DateTimes) {
   auto t = ParseDateTimeSeconds("1970-01-02 00:00:01.5");
   ASSERT_TRUE(t.ok());

@@ -9,6 +9,11 @@
 namespace shardscope {
 namespace {
 
+// The most requests one served run may simulate (`workload.requests`, or rate ×
+// duration_s when no count is given): 10 000 take about 9 s; far more would run
+// for hours or exhaust memory.
+constexpr int64_t kMaxServedRequests = 1'000'000;
+
 namespace fs = std::filesystem;
 
 // `key: 512` (fixed) or `key: {distribution: uniform|normal|lognormal, ...}`.
@@ -208,7 +213,25 @@ StatusOr<std::optional<ServingSpec>> ReadServing(const YamlMap& exp, const Model
     RETURN_IF_ERROR(ReadLength(w, "output_tokens", &s.output_tokens));
   }
   RETURN_IF_ERROR(w.OptionalAtLeast("requests", 1, &s.requests));
+  if (s.requests > kMaxServedRequests) {
+    return w.context()
+        .Child("requests")
+        .Error(fmt::format("is {}: at most {} requests may be simulated", s.requests,
+                           kMaxServedRequests));
+  }
   RETURN_IF_ERROR(w.OptionalPositive("duration_s", &s.duration));
+  // Poisson and gamma arrivals without a count draw requests for the whole duration.
+  const bool drawn = s.arrivals.process == ArrivalProcess::kPoisson ||
+                     s.arrivals.process == ArrivalProcess::kGamma;
+  if (drawn && s.requests == 0 && s.duration * s.arrivals.rate > kMaxServedRequests) {
+    return w.context()
+        .Child("duration_s")
+        .Error(fmt::format("is {:g} s: at {:g} requests/s that draws about {:.3g} requests, more "
+                           "than the {} that may "
+                           "be simulated (give `requests` or a shorter duration)",
+                           s.duration, s.arrivals.rate, s.duration * s.arrivals.rate,
+                           kMaxServedRequests));
+  }
   if (!file && s.requests == 0 && s.duration == 0) {
     return w.context().Error("needs `requests` or `duration_s` (how long requests arrive)");
   }

@@ -62,7 +62,7 @@ std::string FormatSeconds(double s) {
   if (a == 0) return "0 s";
   if (!std::isfinite(s)) return fmt::format("{} s", s);
   if (a < kRollsOver * 1e-9) return fmt::format("{} ns", ThreeDigits(s * 1e9));
-  if (a < kRollsOver * 1e-6) return fmt::format("{} us", ThreeDigits(s * 1e6));
+  if (a < kRollsOver * 1e-6) return fmt::format("{} µs", ThreeDigits(s * 1e6));
   if (a < kRollsOver * 1e-3) return fmt::format("{} ms", ThreeDigits(s * 1e3));
   return fmt::format("{} s", ThreeDigits(s));
 }

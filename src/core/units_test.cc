@@ -9,10 +9,10 @@ namespace {
 TEST(UnitsTest, SecondsRollOverToTheNextUnitInsteadOfAnExponent) {
   EXPECT_EQ(FormatSeconds(0.9997), "1 s");
   EXPECT_EQ(FormatSeconds(999.7e-6), "1 ms");
-  EXPECT_EQ(FormatSeconds(999.7e-9), "1 us");
+  EXPECT_EQ(FormatSeconds(999.7e-9), "1 µs");
   EXPECT_EQ(FormatSeconds(0.9994), "999 ms");
   EXPECT_EQ(FormatSeconds(12.34e-3), "12.3 ms");
-  EXPECT_EQ(FormatSeconds(4.56e-6), "4.56 us");
+  EXPECT_EQ(FormatSeconds(4.56e-6), "4.56 µs");
   EXPECT_EQ(FormatSeconds(1.5), "1.5 s");
   EXPECT_EQ(FormatSeconds(3600), "3600 s");
   EXPECT_EQ(FormatSeconds(12345.6), "12346 s");

@@ -6,7 +6,11 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
+
+#include "core/checked_int.h"
+#include "core/small_file.h"
 
 namespace shardscope {
 namespace {
@@ -64,22 +68,46 @@ Status YamlContext::Error(std::string_view problem) const {
   return InvalidArgument("{}{}{}", where, where.empty() ? "" : ": ", problem);
 }
 
+namespace {
+
+// yaml-cpp keeps both pairs of a repeated key and node["key"] finds the first, so
+// "batch_size: 1 … batch_size: 4" silently meant 1: an error naming both lines.
+Status CheckDuplicateKeys(const YAML::Node& node, const std::string& name) {
+  if (node.IsSequence()) {
+    for (const YAML::Node& item : node) RETURN_IF_ERROR(CheckDuplicateKeys(item, name));
+  } else if (node.IsMap()) {
+    std::map<std::string, int> first_line;
+    for (const auto& kv : node) {
+      if (kv.first.IsScalar()) {
+        const int line = kv.first.Mark().line + 1;
+        auto [it, fresh] = first_line.emplace(kv.first.Scalar(), line);
+        if (!fresh) {
+          return InvalidArgument("{}: line {}: duplicate key '{}' (first on line {})", name, line,
+                                 kv.first.Scalar(), it->second);
+        }
+      }
+      RETURN_IF_ERROR(CheckDuplicateKeys(kv.second, name));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 StatusOr<YAML::Node> LoadYamlFile(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
     return InvalidArgument("{}: is a directory, not a YAML file", path);
   }
-  std::ifstream in(path);
-  if (!in) return NotFound("{}: cannot read file ({})", path, std::strerror(errno));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) return IoError("{}: read failed", path);
-  return ParseYaml(buffer.str(), path);
+  ASSIGN_OR_RETURN(std::string text, ReadSmallFile(path));
+  return ParseYaml(text, path);
 }
 
 StatusOr<YAML::Node> ParseYaml(const std::string& text, const std::string& name) {
   try {
-    return YAML::Load(text);
+    YAML::Node root = YAML::Load(text);
+    RETURN_IF_ERROR(CheckDuplicateKeys(root, name));
+    return root;
   } catch (const YAML::Exception& e) {
     return InvalidArgument("{}: malformed YAML at line {}, column {}: {}", name, e.mark.line + 1,
                            e.mark.column + 1, e.msg);
@@ -106,9 +134,8 @@ StatusOr<int64_t> YamlInt(const YAML::Node& node, const YamlContext& ctx) {
   if (!s.empty() && *end == '\0' && errno == 0) return static_cast<int64_t>(v);
   // Accept integral values written in floating-point form, e.g. 1e5.
   double d = std::strtod(s.c_str(), &end);
-  if (!s.empty() && *end == '\0' && std::isfinite(d) && d == std::floor(d) &&
-      std::fabs(d) < 9.2e18) {
-    return static_cast<int64_t>(d);
+  if (!s.empty() && *end == '\0') {
+    if (const std::optional<int64_t> n = WholeToInt64(d)) return *n;
   }
   return ctx.Error("expected an integer, got " + Describe(node));
 }

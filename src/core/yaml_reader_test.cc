@@ -83,5 +83,18 @@ TEST(YamlReaderTest, MergeOverridesRecursively) {
   EXPECT_EQ((*base)["m"]["y"].as<int>(), 2);  // base untouched
 }
 
+// issue 35: a repeated key silently kept the first value.
+TEST(YamlReaderTest, DuplicateKeysAreAnErrorNamingBothLines) {
+  auto top = ParseYaml("a: 1\nb: 2\na: 3\n", "dup.yaml");
+  ASSERT_FALSE(top.ok());
+  EXPECT_EQ(top.status().message(), "dup.yaml: line 3: duplicate key 'a' (first on line 1)");
+  auto nested =
+      ParseYaml("experiments:\n  - name: x\n    batch_size: 1\n    batch_size: 4\n", "dup.yaml");
+  ASSERT_FALSE(nested.ok());
+  EXPECT_EQ(nested.status().message(),
+            "dup.yaml: line 4: duplicate key 'batch_size' (first on line 3)");
+  EXPECT_TRUE(ParseYaml("a: {x: 1}\nb: {x: 2}\n", "fine.yaml").ok());
+}
+
 }  // namespace
 }  // namespace shardscope

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/small_file.h"
 #include "model/model_yaml.h"
 
 namespace shardscope {
@@ -289,13 +290,8 @@ StatusOr<ModelSpec> ModelFromHfConfig(const std::string& path) {
   fs::path file(path);
   std::error_code ec;
   if (fs::is_directory(file, ec)) file /= "config.json";
-  std::ifstream in(file);
-  if (!in) return NotFound("{}: cannot read file", file.string());
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) return IoError("{}: read failed", file.string());
-
-  ASSIGN_OR_RETURN(ModelSpec m, ModelFromHfConfigText(buffer.str(), file.string()));
+  ASSIGN_OR_RETURN(std::string text, ReadSmallFile(file.string()));
+  ASSIGN_OR_RETURN(ModelSpec m, ModelFromHfConfigText(text, file.string()));
   std::string dir = file.parent_path().filename().string();
   m.name = file.filename() == "config.json" && !dir.empty() ? dir : file.stem().string();
   m.description = "Hugging Face config " + file.string();

@@ -3,6 +3,10 @@
 namespace shardscope {
 namespace {
 
+// The most layers a model may have: published models have a few hundred at most,
+// and every layer becomes ops on every rank (1e8 would exhaust memory).
+constexpr int64_t kMaxLayers = 10'000;
+
 // "field 'path': problem", the form every Validate error takes.
 template <typename... Args>
 Status FieldError(std::string_view field, fmt::format_string<Args...> f, Args&&... args) {
@@ -49,6 +53,10 @@ Status ModelSpec::Validate() const {
   RETURN_IF_ERROR(AtLeast("vocab_size", vocab_size, 1));
   RETURN_IF_ERROR(AtLeast("hidden_size", hidden_size, 1));
   RETURN_IF_ERROR(AtLeast("num_layers", num_layers, 1));
+  if (num_layers > kMaxLayers) {
+    return FieldError("num_layers", "is {}: at most {} layers are supported", num_layers,
+                      kMaxLayers);
+  }
   RETURN_IF_ERROR(AtLeast("num_heads", num_heads, 1));
   if (attention == AttentionKind::kGqa) {
     RETURN_IF_ERROR(AtLeast("num_kv_heads", num_kv_heads, 1));

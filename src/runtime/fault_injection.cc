@@ -1,5 +1,6 @@
 #include "runtime/fault_injection.h"
 
+#include <fmt/ranges.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -81,9 +82,8 @@ StatusOr<FaultSpec> ParseFaultSpec(std::string_view text) {
         if (value == kModes[i]) spec.mode = static_cast<FaultMode>(i), found = true;
       }
       if (!found) {
-        return InvalidArgument(
-            "{} '{}': field 'mode': expected error, throw, exit, abort or kill, got '{}'",
-            kFaultEnvVar, text, value);
+        return InvalidArgument("{} '{}': field 'mode': expected one of {}, got '{}'", kFaultEnvVar,
+                               text, fmt::join(kModes, ", "), value);
       }
     } else {
       return InvalidArgument("{} '{}': unknown field '{}' (rank, op, phase, mode)", kFaultEnvVar,

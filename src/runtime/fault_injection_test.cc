@@ -48,7 +48,8 @@ TEST(FaultSpecTest, MalformedSpecsNameTheVariableAndTheField) {
   const std::pair<const char*, const char*> cases[] = {
       {"rank=1", "fields 'rank' and 'op' are required"},
       {"rank=x,op=1", "field 'rank': expected a non-negative integer, got 'x'"},
-      {"rank=1,op=2,mode=explode", "field 'mode': expected error, throw, exit, abort or kill"},
+      {"rank=1,op=2,mode=explode",
+       "field 'mode': expected one of error, throw, exit, abort, kill, hang"},
       {"rank=1,op=2,phase=decode", "field 'phase': expected prefill or decode:K"},
       {"rank=1,op=2,when=now", "unknown field 'when'"},
       {"rank=1,op", "expected key=value, got 'op'"},

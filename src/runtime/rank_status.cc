@@ -310,4 +310,19 @@ std::vector<RankReport> ReadRankStatuses(const std::string& dir) {
   return out;
 }
 
+std::string DescribeNoFailure(const std::vector<RankReport>& reports) {
+  std::string stopped;
+  for (const RankReport& r : reports) {
+    if (r.state != RankState::kStopped) continue;
+    stopped +=
+        fmt::format("{}rank {} by {}", stopped.empty() ? "" : "; ", r.rank, SignalName(r.detail));
+  }
+  if (!stopped.empty()) {
+    return "no rank failed; the ranks were stopped by a signal from outside the job (" + stopped +
+           ")";
+  }
+  if (reports.empty()) return "no rank started running (mpirun's own message, if any, is above)";
+  return "no rank recorded a failure (mpirun's own message, if any, is above)";
+}
+
 }  // namespace shardscope::runtime

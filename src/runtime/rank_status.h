@@ -80,6 +80,10 @@ struct RankReport {
 };
 // The records in `dir`, by rank (ranks without a readable record are absent).
 std::vector<RankReport> ReadRankStatuses(const std::string& dir);
+// Why the job ended when no rank's record says it failed, crashed or exited: the
+// ranks stopped by a signal from outside ("rank 1 by SIGTERM; rank 0 by SIGTERM"), or
+// that no rank left a record. Never points at a message that is not there.
+std::string DescribeNoFailure(const std::vector<RankReport>& reports);
 
 // "op 17 'L1.attention' (attention, layer 1, prefill)": how failure messages
 // name an op of phase `phase_index` (0: prefill; k + 1: decode step k).

@@ -154,5 +154,24 @@ TEST_F(RankStatusTest, ClearedCleanupFilesStay) {
   EXPECT_TRUE(fs::exists(done));
 }
 
+// issue 35: SIGTERM to one rank said "a rank failed before running (its message is
+// above)" with nothing above.
+TEST(DescribeNoFailureTest, NamesTheStoppedRanksOrSaysNoRankStarted) {
+  RankReport stopped;
+  stopped.rank = 1;
+  stopped.state = RankState::kStopped;
+  stopped.detail = SIGTERM;
+  RankReport done;
+  done.rank = 0;
+  done.state = RankState::kDone;
+  EXPECT_EQ(DescribeNoFailure({done, stopped}),
+            "no rank failed; the ranks were stopped by a signal from outside the job (rank 1 by "
+            "SIGTERM)");
+  EXPECT_EQ(DescribeNoFailure({}),
+            "no rank started running (mpirun's own message, if any, is above)");
+  EXPECT_EQ(DescribeNoFailure({done}),
+            "no rank recorded a failure (mpirun's own message, if any, is above)");
+}
+
 }  // namespace
 }  // namespace shardscope::runtime

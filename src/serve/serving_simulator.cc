@@ -173,6 +173,10 @@ Status WriteTrace(const Experiment& e, const Placement& placement, const Serving
     // The response overhead (calibration): detokenise and send the response.
     if (r.finish > r.last_token) add("respond", "request_respond", r.last_token, r.finish);
   }
+  // Asked again before the trace is kept: Ctrl-C while it was written leaves nothing.
+  if (options.sim.cancelled && options.sim.cancelled()) {
+    return Cancelled("interrupted; the serving simulation stopped and left no trace");
+  }
   *trace_path = recorder->trace_path();
   *metadata_path = recorder->metadata_path();
   return recorder->Close();

@@ -220,7 +220,7 @@ std::optional<Collective> ParseMeasuredCollective(std::string_view name) {
 std::vector<std::string> OverheadTerms::Active(bool serving) const {
   std::vector<std::string> out;
   auto us = [&](double seconds, std::string_view name) {
-    if (seconds > 0) out.push_back(fmt::format("{} {:.6g} us", name, seconds * 1e6));
+    if (seconds > 0) out.push_back(fmt::format("{} {:.6g} µs", name, seconds * 1e6));
   };
   if (serving) {
     us(request_overhead, "request_overhead");
@@ -229,14 +229,14 @@ std::vector<std::string> OverheadTerms::Active(bool serving) const {
   us(iteration_overhead, "iteration_overhead");
   if (iteration_overhead_per_op > 0) {
     out.push_back(
-        fmt::format("iteration_overhead {:.6g} us per op", iteration_overhead_per_op * 1e6));
+        fmt::format("iteration_overhead {:.6g} µs per op", iteration_overhead_per_op * 1e6));
   }
-  if (cuda_graphs) out.push_back(fmt::format("cuda_graphs (replay {:.6g} us)", graph_replay * 1e6));
+  if (cuda_graphs) out.push_back(fmt::format("cuda_graphs (replay {:.6g} µs)", graph_replay * 1e6));
   us(min_kernel, "min_kernel");
   if (fp8_quant_bytes_per_element > 0) {
     out.push_back(fmt::format("fp8_quant {:.6g} B/element{}", fp8_quant_bytes_per_element,
                               fp8_quant_fixed > 0
-                                  ? fmt::format(" + {:.6g} us per pass", fp8_quant_fixed * 1e6)
+                                  ? fmt::format(" + {:.6g} µs per pass", fp8_quant_fixed * 1e6)
                                   : std::string()));
   }
   us(cold_start, "cold_start");
@@ -245,9 +245,9 @@ std::vector<std::string> OverheadTerms::Active(bool serving) const {
   }
   if (async_launch) out.push_back("async_launch (an op takes max(device time, launch))");
   for (const auto& [key, m] : collectives) {
-    out.push_back(fmt::format("{} over {}: latency {:.6g} us{}{}{}",
+    out.push_back(fmt::format("{} over {}: latency {:.6g} µs{}{}{}",
                               MeasuredCollectiveName(key.first), key.second, m.latency * 1e6,
-                              m.wait > 0 ? fmt::format(" + wait {:.4g} us", m.wait * 1e6) : "",
+                              m.wait > 0 ? fmt::format(" + wait {:.4g} µs", m.wait * 1e6) : "",
                               m.algbw > 0 ? fmt::format(", {:.4g} GB/s", m.algbw * 1e-9) : "",
                               m.exact ? " (nccl-tests: its time)" : ""));
   }

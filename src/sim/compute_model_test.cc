@@ -361,7 +361,7 @@ TEST(ComputeModelTest, CalibrationFileReadsTheTermsAndRejectsNegativeOnes) {
   EXPECT_DOUBLE_EQ(c->terms.fp8_quant_bytes_per_element, 5);
   EXPECT_DOUBLE_EQ(c->terms.fp8_quant_fixed, 4.5e-6);
   const std::vector<std::string> active = c->terms.Active();
-  EXPECT_NE(std::find(active.begin(), active.end(), "fp8_quant 5 B/element + 4.5 us per pass"),
+  EXPECT_NE(std::find(active.begin(), active.end(), "fp8_quant 5 B/element + 4.5 µs per pass"),
             active.end());
   EXPECT_DOUBLE_EQ(c->terms.cold_start, 0.04);
   EXPECT_DOUBLE_EQ(c->terms.rank_speed_spread, 0.03);
@@ -443,9 +443,9 @@ TEST(ComputeModelTest, CalibrationFileReadsMeasuredCollectives) {
   EXPECT_EQ(p2p.algbw, 0);
   const std::vector<std::string> active = c->terms.Active(false);
   ASSERT_EQ(active.size(), 3u);
-  EXPECT_EQ(active[0], "all_reduce over 2: latency 28.06 us, 1.9 GB/s");
-  EXPECT_EQ(active[1], "all_to_all over 2: latency 3 us + wait 6.5 us, 4 GB/s");
-  EXPECT_EQ(active[2], "send_recv over 2: latency 4 us");
+  EXPECT_EQ(active[0], "all_reduce over 2: latency 28.06 µs, 1.9 GB/s");
+  EXPECT_EQ(active[1], "all_to_all over 2: latency 3 µs + wait 6.5 µs, 4 GB/s");
+  EXPECT_EQ(active[2], "send_recv over 2: latency 4 µs");
   auto error = [&](const std::string& text, const std::string& field) {
     auto bad = load(text);
     ASSERT_FALSE(bad.ok()) << text;

@@ -60,7 +60,9 @@ std::string RunReportText(const std::vector<RunReport>& reports) {
   }
   out +=
       "  TTFT/TPOT simulated; tok/s = batch / TPOT; TPS = batch·prompt / run time (the seeds' "
-      "figure); mem/dev = planned peak per device (! = does not fit); comm% = comm / (comm + "
+      "figure) over every decode step, where `analyze` of the trace divides by its traced steps' "
+      "wall time (trace_steps); mem/dev = planned peak per device (! = does not fit); comm% = comm "
+      "/ (comm + "
       "compute) over all "
       "ranks; sim/bnd = simulated / physical lower bound (≥ 1).\n";
   for (const RunReport& r : reports) {
@@ -97,10 +99,12 @@ std::string RunReportText(const std::vector<RunReport>& reports) {
       }
     }
   }
-  out += "\ntraces\n";
+  // The heading only over a list (`run --no-trace` writes none).
+  std::string traces;
   for (const RunReport& r : reports) {
-    if (!r.sim.trace_path.empty()) out += fmt::format("  {}\n", r.sim.trace_path);
+    if (!r.sim.trace_path.empty()) traces += fmt::format("  {}\n", r.sim.trace_path);
   }
+  if (!traces.empty()) out += "\ntraces\n" + traces;
   return out;
 }
 

@@ -54,7 +54,7 @@ TEST(RunReportTest, SaysWhichFidelityTermsWereOn) {
   ASSERT_TRUE(on.ok()) << on.status().message();
   const std::string text = RunReportText({*on});
   EXPECT_NE(text.find("fidelity terms on (calibration, docs/fidelity.md): iteration_overhead 30 "
-                      "us, cuda_graphs (replay 10 us), lm_head_dtype bf16"),
+                      "µs, cuda_graphs (replay 10 µs), lm_head_dtype bf16"),
             std::string::npos)
       << text;
   const auto j = RunReportJson(*on);

@@ -267,6 +267,11 @@ StatusOr<SimResult> SimulateExperiment(const Experiment& experiment, const SimOp
   result.prefill_tokens_per_s = throughput.prefill_tokens_per_s;
   result.decode_tokens_per_s = throughput.decode_tokens_per_s;
   result.tps = throughput.tps;
+  // Asked again before the trace is kept: Ctrl-C during the last phase or while the
+  // trace was written leaves nothing either.
+  if (options.cancelled && options.cancelled()) {
+    return Cancelled("interrupted; the simulation stopped and left no trace");
+  }
   if (recorder) RETURN_IF_ERROR(recorder->Close());
   return result;
 }

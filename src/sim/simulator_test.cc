@@ -186,8 +186,8 @@ TEST(SimulatorTermsTest, IterationOverheadAndColdStart) {
   EXPECT_NEAR(on.total - off.total, 20e-3 + 5 * 50e-6, 1e-11);
   EXPECT_TRUE(off.terms.empty());
   ASSERT_EQ(on.terms.size(), 2u);
-  EXPECT_EQ(on.terms[0], "iteration_overhead 50 us");
-  EXPECT_EQ(on.terms[1], "cold_start 20000 us");
+  EXPECT_EQ(on.terms[0], "iteration_overhead 50 µs");
+  EXPECT_EQ(on.terms[1], "cold_start 20000 µs");
 }
 
 // Ranks of unequal speed (rank_speed_spread s): DP2's replicas never wait for
@@ -234,7 +234,7 @@ TEST(SimulatorTermsTest, IterationOverheadPerOpGrowsWithTheStepsOps) {
   EXPECT_NEAR(on.ttft - off.ttft, 0.5e-6 * static_cast<double>(prefill->ranks[0].ops.size()),
               1e-12);
   ASSERT_EQ(on.terms.size(), 1u);
-  EXPECT_EQ(on.terms[0], "iteration_overhead 0.5 us per op");
+  EXPECT_EQ(on.terms[0], "iteration_overhead 0.5 µs per op");
 }
 
 // Under CUDA graphs a decode step pays one replay instead of a launch per
@@ -317,7 +317,7 @@ TEST(SimulatorTermsTest, MeasuredCollectiveLatencyOnTp2) {
   const SimResult on =
       ExpectEachAllReduceTakes(40e-6, "{collective: all_reduce, group_size: 2, latency_us: 40}");
   ASSERT_EQ(on.terms.size(), 1u);
-  EXPECT_EQ(on.terms[0], "all_reduce over 2: latency 40 us");
+  EXPECT_EQ(on.terms[0], "all_reduce over 2: latency 40 µs");
 }
 
 // The members' wait adds to the measured latency.
@@ -325,7 +325,7 @@ TEST(SimulatorTermsTest, MeasuredCollectiveWaitOnTp2) {
   const SimResult on = ExpectEachAllReduceTakes(
       37e-6, "{collective: all_reduce, group_size: 2, latency_us: 12, wait_us: 25}");
   ASSERT_EQ(on.terms.size(), 1u);
-  EXPECT_EQ(on.terms[0], "all_reduce over 2: latency 12 us + wait 25 us");
+  EXPECT_EQ(on.terms[0], "all_reduce over 2: latency 12 µs + wait 25 µs");
 }
 
 // A CPU rank computes and drives its MPI calls on one thread, so its comm
@@ -369,6 +369,38 @@ TEST(SimulatorTest, CpuRanksDoNotOverlapCommWithCompute) {
       EXPECT_GT(overlaps, 0) << "no comm overlapped compute on the H100: the test sees nothing";
     }
   }
+}
+
+// issue 35: Ctrl-C during the last phase, or while the trace was written, let the
+// run finish and keep its trace; the last question comes before the trace is kept.
+TEST(SimulatorTest, CancelledAtTheLastQuestionStillLeavesNoTrace) {
+  Experiment e = ZooExperiment("tiny-dense", "h100-sxm", Par(2, 1, 1, 1), 4, 32, 6);
+  SimOptions o;
+  const std::string store = ::testing::TempDir() + "/cancel_last_store";
+  std::filesystem::remove_all(store);
+  o.trace_root = store;
+  int asked = 0, reported = 0, reported_before_last_question = -1;
+  o.progress = [&](const std::string&) { ++reported; };
+  o.cancelled = [&] {  // never: count the questions and what came before the last
+    ++asked;
+    reported_before_last_question = reported;
+    return false;
+  };
+  ASSERT_TRUE(SimulateExperiment(e, o).ok());
+  EXPECT_EQ(reported_before_last_question, reported) << "a phase ran after the last question";
+  std::filesystem::remove_all(store);
+  const int questions = asked;
+  asked = 0;
+  o.cancelled = [&] { return ++asked == questions; };  // only the last one
+  auto r = SimulateExperiment(e, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kCancelled);
+  int files = 0;
+  std::error_code ec;
+  for (auto& f : std::filesystem::recursive_directory_iterator(store, ec)) {
+    files += f.is_regular_file();
+  }
+  EXPECT_EQ(files, 0) << "a run cancelled at its end left files in the store";
 }
 
 }  // namespace

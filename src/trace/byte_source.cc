@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/small_file.h"
+
 namespace shardscope::trace {
 namespace {
 
@@ -323,15 +325,12 @@ class MemoryRandomAccessInput : public RandomAccessInput {
 }  // namespace
 
 StatusOr<std::unique_ptr<RandomAccessInput>> OpenRandomAccess(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) return NotFound("{}: no such file", path);
-    return IoError("{}: cannot open: {}", path, std::strerror(errno));
-  }
+  // A FIFO or a device is refused before any read: it could block or never end.
+  ASSIGN_OR_RETURN(const int fd, OpenRegularFile(path, "the trace"));
   struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (fstat(fd, &st) != 0) {
     close(fd);
-    return InvalidArgument("{}: not a regular file", path);
+    return IoError("{}: cannot stat the trace: {}", path, std::strerror(errno));
   }
   return std::unique_ptr<RandomAccessInput>(
       std::make_unique<FdRandomAccess>(fd, static_cast<int64_t>(st.st_size), path));
@@ -347,16 +346,7 @@ std::unique_ptr<RandomAccessInput> MemoryRandomAccess(std::string_view data) {
 }
 
 StatusOr<std::unique_ptr<ByteSource>> OpenByteSource(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) return NotFound("{}: no such file", path);
-    return IoError("{}: cannot open: {}", path, std::strerror(errno));
-  }
-  struct stat st;
-  if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
-    close(fd);
-    return InvalidArgument("{}: is a directory, not a trace file", path);
-  }
+  ASSIGN_OR_RETURN(const int fd, OpenRegularFile(path, "the trace"));
   posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
   return Sniff(std::make_unique<FdInput>(fd, path), path);
 }

@@ -112,6 +112,8 @@ nlohmann::json StoreMetadata(const nlohmann::json& metadata, const RunKey& key,
 }
 
 Status TraceStore::CheckRoot() const {
+  // An empty root would put the store in the current directory (or "/" once joined).
+  if (root_.empty()) return InvalidArgument("trace store: an empty path (give a directory)");
   std::error_code ec;
   if (fs::exists(root_, ec) && !fs::is_directory(root_, ec)) {
     return InvalidArgument("trace store {}: exists and is not a directory", root_);

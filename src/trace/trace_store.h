@@ -65,7 +65,7 @@ class TraceStore {
       const RunKey& key, const nlohmann::json& metadata, StoredTrace* stored = nullptr,
       TraceCompression compression = TraceCompression::kNone) const;
 
-  // InvalidArgument when the root exists and is not a directory (a missing root
+  // InvalidArgument when the root is empty, or exists and is not a directory (a missing root
   // is created by Create). Callers check before long runs; Create checks too.
   Status CheckRoot() const;
 

@@ -1,0 +1,70 @@
+// The CPU backend's checks made before mpirun starts: each bad input is one clear
+// error (exit 2 on the command line), not a failure of every rank (exit 1).
+#include "backends/cpu_backend.h"
+
+#include <gtest/gtest.h>
+
+#include "plan/test_experiments.h"
+
+namespace shardscope::backends {
+namespace {
+
+Experiment TinyTp2() {
+  ParallelSpec p;
+  p.tp = 2;
+  p.strategy = "tensor";
+  Experiment e = testing::ZooExperiment("tiny-dense", "local-cpu", p, 1, 8);
+  e.name = "tiny_tp2";
+  return e;
+}
+
+// issue 35: `--mpirun-args '-np 5'` gave mpirun two rank counts ("error: error: …").
+TEST(CpuBackendTest, MpirunArgsSettingTheRankCountAreRefused) {
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"-np", "5"}, {"--map-by", "node", "-n", "2"}, {"--np=4"}}) {
+    run::RunOptions o;
+    o.mpirun_args = args;
+    auto b = CpuBackend::Create(o);
+    ASSERT_FALSE(b.ok());
+    EXPECT_EQ(b.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(b.status().message().find("sets the number of ranks"), std::string::npos)
+        << b.status().message();
+  }
+  run::RunOptions fine;
+  fine.mpirun_args = {"--map-by", "node"};
+  EXPECT_TRUE(CpuBackend::Create(fine).ok());
+}
+
+// issue 35: a LayerNorm model on backend cpu was refused by the ranks after mpirun started.
+TEST(CpuBackendTest, LayerNormModelIsRefusedBeforeMpirun) {
+  Experiment e = TinyTp2();
+  e.model.norm = NormKind::kLayerNorm;
+  const Status s = CpuBackend(runtime::FaultSpec{}).Supports(e);
+  if (s.code() == StatusCode::kUnimplemented &&
+      s.message().find("LayerNorm") == std::string::npos) {
+    GTEST_SKIP() << "backend cpu not built: " << s.message();
+  }
+  EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
+  EXPECT_NE(s.message().find("experiment 'tiny_tp2': not implemented: LayerNorm in the CPU "
+                             "executor"),
+            std::string::npos)
+      << s.message();
+}
+
+// issue 35: a fault naming a rank the job does not have never fired and said nothing.
+TEST(CpuBackendTest, FaultOnARankThatDoesNotExistIsRefused) {
+  auto fault = runtime::ParseFaultSpec("rank=5,op=0");
+  ASSERT_TRUE(fault.ok()) << fault.status().message();
+  const Status s = CpuBackend(*fault).Supports(TinyTp2());
+  if (s.code() == StatusCode::kUnimplemented) GTEST_SKIP() << "backend cpu not built";
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("SHARDSCOPE_FAULT: experiment 'tiny_tp2': rank 5 does not exist "
+                             "(the job has 2 ranks)"),
+            std::string::npos)
+      << s.message();
+  auto rank1 = runtime::ParseFaultSpec("rank=1,op=0");
+  EXPECT_TRUE(CpuBackend(*rank1).Supports(TinyTp2()).ok());
+}
+
+}  // namespace
+}  // namespace shardscope::backends
