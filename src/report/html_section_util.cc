@@ -25,7 +25,7 @@ std::string CellOf(const analysis::MetricSet& m, const std::string& key) {
   const analysis::Metric* x = m.Find(key);
   if (x == nullptr) return "—";
   if (!x->value) return "not available: " + x->unavailable;
-  return FormatValue(*x->value, x->unit);
+  return FormatReportValue(*x->value, x->unit);
 }
 
 namespace {
@@ -139,7 +139,7 @@ Chart TimelineChart(std::string id, const ReportRun& run) {
                     : span;
     marks.push_back(
         {{"x", {at(from), at(std::max(to, from))}}, {"y", lanes[0]}, {"name", t.marks[k].second}});
-    table.rows.push_back({FormatValue(from, "s"), t.marks[k].second});
+    table.rows.push_back({FormatReportValue(from, "s"), t.marks[k].second});
   }
   json datasets = json::array();
   json shades = json::array();  // alternating, one per mark (Chart.js does not cycle arrays)

@@ -87,10 +87,10 @@ Section SummarySection(const std::vector<ReportRun>& runs) {
       double got = ClaimedQuantity(r.analysis.metrics, name);
       double bound = b ? ClaimBound(*b, name) : NAN;
       claims.rows.push_back(
-          {r.label, name, fmt::format("{:.4g}", claimed),
-           std::isfinite(got) ? fmt::format("{:.4g}", got) : "not in the trace",
-           std::isfinite(got) && claimed != 0 ? fmt::format("{:.3g}", got / claimed) : "—",
-           std::isfinite(bound) ? fmt::format("{:.4g}", bound) : "—"});
+          {r.label, name, FormatReportValue(claimed, ""),
+           std::isfinite(got) ? FormatReportValue(got, "") : "not in the trace",
+           std::isfinite(got) && claimed != 0 ? FormatReportValue(got / claimed, "") : "—",
+           std::isfinite(bound) ? FormatReportValue(bound, "") : "—"});
     }
   }
   if (!claims.rows.empty()) s.tables.push_back(std::move(claims));
@@ -108,7 +108,7 @@ Section SummarySection(const std::vector<ReportRun>& runs) {
       const double bound =
           b->contains(key) && (*b)[key].is_number() ? (*b)[key].get<double>() : NAN;
       row->push_back(CellOf(r.analysis.metrics, metric));
-      row->push_back(std::isfinite(bound) ? FormatSeconds(bound) : "—");
+      row->push_back(std::isfinite(bound) ? FormatReportValue(bound, "s") : "—");
       row->push_back(std::isfinite(got) && std::isfinite(bound) && bound > 0
                          ? fmt::format("{:.2f}×", got / bound)
                          : "—");
