@@ -107,7 +107,11 @@ DisplayUnit PickDisplayUnit(const std::string& unit, double largest) {
   return {1, base};
 }
 
-json Table::ToJson() const { return {{"title", title}, {"columns", columns}, {"rows", rows}}; }
+json Table::ToJson() const {
+  json j = {{"title", title}, {"columns", columns}, {"rows", rows}};
+  if (!note.empty()) j["note"] = note;
+  return j;
+}
 
 json Chart::ToJson() const {
   json j = {{"id", id},

@@ -60,6 +60,7 @@ constexpr std::string_view kScript = R"(<script>
       tab.appendChild(row);
     });
     d.appendChild(tab);
+    if (t.note) d.appendChild(el('p', 'note', t.note));
     return d;
   }
   document.title = data.title;

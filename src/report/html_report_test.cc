@@ -243,6 +243,42 @@ TEST(HtmlSectionsTest, ServedRunsShowLatencyPercentilesAndTheLoadCurve) {
   EXPECT_EQ(goodput[1], json({{"x", 4.0}, {"y", 2.0}}));
 }
 
+// issue 35: a served run's summary row was a wall of "not available: no prefill span…" in
+// every cell; it shows its own figures, and a reason is given once per column, not per cell.
+TEST(HtmlSectionsTest, ServedRunsSummaryShowsTheirOwnFigures) {
+  ReportRun foreign;
+  foreign.label = "kineto";
+  foreign.analysis.metrics.AddUnavailable("ttft", "", "s", "no prefill span");
+  foreign.analysis.metrics.AddUnavailable("tpot", "", "s", "no prefill span");
+  ReportRun foreign2 = foreign;
+  foreign2.label = "kineto2";
+  ReportRun served = ServedRun(4, 0.1, 0.3);
+  served.analysis.metrics.AddUnavailable("ttft", "", "s", "no prefill span");
+  Section s = SummarySection({served, foreign, foreign2});
+  const Table& t = s.tables[0];
+  ASSERT_EQ(t.rows.size(), 3u);
+  EXPECT_EQ(t.rows[0][2], "100 ms (p99 300 ms)");  // TTFT p50 (p99)
+  EXPECT_EQ(t.rows[0][3], "20.0 ms (p99 50.0 ms)");
+  EXPECT_EQ(t.rows[1][2], "—");
+  for (const auto& row : t.rows) {
+    for (const std::string& cell : row) EXPECT_EQ(cell.find("not available"), std::string::npos);
+  }
+  // One reason per column, naming the runs it applies to.
+  EXPECT_NE(t.note.find("TTFT: no prefill span (kineto, kineto2)"), std::string::npos) << t.note;
+  EXPECT_EQ(t.note.find("no prefill span", t.note.find("TTFT: no prefill span") + 10),
+            t.note.find("TPOT: no prefill span") + 6)
+      << t.note;
+  const Table* per_request = nullptr;
+  for (const Table& x : s.tables) {
+    if (x.title.starts_with("Served runs")) per_request = &x;
+  }
+  ASSERT_NE(per_request, nullptr);
+  ASSERT_EQ(per_request->rows.size(), 1u);
+  EXPECT_EQ(per_request->rows[0],
+            (std::vector<std::string>{"serve_rate4", "100 ms", "300 ms", "20.0 ms", "50.0 ms",
+                                      "3.60 requests/s", "2.00 requests/s", "400 tokens/s"}));
+}
+
 TEST(HtmlSectionsTest, SummaryPutsEachRunAgainstItsRecordedBounds) {
   ReportRun sim = SweepRun(8, 128, 3e-3);  // TTFT 3 ms in its trace
   sim.analysis.metrics.Add("tpot", "", 2e-3, "s");

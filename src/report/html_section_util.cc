@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "report/metric_table.h"
+#include "trace/json_path.h"
 
 namespace shardscope::report {
 
@@ -26,6 +27,18 @@ std::string CellOf(const analysis::MetricSet& m, const std::string& key) {
   if (x == nullptr) return "—";
   if (!x->value) return "not available: " + x->unavailable;
   return FormatReportValue(*x->value, x->unit);
+}
+
+const nlohmann::json& ServingMetrics(const ReportRun& r) {
+  static const nlohmann::json kNull;
+  const nlohmann::json* m = trace::JsonAt(r.metadata, {"sim", "serving", "metrics"});
+  return m && m->is_object() ? *m : kNull;
+}
+
+double ServingNumber(const nlohmann::json& metrics, const std::string& key, const char* stat) {
+  if (!metrics.is_object() || !metrics.contains(key)) return NAN;
+  const nlohmann::json& v = stat ? metrics[key].value(stat, nlohmann::json()) : metrics[key];
+  return v.is_number() ? v.get<double>() : NAN;
 }
 
 namespace {
