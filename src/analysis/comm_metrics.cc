@@ -313,8 +313,14 @@ BandwidthSums AddCollectiveBandwidth(const BandwidthRollup& rollup, MetricSet* o
 }
 
 // Bandwidth of the run: over all collectives and groups.
-void AddRunBandwidth(const BandwidthSums& all, const UtilSums& util_all, MetricSet* out) {
-  const std::string no_bandwidth = "no comm op with bytes and a duration in a group";
+// `no_group`: comm ops without a group (the bus factor needs the group size), for the reason.
+void AddRunBandwidth(const BandwidthSums& all, const UtilSums& util_all, int64_t no_group,
+                     MetricSet* out) {
+  std::string no_bandwidth = "no comm op with bytes and a duration in a group";
+  if (no_group > 0) {
+    no_bandwidth += fmt::format(
+        " ({} comm op(s) without a group: the bus factor depends on the group size)", no_group);
+  }
   if (all.seconds > 0 && all.bytes > 0) {
     out->Add("algbw", "", all.bytes / all.seconds, "B/s", "Σ bytes / Σ duration, all collectives");
     out->Add("busbw", "", all.bus_bytes / all.seconds, "B/s",
@@ -341,7 +347,8 @@ void AddBandwidth(const Context& ctx, MetricSet* out) {
     AddGroupBandwidth(ctx, data.groups[key.first], key.second, bw, &rollup, out);
   }
   BandwidthSums all = AddCollectiveBandwidth(rollup, out);
-  AddRunBandwidth(all, rollup.util_all, out);
+  AddRunBandwidth(all, rollup.util_all,
+                  data.comm_ops_without_group - data.comm_ops_unknown_collective, out);
 }
 
 // Traffic intervals (gap since the previous comm op ended, time since it started): per

@@ -137,6 +137,10 @@ TEST_F(KinetoGoldenAnalysisTest, PayloadBytesWithoutGroupSayWhyWireBytesAreNot) 
   EXPECT_EQ(traffic->unavailable.find("known collective"), std::string::npos)
       << traffic->unavailable;
   EXPECT_FALSE(m.Find("traffic_bytes[collective all_reduce]")->value.has_value());
+  ASSERT_FALSE(m.Find("busbw")->value.has_value());
+  EXPECT_NE(m.Find("busbw")->unavailable.find("56 comm op(s) without a group: the bus factor"),
+            std::string::npos)
+      << m.Find("busbw")->unavailable;
 }
 
 }  // namespace
