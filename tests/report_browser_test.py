@@ -2,8 +2,10 @@
 """Opens `shardscope report` pages in headless Chromium and checks they draw.
 
 Reports of a simulated run, a sweep, a served workload swept over its arrival
-rate, a foreign Kineto trace and (when the CPU backend is built) a real CPU run
-are loaded in headless Chromium; the test fails
+rate, a foreign Kineto trace, the real 8-rank Kineto set of ../shared/testdata
+(which must get its breakdown, timeline, traffic and bus-bandwidth charts), a
+128-rank simulated run (its page size and render time bounded below) and (when
+the CPU backend is built) a real CPU run are loaded in headless Chromium; the test fails
 on any console message (the page logs nothing when all is well) or when a chart
 drew no marks (every <canvas> carries data-marks, the elements Chart.js made).
 Exits 77 (ctest: skipped) with a message when Chromium or Chart.js is missing.
@@ -19,6 +21,12 @@ import sys
 import tempfile
 
 SKIP = 77
+# The 128-rank page: its size and the time until every chart is drawn (the page's
+# data-render-ms), bounded (docs/report.md, "Size and speed").
+MAX_128_RANK_BYTES = 1_500_000
+MAX_128_RANK_RENDER_MS = 15_000
+# Sections a multi-rank foreign trace must draw (issue 35).
+FOREIGN_SECTIONS = ("breakdown", "timeline", "traffic", "bandwidth")
 CHART_JS = os.environ.get("SHARDSCOPE_CHART_JS", "/usr/share/javascript/chart.js/chart.min.js")
 
 TINY = """
@@ -39,6 +47,9 @@ experiments:
       prompt_tokens: 16
       output_tokens: 4
       requests: 20
+  - name: tiny_128_ranks
+    parallelism: {{strategy: hybrid, tp_size: 4, pp_size: 2, dp_size: 16}}
+    batch_size: 32
   - name: tiny_cpu_tp2
     model: tiny-dense
     hardware: local-cpu
@@ -79,12 +90,17 @@ def load_in_browser(browser, html, workdir):
     return p.returncode, p.stdout, console, p.stderr
 
 
-def check_page(browser, html, workdir):
+def check_page(browser, html, workdir, sections=(), info=None):
+    """Errors of the page; `sections` must each draw a chart; `info` gets render_ms."""
     errors = []
     embedded = open(html, encoding="utf-8").read()
     m = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', embedded, re.S)
     data = json.loads(m.group(1))
     expected = sum(len(s["charts"]) for s in data["sections"])
+    for want in sections:
+        got = [s for s in data["sections"] if s["id"] == want]
+        if not got or not got[0]["charts"]:
+            errors.append(f"section {want} has no chart: " + (got[0].get("note", "") if got else "absent"))
     rc, dom, console, stderr = load_in_browser(browser, html, workdir)
     if rc != 0:
         return [f"chromium exited {rc}: {stderr[-2000:]}"]
@@ -108,6 +124,9 @@ def check_page(browser, html, workdir):
             errors.append("a chart drew no marks: " + c)
     if expected == 0:
         errors.append("no chart at all")
+    render = re.search(r'data-render-ms="(\d+)"', dom)
+    if info is not None and render:
+        info["render_ms"] = int(render.group(1))
     return errors
 
 
@@ -138,16 +157,21 @@ def main(argv):
         single = [r["trace"] for r in runs if r["experiment"] == "tiny_tp2"]
         sweep = [r["trace"] for r in runs if r["experiment"].startswith("tiny_moe_ep_sweep")]
         served = [r["trace"] for r in runs if r["experiment"].startswith("tiny_served")]
-        pages = {"sim": single, "sweep": sweep, "served": served,
-                 "kineto": [os.path.join(source, "..", "shared", "testdata", "kineto", "sglang_Qwen3-8B_decode.json.gz")]}
+        ranks128 = [r["trace"] for r in runs if r["experiment"] == "tiny_128_ranks"]
+        shared = os.environ.get("SHARDSCOPE_SHARED", os.path.join(source, "..", "shared"))
+        kineto = os.path.join(shared, "testdata", "kineto")
+        pages = {"sim": single, "sweep": sweep, "served": served, "ranks128": ranks128,
+                 "kineto": [os.path.join(kineto, "sglang_Qwen3-8B_decode.json.gz")],
+                 "kineto_set": [os.path.join(kineto, "param_dlrm_8rank")]}
         cpu = run([binary, "run", "--config", cfg, "--experiment", "tiny_cpu_tp2", "--out", store, "--json"])
         if cpu.returncode == 0:
             pages["cpu"] = traces_of(cpu.stdout) + [r["trace"] for r in runs if r["experiment"] == "tiny_cpu_tp2"]
         else:
             print("note: no CPU run (" + (cpu.stderr.strip().splitlines() or ["?"])[-1] + ")")
-        if not os.path.exists(pages["kineto"][0]):
-            print("note: no Kineto test trace at", pages["kineto"][0])
-            del pages["kineto"]
+        for name in ("kineto", "kineto_set"):
+            if not os.path.exists(pages[name][0]):
+                print("note: no Kineto test trace at", pages[name][0], "(../shared is absent)")
+                del pages[name]
         failures = 0
         for name, paths in pages.items():
             html = os.path.join(work, name + ".html")
@@ -157,9 +181,19 @@ def main(argv):
                 print(f"FAIL {name}: report exited {r.returncode}: {r.stderr}")
                 failures += 1
                 continue
-            errors = check_page(browser, html, work)
+            info = {}
+            errors = check_page(browser, html, work,
+                                FOREIGN_SECTIONS if name == "kineto_set" else (), info)
+            size = os.path.getsize(html)
+            if name == "ranks128":
+                if size > MAX_128_RANK_BYTES:
+                    errors.append(f"128-rank page is {size} bytes, over {MAX_128_RANK_BYTES}")
+                if info.get("render_ms", 0) > MAX_128_RANK_RENDER_MS:
+                    errors.append(f"128-rank page took {info['render_ms']} ms to draw, over "
+                                  f"{MAX_128_RANK_RENDER_MS}")
             status = "ok" if not errors else "FAIL"
-            print(f"{status} {name}: {html} ({os.path.getsize(html) / 1e3:.0f} kB)")
+            print(f"{status} {name}: {html} ({size / 1e3:.0f} kB, drawn at "
+                  f"{info.get('render_ms', '?')} ms)")
             for e in errors:
                 print("   ", e)
             failures += bool(errors)

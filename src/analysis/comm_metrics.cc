@@ -72,6 +72,20 @@ std::string SizeSource(const RunData& data) {
   return "args.bytes";
 }
 
+// Where the format keeps a collective's group, for "not available" reasons.
+std::string GroupSource(const RunData& data) {
+  if (data.format.starts_with("kineto")) {
+    return "Kineto keeps it in \"Process Group Ranks\", \"Group size\" or distributedInfo's "
+           "pg_config; a set of every rank's file without them is taken as the whole world "
+           "when all ranks ran the same calls";
+  }
+  if (data.format.starts_with("xla") || data.format.starts_with("xspace")) {
+    return "the collective's HLO replica_groups";
+  }
+  if (data.format.starts_with("nccl")) return "the communicator's ranks";
+  return "args.group";
+}
+
 Sizing SizingOf(const RunData& data) {
   Sizing s;
   s.unsized = data.comm_ops_without_bytes > 0 || data.comm_ops_without_group > 0;
@@ -80,11 +94,21 @@ Sizing SizingOf(const RunData& data) {
     parts.push_back(
         fmt::format("{} comm op(s) without a message size", data.comm_ops_without_bytes));
   }
-  if (data.comm_ops_without_group > 0) {
-    parts.push_back(fmt::format("{} comm op(s) without a group or known collective",
-                                data.comm_ops_without_group));
+  // Wire bytes follow from the payload through the algorithm, which needs the
+  // collective and the group size (or the peer).
+  const int64_t no_group = data.comm_ops_without_group - data.comm_ops_unknown_collective;
+  if (no_group > 0) {
+    parts.push_back(fmt::format(
+        "{} comm op(s) without a group: the wire bytes of a collective depend on its group "
+        "size ({})",
+        no_group, GroupSource(data)));
   }
-  s.reason = fmt::format("{} (the trace does not say)", fmt::join(parts, ", "));
+  if (data.comm_ops_unknown_collective > 0) {
+    parts.push_back(fmt::format(
+        "{} comm op(s) whose collective is unknown: the algorithm that moved them is not known",
+        data.comm_ops_unknown_collective));
+  }
+  s.reason = fmt::format("{} (the trace does not say)", fmt::join(parts, "; "));
   return s;
 }
 
@@ -157,19 +181,29 @@ void AddTrafficVolume(const RunData& data, int64_t comm_ops, const Sizing& sizin
   } else {
     out->Add("payload_bytes", "", payload, "B", "sum over ranks and comm ops of the message sizes");
   }
+  // Payload needs sizes only: per collective and dimension even where the groups, and so
+  // the wire bytes, are unknown.
+  const bool payload_known = data.comm_ops_without_bytes == 0;
   for (int c = 1; c < trace::kNumCollectives; ++c) {
     std::string scope = fmt::format("collective {}", trace::CollectiveName(Collective(c)));
-    if (!sizing.unsized &&
-        (data.payload_by_collective[c] > 0 || data.traffic_by_collective[c] > 0)) {
+    if (data.payload_by_collective[c] <= 0 && data.traffic_by_collective[c] <= 0) continue;
+    if (!sizing.unsized) {
       out->Add("traffic_bytes", scope, data.traffic_by_collective[c], "B", "sum over ranks");
+    } else if (payload_known) {
+      out->AddUnavailable("traffic_bytes", scope, "B", sizing.reason);
+    }
+    if (payload_known) {
       out->Add("payload_bytes", scope, data.payload_by_collective[c], "B", "sum over ranks");
     }
   }
   for (int d = 0; d < trace::kNumGroupDims; ++d) {
     std::string_view name = trace::GroupDimName(GroupDim(d));
     std::string scope = fmt::format("dim {}", name.empty() ? "none" : name);
-    if (!sizing.unsized && (data.payload_by_dim[d] > 0 || data.traffic_by_dim[d] > 0)) {
+    if (data.payload_by_dim[d] <= 0 && data.traffic_by_dim[d] <= 0) continue;
+    if (!sizing.unsized) {
       out->Add("traffic_bytes", scope, data.traffic_by_dim[d], "B", "sum over ranks");
+    }
+    if (payload_known) {
       out->Add("payload_bytes", scope, data.payload_by_dim[d], "B", "sum over ranks");
     }
   }
@@ -279,8 +313,14 @@ BandwidthSums AddCollectiveBandwidth(const BandwidthRollup& rollup, MetricSet* o
 }
 
 // Bandwidth of the run: over all collectives and groups.
-void AddRunBandwidth(const BandwidthSums& all, const UtilSums& util_all, MetricSet* out) {
-  const std::string no_bandwidth = "no comm op with bytes and a duration in a group";
+// `no_group`: comm ops without a group (the bus factor needs the group size), for the reason.
+void AddRunBandwidth(const BandwidthSums& all, const UtilSums& util_all, int64_t no_group,
+                     MetricSet* out) {
+  std::string no_bandwidth = "no comm op with bytes and a duration in a group";
+  if (no_group > 0) {
+    no_bandwidth += fmt::format(
+        " ({} comm op(s) without a group: the bus factor depends on the group size)", no_group);
+  }
   if (all.seconds > 0 && all.bytes > 0) {
     out->Add("algbw", "", all.bytes / all.seconds, "B/s", "Σ bytes / Σ duration, all collectives");
     out->Add("busbw", "", all.bus_bytes / all.seconds, "B/s",
@@ -307,7 +347,8 @@ void AddBandwidth(const Context& ctx, MetricSet* out) {
     AddGroupBandwidth(ctx, data.groups[key.first], key.second, bw, &rollup, out);
   }
   BandwidthSums all = AddCollectiveBandwidth(rollup, out);
-  AddRunBandwidth(all, rollup.util_all, out);
+  AddRunBandwidth(all, rollup.util_all,
+                  data.comm_ops_without_group - data.comm_ops_unknown_collective, out);
 }
 
 // Traffic intervals (gap since the previous comm op ended, time since it started): per

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -17,7 +18,11 @@ namespace {
 using trace::ScratchDir;
 using trace::WriteFile;
 
-const std::string kTestData = std::string(SHARDSCOPE_SOURCE_DIR) + "/../shared/testdata/kineto";
+// ../shared beside the checkout; SHARDSCOPE_SHARED names another (a worktree's tests).
+const std::string kTestData =
+    (std::getenv("SHARDSCOPE_SHARED") ? std::string(std::getenv("SHARDSCOPE_SHARED"))
+                                      : std::string(SHARDSCOPE_SOURCE_DIR) + "/../shared") +
+    "/testdata/kineto";
 const std::string kExpected =
     std::string(SHARDSCOPE_SOURCE_DIR) + "/src/importers/testdata/kineto_expected.json";
 
@@ -73,6 +78,69 @@ TEST_F(KinetoGoldenAnalysisTest, EveryFileMatchesTheIndependentScript) {
     EXPECT_NEAR(*r->metrics.Find("wall_time")->value, want["wall_ns"].get<int64_t>() * 1e-9, 1e-12);
   }
   EXPECT_EQ(files, 13);
+}
+
+// issue 35: the 8-rank DLRM set records shapes (nccl:all_reduce / nccl:all_to_all
+// annotations with "Input Dims" × "Input type", linked to the kernel by its launch) but no
+// process group. Each kernel gets its size from them and, every rank having run the same
+// calls, the whole world as its group: payload, wire traffic per collective and bus
+// bandwidth are available, and the clocks are measured on an all-reduce (whose ends
+// coincide), so no false skew is reported.
+TEST_F(KinetoGoldenAnalysisTest, KinetoSizesFromHostAnnotations) {
+  const nlohmann::json& want = expected_["sets"]["param_dlrm_8rank"];
+  auto runs = AnalyzePaths({kTestData + "/param_dlrm_8rank"});
+  ASSERT_TRUE(runs.ok()) << runs.status().ToString();
+  ASSERT_EQ(runs->size(), 1u);
+  const AnalysisResult& r = (*runs)[0];
+  EXPECT_TRUE(r.warnings.empty()) << r.warnings[0];
+  const MetricSet& m = r.metrics;
+  ASSERT_TRUE(m.Find("payload_bytes")->value) << m.Find("payload_bytes")->unavailable;
+  EXPECT_EQ(*m.Find("payload_bytes")->value, want["comm_bytes_sum"].get<double>());
+  for (const char* key : {"traffic_bytes", "traffic_bytes[collective all_reduce]",
+                          "traffic_bytes[collective "
+                          "all_to_all]",
+                          "payload_bytes[collective all_to_all]", "busbw",
+                          "busbw[collective all_reduce]", "busbw[group 0-7 all_to_all]"}) {
+    ASSERT_TRUE(m.Find(key)) << key;
+    EXPECT_TRUE(m.Find(key)->value.has_value()) << key << ": " << m.Find(key)->unavailable;
+  }
+  // all-reduce over 8 ranks: each rank sends 2·7/8 of its payload on the wire.
+  EXPECT_NEAR(*m.Find("traffic_bytes[collective all_reduce]")->value,
+              *m.Find("payload_bytes[collective all_reduce]")->value * 2 * 7 / 8, 1);
+  ASSERT_TRUE(m.Find("clock_spread")->value);
+  EXPECT_NEAR(*m.Find("clock_spread")->value, want["collective_end_spread_ns"].get<double>() * 1e-9,
+              1e-12);
+  EXPECT_LT(*m.Find("clock_spread")->value, 100e-6);
+}
+
+// issue 35: without a rank's file the set cannot show the group; payload bytes (which need
+// sizes only) stay available, per collective too, and wire bytes say why they are not.
+TEST_F(KinetoGoldenAnalysisTest, PayloadBytesWithoutGroupSayWhyWireBytesAreNot) {
+  ScratchDir dir;
+  for (const auto& e : std::filesystem::directory_iterator(kTestData + "/param_dlrm_8rank")) {
+    if (e.path().filename().string().starts_with("worker7")) continue;
+    std::filesystem::copy_file(e.path(), dir.File(e.path().filename().string()));
+  }
+  auto runs = AnalyzePaths({dir.path()});
+  ASSERT_TRUE(runs.ok()) << runs.status().ToString();
+  ASSERT_EQ(runs->size(), 1u);
+  const MetricSet& m = (*runs)[0].metrics;
+  EXPECT_TRUE(m.Find("payload_bytes")->value.has_value());
+  EXPECT_TRUE(m.Find("payload_bytes[collective all_reduce]")->value.has_value());
+  const Metric* traffic = m.Find("traffic_bytes");
+  ASSERT_FALSE(traffic->value.has_value());
+  EXPECT_NE(
+      traffic->unavailable.find("56 comm op(s) without a group: the wire bytes of a collective "
+                                "depend on its group size"),
+      std::string::npos)
+      << traffic->unavailable;
+  EXPECT_EQ(traffic->unavailable.find("known collective"), std::string::npos)
+      << traffic->unavailable;
+  EXPECT_FALSE(m.Find("traffic_bytes[collective all_reduce]")->value.has_value());
+  ASSERT_FALSE(m.Find("busbw")->value.has_value());
+  EXPECT_NE(m.Find("busbw")->unavailable.find("56 comm op(s) without a group: the bus factor"),
+            std::string::npos)
+      << m.Find("busbw")->unavailable;
 }
 
 }  // namespace

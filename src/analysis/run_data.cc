@@ -135,6 +135,7 @@ void RunCollector::OnOp(const trace::OpEvent& op) {
     if (op.collective == Collective::kNone || (p2p ? op.peer < 0 : op.group.empty())) {
       ++rd.comm_ops_without_group;
       ++data_->comm_ops_without_group;
+      if (op.collective == Collective::kNone) ++data_->comm_ops_unknown_collective;
     }
   }
   if (op.category == Category::kComm && op.collective != Collective::kNone) {

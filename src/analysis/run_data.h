@@ -120,6 +120,8 @@ struct RunData {
   int64_t comm_ops_outside_group = 0;  // comm ops whose rank is not in their group
   int64_t comm_ops_without_bytes = 0;  // Σ over ranks of RankData::comm_ops_without_bytes
   int64_t comm_ops_without_group = 0;  // Σ over ranks of RankData::comm_ops_without_group
+  // Of those, the ones whose collective is unknown (the rest lack only a group or peer).
+  int64_t comm_ops_unknown_collective = 0;
   // Ranks of the run that have no trace (a multi-file set lacking files); set by the analyzer.
   std::vector<int32_t> missing_ranks;
   // The trace format (importers::TraceFormatName, e.g. "kineto"); set by the analyzer, so

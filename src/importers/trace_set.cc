@@ -18,7 +18,17 @@ bool IsGroupCollective(Collective c) {
          c == Collective::kBroadcast;
 }
 
-// One collective call of a rank, as delivered.
+// Collectives whose members all finish together by construction (no member can
+// leave before the last one's data is in): their ends on two ranks are one
+// moment, so they measure the ranks' clocks. An all-to-all's, a broadcast's or a
+// send/recv's members may finish apart by the other members' work: not used.
+bool EndsCoincide(const trace::OpEvent& op) {
+  return op.collective == Collective::kAllReduce || op.collective == Collective::kAllGather ||
+         op.collective == Collective::kReduceScatter ||
+         (op.collective == Collective::kNone && op.kind == "barrier");
+}
+
+// One collective call of a rank whose end measures its clock, as delivered.
 struct CommMark {
   int64_t ts = 0, end = 0;
   Collective collective = Collective::kNone;
@@ -32,9 +42,11 @@ struct CommMark {
 // multi-host XLA profile number their devices from 0 each).
 class SetSink : public trace::TraceSink {
  public:
+  // `held`: where collectives without a group wait for the set's group
+  // inference (null: forwarded at once).
   SetSink(trace::TraceSink* out, std::map<int32_t, std::vector<CommMark>>* marks,
-          int32_t rank_offset)
-      : out_(out), marks_(marks), offset_(rank_offset) {}
+          int32_t rank_offset, std::vector<trace::OpEvent>* held)
+      : out_(out), marks_(marks), offset_(rank_offset), held_(held) {}
   void OnMetadata(const nlohmann::json& metadata) override { metadata_ = metadata; }
   void OnProcessName(int32_t rank, std::string_view name) override {
     out_->OnProcessName(rank + offset_, name);
@@ -43,6 +55,10 @@ class SetSink : public trace::TraceSink {
     out_->OnThreadName(rank + offset_, stream, name);
   }
   void OnOp(const trace::OpEvent& op) override {
+    if (held_ != nullptr && op.is_comm() && op.group.empty() && IsGroupCollective(op.collective)) {
+      held_->push_back(offset_ != 0 ? Shifted(op) : op);
+      return;
+    }
     if (offset_ != 0) return Forward(Shifted(op));
     Forward(op);
   }
@@ -55,6 +71,15 @@ class SetSink : public trace::TraceSink {
 
   const nlohmann::json& metadata() const { return metadata_; }
 
+  // Delivers `op` (ranks already offset), noting it for the clocks.
+  void Forward(const trace::OpEvent& op) {
+    if (op.is_comm() && EndsCoincide(op)) {
+      (*marks_)[op.rank].push_back(
+          {op.ts_ns, op.end_ns(), op.collective, op.group, op.bytes, op.seq});
+    }
+    out_->OnOp(op);
+  }
+
  private:
   template <typename Event>
   Event Shifted(const Event& e) const {
@@ -62,19 +87,19 @@ class SetSink : public trace::TraceSink {
     copy.rank += offset_;
     return copy;
   }
-  void Forward(const trace::OpEvent& op) {
-    if (op.is_comm() && IsGroupCollective(op.collective)) {
-      (*marks_)[op.rank].push_back(
-          {op.ts_ns, op.end_ns(), op.collective, op.group, op.bytes, op.seq});
-    }
-    out_->OnOp(op);
-  }
 
   trace::TraceSink* const out_;
   std::map<int32_t, std::vector<CommMark>>* const marks_;
   const int32_t offset_;
+  std::vector<trace::OpEvent>* const held_;
   nlohmann::json metadata_ = nlohmann::json::object();
 };
+
+// The set in messages: its one file, or its first file and how many more.
+std::string SetName(const std::vector<std::string>& paths) {
+  if (paths.size() == 1) return paths[0];
+  return fmt::format("{} (and {} more file(s) of the set)", paths[0], paths.size() - 1);
+}
 
 bool IsXla(TraceFormat f) { return f == TraceFormat::kXspace || f == TraceFormat::kXlaJson; }
 
@@ -91,9 +116,8 @@ std::string RankList(const std::vector<int32_t>& ranks) {
   return out;
 }
 
-// What identifies one collective call across ranks: kind, group and size. An
-// all-to-all(v)'s size is each rank's own (uneven routing), so it is left out
-// there and checked loosely instead (SizesAgree).
+// What identifies one collective call across ranks: kind, group, size and,
+// where the trace numbers the calls, sequence number.
 struct CallKey {
   Collective collective;
   std::vector<int32_t> group;
@@ -102,18 +126,8 @@ struct CallKey {
   auto operator<=>(const CallKey&) const = default;
 };
 
-bool IsAllToAll(Collective c) { return c == Collective::kAllToAll; }
-
 CallKey KeyOf(const CommMark& m, bool by_seq) {
-  return {m.collective, m.group, IsAllToAll(m.collective) ? 0 : m.bytes, by_seq ? m.seq : -1};
-}
-
-// Two ranks' parts of one all-to-all may differ, but not by orders of magnitude.
-bool SizesAgree(const CommMark& a, const CommMark& b) {
-  if (a.bytes <= 0 || b.bytes <= 0) return true;
-  const double ratio = static_cast<double>(std::max(a.bytes, b.bytes)) /
-                       static_cast<double>(std::min(a.bytes, b.bytes));
-  return ratio <= 100;
+  return {m.collective, m.group, m.bytes, by_seq ? m.seq : -1};
 }
 
 // The end, on every rank, of the earliest collective call that can be paired across
@@ -133,7 +147,11 @@ std::map<int32_t, int64_t> FirstCommonCollectiveEnds(
   for (int32_t rank : ranks) {
     auto it = marks->find(rank);
     if (it == marks->end() || it->second.empty()) {
-      *why = fmt::format("rank {} has no collective with a known kind", rank);
+      *why = fmt::format(
+          "rank {} ran no all-reduce, all-gather, reduce-scatter or barrier, the only "
+          "collectives whose members finish together (an all-to-all's, a broadcast's or a "
+          "send/recv's ends say nothing about clocks)",
+          rank);
       return {};
     }
     std::stable_sort(it->second.begin(), it->second.end(),
@@ -155,8 +173,7 @@ std::map<int32_t, int64_t> FirstCommonCollectiveEnds(
     std::map<int32_t, int64_t> ends = {{ranks[0], m.end}};
     for (size_t i = 1; i < ranks.size() && !ends.empty(); ++i) {
       auto it = index[i].find(key);
-      if (it == index[i].end() || (!by_seq && it->second.second != count0) ||
-          (IsAllToAll(key.collective) && !SizesAgree(m, *it->second.first))) {
+      if (it == index[i].end() || (!by_seq && it->second.second != count0)) {
         ends.clear();
       } else {
         ends[ranks[i]] = it->second.first->end;
@@ -164,12 +181,55 @@ std::map<int32_t, int64_t> FirstCommonCollectiveEnds(
     }
     if (!ends.empty()) return ends;
   }
-  *why = by_seq ? "no collective call has the same kind, group, size and sequence number on "
-                  "every rank"
-                : "no collective call can be paired across ranks with confidence: no kind, "
-                  "group and size occurs equally often on every rank (ranks profiled over "
-                  "different windows?)";
+  *why = by_seq ? "no all-reduce, all-gather, reduce-scatter or barrier call has the same kind, "
+                  "group, size and sequence number on every rank"
+                : "no all-reduce, all-gather, reduce-scatter or barrier call can be paired "
+                  "across ranks with confidence: no kind, group and size occurs equally often "
+                  "on every rank (ranks profiled over different windows?)";
   return {};
+}
+
+// Gives collectives without a group (held back by SetSink) the whole world as
+// their group when the set shows that consistently: the declared world is
+// complete and every rank ran the same sequence of such calls (kind by kind in
+// time order, and for all-reduce, all-gather and reduce-scatter, whose members
+// move equal buffers, size by size). A trace that names no process group (older
+// PyTorch) runs them on the default one. Returns what was done, or why not.
+std::string InferWorldGroups(const std::vector<int32_t>& ranks, std::optional<int32_t> world,
+                             std::vector<trace::OpEvent>* held) {
+  if (held->empty()) return "";
+  const std::string what = fmt::format("{} collective(s) without a group", held->size());
+  if (!world || *world < 2 || static_cast<int32_t>(ranks.size()) != *world) {
+    return what + ": no group inferred, the set does not hold every rank of a declared world";
+  }
+  std::stable_sort(held->begin(), held->end(), [](const auto& a, const auto& b) {
+    return a.rank < b.rank || (a.rank == b.rank && a.ts_ns < b.ts_ns);
+  });
+  std::map<int32_t, std::vector<trace::OpEvent*>> by_rank;
+  for (trace::OpEvent& op : *held) by_rank[op.rank].push_back(&op);
+  const std::vector<trace::OpEvent*>& first = by_rank.begin()->second;
+  for (const auto& [rank, ops] : by_rank) {
+    bool same = by_rank.size() == ranks.size() && ops.size() == first.size();
+    for (size_t i = 0; same && i < ops.size(); ++i) {
+      same = ops[i]->collective == first[i]->collective &&
+             (ops[i]->collective == Collective::kAllToAll ||
+              ops[i]->collective == Collective::kBroadcast || ops[i]->bytes == first[i]->bytes);
+    }
+    if (!same) {
+      return what + fmt::format(
+                        ": no group inferred, rank {} did not run the same sequence of "
+                        "them (kind and size) as rank {}",
+                        by_rank.size() == ranks.size() ? rank : ranks.back(),
+                        by_rank.begin()->first);
+    }
+  }
+  std::vector<int32_t> all(static_cast<size_t>(*world));
+  for (int32_t r = 0; r < *world; ++r) all[r] = r;
+  for (trace::OpEvent& op : *held) op.group = all;
+  return what + fmt::format(
+                    " given the whole world (ranks 0–{}) as their group: the traces name no "
+                    "process group, and every rank ran the same {} such calls in the same order",
+                    *world - 1, first.size());
 }
 
 // Replays a buffered trace into `sink` with each rank's times shifted.
@@ -234,6 +294,7 @@ StatusOr<TraceSetResult> ImportTraceSet(const std::vector<std::string>& paths,
   trace::TraceBuilder builder(&buffer);
   trace::TraceSink* target = align ? static_cast<trace::TraceSink*>(&builder) : sink;
   std::map<int32_t, std::vector<CommMark>> marks;
+  std::vector<trace::OpEvent> held;      // collectives without a group, for InferWorldGroups
   std::map<int32_t, std::string> owner;  // rank → file
   std::optional<std::string> world_file;
   nlohmann::json files = nlohmann::json::array();
@@ -241,7 +302,7 @@ StatusOr<TraceSetResult> ImportTraceSet(const std::vector<std::string>& paths,
   int32_t next_rank = 0;  // hosts: the first rank of the next file
   for (const std::string& path : paths) {
     const int32_t offset = hosts ? next_rank : 0;
-    SetSink set_sink(target, &marks, offset);
+    SetSink set_sink(target, &marks, offset, paths.size() > 1 ? &held : nullptr);
     ASSIGN_OR_RETURN(ImportResult r, ImportTrace(path, options.format, &set_sink));
     for (int32_t& rank : r.ranks) rank += offset;
     if (!r.ranks.empty()) next_rank = r.ranks.back() + 1;
@@ -288,6 +349,16 @@ StatusOr<TraceSetResult> ImportTraceSet(const std::vector<std::string>& paths,
           *result.world_size, result.ranks.size()));
     }
   }
+  // Groups the files leave out, from the set as a whole.
+  const std::string group_note = InferWorldGroups(result.ranks, result.world_size, &held);
+  if (!held.empty() && !held.front().group.empty()) {
+    result.stats.notes
+        ["collective given the whole world as its group (the traces name no "
+         "process group; every rank ran the same calls)"] += static_cast<int64_t>(held.size());
+  }
+  SetSink release(target, &marks, 0, nullptr);
+  for (const trace::OpEvent& op : held) release.Forward(op);
+  held = {};
   // Clocks.
   std::map<int32_t, int64_t> ends =
       FirstCommonCollectiveEnds(&marks, result.ranks, &result.alignment_note);
@@ -304,9 +375,13 @@ StatusOr<TraceSetResult> ImportTraceSet(const std::vector<std::string>& paths,
           "(clock skew?); --align-clocks collective-end aligns the ranks on it",
           static_cast<double>(*result.collective_end_spread_ns) / 1e3));
     }
-  } else if (align) {
-    result.warnings.push_back(
-        fmt::format("clocks not aligned (kept as recorded): {}", result.alignment_note));
+  } else if (align && result.ranks.size() > 1) {
+    // No measurement of the clocks: refuse rather than shift by a guess (one rank has
+    // nothing to align).
+    return InvalidArgument(
+        "{}: --align-clocks collective-end cannot align these ranks' clocks: {}; analyse them "
+        "as recorded (--align-clocks as-recorded)",
+        SetName(paths), result.alignment_note);
   }
   if (align) Replay(buffer, result.clock_shift_ns, sink);
   // One metadata object for the run.
@@ -332,6 +407,7 @@ StatusOr<TraceSetResult> ImportTraceSet(const std::vector<std::string>& paths,
     for (const auto& [rank, shift] : result.clock_shift_ns) shifts[std::to_string(rank)] = shift;
     set["clock_shift_ns"] = shifts;
   }
+  if (!group_note.empty()) set["groups"] = group_note;
   if (!result.warnings.empty()) set["warnings"] = result.warnings;
   meta["trace_set"] = set;
   sink->OnMetadata(meta);

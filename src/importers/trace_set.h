@@ -7,10 +7,14 @@
 // * Clocks: taken as recorded by default (Kineto writes host wall-clock time,
 //   made absolute with baseTimeNanoseconds, so ranks of one host share a clock
 //   and NTP/PTP keeps hosts close). The spread of the end of the first
-//   collective every rank ran is measured either way: the ends of one
-//   collective agree within microseconds on real hardware, so a larger spread
-//   means skewed clocks. kFirstCollectiveEnd shifts each rank so those ends
-//   coincide with the lowest rank's.
+//   collective every rank ran is measured either way, on all-reduce,
+//   all-gather, reduce-scatter and barrier only (their members finish together
+//   by construction; an all-to-all's need not): the ends of one such call agree
+//   within microseconds on real hardware, so a larger spread means skewed
+//   clocks. kFirstCollectiveEnd shifts each rank so those ends coincide with the
+//   lowest rank's, and is an error when no call can be paired.
+// * Groups: collectives no file gives a group get the whole world when the set
+//   holds every rank and all ran the same calls (InferWorldGroups in the .cc).
 // Not thread-safe.
 #ifndef SHARDSCOPE_IMPORTERS_TRACE_SET_H_
 #define SHARDSCOPE_IMPORTERS_TRACE_SET_H_
@@ -65,7 +69,9 @@ struct TraceSetResult {
 // combined metadata object (each file's under "trace_set.files", plus the
 // set's ranks, missing ranks and clocks) after all other events. Errors: any
 // file's import error, a rank held by two files, files that disagree on the
-// world size (each names the files).
+// world size (each names the files); kFirstCollectiveEnd over two or more ranks
+// with no collective call to pair (InvalidArgument naming the set and the reason;
+// nothing delivered).
 StatusOr<TraceSetResult> ImportTraceSet(const std::vector<std::string>& paths,
                                         const TraceSetOptions& options, trace::TraceSink* sink);
 

@@ -25,7 +25,7 @@ json Num(double v, double divisor) {
 }
 
 std::string Cell(double v, const std::string& unit) {
-  return std::isfinite(v) ? FormatValue(v, unit) : "—";
+  return std::isfinite(v) ? FormatReportValue(v, unit) : "—";
 }
 
 json Axis(const std::string& title, bool stacked = false) {
@@ -50,6 +50,28 @@ double Largest(const std::vector<Series>& series) {
     }
   }
   return m;
+}
+
+// Values spanning more than two decades (largest ÷ smallest > 100, all positive)
+// are drawn on a log axis: one 82 s run would otherwise flatten 21 others of 1 s.
+bool NeedsLogAxis(const std::vector<Series>& series) {
+  double lo = INFINITY, hi = 0;
+  for (const Series& s : series) {
+    for (double v : s.values) {
+      if (!std::isfinite(v)) continue;
+      if (v <= 0) return false;  // a log axis cannot show zero
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+    }
+  }
+  return hi > 0 && hi / lo > 100;
+}
+
+// A value axis: log when the values span more than two decades (said in its title).
+json ValueAxis(const std::string& title, bool stacked, bool log) {
+  json a = Axis(log ? title + ", log scale" : title, stacked);
+  if (log) a["type"] = "logarithmic";
+  return a;
 }
 
 std::string AxisTitle(const std::string& quantity, const DisplayUnit& u) {
@@ -85,7 +107,11 @@ DisplayUnit PickDisplayUnit(const std::string& unit, double largest) {
   return {1, base};
 }
 
-json Table::ToJson() const { return {{"title", title}, {"columns", columns}, {"rows", rows}}; }
+json Table::ToJson() const {
+  json j = {{"title", title}, {"columns", columns}, {"rows", rows}};
+  if (!note.empty()) j["note"] = note;
+  return j;
+}
 
 json Chart::ToJson() const {
   json j = {{"id", id},
@@ -125,8 +151,10 @@ Chart BarChart(std::string id, std::string title, const std::vector<std::string>
   c.id = std::move(id);
   c.title = title;
   json options = BaseOptions(title);
-  options["scales"] = {{"x", Axis(x_label, stacked)},
-                       {"y", Axis(AxisTitle(quantity, du), stacked)}};
+  // Stacked bars stay linear: a log axis would misstate each part's share.
+  options["scales"] = {
+      {"x", Axis(x_label, stacked)},
+      {"y", ValueAxis(AxisTitle(quantity, du), stacked, !stacked && NeedsLogAxis(series))}};
   if (categories.size() > 32) options["barPercentage"] = 1.0, options["categoryPercentage"] = 1.0;
   c.config = {{"type", "bar"},
               {"data", {{"labels", categories}, {"datasets", datasets}}},
@@ -176,13 +204,14 @@ Chart LineChart(std::string id, std::string title, const std::vector<double>& x,
   json options = BaseOptions(title);
   json xa = Axis(x_label);
   xa["type"] = log_x ? "logarithmic" : "linear";
-  options["scales"] = {{"x", xa}, {"y", Axis(AxisTitle(quantity, du))}};
+  options["scales"] = {{"x", xa},
+                       {"y", ValueAxis(AxisTitle(quantity, du), false, NeedsLogAxis(all))}};
   c.config = {{"type", "scatter"}, {"data", {{"datasets", datasets}}}, {"options", options}};
   c.table.title = title;
   c.table.columns.push_back(x_label);
   for (const Series& s : all) c.table.columns.push_back(s.label);
   for (size_t k = 0; k < x.size(); ++k) {
-    std::vector<std::string> row = {fmt::format("{:.6g}", x[k])};
+    std::vector<std::string> row = {FormatReportValue(x[k], "")};
     for (const Series& s : all) row.push_back(Cell(k < s.values.size() ? s.values[k] : NAN, unit));
     c.table.rows.push_back(std::move(row));
   }
@@ -229,12 +258,15 @@ Chart Heatmap(std::string id, std::string title, const std::vector<std::vector<d
   ya["min"] = -0.5, ya["max"] = static_cast<double>(values.size()) - 0.5;
   ya["reverse"] = true;
   xa["grid"] = ya["grid"] = {{"display", false}};
+  // Whole cells (ranks, experts) only: at most about 16 labels an axis.
+  xa["ticks"] = {{"precision", 0}, {"stepSize", std::max<size_t>(1, (cols + 15) / 16)}};
+  ya["ticks"] = {{"precision", 0}, {"stepSize", std::max<size_t>(1, (values.size() + 15) / 16)}};
   options["scales"] = {{"x", xa}, {"y", ya}};
   options["plugins"]["legend"] = {{"display", false}};
   options["plugins"]["subtitle"] = {
       {"display", true},
       {"text", fmt::format("colour: {} from 0 (light) to {} (dark)", AxisTitle(quantity, du),
-                           FormatValue(largest, unit))}};
+                           FormatReportValue(largest, unit))}};
   c.config = {{"type", "scatter"},
               {"data",
                {{"datasets",
@@ -257,7 +289,7 @@ Chart Heatmap(std::string id, std::string title, const std::vector<std::vector<d
   c.table.title = fmt::format("{} (largest {} cells)", title, cells.size());
   c.table.columns = {y_label, x_label, quantity};
   for (const auto& [v, r, k] : cells) {
-    c.table.rows.push_back({std::to_string(r), std::to_string(k), FormatValue(v, unit)});
+    c.table.rows.push_back({std::to_string(r), std::to_string(k), FormatReportValue(v, unit)});
   }
   return c;
 }

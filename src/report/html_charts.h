@@ -30,6 +30,7 @@ struct Table {
   std::string title;
   std::vector<std::string> columns;
   std::vector<std::vector<std::string>> rows;
+  std::string note;  // shown under the table (e.g. why cells are empty), once
   nlohmann::json ToJson() const;
 };
 

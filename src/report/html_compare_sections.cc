@@ -147,7 +147,7 @@ Section ComparisonSection(const std::vector<ReportRun>& baseline,
       se.values.push_back(ratio);
       t.rows.push_back({b.label, r.label, q.title, CellOf(b.analysis.metrics, q.key),
                         CellOf(r.analysis.metrics, q.key),
-                        std::isfinite(ratio) ? fmt::format("{:.3g}", ratio) : "—"});
+                        std::isfinite(ratio) ? FormatReportValue(ratio, "") : "—"});
     }
     ratios.push_back(std::move(se));
   }

@@ -60,6 +60,7 @@ constexpr std::string_view kScript = R"(<script>
       tab.appendChild(row);
     });
     d.appendChild(tab);
+    if (t.note) d.appendChild(el('p', 'note', t.note));
     return d;
   }
   document.title = data.title;
@@ -96,6 +97,12 @@ constexpr std::string_view kScript = R"(<script>
         // Square cells sized to the plot area: the data's extent is fixed by the axes.
         var xs = config.options.scales.x, ys = config.options.scales.y;
         var cols = xs.max - xs.min, rows = ys.max - ys.min;
+        // Ticks on whole cells only (the axes run from -0.5 to n - 0.5).
+        [xs, ys].forEach(function (a) {
+          a.ticks = Object.assign({}, a.ticks, { callback: function (v) {
+            return Number.isInteger(v) ? String(v) : '';
+          } });
+        });
         config.data.datasets.forEach(function (d) {
           d.pointRadius = function (ctx) {
             var a = ctx.chart.chartArea;

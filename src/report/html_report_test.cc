@@ -58,8 +58,8 @@ TEST_F(HtmlReportTest, EmbedsTheTracesFiguresAndIsSelfContained) {
   // Summary: the golden trace's TTFT (40 us) and TPOT (11 us).
   const json& summary = (*FindSection(*data, "summary"))["tables"][0];
   ASSERT_EQ(summary["rows"].size(), 1u);
-  EXPECT_EQ(summary["rows"][0][2], FormatValue(40e-6, "s"));
-  EXPECT_EQ(summary["rows"][0][3], FormatValue(11e-6, "s"));
+  EXPECT_EQ(summary["rows"][0][2], FormatReportValue(40e-6, "s"));
+  EXPECT_EQ(summary["rows"][0][3], FormatReportValue(11e-6, "s"));
   // Breakdown: ranks 0 and 1 stacked in us; rank 0 computes 41 us with nothing overlapped.
   const json& breakdown = (*FindSection(*data, "breakdown"))["charts"][0];
   EXPECT_EQ(breakdown["config"]["data"]["labels"], json({"0", "1"}));
@@ -138,6 +138,40 @@ TEST(HtmlChartsTest, HeatmapSkipsEmptyCellsAndListsTheLargest) {
   EXPECT_EQ(c.table.rows[0][0], "0");  // the largest cell first: from 0 to 1
 }
 
+// issue 35: one 82 s run flattened 21 others on a linear axis.
+TEST(HtmlChartsTest, LogAxisOverTwoDecades) {
+  std::vector<std::string> runs = {"a", "b", "c"};
+  Chart wide = BarChart("w", "t", runs, {{"TTFT", {82.0, 0.5, 1.2}}}, "run", "TTFT", "s", false);
+  EXPECT_EQ(wide.config["options"]["scales"]["y"]["type"], "logarithmic");
+  EXPECT_NE(
+      wide.config["options"]["scales"]["y"]["title"]["text"].get<std::string>().find("log scale"),
+      std::string::npos);
+  Chart narrow = BarChart("n", "t", runs, {{"TTFT", {82.0, 1.0, 0.9}}}, "run", "TTFT", "s", false);
+  EXPECT_FALSE(narrow.config["options"]["scales"]["y"].contains("type"));  // 91×: linear
+  Chart two = BarChart("2", "t", runs, {{"TTFT", {50.0, 1.0, 1.0}}}, "run", "TTFT", "s", false);
+  EXPECT_FALSE(two.config["options"]["scales"]["y"].contains("type"));  // 50×: linear
+  Chart zero = BarChart("z", "t", runs, {{"TTFT", {82.0, 0.0, 0.1}}}, "run", "TTFT", "s", false);
+  EXPECT_FALSE(zero.config["options"]["scales"]["y"].contains("type"));  // a zero bar
+  Chart stacked = BarChart("s", "t", runs, {{"TTFT", {82.0, 0.1, 0.1}}}, "run", "TTFT", "s", true);
+  EXPECT_FALSE(stacked.config["options"]["scales"]["y"].contains("type"));
+  Chart line = LineChart("l", "t", {1, 2, 3}, {{"busbw", {1e6, 1e8, 1e9}}}, "size (B)", "busbw",
+                         "B/s", true);
+  EXPECT_EQ(line.config["options"]["scales"]["y"]["type"], "logarithmic");
+}
+
+// issue 35: the traffic heatmap's ticks fell between ranks (-0.5, 0.5, …).
+TEST(HtmlChartsTest, HeatmapTicksAreWholeRanks) {
+  std::vector<std::vector<double>> m(128, std::vector<double>(128, 1.0));
+  Chart c = Heatmap("h", "t", m, "to rank", "from rank", "bytes", "B");
+  for (const char* axis : {"x", "y"}) {
+    const json& ticks = c.config["options"]["scales"][axis]["ticks"];
+    EXPECT_EQ(ticks["precision"], 0) << axis;
+    EXPECT_EQ(ticks["stepSize"], 8) << axis;  // 16 labels for 128 ranks
+  }
+  Chart small = Heatmap("h", "t", {{0, 1}, {1, 0}}, "to rank", "from rank", "bytes", "B");
+  EXPECT_EQ(small.config["options"]["scales"]["x"]["ticks"]["stepSize"], 1);
+}
+
 ReportRun SweepRun(int ep, int seq, double ttft) {
   ReportRun r;
   r.label = "ep" + std::to_string(ep);
@@ -209,6 +243,42 @@ TEST(HtmlSectionsTest, ServedRunsShowLatencyPercentilesAndTheLoadCurve) {
   EXPECT_EQ(goodput[1], json({{"x", 4.0}, {"y", 2.0}}));
 }
 
+// issue 35: a served run's summary row was a wall of "not available: no prefill span…" in
+// every cell; it shows its own figures, and a reason is given once per column, not per cell.
+TEST(HtmlSectionsTest, ServedRunsSummaryShowsTheirOwnFigures) {
+  ReportRun foreign;
+  foreign.label = "kineto";
+  foreign.analysis.metrics.AddUnavailable("ttft", "", "s", "no prefill span");
+  foreign.analysis.metrics.AddUnavailable("tpot", "", "s", "no prefill span");
+  ReportRun foreign2 = foreign;
+  foreign2.label = "kineto2";
+  ReportRun served = ServedRun(4, 0.1, 0.3);
+  served.analysis.metrics.AddUnavailable("ttft", "", "s", "no prefill span");
+  Section s = SummarySection({served, foreign, foreign2});
+  const Table& t = s.tables[0];
+  ASSERT_EQ(t.rows.size(), 3u);
+  EXPECT_EQ(t.rows[0][2], "100 ms (p99 300 ms)");  // TTFT p50 (p99)
+  EXPECT_EQ(t.rows[0][3], "20.0 ms (p99 50.0 ms)");
+  EXPECT_EQ(t.rows[1][2], "—");
+  for (const auto& row : t.rows) {
+    for (const std::string& cell : row) EXPECT_EQ(cell.find("not available"), std::string::npos);
+  }
+  // One reason per column, naming the runs it applies to.
+  EXPECT_NE(t.note.find("TTFT: no prefill span (kineto, kineto2)"), std::string::npos) << t.note;
+  EXPECT_EQ(t.note.find("no prefill span", t.note.find("TTFT: no prefill span") + 10),
+            t.note.find("TPOT: no prefill span") + 6)
+      << t.note;
+  const Table* per_request = nullptr;
+  for (const Table& x : s.tables) {
+    if (x.title.starts_with("Served runs")) per_request = &x;
+  }
+  ASSERT_NE(per_request, nullptr);
+  ASSERT_EQ(per_request->rows.size(), 1u);
+  EXPECT_EQ(per_request->rows[0],
+            (std::vector<std::string>{"serve_rate4", "100 ms", "300 ms", "20.0 ms", "50.0 ms",
+                                      "3.60 requests/s", "2.00 requests/s", "400 tokens/s"}));
+}
+
 TEST(HtmlSectionsTest, SummaryPutsEachRunAgainstItsRecordedBounds) {
   ReportRun sim = SweepRun(8, 128, 3e-3);  // TTFT 3 ms in its trace
   sim.analysis.metrics.Add("tpot", "", 2e-3, "s");
@@ -236,8 +306,8 @@ TEST(HtmlSectionsTest, SummaryPutsEachRunAgainstItsRecordedBounds) {
   }
   ASSERT_NE(claims, nullptr);
   ASSERT_EQ(claims->rows.size(), 1u);
-  EXPECT_EQ(claims->rows[0][3], "2");    // this run: 2 ms
-  EXPECT_EQ(claims->rows[0][5], "1.6");  // the TPOT bound: 1.6 ms
+  EXPECT_EQ(claims->rows[0][3], "2.00");  // this run: 2 ms
+  EXPECT_EQ(claims->rows[0][5], "1.60");  // the TPOT bound: 1.6 ms
   EXPECT_EQ(SummarySection({measured}).note.find("1.00×") != std::string::npos, true);
   EXPECT_NE(SummarySection({measured}).note.find("No run here carries bounds"), std::string::npos);
 }

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "report/metric_table.h"
+#include "trace/json_path.h"
 
 namespace shardscope::report {
 
@@ -25,7 +26,19 @@ std::string CellOf(const analysis::MetricSet& m, const std::string& key) {
   const analysis::Metric* x = m.Find(key);
   if (x == nullptr) return "—";
   if (!x->value) return "not available: " + x->unavailable;
-  return FormatValue(*x->value, x->unit);
+  return FormatReportValue(*x->value, x->unit);
+}
+
+const nlohmann::json& ServingMetrics(const ReportRun& r) {
+  static const nlohmann::json kNull;
+  const nlohmann::json* m = trace::JsonAt(r.metadata, {"sim", "serving", "metrics"});
+  return m && m->is_object() ? *m : kNull;
+}
+
+double ServingNumber(const nlohmann::json& metrics, const std::string& key, const char* stat) {
+  if (!metrics.is_object() || !metrics.contains(key)) return NAN;
+  const nlohmann::json& v = stat ? metrics[key].value(stat, nlohmann::json()) : metrics[key];
+  return v.is_number() ? v.get<double>() : NAN;
 }
 
 namespace {
@@ -139,7 +152,7 @@ Chart TimelineChart(std::string id, const ReportRun& run) {
                     : span;
     marks.push_back(
         {{"x", {at(from), at(std::max(to, from))}}, {"y", lanes[0]}, {"name", t.marks[k].second}});
-    table.rows.push_back({FormatValue(from, "s"), t.marks[k].second});
+    table.rows.push_back({FormatReportValue(from, "s"), t.marks[k].second});
   }
   json datasets = json::array();
   json shades = json::array();  // alternating, one per mark (Chart.js does not cycle arrays)

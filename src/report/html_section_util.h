@@ -20,6 +20,11 @@ double ValueOf(const analysis::MetricSet& m, const std::string& key);
 std::string UnavailableOf(const analysis::MetricSet& m, const std::string& key);
 // The value formatted with its unit, "not available" or "—" (absent).
 std::string CellOf(const analysis::MetricSet& m, const std::string& key);
+// The serving metrics a served run's metadata keeps (sim.serving.metrics), or null.
+const nlohmann::json& ServingMetrics(const ReportRun& r);
+// metrics[key] (or metrics[key][stat]) as a number; NaN when absent.
+double ServingNumber(const nlohmann::json& metrics, const std::string& key,
+                     const char* stat = nullptr);
 // Ranks with a run-wide "compute_time[rank N]", ascending.
 std::vector<int32_t> RanksOf(const analysis::MetricSet& m);
 // The first kMaxDetailRuns runs; appends a sentence to *note when runs are left out.

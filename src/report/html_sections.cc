@@ -1,8 +1,10 @@
 #include "report/html_sections.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "core/units.h"
@@ -66,12 +68,73 @@ Section SummarySection(const std::vector<ReportRun>& runs) {
   };
   Table t{"Figures per run (from the trace)", {"run"}, {}};
   for (const Column& c : kColumns) t.columns.push_back(c.title);
+  // A figure a run lacks is "—" in its cell; why, once per column and reason, under the table.
+  std::vector<std::map<std::string, std::vector<std::string>>> why(std::size(kColumns));
+  bool any_served = false;
   for (const ReportRun& r : runs) {
+    const json& served = ServingMetrics(r);
+    any_served = any_served || !served.is_null();
     std::vector<std::string> row = {r.label};
-    for (const Column& c : kColumns) row.push_back(CellOf(r.analysis.metrics, c.key));
+    for (size_t i = 0; i < std::size(kColumns); ++i) {
+      const std::string key = kColumns[i].key;
+      // A served run's TTFT and TPOT are per request (its serving metrics), not the trace's.
+      const bool per_request = !served.is_null() && (key == "ttft" || key == "tpot");
+      if (per_request) {
+        const double p50 = ServingNumber(served, key + "_s", "p50"),
+                     p99 = ServingNumber(served, key + "_s", "p99");
+        row.push_back(std::isfinite(p50) ? fmt::format("{} (p99 {})", FormatReportValue(p50, "s"),
+                                                       FormatReportValue(p99, "s"))
+                                         : "—");
+        continue;
+      }
+      const std::string unavailable = UnavailableOf(r.analysis.metrics, key);
+      if (!unavailable.empty()) {
+        why[i][unavailable].push_back(r.label);
+        row.push_back("—");
+      } else {
+        row.push_back(CellOf(r.analysis.metrics, key));
+      }
+    }
     t.rows.push_back(std::move(row));
   }
+  std::vector<std::string> notes;
+  for (size_t i = 0; i < std::size(kColumns); ++i) {
+    for (const auto& [reason, labels] : why[i]) {
+      notes.push_back(fmt::format(
+          "{}: {}{}", kColumns[i].title, reason,
+          labels.size() == runs.size() ? "" : fmt::format(" ({})", fmt::join(labels, ", "))));
+    }
+  }
+  if (any_served) {
+    notes.insert(notes.begin(),
+                 "TTFT and TPOT of a served run: p50 (p99) over its measured requests, TTFT "
+                 "from arrival");
+  }
+  if (!notes.empty()) t.note = "— not available. " + fmt::format("{}.", fmt::join(notes, ". "));
   s.tables.push_back(std::move(t));
+
+  // Served runs: their own figures, per request (docs/metrics.md, served workloads).
+  if (any_served) {
+    Table st{"Served runs (per request, from the run's serving metrics)",
+             {"run", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "requests/s",
+              "goodput (requests/s)", "output tokens/s"},
+             {}};
+    for (const ReportRun& r : runs) {
+      const json& m = ServingMetrics(r);
+      if (m.is_null()) continue;
+      auto cell = [](double v, const char* unit) {
+        return std::isfinite(v) ? FormatReportValue(v, unit) : std::string("—");
+      };
+      st.rows.push_back({r.label, cell(ServingNumber(m, "ttft_s", "p50"), "s"),
+                         cell(ServingNumber(m, "ttft_s", "p99"), "s"),
+                         cell(ServingNumber(m, "tpot_s", "p50"), "s"),
+                         cell(ServingNumber(m, "tpot_s", "p99"), "s"),
+                         cell(ServingNumber(m, "requests_per_s"), "requests/s"),
+                         cell(ServingNumber(m, "goodput_requests_per_s"), "requests/s"),
+                         cell(ServingNumber(m, "output_tokens_per_s"), "tokens/s")});
+    }
+    s.tables.push_back(std::move(st));
+  }
 
   // Claims as the experiment states them against what the trace shows.
   Table claims{"Claims: claimed vs this run vs the physical bound",
@@ -87,10 +150,10 @@ Section SummarySection(const std::vector<ReportRun>& runs) {
       double got = ClaimedQuantity(r.analysis.metrics, name);
       double bound = b ? ClaimBound(*b, name) : NAN;
       claims.rows.push_back(
-          {r.label, name, fmt::format("{:.4g}", claimed),
-           std::isfinite(got) ? fmt::format("{:.4g}", got) : "not in the trace",
-           std::isfinite(got) && claimed != 0 ? fmt::format("{:.3g}", got / claimed) : "—",
-           std::isfinite(bound) ? fmt::format("{:.4g}", bound) : "—"});
+          {r.label, name, FormatReportValue(claimed, ""),
+           std::isfinite(got) ? FormatReportValue(got, "") : "not in the trace",
+           std::isfinite(got) && claimed != 0 ? FormatReportValue(got / claimed, "") : "—",
+           std::isfinite(bound) ? FormatReportValue(bound, "") : "—"});
     }
   }
   if (!claims.rows.empty()) s.tables.push_back(std::move(claims));
@@ -108,7 +171,7 @@ Section SummarySection(const std::vector<ReportRun>& runs) {
       const double bound =
           b->contains(key) && (*b)[key].is_number() ? (*b)[key].get<double>() : NAN;
       row->push_back(CellOf(r.analysis.metrics, metric));
-      row->push_back(std::isfinite(bound) ? FormatSeconds(bound) : "—");
+      row->push_back(std::isfinite(bound) ? FormatReportValue(bound, "s") : "—");
       row->push_back(std::isfinite(got) && std::isfinite(bound) && bound > 0
                          ? fmt::format("{:.2f}×", got / bound)
                          : "—");

@@ -19,17 +19,8 @@ using nlohmann::json;
 
 namespace {
 
-// The serving metrics of a run, or null when it was not a served run.
-const json& ServingMetrics(const ReportRun& r) {
-  static const json kNull;
-  const json* m = trace::JsonAt(r.metadata, {"sim", "serving", "metrics"});
-  return m && m->is_object() ? *m : kNull;
-}
-
 double Number(const json& metrics, const std::string& key, const char* stat = nullptr) {
-  if (!metrics.is_object() || !metrics.contains(key)) return NAN;
-  const json& v = stat ? metrics[key].value(stat, json()) : metrics[key];
-  return v.is_number() ? v.get<double>() : NAN;
+  return ServingNumber(metrics, key, stat);
 }
 
 struct Latency {

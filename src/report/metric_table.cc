@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "analysis/ccl_bench_names.h"
 #include "core/units.h"
@@ -80,6 +82,73 @@ std::string FormatValue(double v, std::string_view unit) {
   if (unit == "count" || unit == "rank") return FormatNumber(v, 10);
   if (unit.empty() || unit == "ratio") return FormatNumber(v, 4);
   return FormatNumber(v, 4) + " " + std::string(unit);  // as CCL-Bench gives them: "%", "GB", "ms"
+}
+
+namespace {
+
+// `v` with exactly three significant digits, trailing zeros kept; |v| < 999.5.
+std::string Three(double v) {
+  const double a = std::fabs(v);
+  if (a == 0) return "0.00";
+  if (a < 1e-3 || a >= 999.5) return fmt::format("{:.2e}", v);
+  const int whole = static_cast<int>(std::floor(std::log10(a)));  // −3 … 2
+  int decimals = std::max(0, 2 - whole);
+  // 9.996 rounds to "10.0" (3 digits), not "10.00".
+  if (std::fabs(std::stod(fmt::format("{:.{}f}", v, decimals))) >= std::pow(10.0, whole + 1)) {
+    decimals = std::max(0, decimals - 1);
+  }
+  return fmt::format("{:.{}f}", v, decimals);
+}
+
+// `v` in the last of `steps` whose `from` it reaches (steps ascending): a unit is
+// used from where the one below it would print 1000 (999.7 ms → "1.00 s").
+struct Scale {
+  double factor;
+  std::string label;
+  double from;
+};
+std::string Scaled(double v, const std::vector<Scale>& steps) {
+  const double a = std::fabs(v);
+  size_t i = 0;
+  while (i + 1 < steps.size() && a >= steps[i + 1].from) ++i;
+  return fmt::format("{} {}", Three(v / steps[i].factor), steps[i].label);
+}
+
+// SI prefixes (none to E) before `base`; `gap` between a prefix and the base.
+std::vector<Scale> SiSteps(const std::string& base, const std::string& gap = "") {
+  std::vector<Scale> steps;
+  double f = 1;
+  for (const char* p : {"", "k", "M", "G", "T", "P", "E"}) {
+    steps.push_back({f, *p ? std::string(p) + gap + base : base, f * 0.9995});
+    f *= 1000;
+  }
+  return steps;
+}
+
+}  // namespace
+
+std::string FormatReportValue(double v, std::string_view unit) {
+  if (!std::isfinite(v)) return "—";
+  // Seconds up to 999 s, then minutes, hours and days, each up to 999.
+  static const std::vector<Scale> kSeconds = {
+      {1e-9, "ns", 0},    {1e-6, "us", 999.5e-9},  {1e-3, "ms", 999.5e-6},    {1, "s", 999.5e-3},
+      {60, "min", 999.5}, {3600, "h", 999.5 * 60}, {86400, "d", 999.5 * 3600}};
+  if (unit == "count" || unit == "rank") {
+    if (std::fabs(v) < 1e15 && v == std::round(v)) return fmt::format("{:.0f}", v);
+    return Three(v);
+  }
+  if (v == 0) return unit.empty() || unit == "ratio" ? "0" : fmt::format("0 {}", unit);
+  if (unit == "s") return Scaled(v, kSeconds);
+  if (unit == "B" || unit == "B/s" || unit == "FLOP/s" || unit == "FLOP") {
+    return Scaled(v, SiSteps(std::string(unit)));
+  }
+  if (unit == "tokens/s" || unit == "tokens") return Scaled(v, SiSteps(std::string(unit), " "));
+  if (unit.empty() || unit == "ratio") {
+    if (std::fabs(v) < 999.5) return Three(v);
+    std::string out = Scaled(v, SiSteps(""));
+    return out.back() == ' ' ? out.substr(0, out.size() - 1) : out;
+  }
+  return Three(v) + " " + std::string(unit);
 }
 
 std::string RenderAnalyses(const std::vector<analysis::AnalysisResult>& results,

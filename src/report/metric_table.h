@@ -25,6 +25,11 @@ std::string CsvNumber(double v);
 
 // A value with its unit for people: "1.23 ms", "4.5 GB/s", "0.731" (core/units.h).
 std::string FormatValue(double value, std::string_view unit);
+// The HTML report's spelling: exactly three significant digits, trailing zeros
+// kept ("1.00 s", "20.0 MB/s", "0.0450"), in a unit scaled to the value: ns … s,
+// then min, h, d (never "282365444 s"); SI prefixes for bytes, FLOP/s, tokens/s;
+// counts as whole numbers; beyond the scales, "2.82e+08 d".
+std::string FormatReportValue(double value, std::string_view unit);
 
 // The analyses of one or more traces; `metric_names` selects as analysis::SelectMetrics
 // does: our names and CCL-Bench's (empty: all). A run's identity is a line under its

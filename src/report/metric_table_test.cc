@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 namespace shardscope::report {
@@ -62,6 +63,30 @@ TEST(MetricTableTest, MarkdownNamesTheRun) {
   EXPECT_NE(md.find("| ttft |  | 1 s |"), std::string::npos) << md;
   std::string foreign = RenderAnalyses({ForeignRun()}, {}, TableFormat::kMarkdown);
   EXPECT_EQ(foreign.find("run:"), std::string::npos) << foreign;
+}
+
+// issue 35: the report printed "1 s" and "282365444 s": three significant digits, trailing
+// zeros kept, in a unit scaled to the value.
+TEST(MetricTableTest, ReportNumbersThreeSignificantDigitsScaledUnits) {
+  EXPECT_EQ(FormatReportValue(1.0, "s"), "1.00 s");
+  EXPECT_EQ(FormatReportValue(0.0208, "s"), "20.8 ms");
+  EXPECT_EQ(FormatReportValue(5.8e-3, "s"), "5.80 ms");
+  EXPECT_EQ(FormatReportValue(0.9997, "s"), "1.00 s");  // rounds up into the next unit
+  EXPECT_EQ(FormatReportValue(82.0, "s"), "82.0 s");
+  EXPECT_EQ(FormatReportValue(1234.0, "s"), "20.6 min");
+  EXPECT_EQ(FormatReportValue(282365444.0, "s"), "3.27e+03 d");
+  EXPECT_EQ(FormatReportValue(2e-6, "s"), "2.00 us");
+  EXPECT_EQ(FormatReportValue(20397600, "B"), "20.4 MB");
+  EXPECT_EQ(FormatReportValue(1.87e9, "B/s"), "1.87 GB/s");
+  EXPECT_EQ(FormatReportValue(999.6e6, "B/s"), "1.00 GB/s");
+  EXPECT_EQ(FormatReportValue(12345, "tokens/s"), "12.3 k tokens/s");
+  EXPECT_EQ(FormatReportValue(64, "count"), "64");
+  EXPECT_EQ(FormatReportValue(5.607, "ratio"), "5.61");
+  EXPECT_EQ(FormatReportValue(0.045, "ratio"), "0.0450");
+  EXPECT_EQ(FormatReportValue(9.996, ""), "10.0");
+  EXPECT_EQ(FormatReportValue(1.45e6, ""), "1.45 M");
+  EXPECT_EQ(FormatReportValue(0, "s"), "0 s");
+  EXPECT_EQ(FormatReportValue(NAN, "s"), "—");
 }
 
 }  // namespace

@@ -22,7 +22,7 @@ import os
 import re
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DATA = os.path.normpath(os.path.join(HERE, '..', '..', '..', '..', 'shared', 'testdata', 'kineto'))
+DATA = os.environ.get("SHARDSCOPE_SHARED", os.path.normpath(os.path.join(HERE, "..", "..", "..", "..", "shared"))) + "/testdata/kineto"
 
 DTYPE = {'Float': 4, 'BFloat16': 2, 'Half': 2, 'Double': 8, 'Byte': 1, 'Char': 1, 'Short': 2,
          'Int': 4, 'Long': 8, 'Bool': 1, 'long': 8,
@@ -193,7 +193,7 @@ def analyse(path):
                     host_comms.append((e['tid'], ns(e['ts']), ns(e['ts']) + ns(e['dur']), c,
                                        args if shape_elems(args) > 0 else None))
     ops = []
-    first_collective = None  # (ts, end, collective) of the earliest group collective
+    first_collective = None  # (ts, end, collective) of the earliest all-reduce/-gather, reduce-scatter
     by_coll = {}
     comm_bytes = 0
     comm_with_bytes = 0
@@ -239,7 +239,8 @@ def analyse(path):
             coll = name_coll
         key = coll if coll is not None else 'unknown'
         by_coll[key] = by_coll.get(key, 0) + 1
-        if coll in ('all_reduce', 'all_gather', 'reduce_scatter', 'all_to_all', 'broadcast'):
+        # Only collectives whose members finish together measure the clocks.
+        if coll in ('all_reduce', 'all_gather', 'reduce_scatter'):
             if first_collective is None or ts < first_collective[0]:
                 first_collective = (ts, ts + dur, coll)
         if coll in (None, 'none') or cargs is None:
@@ -297,6 +298,8 @@ def main():
         'collective_end_spread_ns': max(ends) - min(ends),
         'busy_ns_max': max(v['busy_ns'] for v in dlrm),
         'comm_ns_sum': sum(v['comm_ns'] for v in dlrm),
+        'comm_bytes_sum': sum(v['comm_bytes'] for v in dlrm),
+        'comm_ops_with_bytes': sum(v['comm_ops_with_bytes'] for v in dlrm),
     }}
     target = os.path.join(HERE, 'kineto_expected.json')
     with open(target, 'w') as f:
