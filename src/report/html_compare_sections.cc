@@ -136,6 +136,7 @@ Section ComparisonSection(const std::vector<ReportRun>& baseline,
   Table t{"Baseline vs proposed",
           {"baseline", "proposed", "quantity", "baseline value", "proposed value",
            "proposed ÷ baseline"},
+          {},
           {}};
   for (size_t p = 0; p < proposed.size(); ++p) {
     const ReportRun& b = baseline[baseline.size() == 1 ? 0 : std::min(p, baseline.size() - 1)];

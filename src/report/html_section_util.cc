@@ -144,7 +144,7 @@ Chart TimelineChart(std::string id, const ReportRun& run) {
   }
   // Phase/step lane: alternating shades between consecutive marks.
   json marks = json::array();
-  Table table{"Phases and decode steps: " + run.label, {"starts at", "phase / step"}, {}};
+  Table table{"Phases and decode steps: " + run.label, {"starts at", "phase / step"}, {}, {}};
   for (size_t k = 0; k < t.marks.size(); ++k) {
     double from = static_cast<double>(t.marks[k].first - t.begin_ns) * 1e-9;
     double to = k + 1 < t.marks.size()

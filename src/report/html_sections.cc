@@ -66,7 +66,7 @@ Section SummarySection(const std::vector<ReportRun>& runs) {
       {"mfu.mean", "MFU (mean over ranks)"},
       {"load_imbalance", "load imbalance (max / mean busy)"},
   };
-  Table t{"Figures per run (from the trace)", {"run"}, {}};
+  Table t{"Figures per run (from the trace)", {"run"}, {}, {}};
   for (const Column& c : kColumns) t.columns.push_back(c.title);
   // A figure a run lacks is "—" in its cell; why, once per column and reason, under the table.
   std::vector<std::map<std::string, std::vector<std::string>>> why(std::size(kColumns));
@@ -118,6 +118,7 @@ Section SummarySection(const std::vector<ReportRun>& runs) {
     Table st{"Served runs (per request, from the run's serving metrics)",
              {"run", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "requests/s",
               "goodput (requests/s)", "output tokens/s"},
+             {},
              {}};
     for (const ReportRun& r : runs) {
       const json& m = ServingMetrics(r);
@@ -139,6 +140,7 @@ Section SummarySection(const std::vector<ReportRun>& runs) {
   // Claims as the experiment states them against what the trace shows.
   Table claims{"Claims: claimed vs this run vs the physical bound",
                {"run", "claim", "claimed", "this run", "this run ÷ claimed", "bound"},
+               {},
                {}};
   for (const ReportRun& r : runs) {
     const json& c = ExperimentField(r.metadata, "claims");
@@ -162,6 +164,7 @@ Section SummarySection(const std::vector<ReportRun>& runs) {
   Table bounds{"Physical bounds: this run against the lower bounds (docs/bounds.md)",
                {"run", "TTFT", "TTFT bound", "TTFT ÷ bound", "TPOT", "TPOT bound", "TPOT ÷ bound",
                 "dominant bound"},
+               {},
                {}};
   for (const ReportRun& r : runs) {
     const json* b = RecordedBounds(r.metadata);
