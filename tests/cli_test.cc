@@ -839,3 +839,29 @@ TEST(CliTest, DecodeStepsOnAServedExperimentIsAnError) {
 }
 
 }  // namespace
+
+TEST(CliTest, CollectivePrintsNcclTestsTablesAndDeepEpFigures) {
+  Result r =
+      RunCli("collective --hardware h100-sxm --nodes 2 --ranks 16 --op all_reduce --sizes 8:8G");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("| size_bytes | count | type | time_us | algbw_gb_s | busbw_gb_s | "
+                       "algorithm | protocol | bound |"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("| 8589934592 | 2147483648 | float |"), std::string::npos);
+  EXPECT_NE(r.out.find("nvls_tree"), std::string::npos);
+  EXPECT_NE(r.out.find("| tree | ll |"), std::string::npos);  // small messages
+  Result d = RunCli(
+      "collective --hardware h800 --nodes 8 --op dispatch --kernel normal --tokens 4096 "
+      "--hidden 7168 --topk 8 --experts 256 --group-limit 4 --format csv");
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  EXPECT_NE(d.out.find("time_us,rdma_gb_s,nvlink_gb_s"), std::string::npos) << d.out;
+  for (const char* bad : {"--op all_sum", "--sizes 8:1T", "--sizes 64:8", "--ranks 200",
+                          "--algorithm star", "--protocol fast", "--format xml"}) {
+    SCOPED_TRACE(bad);
+    Result e = RunCli(std::string("collective --hardware h100-sxm ") + bad);
+    EXPECT_EQ(e.exit_code, 2);
+    EXPECT_EQ(e.out, "");
+    EXPECT_NE(e.err.find("shardscope: error: "), std::string::npos) << e.err;
+  }
+}

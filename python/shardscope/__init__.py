@@ -11,12 +11,13 @@ and the seeds' classes, ``TraceCollector`` and ``MetricsCalculator``. docs/pytho
 from shardscope._shardscope import __version__
 from shardscope.api import (analyze, analyze_runs, check, compare, compare_runs, load_experiments,
                             plan, requests, run, simulate)
+from shardscope.collective import collective
 from shardscope.collector import TraceCollector, TraceMetadata
 from shardscope.errors import Cancelled, Error, InputError, RunError
 from shardscope.metrics import MetricsCalculator
 
 __all__ = [
     "Cancelled", "Error", "InputError", "MetricsCalculator", "RunError", "TraceCollector",
-    "TraceMetadata", "__version__", "analyze", "analyze_runs", "check", "compare",
+    "TraceMetadata", "__version__", "analyze", "analyze_runs", "check", "collective", "compare",
     "compare_runs", "load_experiments", "plan", "requests", "run", "simulate",
 ]
