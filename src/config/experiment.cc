@@ -121,4 +121,14 @@ int64_t CombineBytesPerToken(const Experiment& e, int64_t hidden) {
   return PayloadBytes(e.communication.combine_dtype.value_or(fallback), hidden);
 }
 
+AllToAllKind ResolvedAllToAll(const Experiment& e, bool decode) {
+  const AllToAllKind kind =
+      decode ? e.communication.decode_all_to_all : e.communication.prefill_all_to_all;
+  if (kind != AllToAllKind::kAuto) return kind;
+  const bool kernels =
+      e.cluster.collectives.modelled && e.cluster.scale_up.kind == ScaleUpKind::kSwitched;
+  if (!kernels) return AllToAllKind::kNccl;
+  return decode ? AllToAllKind::kLowLatency : AllToAllKind::kHierarchical;
+}
+
 }  // namespace shardscope

@@ -138,6 +138,12 @@ std::string_view RoutingKindName(RoutingKind k);
 int64_t DispatchBytesPerToken(const Experiment& e, int64_t hidden);
 int64_t CombineBytesPerToken(const Experiment& e, int64_t hidden);
 
+// The kernels an expert-parallel all-to-all runs in a phase (decode or not):
+// the spec's kind, or for kAuto the MoE exchange kernels on a tuned NVSwitch
+// cluster (hierarchical for prefill, low-latency for decode) and NCCL's
+// pairwise exchange elsewhere.
+AllToAllKind ResolvedAllToAll(const Experiment& e, bool decode);
+
 // The claim keys ShardScope knows how to check.
 const std::vector<std::string>& KnownClaimKeys();
 

@@ -20,7 +20,11 @@ struct LinkBytes {
   bool crosses_nodes = false;
 };
 
-LinkBytes CommBytes(const Op& op, int64_t rank, const Placement& pl, const ClusterSpec& c) {
+// `dedup`: the most an all-to-all's cross-domain bytes can shrink — topk when
+// the hierarchical kernels send each token once per domain (a token's pairs to
+// one domain are at most its topk), else 1.
+LinkBytes CommBytes(const Op& op, int64_t rank, const Placement& pl, const ClusterSpec& c,
+                    double dedup) {
   LinkBytes out;
   const double s = static_cast<double>(op.bytes);
   if (op.collective == Collective::kSend || op.collective == Collective::kRecv) {
@@ -54,12 +58,14 @@ LinkBytes CommBytes(const Op& op, int64_t rank, const Placement& pl, const Clust
         bool same = c.SameScaleUpDomain(pl.Location(rank).device, pl.Location(peer).device);
         (same ? out.scale_up : out.scale_out) += static_cast<double>(p.bytes);
       }
+      out.scale_out /= dedup;
       return out;
     }
     case Collective::kAllReduce:
-      // Reduce-scatter + all-gather: inside the domain 2(k−1)/k·S; across
-      // domains each domain must exchange 2(m−1)/m·S, spread over its k NICs.
-      out.scale_up = k > 1 ? 2 * (k - 1) / k * s : 0;
+      // Reduce-scatter + all-gather: inside the domain 2(k−1)/k·S ((k−1)/k·S
+      // each way when the switch reduces: NVLS); across domains each domain
+      // must exchange 2(m−1)/m·S, spread over its k NICs.
+      out.scale_up = k > 1 ? (c.collectives.nvls ? 1 : 2) * (k - 1) / k * s : 0;
       out.scale_out = m > 1 ? 2 * (m - 1) / m * s / k : 0;
       return out;
     case Collective::kAllGather:
@@ -103,6 +109,10 @@ StatusOr<PhaseBound> BoundPhase(const Experiment& e, const Placement& pl,
   ASSIGN_OR_RETURN(double peak, c.device.PeakFlops(e.workload.dtype));
   const double bw = c.device.memory_bandwidth;
   std::vector<RankCost> costs(pl.world_size());
+  const bool deduplicated =
+      ResolvedAllToAll(e, program.phase == Phase::kDecode) == AllToAllKind::kHierarchical;
+  const double dedup =
+      deduplicated ? std::max<double>(1.0, static_cast<double>(e.model.moe.experts_per_token)) : 1;
   for (const RankProgram& rp : program.ranks) {
     RankCost& cost = costs[rp.rank];
     double flops = 0, bytes = 0, egress = 0, ingress = 0;
@@ -112,7 +122,7 @@ StatusOr<PhaseBound> BoundPhase(const Experiment& e, const Placement& pl,
         bytes += static_cast<double>(op.bytes_read + op.bytes_written);
         continue;
       }
-      LinkBytes lb = CommBytes(op, rp.rank, pl, c);
+      LinkBytes lb = CommBytes(op, rp.rank, pl, c, dedup);
       double t = 0;
       if (lb.scale_up > 0) t = std::max(t, lb.scale_up / c.scale_up.bandwidth_per_device);
       if (lb.scale_out > 0) t = std::max(t, lb.scale_out / c.scale_out.nic_bandwidth_per_device);

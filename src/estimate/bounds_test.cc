@@ -66,7 +66,13 @@ TEST(BoundsTest, AllReduceInsideOneNode) {
   const double s = 1e9;
   auto b = BoundPhase(e, *pl, Uniform(*pl, {AllReduce(Dim::kTp, 1'000'000'000)}));
   ASSERT_TRUE(b.ok());
-  // 2(n−1)/n · S over 450 GB/s NVLink, plus one NVLink latency (0.6 us).
+  // The switch reduces (NVLS): (n−1)/n · S each way over 450 GB/s NVLink, plus
+  // one NVLink latency (0.6 us).
+  EXPECT_NEAR(b->network, 7.0 / 8 * s / 450e9 + 0.6e-6, 1e-12);
+  // Without NVLS the ring's 2(n−1)/n · S.
+  e.cluster.collectives.nvls = false;
+  b = BoundPhase(e, *pl, Uniform(*pl, {AllReduce(Dim::kTp, 1'000'000'000)}));
+  ASSERT_TRUE(b.ok());
   EXPECT_NEAR(b->network, 2.0 * 7 / 8 * s / 450e9 + 0.6e-6, 1e-12);
 }
 
@@ -77,10 +83,16 @@ TEST(BoundsTest, AllReduceAcrossTwoNodesIsBoundByTheNics) {
   const double s = 1e9;
   auto b = BoundPhase(e, *pl, Uniform(*pl, {AllReduce(Dim::kTp, 1'000'000'000)}));
   ASSERT_TRUE(b.ok());
-  // Inside: 2·7/8·S at 450 GB/s = 3.9 ms. Across: each node exchanges 2·1/2·S over
-  // its 8 NICs of 50 GB/s = 2.5 ms. The larger, plus the network latency (2.7 us).
-  double inside = 2.0 * 7 / 8 * s / 450e9, across = 2.0 * 1 / 2 * s / 8 / 50e9;
+  // Inside (NVLS): 7/8·S at 450 GB/s = 1.9 ms. Across: each node exchanges
+  // 2·1/2·S over its 8 NICs of 50 GB/s = 2.5 ms. The larger, plus the network
+  // latency (2.7 us).
+  double inside = 7.0 / 8 * s / 450e9, across = 2.0 * 1 / 2 * s / 8 / 50e9;
   EXPECT_NEAR(b->network, std::max(inside, across) + 2.7e-6, 1e-12);
+  // Without NVLS the ring inside a node (2·7/8·S = 3.9 ms) dominates.
+  e.cluster.collectives.nvls = false;
+  b = BoundPhase(e, *pl, Uniform(*pl, {AllReduce(Dim::kTp, 1'000'000'000)}));
+  ASSERT_TRUE(b.ok());
+  EXPECT_NEAR(b->network, 2.0 * 7 / 8 * s / 450e9 + 2.7e-6, 1e-12);
 }
 
 TEST(BoundsTest, AllToAllCountsRealPeerBytesByLink) {
@@ -97,11 +109,19 @@ TEST(BoundsTest, AllToAllCountsRealPeerBytesByLink) {
     a2a.peer_sends.push_back({j, 1'000'000});  // 1 MB to every member (self included)
   }
   a2a.bytes = 16'000'000;
+  // NCCL's pairwise exchange: 7 peers on the node over NVLink (7 MB / 450 GB/s),
+  // 8 on the other node over the NIC (8 MB / 50 GB/s = 160 us): the NIC dominates.
+  e.communication.prefill_all_to_all = AllToAllKind::kNccl;
   auto b = BoundPhase(e, *pl, Uniform(*pl, {a2a}));
   ASSERT_TRUE(b.ok());
-  // 7 peers on the node over NVLink (7 MB / 450 GB/s), 8 on the other node over the
-  // NIC (8 MB / 50 GB/s = 160 us): the NIC dominates.
   EXPECT_NEAR(b->network, 8e6 / 50e9 + 2.7e-6, 1e-12);
+  // The hierarchical kernels (the default on this tuned NVSwitch cluster) send a
+  // token to a node once for up to topk = 8 of its pairs: at least 1 MB crosses
+  // (20 us), still above NVLink's 7 MB / 450 GB/s = 15.6 us.
+  e.communication.prefill_all_to_all = AllToAllKind::kAuto;
+  b = BoundPhase(e, *pl, Uniform(*pl, {a2a}));
+  ASSERT_TRUE(b.ok());
+  EXPECT_NEAR(b->network, 1e6 / 50e9 + 2.7e-6, 1e-12);
 }
 
 TEST(BoundsTest, PipelineStagesAddUpByMicroBatch) {

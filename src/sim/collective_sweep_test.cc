@@ -51,7 +51,9 @@ TEST(CollectiveSweepTest, SweepsEightBytesToEightGigabytesWithItsColumns) {
     EXPECT_EQ(r.count * 4, r.bytes);
     EXPECT_DOUBLE_EQ(r.algbw, static_cast<double>(r.bytes) / r.seconds);
     EXPECT_DOUBLE_EQ(r.busbw, r.algbw * 2 * 15 / 16);
-    if (i > 0) EXPECT_GT(r.seconds, (*rows)[i - 1].seconds);
+    if (i > 0) {
+      EXPECT_GT(r.seconds, (*rows)[i - 1].seconds);
+    }
     // Physics: no busbw above the links (8 NICs or NVLink per GPU, NVLS's switch
     // reduction at most doubling what a ring could do).
     EXPECT_LT(r.busbw, 2 * c.scale_up.bandwidth_per_device);

@@ -4,18 +4,11 @@ namespace shardscope::sim {
 
 EngineOptions CommunicationOptions(const Experiment& experiment) {
   const CommunicationSpec& c = experiment.communication;
-  const ClusterSpec& cluster = experiment.cluster;
-  const bool kernels =
-      cluster.collectives.modelled && cluster.scale_up.kind == ScaleUpKind::kSwitched;
-  auto resolve = [&](AllToAllKind kind, AllToAllKind production) {
-    if (kind != AllToAllKind::kAuto) return kind;
-    return kernels ? production : AllToAllKind::kNccl;
-  };
   EngineOptions o;
   o.allreduce = c.algorithm;
   o.protocol = c.protocol;
-  o.prefill_all_to_all = resolve(c.prefill_all_to_all, AllToAllKind::kHierarchical);
-  o.decode_all_to_all = resolve(c.decode_all_to_all, AllToAllKind::kLowLatency);
+  o.prefill_all_to_all = ResolvedAllToAll(experiment, false);
+  o.decode_all_to_all = ResolvedAllToAll(experiment, true);
   const MoeSpec& moe = experiment.model.moe;
   o.routing = {moe.num_routed_experts, moe.experts_per_token,
                moe.topk_group < moe.n_group ? moe.n_group : 0,

@@ -55,6 +55,11 @@ TEST(SimulatorTest, NeverBeatsThePhysicalBounds) {
       {"tiny-moe-mla", "h100-sxm", Par(1, 1, 1, 4), 8, 128, 3},
       {"tiny-moe-mla", "h100-sxm", Par(2, 1, 1, 8), 16, 64, 3},
       {"deepseek-v2-lite", "tpu-v4", Par(4, 1, 1, 1), 8, 256, 3},
+      // Tuned links: NVLS all-reduces, and expert all-to-alls across nodes with the
+      // hierarchical (deduplicated) prefill and the low-latency decode kernels.
+      {"llama-3.1-70b", "h100-sxm", Par(8, 1, 1, 1), 32, 2048, 3},
+      {"deepseek-v2-lite", "h100-sxm", Par(1, 1, 1, 16), 64, 512, 3},
+      {"deepseek-v2-lite", "h800", Par(1, 1, 1, 32), 128, 256, 3},
   };
   for (const Case& c : cases) {
     Experiment e = ZooExperiment(c.model, c.cluster, c.par, c.batch, c.prompt, c.generate);
