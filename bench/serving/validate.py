@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""Judges served and fixed-batch simulations against published end-to-end results.
+
+Reads bench/serving/published.csv (engines' published benchmarks; sources in
+SOURCES.md beside it), runs every experiment of validation.yaml once with
+`shardscope run --json --no-trace`, and prints one Markdown table: source,
+engine, case, metric, measured, simulated and the signed error
+(simulated - measured) / measured. Summary: median and largest |error|, over
+all rows and per metric family (TTFT, TPOT/ITL, throughput). With --check,
+exits 1 when a median exceeds --median (default 0.10) or a row exceeds --max.
+
+    bench/serving/validate.py --binary build/shardscope [--check] [--max 0.5]
+"""
+import argparse
+import csv
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FAMILY = {"ttft_ms": "TTFT", "itl_ms": "TPOT", "latency_ms": "TPOT",
+          "output_tok_s": "tokens/s", "output_tok_s_per_node": "tokens/s",
+          "input_tok_s_per_node": "tokens/s"}
+
+
+def read_rows(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+
+
+def simulate(binary, config, extra):
+    out = subprocess.run([binary, "run", "--config", config, "--json", "--no-trace", *extra],
+                         check=True, capture_output=True, text=True).stdout
+    return {e["experiment"]: e for e in json.loads(out)}
+
+
+def metric(result, name):
+    served = result.get("served", False)
+    if name == "latency_ms" and not served:
+        return result["run_s"] * 1e3
+    if not served:
+        raise ValueError(f"metric {name} needs a served experiment")
+    m = result["metrics"]
+    if name == "ttft_ms":
+        return m["ttft_s"]["mean"] * 1e3
+    if name == "itl_ms":
+        return m["tpot_s"]["mean"] * 1e3
+    if name == "output_tok_s":
+        return m["output_tokens_per_s"]
+    if name == "output_tok_s_per_node":
+        return m["output_tokens_per_s_per_device"] * 8
+    if name == "input_tok_s_per_node":
+        return m["prompt_tokens_per_s"] / result["ranks"] * 8
+    raise ValueError(f"unknown metric {name}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--binary", default="build/shardscope")
+    ap.add_argument("--rows", default=os.path.join(HERE, "published.csv"))
+    ap.add_argument("--config", default=os.path.join(HERE, "validation.yaml"))
+    ap.add_argument("--calibration", help="passed to `shardscope run`")
+    ap.add_argument("--check", action="store_true")
+    ap.add_argument("--median", type=float, default=0.10)
+    ap.add_argument("--max", type=float, default=0.25)
+    args = ap.parse_args()
+    extra = ["--calibration", args.calibration] if args.calibration else []
+    results = simulate(args.binary, args.config, extra)
+    rows = read_rows(args.rows)
+    errors = {}
+    print("| source | engine | case | metric | measured | simulated | error |")
+    print("|---|---|---|---|---:|---:|---:|")
+    for row in rows:
+        if row["experiment"] not in results:
+            sys.exit(f"{args.rows}: row {row['id']}: experiment {row['experiment']!r} "
+                     f"is not in {args.config}")
+        measured = float(row["measured"])
+        sim = metric(results[row["experiment"]], row["metric"])
+        err = sim / measured - 1
+        errors.setdefault(FAMILY[row["metric"]], []).append(abs(err))
+        print(f"| {row['source']} | {row['engine']} | {row['case']} | {row['metric']} | "
+              f"{measured:.4g} | {sim:.4g} | {err:+.1%} |")
+    every = [e for v in errors.values() for e in v]
+    print()
+    failed = False
+    for name, errs in [("all", every)] + sorted(errors.items()):
+        med, worst = statistics.median(errs), max(errs)
+        print(f"{name}: {len(errs)} rows, median |error| {med:.1%}, max {worst:.1%}")
+        failed |= med > args.median or worst > args.max
+    if args.check and failed:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
