@@ -6,7 +6,7 @@ import shutil
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def shardscope_binary():
+def shardscope_binary() -> str:
     """The shardscope executable: $SHARDSCOPE_BINARY, the one installed with this package,
     the one of the build tree this package sits in, else shardscope on $PATH; "" if none."""
     env = os.environ.get("SHARDSCOPE_BINARY")

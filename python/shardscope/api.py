@@ -6,13 +6,28 @@ work in Python) and raises ``shardscope.InputError`` on bad input. docs/python.m
 import math
 import os
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Optional, Union
 
 import pandas as pd
 
 from shardscope import _shardscope
 from shardscope._binary import shardscope_binary
 from shardscope.errors import InputError
+
+# A path argument: a string or an os.PathLike of one.
+PathArg = Union[str, "os.PathLike[str]"]
+# One or several paths (trace files, run folders, store roots).
+PathsArg = Union[PathArg, Iterable[PathArg]]
+# An experiment: its name (with config=), a row or dict of load_experiments(), a
+# load_experiments() DataFrame of one row, or None for every experiment of config.
+ExperimentArg = Union[str, Mapping[str, Any], "pd.Series", "pd.DataFrame", None]
+# What plan, check, run and simulate return: one experiment's dict, or a list of them for
+# a sweep or a whole file (_one_or_list).
+Result = dict[str, Any]
+Results = Union[Result, list[Result]]
+# One string or several.
+StringsArg = Union[str, Iterable[str], None]
 
 # What identifies a run ShardScope recorded (empty for foreign traces).
 IDENTITY_COLUMNS = ["experiment", "hardware", "dtype", "backend"]
@@ -25,12 +40,12 @@ COMPARISON_COLUMNS = ["metric", "scope", "unit", "run", "trace", *IDENTITY_COLUM
                       "ratio", "min", "max", "instances", "unavailable"]
 
 
-def _warn_skipped(skipped):
+def _warn_skipped(skipped: Sequence[str]) -> None:
     for message in skipped:
         warnings.warn(f"skipped: {message}", stacklevel=3)
 
 
-def _path(value, name, optional=False):
+def _path(value: object, name: str, optional: bool = False) -> str:
     """``value`` as a path string; InputError naming ``name`` for anything else (pybind's
     TypeError otherwise) and for "" (an empty path would mean the current directory)."""
     if value is None and optional:
@@ -45,7 +60,7 @@ def _path(value, name, optional=False):
     return path
 
 
-def _text(value, name):
+def _text(value: object, name: str) -> str:
     """``value`` (a str, or None for "") for a string argument; InputError otherwise."""
     if value is None:
         return ""
@@ -54,25 +69,24 @@ def _text(value, name):
     return value
 
 
-def _strings(values, name):
+def _strings(values: object, name: str) -> list[str]:
     """A list of strings from one string (never split into characters), None or an
     iterable of strings; InputError for anything else."""
     if values is None:
         return []
     if isinstance(values, str):
         return [values]
-    try:
-        out = list(values)
-    except TypeError:
+    if not isinstance(values, Iterable):
         raise InputError(f"{name}: expected a string or a list of strings, got "
-                         f"{type(values).__name__}") from None
+                         f"{type(values).__name__}")
+    out = list(values)
     for v in out:
         if not isinstance(v, str):
             raise InputError(f"{name}: expected strings, got {type(v).__name__} ({v!r})")
     return out
 
 
-def _reference(experiment, config):
+def _reference(experiment: ExperimentArg, config: Optional[PathArg]) -> tuple[str, str]:
     """(config path, experiment name) of ``experiment``: a name with ``config=``, a row or
     dict from load_experiments() (its ``config``), a load_experiments() DataFrame of one
     row, or None for every experiment of config."""
@@ -99,20 +113,32 @@ def _reference(experiment, config):
                      f"{type(experiment).__name__}")
 
 
-def _one_or_list(results):
-    """One experiment's result as itself; a sweep's or a whole file's as a list."""
-    return results[0] if len(results) == 1 else results
+def _experiment_name(result: Mapping[str, Any]) -> Any:
+    """The experiment's name in a result: run's ``experiment``, or plan's and check's
+    ``experiment.name`` (the resolved experiment)."""
+    e = result.get("experiment")
+    return e.get("name") if isinstance(e, Mapping) else e
 
 
-def load_experiments(config, experiment=None, skip_invalid=False):
+def _one_or_list(results: list[Result], name: str) -> Results:
+    """One type per call form, whatever the count: a list for every experiment of a file
+    (``name`` "") or a sweep (``name`` not the one result's experiment), even of one; the
+    dict itself for one experiment named (or given as a row)."""
+    if name and len(results) == 1 and _experiment_name(results[0]) == name:
+        return results[0]
+    return results
+
+
+def load_experiments(config: PathArg, experiment: Optional[str] = None, *,
+                     skip_invalid: bool = False) -> pd.DataFrame:
     """The experiments of ``config`` (sweeps expanded, plans validated) as a DataFrame: one
     row per experiment with its main figures, ``config`` (the file) and ``spec`` (the whole
     resolved experiment as a dict, as trace metadata records it)."""
     if isinstance(experiment, str) and experiment == "":
         raise InputError("experiment: an empty name (None selects every experiment)")
-    specs, skipped = _shardscope.load_experiments(_path(config, "config"),
-                                                  _text(experiment, "experiment"),
-                                                  bool(skip_invalid))
+    specs, skipped = _shardscope.load_experiments(config=_path(config, "config"),
+                                                  experiment=_text(experiment, "experiment"),
+                                                  skip_invalid=bool(skip_invalid))
     _warn_skipped(skipped)
     rows = []
     for s in specs:
@@ -133,54 +159,68 @@ def load_experiments(config, experiment=None, skip_invalid=False):
     return pd.DataFrame(rows, columns=columns)
 
 
-def plan(experiment=None, config=None, skip_invalid=False):
+def plan(experiment: ExperimentArg = None, *, config: Optional[PathArg] = None,
+         skip_invalid: bool = False) -> Results:
     """What ``shardscope plan --json`` gives: placement, groups, memory per rank, op counts,
-    FLOPs, bytes and traffic per phase. A dict (a list for a sweep or a whole file)."""
+    FLOPs, bytes and traffic per phase. A dict for one experiment; a list for a sweep or a
+    whole file (``experiment=None``), even of one."""
     path, name = _reference(experiment, config)
-    reports, skipped = _shardscope.plan(path, name, skip_invalid)
+    reports, skipped = _shardscope.plan(config=path, experiment=name,
+                                        skip_invalid=bool(skip_invalid))
     _warn_skipped(skipped)
-    return _one_or_list(reports)
+    return _one_or_list(reports, name)
 
 
-def check(experiment=None, config=None, skip_invalid=False):
+def check(experiment: ExperimentArg = None, *, config: Optional[PathArg] = None,
+          skip_invalid: bool = False) -> Results:
     """What ``shardscope check --json`` gives: memory fit, physical bounds on TTFT, TPOT and
-    throughput, and each claim's verdict. A dict (a list for several experiments)."""
+    throughput, and each claim's verdict. A dict for one experiment; a list for a sweep or a
+    whole file, even of one."""
     path, name = _reference(experiment, config)
-    reports, skipped = _shardscope.check(path, name, skip_invalid)
+    reports, skipped = _shardscope.check(config=path, experiment=name,
+                                         skip_invalid=bool(skip_invalid))
     _warn_skipped(skipped)
-    return _one_or_list(reports)
+    return _one_or_list(reports, name)
 
 
-def run(experiment=None, backend=None, config=None, trace=True, out="traces", trace_file=None,
-        decode_steps=None, calibration=None, algorithm="auto", hostfile=None, mpirun_args=(),
-        skip_invalid=False, trace_compression=None):
-    """Runs experiments as ``shardscope run --json`` does and returns its results: a dict
-    (a list for several). ``backend``: "sim", "cpu" (real ranks over MPI; the result holds
-    the generated ``tokens`` of every request), or None for each experiment's own. Traces go
-    to the store under ``out`` (or to ``trace_file``) unless ``trace=False``;
-    ``trace_compression``: "none" or "gzip" (``trace_{timestamp}.trace.gz``), None for each
-    experiment's own."""
+def run(experiment: ExperimentArg = None, *, backend: Optional[str] = None,
+        config: Optional[PathArg] = None, trace: bool = True, out: PathArg = "traces",
+        trace_file: Optional[PathArg] = None, decode_steps: Optional[int] = None,
+        calibration: Optional[PathArg] = None, algorithm: str = "auto",
+        hostfile: Optional[PathArg] = None, mpirun_args: StringsArg = (),
+        skip_invalid: bool = False, trace_compression: Optional[str] = None) -> Results:
+    """Runs experiments as ``shardscope run --json`` does and returns its results: a dict for
+    one experiment, a list for a sweep or a whole file (even of one). ``backend``: "sim",
+    "cpu" (real ranks over MPI; the result holds the generated ``tokens`` of every request),
+    or None for each experiment's own. Traces go to the store under ``out`` (or to
+    ``trace_file``) unless ``trace=False``; ``trace_compression``: "none" or "gzip"
+    (``trace_{timestamp}.trace.gz``), None for each experiment's own."""
     path, name = _reference(experiment, config)
     if decode_steps is not None and (not isinstance(decode_steps, int) or decode_steps < 0):
         raise InputError(f"decode_steps: expected an integer ≥ 0 or None, got {decode_steps!r}")
-    hostfile = _path(hostfile, "hostfile", optional=True)
-    if hostfile and not os.path.isfile(hostfile):
-        raise InputError(f"hostfile: no such file: {hostfile}")
+    hostfile_path = _path(hostfile, "hostfile", optional=True)
+    if hostfile_path and not os.path.isfile(hostfile_path):
+        raise InputError(f"hostfile: no such file: {hostfile_path}")
     # A string is split at spaces as `run --mpirun-args` does, never into characters.
-    mpirun_args = (mpirun_args.split() if isinstance(mpirun_args, str)
-                   else _strings(mpirun_args, "mpirun_args"))
+    mpirun = (mpirun_args.split() if isinstance(mpirun_args, str)
+              else _strings(mpirun_args, "mpirun_args"))
     results, skipped = _shardscope.run(
-        path, name, bool(skip_invalid), _text(backend, "backend"), _path(out, "out"),
-        _path(trace_file, "trace_file", optional=True), bool(trace),
-        -1 if decode_steps is None else decode_steps,
-        _path(calibration, "calibration", optional=True), _text(algorithm, "algorithm"),
-        hostfile, mpirun_args, shardscope_binary(), _text(trace_compression, "trace_compression"))
+        config=path, experiment=name, skip_invalid=bool(skip_invalid),
+        backend=_text(backend, "backend"), trace_root=_path(out, "out"),
+        trace_file=_path(trace_file, "trace_file", optional=True), write_trace=bool(trace),
+        decode_steps=-1 if decode_steps is None else decode_steps,
+        calibration=_path(calibration, "calibration", optional=True),
+        algorithm=_text(algorithm, "algorithm"), hostfile=hostfile_path, mpirun_args=mpirun,
+        worker_binary=shardscope_binary(),
+        trace_compression=_text(trace_compression, "trace_compression"))
     _warn_skipped(skipped)
-    return _one_or_list(results)
+    return _one_or_list(results, name)
 
 
-def simulate(experiment=None, decode_steps=None, trace=False, config=None, out="traces",
-             trace_file=None, calibration=None, algorithm="auto", skip_invalid=False):
+def simulate(experiment: ExperimentArg = None, *, decode_steps: Optional[int] = None,
+             trace: bool = False, config: Optional[PathArg] = None, out: PathArg = "traces",
+             trace_file: Optional[PathArg] = None, calibration: Optional[PathArg] = None,
+             algorithm: str = "auto", skip_invalid: bool = False) -> Results:
     """Simulates experiments (``run`` with backend "sim"); no trace unless ``trace=True``.
     ``decode_steps``: simulate only the first N decode steps (None: all, up to 1024; a longer
     generation simulates 1024 and the last and interpolates, as ``shardscope run`` does)."""
@@ -197,13 +237,13 @@ REQUEST_COLUMNS = ["experiment", "id", "arrival_s", "prompt_tokens", "output_tok
                    "tpot_s", "e2e_latency_s"]
 
 
-def requests(result):
+def requests(result: Union[Mapping[str, Any], Iterable[Mapping[str, Any]]]) -> pd.DataFrame:
     """The requests of served runs as a DataFrame, one row per request (warm-up and rejected
     ones too, flagged): ``result`` is what run() or simulate() returned for served
     experiments (a dict, or a list of them). Figures are seconds; NaN where one does not
     exist (a rejected request's times, TPOT of fewer than 2 output tokens). docs/metrics.md,
-    "Serving"."""
-    results = [result] if isinstance(result, Mapping) else list(result)
+    "Serving". TraceSet.requests() gives the same rows from a served run's trace."""
+    results: list[Any] = [result] if isinstance(result, Mapping) else list(result)
     rows = []
     for r in results:
         if not isinstance(r, Mapping) or not r.get("served"):
@@ -218,28 +258,28 @@ def requests(result):
     return df
 
 
-def _paths(paths):
+def _paths(paths: object) -> list[str]:
     if isinstance(paths, (str, os.PathLike)):
         return [_path(paths, "paths")]
     if paths is None:
         raise InputError("paths: expected a trace path or a list of them, got None")
-    try:
-        items = list(paths)
-    except TypeError:
+    if not isinstance(paths, Iterable):
         raise InputError(f"paths: expected a trace path or a list of them, got "
-                         f"{type(paths).__name__}") from None
+                         f"{type(paths).__name__}")
+    items = list(paths)
     if not items:
         raise InputError("paths: an empty list (give a trace file, a run directory or a store)")
     return [_path(p, "paths") for p in items]
 
 
-def _scope_kind(scope):
+def _scope_kind(scope: str) -> str:
     """"" is the run; otherwise the scope's first word: rank, group, phase, collective, ..."""
     return "run" if not scope else scope.split(" ", 1)[0]
 
 
-def _frame(run):
-    c = run["columns"]
+def _frame(run: Mapping[str, Any], columns: Mapping[str, list[Any]]) -> pd.DataFrame:
+    """One run's metric ``columns`` (the extension's) as rows of METRIC_COLUMNS."""
+    c = columns
     n = len(c["name"])
     identity = {k: [run["identity"][k]] * n for k in IDENTITY_COLUMNS}
     return pd.DataFrame({
@@ -255,37 +295,53 @@ def _frame(run):
     }, columns=METRIC_COLUMNS)
 
 
-def analyze_runs(paths, metrics=None, trace_format="auto", align_clocks="as-recorded",
-                 workload_card=None):
+def _metric_frame(runs: Sequence[Mapping[str, Any]],
+                  columns: Sequence[Mapping[str, list[Any]]]) -> pd.DataFrame:
+    """Every run's metrics in one frame of METRIC_COLUMNS (empty without runs)."""
+    frames = [_frame(r, c) for r, c in zip(runs, columns)]
+    return (pd.concat(frames, ignore_index=True) if frames
+            else pd.DataFrame(columns=METRIC_COLUMNS))
+
+
+def analyze_runs(paths: PathsArg, metrics: StringsArg = None, *, trace_format: str = "auto",
+                 align_clocks: str = "as-recorded",
+                 workload_card: Optional[PathArg] = None) -> list[dict[str, Any]]:
     """The raw analyses behind analyze(): one dict per run (trace, trace_paths, format,
-    identity, metadata_path, warnings, read_summary, columns)."""
-    return _shardscope.analyze(_paths(paths), _strings(metrics, "metrics"),
-                               _text(trace_format, "trace_format"),
-                               _text(align_clocks, "align_clocks"),
-                               _path(workload_card, "workload_card", optional=True))
+    identity, metadata_path, warnings, skipped_events, read_summary, columns)."""
+    runs: list[dict[str, Any]] = _shardscope.analyze(
+        paths=_paths(paths), metrics=_strings(metrics, "metrics"),
+        trace_format=_text(trace_format, "trace_format"),
+        align_clocks=_text(align_clocks, "align_clocks"),
+        workload_card=_path(workload_card, "workload_card", optional=True))
+    return runs
 
 
-def analyze(paths, metrics=None, trace_format="auto", align_clocks="as-recorded",
-            workload_card=None):
+def _warn_run_warnings(runs: Iterable[Mapping[str, Any]], stacklevel: int) -> None:
+    for r in runs:
+        for w in r["warnings"]:
+            warnings.warn(f"{r['trace']}: {w}", stacklevel=stacklevel + 1)
+
+
+def analyze(paths: PathsArg, metrics: StringsArg = None, *, trace_format: str = "auto",
+            align_clocks: str = "as-recorded",
+            workload_card: Optional[PathArg] = None) -> pd.DataFrame:
     """Every metric of docs/metrics.md for the traces under ``paths`` (a trace file, a run
     directory, a whole store; ours or foreign: Kineto, XLA, NCCL profiler) as one tidy
     DataFrame: one row per run, metric and scope, with ``value`` NaN and ``unavailable``
     saying why where the trace cannot support a metric; ``experiment``, ``hardware``,
     ``dtype`` and ``backend`` say which run (empty for foreign traces). ``metrics`` selects as ``analyze
     --metric`` does (our names, a name's .suffixes and scopes, CCL-Bench names).
-    ``df.attrs["runs"]`` holds each run's files, format and warnings."""
-    runs = analyze_runs(paths, metrics, trace_format, align_clocks, workload_card)
-    for r in runs:
-        for w in r["warnings"]:
-            warnings.warn(f"{r['trace']}: {w}", stacklevel=2)
-    frames = [_frame(r) for r in runs]
-    df = (pd.concat(frames, ignore_index=True) if frames
-          else pd.DataFrame(columns=METRIC_COLUMNS))
+    ``df.attrs["runs"]`` holds each run's files, format and warnings. TraceSet reads the
+    traces once and answers several questions."""
+    runs = analyze_runs(paths, metrics, trace_format=trace_format, align_clocks=align_clocks,
+                        workload_card=workload_card)
+    _warn_run_warnings(runs, stacklevel=2)
+    df = _metric_frame(runs, [r["columns"] for r in runs])
     df.attrs["runs"] = [{k: v for k, v in r.items() if k != "columns"} for r in runs]
     return df
 
 
-def _one_run(x, metrics, side):
+def _one_run(x: Any, metrics: list[str], side: str) -> pd.DataFrame:
     if isinstance(x, pd.DataFrame):
         df = x if not metrics else x[x["name"].isin(metrics)]
     else:
@@ -296,15 +352,13 @@ def _one_run(x, metrics, side):
     return df
 
 
-def compare(baseline, proposed, metrics=None):
-    """Two runs' metrics side by side, as ``shardscope compare``: baseline, proposed,
-    ratio = proposed / baseline and change_percent = (proposed − baseline) / baseline · 100
-    (NaN where the baseline is 0 or either value is missing). Each side is a trace path or
-    an analyze() DataFrame of one run. Every scope is a row of its own (as ``shardscope
-    compare --per-rank``); compare_runs() takes more runs and summarises ranks."""
-    metrics = _strings(metrics, "metrics")
-    b = _one_run(baseline, metrics, "baseline")
-    p = _one_run(proposed, metrics, "proposed")
+# The columns of compare() and TraceSet.compare(): one row per metric and scope.
+CHANGE_COLUMNS = ["name", "scope_kind", "scope", "unit", "baseline", "proposed", "ratio",
+                  "change_percent"]
+
+
+def _change(b: pd.DataFrame, p: pd.DataFrame) -> pd.DataFrame:
+    """Two runs' metric rows (METRIC_COLUMNS) side by side as CHANGE_COLUMNS."""
     keys = ["name", "scope_kind", "scope"]
     merged = pd.merge(b[keys + ["unit", "value"]], p[keys + ["unit", "value"]], on=keys,
                       how="outer", suffixes=("_baseline", "_proposed"), sort=False)
@@ -318,12 +372,24 @@ def compare(baseline, proposed, metrics=None):
     return out
 
 
-def _optional(values):
+def compare(baseline: Any, proposed: Any, *, metrics: StringsArg = None) -> pd.DataFrame:
+    """Two runs' metrics side by side, as ``shardscope compare``: baseline, proposed,
+    ratio = proposed / baseline and change_percent = (proposed − baseline) / baseline · 100
+    (NaN where the baseline is 0 or either value is missing). Each side is a trace path or
+    an analyze() DataFrame of one run. Every scope is a row of its own (as ``shardscope
+    compare --per-rank``); compare_runs() takes more runs and summarises ranks."""
+    names = _strings(metrics, "metrics")
+    return _change(_one_run(baseline, names, "baseline"), _one_run(proposed, names, "proposed"))
+
+
+def _optional(values: Iterable[Optional[float]]) -> Any:
     return pd.array([math.nan if v is None else v for v in values], dtype="float64")
 
 
-def compare_runs(paths, baseline=None, metrics=None, per_rank=False, experiment=None,
-                 hardware=None, dtype=None, backend=None):
+def compare_runs(paths: PathsArg, *, baseline: Optional[PathArg] = None,
+                 metrics: StringsArg = None, per_rank: bool = False,
+                 experiment: Optional[str] = None, hardware: Optional[str] = None,
+                 dtype: Optional[str] = None, backend: Optional[str] = None) -> pd.DataFrame:
     """Several runs side by side, as ``shardscope compare PATH... [--baseline PATH]``: the
     runs under ``paths`` (trace files, run directories, store roots), the baseline first
     (``baseline``, else the first run). A tidy DataFrame with one row per metric and run:
@@ -335,12 +401,14 @@ def compare_runs(paths, baseline=None, metrics=None, per_rank=False, experiment=
     metadata, identity) and ``df.attrs["baseline"]`` the baseline's label. ``experiment``
     (an experiment's or a sweep's name), ``hardware``, ``dtype``, ``backend`` keep only the
     stored runs under ``paths`` that match, as ``compare --experiment`` & co. do."""
-    c = _shardscope.compare(_paths(paths), _path(baseline, "baseline", optional=True),
-                            _strings(metrics, "metrics"), bool(per_rank),
-                            _text(experiment, "experiment"), _text(hardware, "hardware"),
-                            _text(dtype, "dtype"), _text(backend, "backend"))
+    c = _shardscope.compare(paths=_paths(paths),
+                            baseline=_path(baseline, "baseline", optional=True),
+                            metrics=_strings(metrics, "metrics"), per_rank=bool(per_rank),
+                            experiment=_text(experiment, "experiment"),
+                            hardware=_text(hardware, "hardware"), dtype=_text(dtype, "dtype"),
+                            backend=_text(backend, "backend"))
     runs = c["runs"]
-    rows = {k: [] for k in COMPARISON_COLUMNS}
+    rows: dict[str, list[Any]] = {k: [] for k in COMPARISON_COLUMNS}
     for m in c["metrics"]:
         unavailable = m.get("unavailable", [""] * len(runs))
         for i, r in enumerate(runs):
@@ -357,10 +425,11 @@ def compare_runs(paths, baseline=None, metrics=None, per_rank=False, experiment=
             rows["max"].append(m["max"][i] if m["summarised"] else None)
             rows["instances"].append(m["instances"][i] if m["summarised"] else None)
             rows["unavailable"].append(unavailable[i])
+    columns: dict[str, Any] = dict(rows)
     for k in ("value", "ratio", "min", "max"):
-        rows[k] = _optional(rows[k])
-    rows["instances"] = pd.array(rows["instances"], dtype="Int64")
-    df = pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
+        columns[k] = _optional(rows[k])
+    columns["instances"] = pd.array(rows["instances"], dtype="Int64")
+    df = pd.DataFrame(columns, columns=COMPARISON_COLUMNS)
     df.attrs["runs"] = runs
     df.attrs["baseline"] = c["baseline"]
     return df

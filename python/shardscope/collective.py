@@ -6,6 +6,7 @@ whose ``attrs`` carry the title and the columns' definitions (docs/sim.md "Colle
 
 import json
 import subprocess
+from typing import Union
 
 import pandas as pd
 
@@ -16,7 +17,8 @@ _OPTIONS = ("nodes", "ranks", "sizes", "algorithm", "protocol", "type", "calibra
             "tokens", "hidden", "topk", "experts", "groups", "group_limit")
 
 
-def collective(hardware, op="all_reduce", **options):
+def collective(hardware: str, op: str = "all_reduce",
+               **options: Union[str, int, float, None]) -> pd.DataFrame:
     """Times ``op`` on the cluster ``hardware`` (a zoo name or a hardware YAML file).
 
     Keyword options are the command's flags: nodes, ranks, sizes ("8:8G:x2"), algorithm,

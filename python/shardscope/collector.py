@@ -3,6 +3,8 @@
 
 import json
 import os
+from collections.abc import Mapping
+from typing import Any, Optional, Union
 
 from shardscope import _shardscope
 from shardscope import api
@@ -13,16 +15,17 @@ class TraceMetadata(dict):
     """A stored trace's parsed metadata (exactly the file's content), which also knows its
     files: ``trace_path`` and ``metadata_path``, so MetricsCalculator can find the trace."""
 
-    def __init__(self, content, trace_path, metadata_path):
+    def __init__(self, content: Mapping[str, Any], trace_path: str, metadata_path: str) -> None:
         super().__init__(content)
         self.trace_path = trace_path
         self.metadata_path = metadata_path
 
 
-def _read_metadata(t):
+def _read_metadata(t: Mapping[str, Any]) -> dict[str, Any]:
     try:
         with open(t["metadata_path"], encoding="utf-8") as f:
-            return json.load(f)
+            content: dict[str, Any] = json.load(f)
+            return content
     except (OSError, ValueError) as e:
         raise InputError(f"{t['metadata_path']}: cannot read the trace metadata: {e}") from e
 
@@ -31,12 +34,14 @@ class TraceCollector:
     """The traces under ``root`` (default "traces", where ``shardscope run`` and ``make run``
     write), and the way to add one (collect)."""
 
-    def __init__(self, root="traces"):
+    def __init__(self, root: Union[str, "os.PathLike[str]"] = "traces") -> None:
         self.root = os.fspath(root)
 
-    def list_traces(self, model_name=None, strategy=None, batch_size=None,
-                    sequence_length=None, backend=None, include_incomplete=False, *,
-                    experiment=None, hardware=None, dtype=None):
+    def list_traces(self, model_name: Optional[str] = None, strategy: Optional[str] = None,
+                    batch_size: Optional[int] = None, sequence_length: Optional[int] = None,
+                    backend: Optional[str] = None, include_incomplete: bool = False, *,
+                    experiment: Optional[str] = None, hardware: Optional[str] = None,
+                    dtype: Optional[str] = None) -> list[dict[str, Any]]:
         """Stored traces matching every given filter, sorted by model, strategy, batch,
         sequence and timestamp; each a dict: trace, metadata (parsed, a TraceMetadata),
         metadata_path, model, strategy, batch_size, sequence_length, workload (a served
@@ -46,9 +51,10 @@ class TraceCollector:
         matches an experiment's name or its sweep's. A run still writing (no trace file
         yet) is left out unless ``include_incomplete``."""
         out = []
-        for t in _shardscope.list_traces(self.root, model_name or "", strategy or "",
-                                         experiment or "", hardware or "", dtype or "",
-                                         backend or ""):
+        for t in _shardscope.list_traces(root=self.root, model=model_name or "",
+                                         strategy=strategy or "", experiment=experiment or "",
+                                         hardware=hardware or "", dtype=dtype or "",
+                                         backend=backend or ""):
             if not t["complete"] and not include_incomplete:
                 continue
             if batch_size is not None and t["batch_size"] != batch_size:
@@ -78,7 +84,9 @@ class TraceCollector:
             })
         return out
 
-    def collect(self, experiment, config=None, backend=None, decode_steps=None, **options):
+    def collect(self, experiment: api.ExperimentArg, config: Optional[api.PathArg] = None,
+                backend: Optional[str] = None, decode_steps: Optional[int] = None,
+                **options: Any) -> list[dict[str, Any]]:
         """Runs ``experiment`` (see shardscope.run) and records its trace in this store;
         returns the list_traces() entry of each trace written (one per experiment)."""
         results = api.run(experiment, backend=backend, config=config, trace=True, out=self.root,

@@ -10,18 +10,20 @@ experiment: TTFT, TPOT, throughput and the trace. Bad input exits with 2 and one
 import argparse
 import json
 import sys
+from collections.abc import Mapping, Sequence
+from typing import Any, Optional
 
 from shardscope import api
 from shardscope.errors import Cancelled, InputError, RunError
 
 
-def _seconds(s):
+def _seconds(s: Optional[float]) -> str:
     if s is None:
         return "—"
     return f"{s * 1e3:.3f} ms" if s < 1 else f"{s:.3f} s"
 
 
-def summary_line(r):
+def summary_line(r: Mapping[str, Any]) -> str:
     """One line for a run result (a dict of shardscope.run)."""
     tps = r.get("decode_tokens_per_s")
     head = (f"{r['experiment']} (cpu, {r['ranks']} ranks)" if r["backend"] == "cpu"
@@ -36,7 +38,7 @@ def summary_line(r):
     return line
 
 
-def main(argv=None):
+def main(argv: Optional[Sequence[str]] = None) -> int:
     p = argparse.ArgumentParser(prog="python3 -m shardscope.harness", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--config", required=True, help="experiments YAML file")

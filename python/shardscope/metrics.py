@@ -1,6 +1,8 @@
 """MetricsCalculator: every metric of docs/metrics.md for one run, as a dict."""
 
 import os
+from collections.abc import Mapping
+from typing import Any, Optional, Union
 
 from shardscope import api
 from shardscope.collector import TraceCollector, TraceMetadata
@@ -11,14 +13,14 @@ class MetricsCalculator:
     """Computes a run's metrics with the C++ analyzer. ``root`` is the store where a plain
     metadata dict's trace is looked up."""
 
-    def __init__(self, root="traces"):
+    def __init__(self, root: Union[str, "os.PathLike[str]"] = "traces") -> None:
         self.root = os.fspath(root)
 
-    def _trace_of(self, metadata):
+    def _trace_of(self, metadata: Mapping[str, Any]) -> str:
         """The trace file a metadata dict belongs to."""
         if isinstance(metadata, TraceMetadata) and metadata.trace_path:
             return metadata.trace_path
-        run = metadata.get("run")
+        run: Any = metadata.get("run")
         timestamp = run.get("timestamp") if isinstance(run, dict) else None
         if not timestamp:
             raise InputError("compute_all_metrics: a metadata dict needs the 'run' field "
@@ -32,7 +34,8 @@ class MetricsCalculator:
         raise InputError(f"compute_all_metrics: no trace of {run.get('model')}/"
                          f"{run.get('strategy')} at {timestamp} under {self.root}")
 
-    def compute_all_metrics(self, source, metrics=None):
+    def compute_all_metrics(self, source: Union[Mapping[str, Any], str, "os.PathLike[str]"],
+                            metrics: api.StringsArg = None) -> dict[str, Any]:
         """Every metric of one run: ``source`` is a stored trace's metadata (from
         TraceCollector.list_traces, or a metadata dict of a trace in this store), a trace
         file, a run directory (one run's rank files) or a foreign trace (Kineto, XLA, NCCL

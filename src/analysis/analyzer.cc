@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "analysis/metric_families.h"
 #include "analysis/workload_card.h"
@@ -239,6 +240,7 @@ StatusOr<AnalysisResult> AnalyzeTraceFile(const std::string& path, const Analyze
   result.metrics = ComputeMetrics(&data);
   result.expert_tokens = ExpertTokensByLayer(data);
   result.bandwidth_by_size = BandwidthBySize(data);
+  result.requests = std::move(data.requests);
   return result;
 }
 
@@ -275,6 +277,7 @@ StatusOr<AnalysisResult> AnalyzeTraceSet(const std::vector<std::string>& paths,
   result.metrics = ComputeMetrics(&data);
   result.expert_tokens = ExpertTokensByLayer(data);
   result.bandwidth_by_size = BandwidthBySize(data);
+  result.requests = std::move(data.requests);
   if (set.world_size) {
     result.metrics.Add("world_size", "", *set.world_size, "count", "as the trace files declare");
     // One row (and one warning naming them), not a row per missing rank: a set

@@ -52,6 +52,9 @@ struct AnalysisResult {
   // Bus bandwidth against message size (the report's chart), buckets with ops only, by
   // collective, dimension and size.
   std::vector<SizeBandwidth> bandwidth_by_size;
+  // A served run's request spans in trace order (the Python package's per-request rows);
+  // empty for a run without them.
+  std::vector<RequestRec> requests;
 };
 
 // The bandwidth_by_size rows of a run's data.

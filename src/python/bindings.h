@@ -9,7 +9,9 @@ namespace shardscope::python {
 
 // load_experiments, plan, check, run: experiments of a YAML file.
 void RegisterExperimentBindings(pybind11::module_& m);
-// analyze, list_traces: traces and the store.
+// open_traces (the Analyses class) and analyze: the analyzer's results.
+void RegisterAnalysisBindings(pybind11::module_& m);
+// compare, list_traces: comparisons of runs and the store.
 void RegisterTraceBindings(pybind11::module_& m);
 
 }  // namespace shardscope::python

@@ -135,17 +135,17 @@ py::tuple Run(const std::string& config, const std::string& name, bool skip_inva
 }  // namespace
 
 void RegisterExperimentBindings(py::module_& m) {
-  m.def("load_experiments", &LoadExperiments, py::arg("config"), py::arg("experiment") = "",
-        py::arg("skip_invalid") = false,
+  m.def("load_experiments", &LoadExperiments, py::kw_only(), py::arg("config"),
+        py::arg("experiment") = "", py::arg("skip_invalid") = false,
         "(experiments as dicts, skipped-plan messages) of `config`, `experiment` or all");
-  m.def("plan", &Plan, py::arg("config"), py::arg("experiment") = "",
+  m.def("plan", &Plan, py::kw_only(), py::arg("config"), py::arg("experiment") = "",
         py::arg("skip_invalid") = false, "(plan reports, skipped) as `shardscope plan --json`");
-  m.def("check", &Check, py::arg("config"), py::arg("experiment") = "",
+  m.def("check", &Check, py::kw_only(), py::arg("config"), py::arg("experiment") = "",
         py::arg("skip_invalid") = false, "(check reports, skipped) as `shardscope check --json`");
-  m.def("run", &Run, py::arg("config"), py::arg("experiment") = "", py::arg("skip_invalid") = false,
-        py::arg("backend") = "", py::arg("trace_root") = "traces", py::arg("trace_file") = "",
-        py::arg("write_trace") = true, py::arg("decode_steps") = -1, py::arg("calibration") = "",
-        py::arg("algorithm") = "auto", py::arg("hostfile") = "",
+  m.def("run", &Run, py::kw_only(), py::arg("config"), py::arg("experiment") = "",
+        py::arg("skip_invalid") = false, py::arg("backend") = "", py::arg("trace_root") = "traces",
+        py::arg("trace_file") = "", py::arg("write_trace") = true, py::arg("decode_steps") = -1,
+        py::arg("calibration") = "", py::arg("algorithm") = "auto", py::arg("hostfile") = "",
         py::arg("mpirun_args") = std::vector<std::string>{}, py::arg("worker_binary") = "",
         py::arg("trace_compression") = "", "(run results, skipped) as `shardscope run --json`");
 }

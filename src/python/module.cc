@@ -7,5 +7,6 @@ PYBIND11_MODULE(_shardscope, m) {
   m.doc() = "ShardScope's C++ library; use the `shardscope` package (docs/python.md)";
   m.attr("__version__") = SHARDSCOPE_VERSION;
   shardscope::python::RegisterExperimentBindings(m);
+  shardscope::python::RegisterAnalysisBindings(m);
   shardscope::python::RegisterTraceBindings(m);
 }

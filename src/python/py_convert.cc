@@ -1,5 +1,6 @@
 #include "python/py_convert.h"
 
+#include <optional>
 #include <string>
 
 #include "core/exit_kind.h"
@@ -82,6 +83,21 @@ const char* ClassName(StatusCode code) {
 
 py::object ToPython(const nlohmann::json& j) { return Convert(j); }
 py::object ToPython(const nlohmann::ordered_json& j) { return Convert(j); }
+
+py::dict IdentityToPython(const trace::RunIdentity& id) {
+  auto optional = [](const std::optional<int64_t>& v) {
+    return v ? py::object(py::int_(*v)) : py::object(py::none());
+  };
+  py::dict d;
+  d["experiment"] = id.experiment;
+  d["sweep"] = id.sweep;
+  d["hardware"] = id.hardware;
+  d["dtype"] = id.dtype;
+  d["backend"] = id.backend;
+  d["nodes"] = optional(id.nodes);
+  d["ranks"] = optional(id.ranks);
+  return d;
+}
 
 void ThrowIfError(const Status& s) {
   if (s.ok()) return;

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "core/status.h"
+#include "trace/run_identity.h"
 
 namespace shardscope::python {
 
@@ -18,6 +19,10 @@ namespace py = pybind11;
 
 py::object ToPython(const nlohmann::json& j);
 py::object ToPython(const nlohmann::ordered_json& j);
+
+// A run's identity as a dict: experiment, sweep, hardware, dtype, backend ("" where
+// unknown), nodes, ranks (None where unknown), so that the columns of several runs line up.
+py::dict IdentityToPython(const trace::RunIdentity& id);
 
 // Raises shardscope.InputError (bad input: a ValueError), shardscope.Cancelled
 // or shardscope.RunError (a RuntimeError) for a failed `s`; its `code`
