@@ -133,8 +133,9 @@ class TraceSet:
         compute|), ``exposed_comm_time`` (comm − overlap), ``idle_time`` (wall − busy),
         ``pipeline_bubble`` and ``sync_wait``, all seconds. On every rank of a trace whose
         ops are compute or comm, compute + exposed comm + idle = wall time.
-        ``phases=True``: one row per rank and phase instead (ops with that ``args.phase``;
-        ``wall_time`` and the metrics not defined per phase are NaN)."""
+        ``phases=True``: one row per rank and phase instead, from the ops with that
+        ``args.phase``: ``compute_time``, ``comm_time`` and ``overlap_time`` (the analyzer
+        gives no other per phase; the other columns are NaN)."""
         df = self._per_rank(TIME_BREAKDOWN_METRICS, phases)
         wall = self._run_value("wall_time")
         df.insert(3, "wall_time", math.nan if phases else df["trace"].map(wall))

@@ -36,3 +36,18 @@ def test_readme_python_lines_run_in_a_fresh_folder(tmp_path, monkeypatch):
     exec(compile(code, "README.md", "exec"), namespace)
     df = namespace["df"]
     assert len(df) > 0 and set(df["experiment"]) == {"tp4_deepseek_v2_lite"}
+
+
+def test_traceset_example_runs(tmp_path, monkeypatch):
+    text = open(os.path.join(ROOT, "docs", "python.md"), encoding="utf-8").read()
+    section = text[text.index("## TraceSet"):text.index("## Functions")]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    os.symlink(os.path.join(ROOT, "configs"), tmp_path / "configs")
+    monkeypatch.chdir(tmp_path)
+    namespace = {}
+    exec(compile(code, "docs/python.md", "exec"), namespace)
+    tb = namespace["tb"]
+    assert list(tb["rank"]) == list(range(16))
+    assert (tb["pipeline_bubble"] > 0).any()  # tp8 × pp2: the second stage waits
+    change = namespace["change"]
+    assert set(change[change.scope_kind == "run"]["name"]) == {"ttft", "comm_fraction"}

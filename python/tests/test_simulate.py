@@ -85,4 +85,7 @@ def test_ctrl_c_stops_a_simulation_and_leaves_nothing(tmp_path):
     with pytest.raises(KeyboardInterrupt) as e:
         ss.simulate("long", config=str(cfg), trace=True, out=store)
     assert isinstance(e.value, ss.Cancelled), type(e.value)
+    # Raised by the extension as shardscope.Cancelled: not an Exception, so `except
+    # Exception:` in user code does not swallow Ctrl-C.
+    assert not isinstance(e.value, Exception) and e.value.code == "cancelled"
     assert [p for p in store.rglob("*") if p.is_file()] == []
