@@ -14,8 +14,8 @@ method works on those, never reading a trace again. docs/python.md, "TraceSet".
 import math
 import re
 import warnings
-from collections.abc import Sequence
-from typing import Any, Optional
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Optional, Union
 
 import pandas as pd
 
@@ -39,24 +39,45 @@ TRACE_REQUEST_COLUMNS = ["trace", "experiment", "replica", "id", "arrival_s", "p
                          "kv_arrival_s", "queueing_delay_s", "ttft_s", "tpot_s",
                          "e2e_latency_s"]
 
+# What TraceSet reads: paths, or what run() / simulate() returned (a dict or a list of them).
+TraceSetSource = Union[PathsArg, Mapping[str, Any], Iterable[Mapping[str, Any]]]
+
 _RANK = re.compile(r"rank (\d+)")
 _RANK_PHASE = re.compile(r"rank (\d+) phase (\S+)")
 
 
+def _trace_of(result: Mapping[str, Any]) -> str:
+    trace = result.get("trace")
+    if not isinstance(trace, str) or not trace:
+        raise InputError(f"paths: the result of {result.get('experiment')!r} has no trace (run "
+                         "or simulate it with trace=True)")
+    return trace
+
+
+def _source_paths(source: object) -> list[str]:
+    """Paths from paths, or the traces of run() / simulate() results."""
+    if isinstance(source, Mapping):
+        return [_trace_of(source)]
+    if isinstance(source, list) and source and all(isinstance(r, Mapping) for r in source):
+        return [_trace_of(r) for r in source]
+    return _paths(source)
+
+
 class TraceSet:
     """The runs under ``paths`` — a trace file, a run folder of rank files, a store root, or
-    a list of them; ours or foreign (Kineto, XLA, NCCL profiler) — grouped into runs as
-    ``shardscope analyze`` groups them, read and analysed once. ``trace_format`` ("auto" or
+    a list of them; ours or foreign (Kineto, XLA, NCCL profiler); or what run() /
+    simulate() returned with ``trace=True`` (a dict or a list): their traces — grouped into
+    runs as ``shardscope analyze`` groups them, read and analysed once. ``trace_format`` ("auto" or
     a format's name), ``align_clocks`` and ``workload_card`` as ``analyze`` takes them.
     Every method returns a DataFrame (empty, with its columns, when there is nothing to
     show); each row names its run in ``trace``. Bad input raises InputError when the
     TraceSet is made; run warnings (missing ranks, skewed clocks) are UserWarnings."""
 
-    def __init__(self, paths: PathsArg, *, trace_format: str = "auto",
+    def __init__(self, paths: TraceSetSource, *, trace_format: str = "auto",
                  align_clocks: str = "as-recorded",
                  workload_card: Optional[PathArg] = None) -> None:
         self._analyses = _shardscope.open_traces(
-            paths=_paths(paths), trace_format=_text(trace_format, "trace_format"),
+            paths=_source_paths(paths), trace_format=_text(trace_format, "trace_format"),
             align_clocks=_text(align_clocks, "align_clocks"),
             workload_card=_path(workload_card, "workload_card", optional=True))
         self._runs: list[dict[str, Any]] = self._analyses.runs(with_metadata=True)

@@ -340,3 +340,12 @@ def test_the_stub_matches_the_extension():
             assert "*, " in signature, name
         for k in keywords:
             assert f"{k}: " in signature, (name, k)
+
+
+def test_a_run_result_is_its_trace(tmp_path):
+    r = ss.simulate("v2lite_tp2", config=SMALL, decode_steps=1, trace=True, out=tmp_path)
+    assert ss.TraceSet(r).traces == [r["trace"]]
+    assert ss.TraceSet([r]).traces == [r["trace"]]
+    untraced = ss.simulate("v2lite_tp2", config=SMALL, decode_steps=1)
+    with pytest.raises(ss.InputError, match="trace=True"):
+        ss.TraceSet(untraced)
