@@ -153,13 +153,15 @@ def check(experiment=None, config=None, skip_invalid=False):
 
 def run(experiment=None, backend=None, config=None, trace=True, out="traces", trace_file=None,
         decode_steps=None, calibration=None, algorithm="auto", hostfile=None, mpirun_args=(),
-        skip_invalid=False, trace_compression=None):
+        skip_invalid=False, trace_compression=None, protocol="auto", all_to_all="auto"):
     """Runs experiments as ``shardscope run --json`` does and returns its results: a dict
     (a list for several). ``backend``: "sim", "cpu" (real ranks over MPI; the result holds
     the generated ``tokens`` of every request), or None for each experiment's own. Traces go
     to the store under ``out`` (or to ``trace_file``) unless ``trace=False``;
     ``trace_compression``: "none" or "gzip" (``trace_{timestamp}.trace.gz``), None for each
-    experiment's own."""
+    experiment's own. ``algorithm``, ``protocol`` and ``all_to_all`` replace the
+    experiment's ``communication:`` choices as ``run --algorithm/--protocol/--all-to-all`` do
+    ("auto": keep them)."""
     path, name = _reference(experiment, config)
     if decode_steps is not None and (not isinstance(decode_steps, int) or decode_steps < 0):
         raise InputError(f"decode_steps: expected an integer ≥ 0 or None, got {decode_steps!r}")
@@ -174,19 +176,21 @@ def run(experiment=None, backend=None, config=None, trace=True, out="traces", tr
         _path(trace_file, "trace_file", optional=True), bool(trace),
         -1 if decode_steps is None else decode_steps,
         _path(calibration, "calibration", optional=True), _text(algorithm, "algorithm"),
-        hostfile, mpirun_args, shardscope_binary(), _text(trace_compression, "trace_compression"))
+        _text(protocol, "protocol") or "auto", _text(all_to_all, "all_to_all") or "auto", hostfile, mpirun_args, shardscope_binary(), _text(trace_compression, "trace_compression"))
     _warn_skipped(skipped)
     return _one_or_list(results)
 
 
 def simulate(experiment=None, decode_steps=None, trace=False, config=None, out="traces",
-             trace_file=None, calibration=None, algorithm="auto", skip_invalid=False):
+             trace_file=None, calibration=None, algorithm="auto", skip_invalid=False,
+             protocol="auto", all_to_all="auto"):
     """Simulates experiments (``run`` with backend "sim"); no trace unless ``trace=True``.
     ``decode_steps``: simulate only the first N decode steps (None: all, up to 1024; a longer
     generation simulates 1024 and the last and interpolates, as ``shardscope run`` does)."""
     return run(experiment, backend="sim", config=config, trace=trace, out=out,
                trace_file=trace_file, decode_steps=decode_steps, calibration=calibration,
-               algorithm=algorithm, skip_invalid=skip_invalid)
+               algorithm=algorithm, skip_invalid=skip_invalid, protocol=protocol,
+               all_to_all=all_to_all)
 
 
 # The columns of requests(): one row per request of a served run, as `run --json` lists them.
