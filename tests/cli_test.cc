@@ -920,6 +920,23 @@ TEST(CliTest, RunForcesTheProtocolAndTheAllToAllKind) {
   EXPECT_EQ(meta["experiment"]["communication"]["protocol"], "ll128");
   EXPECT_EQ(meta["experiment"]["communication"]["all_to_all"]["prefill"], "low_latency");
   EXPECT_EQ(meta["experiment"]["communication"]["all_to_all"]["decode"], "low_latency");
+  // Its comm events say how they ran; so do the TP all-reduces', with NCCL's protocol.
+  const std::string ep_trace = ReadFile(nlohmann::json::parse(traced.out)[0]["trace"]);
+  EXPECT_NE(ep_trace.find(R"("algorithm":"low_latency","all_to_all":"low_latency")"),
+            std::string::npos);
+  Result tp_run = RunCli("run --config " + tp.string() +
+                         " --experiment tp8 --decode-steps 1 --json --out " + store.string());
+  ASSERT_EQ(tp_run.exit_code, 0) << tp_run.err;
+  const std::string tp_trace = nlohmann::json::parse(tp_run.out)[0]["trace"];
+  EXPECT_NE(ReadFile(tp_trace).find(R"("collective":"all_reduce")"), std::string::npos);
+  EXPECT_NE(ReadFile(tp_trace).find(R"("algorithm":"nvls","protocol":"simple")"),
+            std::string::npos);
+  // The report's bandwidth section lists them.
+  const fs::path html = store / "report.html";
+  Result report = RunCli("report " + tp_trace + " -o " + html.string());
+  if (report.exit_code == 0) {
+    EXPECT_NE(ReadFile(html).find("Algorithm and protocol per collective"), std::string::npos);
+  }
   for (const char* bad : {"--protocol fast", "--all-to-all pairwise"}) {
     SCOPED_TRACE(bad);
     Result e = RunCli("run --config " + tp.string() + " --experiment tp8 --no-trace " + bad);
