@@ -865,3 +865,84 @@ TEST(CliTest, CollectivePrintsNcclTestsTablesAndDeepEpFigures) {
     EXPECT_NE(e.err.find("shardscope: error: "), std::string::npos) << e.err;
   }
 }
+
+// run --protocol / --all-to-all replace the experiment's `communication:`
+// choices: the forced protocol moves the TP all-reduces' time, the forced
+// all-to-all kind the EP prefill's, the metadata records them, and an unknown
+// value is exit 2 with one line.
+TEST(CliTest, RunForcesTheProtocolAndTheAllToAllKind) {
+  const fs::path tp = WriteConfig("protocol.yaml", R"(experiments:
+  - name: tp8
+    model: {base: llama-3.1-8b, num_layers: 4}
+    parallelism: {tp_size: 8}
+    batch_size: 8
+    sequence_length: 1024
+    tokens_to_generate: 4
+    hardware: {base: h100-sxm, nodes: 1}
+  - name: ep16
+    model: {base: deepseek-v3, num_layers: 4}
+    parallelism: {ep_size: 16}
+    batch_size: 64
+    sequence_length: 512
+    tokens_to_generate: 4
+    hardware: {base: h100-sxm, nodes: 2}
+)");
+  auto run = [&](const std::string& experiment, const std::string& flags) {
+    Result r = RunCli("run --config " + tp.string() + " --experiment " + experiment +
+                      " --no-trace --json " + flags);
+    EXPECT_EQ(r.exit_code, 0) << flags << ": " << r.err;
+    return r.exit_code == 0 ? nlohmann::json::parse(r.out)[0] : nlohmann::json::object();
+  };
+  // Decode all-reduces are small: auto picks LL; Simple forced over a ring is slower.
+  const auto automatic = run("tp8", "");
+  const auto ll = run("tp8", "--protocol ll");
+  const auto simple = run("tp8", "--algorithm ring --protocol simple");
+  ASSERT_TRUE(automatic.contains("tpot_s") && ll.contains("tpot_s") && simple.contains("tpot_s"));
+  EXPECT_DOUBLE_EQ(ll["tpot_s"].get<double>(), automatic["tpot_s"].get<double>());
+  EXPECT_GT(simple["tpot_s"].get<double>(), 1.2 * ll["tpot_s"].get<double>());
+  // The EP prefill: NCCL's pairwise all-to-all puts every (token, expert) pair on the
+  // NIC, the hierarchical kernels (auto on a tuned H100 cluster) each token once per node.
+  const auto hierarchical = run("ep16", "");
+  const auto nccl = run("ep16", "--all-to-all nccl");
+  ASSERT_TRUE(hierarchical.contains("ttft_s") && nccl.contains("ttft_s"));
+  EXPECT_GT(nccl["ttft_s"].get<double>(), 1.1 * hierarchical["ttft_s"].get<double>());
+  EXPECT_DOUBLE_EQ(run("ep16", "--all-to-all hierarchical")["ttft_s"].get<double>(),
+                   hierarchical["ttft_s"].get<double>());
+  // The trace's metadata records the experiment as it ran.
+  const fs::path store = shardscope::testing::FreshTempDir("cli_test_a2a_");
+  Result traced = RunCli("run --config " + tp.string() +
+                         " --experiment ep16 --decode-steps 1 --json --protocol ll128 "
+                         "--all-to-all low_latency --out " +
+                         store.string());
+  ASSERT_EQ(traced.exit_code, 0) << traced.err;
+  const auto meta = nlohmann::json::parse(
+      ReadFile(nlohmann::json::parse(traced.out)[0]["metadata"].get<std::string>()));
+  EXPECT_EQ(meta["experiment"]["communication"]["protocol"], "ll128");
+  EXPECT_EQ(meta["experiment"]["communication"]["all_to_all"]["prefill"], "low_latency");
+  EXPECT_EQ(meta["experiment"]["communication"]["all_to_all"]["decode"], "low_latency");
+  // Its comm events say how they ran; so do the TP all-reduces', with NCCL's protocol.
+  const std::string ep_trace = ReadFile(nlohmann::json::parse(traced.out)[0]["trace"]);
+  EXPECT_NE(ep_trace.find(R"("algorithm":"low_latency","all_to_all":"low_latency")"),
+            std::string::npos);
+  Result tp_run = RunCli("run --config " + tp.string() +
+                         " --experiment tp8 --decode-steps 1 --json --out " + store.string());
+  ASSERT_EQ(tp_run.exit_code, 0) << tp_run.err;
+  const std::string tp_trace = nlohmann::json::parse(tp_run.out)[0]["trace"];
+  EXPECT_NE(ReadFile(tp_trace).find(R"("collective":"all_reduce")"), std::string::npos);
+  EXPECT_NE(ReadFile(tp_trace).find(R"("algorithm":"nvls","protocol":"simple")"),
+            std::string::npos);
+  // The report's bandwidth section lists them.
+  const fs::path html = store / "report.html";
+  Result report = RunCli("report " + tp_trace + " -o " + html.string());
+  if (report.exit_code == 0) {
+    EXPECT_NE(ReadFile(html).find("Algorithm and protocol per collective"), std::string::npos);
+  }
+  for (const char* bad : {"--protocol fast", "--all-to-all pairwise"}) {
+    SCOPED_TRACE(bad);
+    Result e = RunCli("run --config " + tp.string() + " --experiment tp8 --no-trace " + bad);
+    EXPECT_EQ(e.exit_code, 2);
+    EXPECT_EQ(e.out, "");
+    EXPECT_NE(e.err.find("shardscope: error: "), std::string::npos) << e.err;
+    EXPECT_EQ(std::count(e.err.begin(), e.err.end(), '\n'), 1) << e.err;
+  }
+}

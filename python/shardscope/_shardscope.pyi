@@ -17,6 +17,7 @@ def check(*, config: str, experiment: str = "",
 def run(*, config: str, experiment: str = "", skip_invalid: bool = False, backend: str = "",
         trace_root: str = "traces", trace_file: str = "", write_trace: bool = True,
         decode_steps: int = -1, calibration: str = "", algorithm: str = "auto",
+        protocol: str = "auto", all_to_all: str = "auto",
         hostfile: str = "", mpirun_args: list[str] = ..., worker_binary: str = "",
         trace_compression: str = "") -> tuple[list[dict[str, Any]], list[str]]: ...
 

@@ -188,13 +188,16 @@ def run(experiment: ExperimentArg = None, *, backend: Optional[str] = None,
         trace_file: Optional[PathArg] = None, decode_steps: Optional[int] = None,
         calibration: Optional[PathArg] = None, algorithm: str = "auto",
         hostfile: Optional[PathArg] = None, mpirun_args: StringsArg = (),
-        skip_invalid: bool = False, trace_compression: Optional[str] = None) -> Results:
+        skip_invalid: bool = False, trace_compression: Optional[str] = None,
+        protocol: str = "auto", all_to_all: str = "auto") -> Results:
     """Runs experiments as ``shardscope run --json`` does and returns its results: a dict for
     one experiment, a list for a sweep or a whole file (even of one). ``backend``: "sim",
     "cpu" (real ranks over MPI; the result holds the generated ``tokens`` of every request),
     or None for each experiment's own. Traces go to the store under ``out`` (or to
     ``trace_file``) unless ``trace=False``; ``trace_compression``: "none" or "gzip"
-    (``trace_{timestamp}.trace.gz``), None for each experiment's own."""
+    (``trace_{timestamp}.trace.gz``), None for each experiment's own. ``algorithm``,
+    ``protocol`` and ``all_to_all`` replace the experiment's ``communication:`` choices as
+    ``run --algorithm/--protocol/--all-to-all`` do ("auto": keep them)."""
     path, name = _reference(experiment, config)
     if decode_steps is not None and (not isinstance(decode_steps, int) or decode_steps < 0):
         raise InputError(f"decode_steps: expected an integer ≥ 0 or None, got {decode_steps!r}")
@@ -210,7 +213,9 @@ def run(experiment: ExperimentArg = None, *, backend: Optional[str] = None,
         trace_file=_path(trace_file, "trace_file", optional=True), write_trace=bool(trace),
         decode_steps=-1 if decode_steps is None else decode_steps,
         calibration=_path(calibration, "calibration", optional=True),
-        algorithm=_text(algorithm, "algorithm"), hostfile=hostfile_path, mpirun_args=mpirun,
+        algorithm=_text(algorithm, "algorithm"),
+        protocol=_text(protocol, "protocol") or "auto",
+        all_to_all=_text(all_to_all, "all_to_all") or "auto", hostfile=hostfile_path, mpirun_args=mpirun,
         worker_binary=shardscope_binary(),
         trace_compression=_text(trace_compression, "trace_compression"))
     _warn_skipped(skipped)
@@ -220,13 +225,15 @@ def run(experiment: ExperimentArg = None, *, backend: Optional[str] = None,
 def simulate(experiment: ExperimentArg = None, *, decode_steps: Optional[int] = None,
              trace: bool = False, config: Optional[PathArg] = None, out: PathArg = "traces",
              trace_file: Optional[PathArg] = None, calibration: Optional[PathArg] = None,
-             algorithm: str = "auto", skip_invalid: bool = False) -> Results:
+             algorithm: str = "auto", skip_invalid: bool = False,
+             protocol: str = "auto", all_to_all: str = "auto") -> Results:
     """Simulates experiments (``run`` with backend "sim"); no trace unless ``trace=True``.
     ``decode_steps``: simulate only the first N decode steps (None: all, up to 1024; a longer
     generation simulates 1024 and the last and interpolates, as ``shardscope run`` does)."""
     return run(experiment, backend="sim", config=config, trace=trace, out=out,
                trace_file=trace_file, decode_steps=decode_steps, calibration=calibration,
-               algorithm=algorithm, skip_invalid=skip_invalid)
+               algorithm=algorithm, skip_invalid=skip_invalid, protocol=protocol,
+               all_to_all=all_to_all)
 
 
 # The columns of requests(): one row per request of a served run, as `run --json` lists them.

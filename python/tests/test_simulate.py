@@ -89,3 +89,14 @@ def test_ctrl_c_stops_a_simulation_and_leaves_nothing(tmp_path):
     # Exception:` in user code does not swallow Ctrl-C.
     assert not isinstance(e.value, Exception) and e.value.code == "cancelled"
     assert [p for p in store.rglob("*") if p.is_file()] == []
+
+
+def test_simulate_forces_protocol_and_all_to_all_as_the_cli_does():
+    got = ss.simulate("v2lite_tp2", config=SMALL, decode_steps=2, algorithm="ring",
+                      protocol="simple", all_to_all="nccl")
+    want = cli_json("run", "--config", SMALL, "--experiment", "v2lite_tp2", "--decode-steps", "2",
+                    "--no-trace", "--json", "--algorithm", "ring", "--protocol", "simple",
+                    "--all-to-all", "nccl")[0]
+    assert got["tpot_s"] == pytest.approx(want["tpot_s"], rel=1e-12)
+    with pytest.raises(ss.InputError, match="protocol 'fast'"):
+        ss.simulate("v2lite_tp2", config=SMALL, decode_steps=1, protocol="fast")

@@ -192,6 +192,19 @@ std::vector<SizeBandwidth> BandwidthBySize(const RunData& data) {
   return out;
 }
 
+std::vector<CommChoice> CommChoices(const RunData& data) {
+  std::vector<CommChoice> out;
+  for (const auto& [i, choices] : data.comm_choices) {
+    const size_t k = i % kSizeBuckets, cd = i / kSizeBuckets;
+    for (const auto& [choice, ops] : choices) {
+      out.push_back({static_cast<Collective>(cd / trace::kNumGroupDims),
+                     static_cast<GroupDim>(cd % trace::kNumGroupDims),
+                     std::ldexp(1.0, static_cast<int>(k)), choice, ops});
+    }
+  }
+  return out;
+}
+
 StatusOr<AnalysisResult> AnalyzeTraceFile(const std::string& path, const AnalyzeOptions& options) {
   importers::TraceFormat format;
   if (options.format) {
@@ -241,6 +254,7 @@ StatusOr<AnalysisResult> AnalyzeTraceFile(const std::string& path, const Analyze
   result.expert_tokens = ExpertTokensByLayer(data);
   result.bandwidth_by_size = BandwidthBySize(data);
   result.requests = std::move(data.requests);
+  result.comm_choices = CommChoices(data);
   return result;
 }
 
@@ -278,6 +292,7 @@ StatusOr<AnalysisResult> AnalyzeTraceSet(const std::vector<std::string>& paths,
   result.expert_tokens = ExpertTokensByLayer(data);
   result.bandwidth_by_size = BandwidthBySize(data);
   result.requests = std::move(data.requests);
+  result.comm_choices = CommChoices(data);
   if (set.world_size) {
     result.metrics.Add("world_size", "", *set.world_size, "count", "as the trace files declare");
     // One row (and one warning naming them), not a row per missing rank: a set

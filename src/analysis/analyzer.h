@@ -33,6 +33,17 @@ struct SizeBandwidth {
   double busbw = 0;  // B/s
 };
 
+// How the ops of one collective, dimension and message-size bucket ran, as a
+// simulated trace records it (docs/trace_format.md, args algorithm / protocol /
+// all_to_all): "ring/ll", "nvls_tree/simple", "hierarchical", …
+struct CommChoice {
+  Collective collective = Collective::kNone;
+  GroupDim dim = GroupDim::kNone;
+  double bucket_bytes = 0;  // 2^k
+  std::string choice;
+  int64_t ops = 0;
+};
+
 struct AnalysisResult {
   std::string trace_path;     // the file; for a multi-file set, "<dir> (N files)"
   std::string metadata_path;  // the sidecar metadata file used, if any
@@ -55,10 +66,16 @@ struct AnalysisResult {
   // A served run's request spans in trace order (the Python package's per-request rows);
   // empty for a run without them.
   std::vector<RequestRec> requests;
+  // How those ops ran, where the trace says (simulated runs); by collective,
+  // dimension, size and choice. Empty for traces without the args.
+  std::vector<CommChoice> comm_choices;
 };
 
 // The bandwidth_by_size rows of a run's data.
 std::vector<SizeBandwidth> BandwidthBySize(const RunData& data);
+
+// The comm_choices rows of a run's data.
+std::vector<CommChoice> CommChoices(const RunData& data);
 
 // The expert_tokens matrix of a run's data.
 std::map<int32_t, std::map<int32_t, int64_t>> ExpertTokensByLayer(const RunData& data);

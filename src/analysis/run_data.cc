@@ -80,6 +80,22 @@ size_t SizeBucketIndex(Collective c, GroupDim dim, double bytes) {
          static_cast<size_t>(k);
 }
 
+void RunCollector::AddCommChoice(const trace::OpEvent& op, size_t bucket) {
+  // An all-to-all is named by its kind (nccl, hierarchical, low_latency).
+  choice_.assign(op.all_to_all.empty() ? op.algorithm : op.all_to_all);
+  if (!op.protocol.empty()) {
+    choice_ += '/';
+    choice_ += op.protocol;
+  }
+  auto& choices = data_->comm_choices[bucket];
+  auto it = choices.find(std::string_view(choice_));
+  if (it == choices.end()) {
+    choices.emplace(choice_, 1);
+  } else {
+    ++it->second;
+  }
+}
+
 BandwidthSums& RunCollector::Bandwidth(int32_t group, Collective c) {
   size_t i = static_cast<size_t>(group) * trace::kNumCollectives + static_cast<size_t>(c);
   if (i >= bandwidth_index_.size()) bandwidth_index_.resize(i + 1, nullptr);
@@ -206,8 +222,9 @@ void RunCollector::OnOp(const trace::OpEvent& op) {
             data_->bandwidth_by_size.resize(static_cast<size_t>(trace::kNumCollectives) *
                                             trace::kNumGroupDims * kSizeBuckets);
           }
-          SizeBucketSums& b =
-              data_->bandwidth_by_size[SizeBucketIndex(op.collective, op.dim, bytes)];
+          const size_t bucket = SizeBucketIndex(op.collective, op.dim, bytes);
+          SizeBucketSums& b = data_->bandwidth_by_size[bucket];
+          if (!op.algorithm.empty()) AddCommChoice(op, bucket);
           ++b.ops;
           b.bytes += bytes;
           b.bus_bytes += bytes * factor;

@@ -117,6 +117,10 @@ struct RunData {
   // Indexed (collective · kNumGroupDims + dim) · kSizeBuckets + k (SizeBucketIndex); empty
   // until a sized comm op with a duration is seen.
   std::vector<SizeBucketSums> bandwidth_by_size;
+  // How the ops of each such bucket ran, where the trace says (a simulated run's
+  // args algorithm, protocol, all_to_all): bucket index → "nvls_tree/simple",
+  // "hierarchical", … → ops.
+  std::map<size_t, std::map<std::string, int64_t, std::less<>>> comm_choices;
   int64_t comm_ops_outside_group = 0;  // comm ops whose rank is not in their group
   int64_t comm_ops_without_bytes = 0;  // Σ over ranks of RankData::comm_ops_without_bytes
   int64_t comm_ops_without_group = 0;  // Σ over ranks of RankData::comm_ops_without_group
@@ -174,6 +178,8 @@ class RunCollector : public trace::TraceSink {
 
   double* TrafficCell(uint64_t key);
   BandwidthSums& Bandwidth(int32_t group, Collective c);
+  // Counts a sized comm op's algorithm/protocol in RunData::comm_choices.
+  void AddCommChoice(const trace::OpEvent& op, size_t bucket);
 
   RunData* const data_;
   int32_t last_rank_ = -1;
@@ -181,6 +187,7 @@ class RunCollector : public trace::TraceSink {
   std::map<std::pair<GroupDim, std::vector<int32_t>>, int32_t> group_index_;
   std::pair<GroupDim, std::vector<int32_t>> scratch_key_;
   std::vector<int32_t> pair_;  // scratch: a send/recv pair
+  std::string choice_;         // scratch: a comm op's "algorithm/protocol"
   // Ids of the last few groups interned (a rank's ops repeat the same groups).
   std::array<int32_t, 4> recent_groups_ = {-1, -1, -1, -1};
   size_t recent_next_ = 0;

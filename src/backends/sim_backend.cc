@@ -38,6 +38,8 @@ Status ServedRejectsDecodeSteps(const Experiment& e, int64_t max_decode_steps) {
 
 StatusOr<std::unique_ptr<SimBackend>> SimBackend::Create(const run::RunOptions& options) {
   RETURN_IF_ERROR(sim::ParseAlgorithm(options.allreduce).status());
+  RETURN_IF_ERROR(ParseProtocol(options.protocol).status());
+  RETURN_IF_ERROR(ParseAllToAllKind(options.all_to_all).status());
   return std::make_unique<SimBackend>(options.max_decode_steps);
 }
 
@@ -45,7 +47,22 @@ Status SimBackend::Supports(const Experiment& e) const {
   return ServedRejectsDecodeSteps(e, max_decode_steps_);
 }
 
-StatusOr<run::RunResult> SimBackend::Run(const Experiment& e, const run::RunOptions& o) {
+StatusOr<run::RunResult> SimBackend::Run(const Experiment& experiment, const run::RunOptions& o) {
+  // --protocol and --all-to-all replace the experiment's `communication:`
+  // choices (auto: keep them), so the engine, the bounds, the serving
+  // simulator and the trace's metadata all see the same ones.
+  ASSIGN_OR_RETURN(const Protocol protocol, ParseProtocol(o.protocol));
+  ASSIGN_OR_RETURN(const AllToAllKind all_to_all, ParseAllToAllKind(o.all_to_all));
+  Experiment overridden;
+  if (protocol != Protocol::kAuto || all_to_all != AllToAllKind::kAuto) {
+    overridden = experiment;
+    if (protocol != Protocol::kAuto) overridden.communication.protocol = protocol;
+    if (all_to_all != AllToAllKind::kAuto) {
+      overridden.communication.prefill_all_to_all = all_to_all;
+      overridden.communication.decode_all_to_all = all_to_all;
+    }
+  }
+  const Experiment& e = overridden.name.empty() ? experiment : overridden;
   sim::SimOptions so;
   so.calibration_file = o.calibration_file;
   ASSIGN_OR_RETURN(so.allreduce, sim::ParseAlgorithm(o.allreduce));

@@ -144,7 +144,14 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--calibration", f->run.calibration_file,
                   "efficiency table (YAML/JSON) replacing the defaults (docs/sim.md)");
   cmd->add_option("--algorithm", f->run.allreduce,
-                  "all-reduce algorithm: auto (NCCL-like choice), ring, tree, hierarchical");
+                  "collective algorithm: auto (the experiment's, else NCCL-like choice), ring, "
+                  "tree, hierarchical, nvls, nvls_tree");
+  cmd->add_option("--protocol", f->run.protocol,
+                  "NCCL protocol: auto (the experiment's, else NCCL-like choice), ll, ll128, "
+                  "simple");
+  cmd->add_option("--all-to-all", f->run.all_to_all,
+                  "MoE all-to-all of both phases: auto (the experiment's), nccl, hierarchical, "
+                  "low_latency");
   cmd->add_option("--decode-steps", f->run.max_decode_steps,
                   "simulate only the first N decode steps (stated in the summary and trace; "
                   "default: all, up to 1024)")

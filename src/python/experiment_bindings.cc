@@ -92,6 +92,7 @@ py::tuple Run(const std::string& config, const std::string& name, bool skip_inva
               const std::string& backend, const std::string& trace_root,
               const std::string& trace_file, bool write_trace, int64_t decode_steps,
               const std::string& calibration, const std::string& algorithm,
+              const std::string& protocol, const std::string& all_to_all,
               const std::string& hostfile, const std::vector<std::string>& mpirun_args,
               const std::string& worker_binary, const std::string& trace_compression) {
   run::RunOptions o;
@@ -102,6 +103,8 @@ py::tuple Run(const std::string& config, const std::string& name, bool skip_inva
   o.max_decode_steps = decode_steps;
   o.calibration_file = calibration;
   o.allreduce = algorithm;
+  o.protocol = protocol;
+  o.all_to_all = all_to_all;
   o.hostfile = hostfile;
   o.mpirun_args = mpirun_args;
   o.worker_binary = worker_binary;
@@ -145,7 +148,8 @@ void RegisterExperimentBindings(py::module_& m) {
   m.def("run", &Run, py::kw_only(), py::arg("config"), py::arg("experiment") = "",
         py::arg("skip_invalid") = false, py::arg("backend") = "", py::arg("trace_root") = "traces",
         py::arg("trace_file") = "", py::arg("write_trace") = true, py::arg("decode_steps") = -1,
-        py::arg("calibration") = "", py::arg("algorithm") = "auto", py::arg("hostfile") = "",
+        py::arg("calibration") = "", py::arg("algorithm") = "auto", py::arg("protocol") = "auto",
+        py::arg("all_to_all") = "auto", py::arg("hostfile") = "",
         py::arg("mpirun_args") = std::vector<std::string>{}, py::arg("worker_binary") = "",
         py::arg("trace_compression") = "", "(run results, skipped) as `shardscope run --json`");
 }

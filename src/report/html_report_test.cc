@@ -8,6 +8,7 @@
 #include <regex>
 #include <tuple>
 
+#include "core/units.h"
 #include "report/html_charts.h"
 #include "report/html_page.h"
 #include "report/html_sections.h"
@@ -352,6 +353,30 @@ TEST(HtmlSectionsTest, BusBandwidthAgainstMessageSize) {
   EXPECT_EQ(datasets[0]["data"][0]["x"].get<double>(), b.bucket_bytes);
   EXPECT_DOUBLE_EQ(b.busbw, 20e6);  // the golden trace's all-reduce: 20 MB/s of bus bandwidth
   EXPECT_DOUBLE_EQ(datasets[0]["data"][0]["y"].get<double>(), 20.0);  // shown in MB/s
+  // A foreign or measured trace says nothing of algorithms: no table.
+  EXPECT_TRUE(s.tables.empty());
+}
+
+// A simulated run's comm ops carry their algorithm and protocol: one row per
+// collective, dimension and size bucket, each choice with its op count.
+TEST(HtmlSectionsTest, BandwidthShowsTheAlgorithmAndProtocolPerCollective) {
+  auto runs = LoadReportRuns({kTrace}, {});
+  ASSERT_TRUE(runs.ok()) << runs.status().message();
+  using analysis::CommChoice;
+  runs->front().analysis.comm_choices = {
+      {Collective::kAllReduce, trace::GroupDim::kTp, 1 << 20, "ring/ll128", 12},
+      {Collective::kAllReduce, trace::GroupDim::kTp, 1 << 20, "tree/ll", 4},
+      {Collective::kAllToAll, trace::GroupDim::kEp, 1 << 10, "low_latency", 8}};
+  Section s = BandwidthSection(*runs);
+  ASSERT_EQ(s.tables.size(), 1u);
+  const Table& t = s.tables[0];
+  EXPECT_EQ(t.columns.back(), "algorithm / protocol");
+  ASSERT_EQ(t.rows.size(), 2u);
+  EXPECT_EQ(t.rows[0], (std::vector<std::string>{
+                           "all_reduce", "tp", FormatBytes(1 << 20) + " – " + FormatBytes(2 << 20),
+                           "16", "ring/ll128 ×12, tree/ll ×4"}));
+  EXPECT_EQ(t.rows[1][0], "all_to_all");
+  EXPECT_EQ(t.rows[1][4], "low_latency ×8");
 }
 
 TEST(HtmlSectionsTest, TrafficIntervalsPerDimensionAndPair) {

@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
+#include <tuple>
 
+#include "core/units.h"
 #include "report/html_section_util.h"
 #include "report/html_sections.h"
 #include "report/metric_table.h"
@@ -57,6 +60,36 @@ Chart SizeChart(const ReportRun& r, std::string id, double peak) {
   return LineChart(std::move(id), "Bus bandwidth vs message size: " + r.label, x, series,
                    "message size (B, buckets of [2^k, 2^(k+1)))", "bus bandwidth", "B/s",
                    x.size() > 1, reference);
+}
+
+// How the collectives ran, where the trace says (simulated runs): one row per
+// collective, dimension and message-size bucket, its algorithm/protocol choices
+// with their op counts ("ring/ll ×12, nvls/simple ×4").
+std::optional<Table> ChoiceTable(const ReportRun& r) {
+  if (r.analysis.comm_choices.empty()) return std::nullopt;
+  Table t;
+  t.title = "Algorithm and protocol per collective: " + r.label;
+  t.columns = {"collective", "dimension", "message size", "ops", "algorithm / protocol"};
+  std::map<std::tuple<int, int, double>, std::pair<int64_t, std::string>> rows;
+  for (const analysis::CommChoice& c : r.analysis.comm_choices) {
+    auto& [ops, text] =
+        rows[{static_cast<int>(c.collective), static_cast<int>(c.dim), c.bucket_bytes}];
+    ops += c.ops;
+    if (!text.empty()) text += ", ";
+    text += fmt::format("{} ×{}", c.choice, c.ops);
+  }
+  for (const auto& [key, value] : rows) {
+    const auto& [collective, dim, bucket] = key;
+    t.rows.push_back({std::string(CollectiveName(static_cast<Collective>(collective))),
+                      std::string(trace::GroupDimName(static_cast<trace::GroupDim>(dim))),
+                      fmt::format("{} – {}", FormatBytes(bucket), FormatBytes(2 * bucket)),
+                      std::to_string(value.first), value.second});
+  }
+  t.note =
+      "As the simulator chose them (trace args algorithm, protocol, all_to_all; docs/sim.md "
+      "\"Collectives\"): the algorithm, NCCL's protocol where one applies, an all-to-all's "
+      "kind; ops of each size bucket [2^k, 2^(k+1)) bytes.";
+  return t;
 }
 
 }  // namespace
@@ -112,6 +145,7 @@ Section BandwidthSection(const std::vector<ReportRun>& runs) {
     if (!r.analysis.bandwidth_by_size.empty()) {
       s.charts.push_back(SizeChart(r, fmt::format("busbw-size-{}", i - 1), peak_max));
     }
+    if (std::optional<Table> t = ChoiceTable(r)) s.tables.push_back(std::move(*t));
   }
   return s;
 }

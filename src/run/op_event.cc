@@ -34,6 +34,9 @@ void FillOpEvent(const Op& op, const Placement& placement, trace::OpEvent* e) {
   e->bytes_written = op.bytes_written;
   e->group.clear();
   e->bytes_per_peer.clear();
+  e->algorithm.clear();  // a simulator's (or a library's) choice, set by the caller
+  e->protocol.clear();
+  e->all_to_all.clear();
   e->experts.clear();
   e->expert_tokens.clear();
   e->peer = -1;

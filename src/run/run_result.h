@@ -23,11 +23,16 @@ struct RunOptions {
   // The experiments YAML the experiment came from (the CPU ranks reload it);
   // empty: Experiment::source_file.
   std::string config_path;
-  // sim: efficiency table replacing the defaults, all-reduce algorithm (auto,
-  // ring, tree, hierarchical), and the decode steps to simulate (−1: all, up to
-  // backends::kDefaultMaxDecodeSteps; the rest interpolated, docs/sim.md).
+  // sim: efficiency table replacing the defaults, collective algorithm (auto,
+  // ring, tree, hierarchical, nvls, nvls_tree), NCCL protocol (auto, ll, ll128,
+  // simple) and MoE all-to-all kind of both phases (auto, nccl, hierarchical,
+  // low_latency) — auto: the experiment's `communication:` choice — and the
+  // decode steps to simulate (−1: all, up to backends::kDefaultMaxDecodeSteps;
+  // the rest interpolated, docs/sim.md).
   std::string calibration_file;
   std::string allreduce = "auto";
+  std::string protocol = "auto";
+  std::string all_to_all = "auto";
   int64_t max_decode_steps = -1;
   // cpu: mpirun's host file and more mpirun options, and the shardscope
   // executable the ranks run (empty: see runtime::CpuRunOptions).

@@ -762,6 +762,8 @@ Status PhaseRun::StageDone(int64_t id, double now) {
   for (int64_t i = begin; i < end; ++i) {
     timing_[members_[i]].start = inst.start;
     timing_[members_[i]].algorithm = inst.plan->algorithm;
+    timing_[members_[i]].protocol =
+        topology_.tuning().modelled ? inst.plan->protocol : Protocol::kAuto;
   }
   // By index: completing may add instances and members and move both vectors.
   for (int64_t i = begin; i < end; ++i) {

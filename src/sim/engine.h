@@ -63,6 +63,8 @@ struct OpTiming {
   double end = 0;
   Algorithm algorithm = Algorithm::kAuto;  // comm ops: the algorithm used
   bool comm = false;                       // a comm op (figures need no Op to tell)
+  // Comm ops: NCCL's protocol used; kAuto where none applies (untuned links).
+  Protocol protocol = Protocol::kAuto;
 };
 
 // The timings of every rank's ops in one flat array; timings[rank][op id].

@@ -6,7 +6,24 @@
 #include "run/op_event.h"
 
 namespace shardscope::sim {
-namespace {}  // namespace
+namespace {
+
+// How a simulated comm op ran, in its trace args: the algorithm, NCCL's
+// protocol where one applies (tuned links, not the MoE exchange kernels) and
+// an all-to-all's kind.
+void SetCommChoice(const Op& op, const OpTiming& t, trace::OpEvent* e) {
+  if (t.algorithm == Algorithm::kAuto) return;  // no plan (e.g. a zero-byte op)
+  e->algorithm = AlgorithmName(t.algorithm);
+  const bool exchange_kernel =
+      t.algorithm == Algorithm::kHierarchical || t.algorithm == Algorithm::kLowLatency;
+  if (op.collective == Collective::kAllToAll) {
+    e->all_to_all = exchange_kernel ? AlgorithmName(t.algorithm) : "nccl";
+    if (exchange_kernel) return;
+  }
+  if (t.protocol != Protocol::kAuto) e->protocol = ProtocolName(t.protocol);
+}
+
+}  // namespace
 
 int64_t ToNs(double seconds) { return std::llround(seconds * 1e9); }
 
@@ -66,6 +83,7 @@ void TraceEmitter::WritePhase(const PhaseProgram& program, const PhaseResult& re
       e.phase = phase;
       e.step = step;
       e.dtype = dtype_;
+      if (op.is_comm()) SetCommChoice(op, t, &e);
       writer_->AddOp(e);
       if (op.is_comm() && ToNs(t.start) > ToNs(t.post)) {
         // The wait for the last peer, on a track of its own.

@@ -14,6 +14,7 @@ struct OpFixed {
   int64_t ts_ns, dur_ns, flops, bytes_read, bytes_written, seq, bytes;
   int32_t rank, stream, step, layer, micro_batch, sp_step, peer, root;
   uint32_t name_len, kind_len, dtype_len, group_n, bytes_per_peer_n, experts_n, tokens_n;
+  uint8_t algorithm_len, protocol_len, all_to_all_len;  // short names (see OnOp)
   Category category;
   Phase phase;
   Collective collective;
@@ -118,6 +119,13 @@ void EventLog::OnOp(const OpEvent& op) {
   f.name_len = static_cast<uint32_t>(op.name.size());
   f.kind_len = static_cast<uint32_t>(op.kind.size());
   f.dtype_len = static_cast<uint32_t>(op.dtype.size());
+  // A foreign trace may carry long values: kept up to 255 bytes.
+  const std::string_view algorithm = std::string_view(op.algorithm).substr(0, 255);
+  const std::string_view protocol = std::string_view(op.protocol).substr(0, 255);
+  const std::string_view all_to_all = std::string_view(op.all_to_all).substr(0, 255);
+  f.algorithm_len = static_cast<uint8_t>(algorithm.size());
+  f.protocol_len = static_cast<uint8_t>(protocol.size());
+  f.all_to_all_len = static_cast<uint8_t>(all_to_all.size());
   f.group_n = static_cast<uint32_t>(op.group.size());
   f.bytes_per_peer_n = static_cast<uint32_t>(op.bytes_per_peer.size());
   f.experts_n = static_cast<uint32_t>(op.experts.size());
@@ -130,9 +138,9 @@ void EventLog::OnOp(const OpEvent& op) {
   // One resize for the whole record, then copies into place.
   const size_t bytes =
       sizeof(Tag) + sizeof(OpFixed) + op.name.size() + op.kind.size() + op.dtype.size() +
-      op.group.size() * sizeof(int32_t) + op.bytes_per_peer.size() * sizeof(int64_t) +
-      op.experts.size() * sizeof(int32_t) + op.expert_tokens.size() * sizeof(int64_t) +
-      (f.has_request ? sizeof(RequestArgs) : 0);
+      algorithm.size() + protocol.size() + all_to_all.size() + op.group.size() * sizeof(int32_t) +
+      op.bytes_per_peer.size() * sizeof(int64_t) + op.experts.size() * sizeof(int32_t) +
+      op.expert_tokens.size() * sizeof(int64_t) + (f.has_request ? sizeof(RequestArgs) : 0);
   size_t at = buf_.size();
   if (buf_.capacity() < at + bytes) buf_.reserve(std::max(2 * buf_.capacity(), at + bytes));
   buf_.resize(at + bytes);
@@ -147,6 +155,9 @@ void EventLog::OnOp(const OpEvent& op) {
   put(op.name.data(), op.name.size());
   put(op.kind.data(), op.kind.size());
   put(op.dtype.data(), op.dtype.size());
+  put(algorithm.data(), algorithm.size());
+  put(protocol.data(), protocol.size());
+  put(all_to_all.data(), all_to_all.size());
   put(op.group.data(), op.group.size() * sizeof(int32_t));
   put(op.bytes_per_peer.data(), op.bytes_per_peer.size() * sizeof(int64_t));
   put(op.experts.data(), op.experts.size() * sizeof(int32_t));
@@ -219,6 +230,9 @@ void EventLog::Replay(TraceSink* sink) const {
         op.name.assign(r.String(f.name_len));
         op.kind.assign(r.String(f.kind_len));
         op.dtype.assign(r.String(f.dtype_len));
+        op.algorithm.assign(r.String(f.algorithm_len));
+        op.protocol.assign(r.String(f.protocol_len));
+        op.all_to_all.assign(r.String(f.all_to_all_len));
         r.Vector(f.group_n, &op.group);
         r.Vector(f.bytes_per_peer_n, &op.bytes_per_peer);
         r.Vector(f.experts_n, &op.experts);

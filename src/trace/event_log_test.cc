@@ -40,6 +40,9 @@ TEST(EventLogTest, ReplaysEveryEventAsRecorded) {
   op.seq = 99;
   op.bytes = 300;
   op.bytes_per_peer = {100, 0, 200};
+  op.algorithm = "nvls_tree";
+  op.protocol = "simple";
+  op.all_to_all = "nccl";
   op.dtype = "bf16";
   op.experts = {8, 9};
   op.expert_tokens = {5, 6};

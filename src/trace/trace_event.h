@@ -92,6 +92,14 @@ struct OpEvent {
   int64_t seq = -1;                     // order of the call within its group or peer pair
   int64_t bytes = 0;                    // message size as nccl-tests counts it (trace_format.md)
   std::vector<int64_t> bytes_per_peer;  // all-to-all(v): bytes to each group member
+  // Simulated comm ops: how the collective ran (docs/sim.md "Collectives") —
+  // the algorithm ("ring", "tree", "nvls", "nvls_tree", "hierarchical",
+  // "direct", "low_latency"), NCCL's protocol ("ll", "ll128", "simple"; empty
+  // where none applies: untuned links, the MoE exchange kernels) and, for an
+  // all-to-all, its kind ("nccl", "hierarchical", "low_latency").
+  std::string algorithm;
+  std::string protocol;
+  std::string all_to_all;
   std::string dtype;
   // Routed-expert GEMM: the global ids of the rank's experts and the tokens each
   // received, entry by entry (same length). Empty when not given.

@@ -281,6 +281,7 @@ void TraceWriter::AddOp(const OpEvent& op) {
   }
   constexpr size_t kRequestBytes = 160 + 7 * kIntBytes;  // keys and 7 numbers
   const size_t room = kEventBytes + JsonBytes(op.name) + JsonBytes(op.kind) + JsonBytes(op.dtype) +
+                      JsonBytes(op.algorithm) + JsonBytes(op.protocol) + JsonBytes(op.all_to_all) +
                       kIntBytes * (op.group.size() + op.bytes_per_peer.size() + op.experts.size() +
                                    op.expert_tokens.size()) +
                       (op.request.id >= 0 ? kRequestBytes : 0);
@@ -331,6 +332,18 @@ void TraceWriter::AddOp(const OpEvent& op) {
   if (!op.bytes_per_peer.empty()) {
     p = Lit(p, ",\"bytes_per_peer\":");
     p = IntArray(p, op.bytes_per_peer);
+  }
+  if (!op.algorithm.empty()) {
+    p = Lit(p, ",\"algorithm\":");
+    p = JsonString(p, op.algorithm);
+  }
+  if (!op.protocol.empty()) {
+    p = Lit(p, ",\"protocol\":");
+    p = JsonString(p, op.protocol);
+  }
+  if (!op.all_to_all.empty()) {
+    p = Lit(p, ",\"all_to_all\":");
+    p = JsonString(p, op.all_to_all);
   }
   if (!op.dtype.empty()) {
     p = Lit(p, ",\"dtype\":");

@@ -112,6 +112,48 @@ TEST(TraceWriterTest, WriteThenReadIsExact) {
   }
 }
 
+// A simulated comm op's choices (args algorithm, protocol, all_to_all) are
+// written only when set, and read back as they were.
+TEST(TraceWriterTest, CommChoiceArgsRoundTrip) {
+  ScratchDir dir;
+  Trace in;
+  OpEvent ar;
+  ar.rank = 0;
+  ar.stream = 1;
+  ar.name = "allreduce.tp.L0";
+  ar.category = Category::kComm;
+  ar.dur_ns = 5;
+  ar.collective = Collective::kAllReduce;
+  ar.group = {0, 1};
+  ar.bytes = 1024;
+  ar.algorithm = "nvls_tree";
+  ar.protocol = "simple";
+  in.ops.push_back(ar);
+  OpEvent a2a = ar;
+  a2a.name = "all_to_all.ep";
+  a2a.collective = Collective::kAllToAll;
+  a2a.algorithm = "hierarchical";
+  a2a.protocol.clear();
+  a2a.all_to_all = "hierarchical";
+  in.ops.push_back(a2a);
+  OpEvent plain = ar;  // a measured trace's op: none of the three
+  plain.algorithm.clear();
+  plain.protocol.clear();
+  in.ops.push_back(plain);
+  const std::string path = dir.File("t.json");
+  ASSERT_TRUE(WriteTrace(in, path).ok());
+  const std::string text = ReadWholeFile(path);
+  EXPECT_NE(text.find(R"("algorithm":"nvls_tree","protocol":"simple")"), std::string::npos) << text;
+  EXPECT_NE(text.find(R"("algorithm":"hierarchical","all_to_all":"hierarchical")"),
+            std::string::npos);
+  EXPECT_EQ(text.find(R"("protocol":"")"), std::string::npos);
+  ReadStats stats;
+  StatusOr<Trace> out = ReadTraceFile(path, &stats);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(stats.skipped_total(), 0) << stats.Summary();
+  EXPECT_EQ(out->ops, in.ops);
+}
+
 TEST(TraceWriterTest, GzipOutputIsCompressed) {
   ScratchDir dir;
   ASSERT_TRUE(WriteTrace(RichTrace(), dir.File("t.json.gz")).ok());
