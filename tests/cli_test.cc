@@ -848,6 +848,10 @@ TEST(CliTest, TrtllmProfileMaxThroughputRunDoesNotPreempt) {
   ASSERT_EQ(trt.exit_code, 0) << trt.err;
   EXPECT_NE(trt.out.find("0 rejected (never fit the KV cache), 0 preemptions"), std::string::npos)
       << trt.out;
+  EXPECT_NE(trt.out.find("engine trtllm 0.17: guaranteed_no_evict admission, 1 scheduler step "
+                         "per call, no CUDA graphs"),
+            std::string::npos)
+      << trt.out;
   Result vllm =
       RunCli("run --no-trace --config " + config + " --experiment engine_vllm06_multistep");
   ASSERT_EQ(vllm.exit_code, 0) << vllm.err;
