@@ -2,8 +2,9 @@
 // gamma-distributed bursts, a closed loop of fixed concurrency, or a request
 // file), their prompt and output lengths, the continuous-batching scheduler of
 // each replica and the latency objectives (docs/configuration.md, "Served
-// workloads"). Read from an experiment's `workload:`, `scheduler:` and `slo:`
-// keys. Plain value types.
+// workloads"). Read from an experiment's `workload:`, `engine:` (an engine
+// profile's defaults, config/engine_profile.h), `scheduler:` and `slo:` keys.
+// Plain value types.
 #ifndef SHARDSCOPE_CONFIG_SERVING_H_
 #define SHARDSCOPE_CONFIG_SERVING_H_
 
