@@ -838,6 +838,27 @@ TEST(CliTest, DecodeStepsOnAServedExperimentIsAnError) {
   EXPECT_EQ(r.out, "");
 }
 
+// issue 33: a TensorRT-LLM-profile max-throughput run (a closed loop of 1024
+// requests on Llama-3.1-70B at TP4) never preempts; the same load with the
+// vLLM 0.6 profile (multi-step 10) does (configs/serving_engines.yaml).
+TEST(CliTest, TrtllmProfileMaxThroughputRunDoesNotPreempt) {
+  const std::string config = std::string(SHARDSCOPE_SOURCE_DIR) + "/configs/serving_engines.yaml";
+  Result trt =
+      RunCli("run --no-trace --config " + config + " --experiment engine_trtllm017_max_throughput");
+  ASSERT_EQ(trt.exit_code, 0) << trt.err;
+  EXPECT_NE(trt.out.find("0 rejected (never fit the KV cache), 0 preemptions"), std::string::npos)
+      << trt.out;
+  EXPECT_NE(trt.out.find("engine trtllm 0.17: guaranteed_no_evict admission, 1 scheduler step "
+                         "per call, no CUDA graphs"),
+            std::string::npos)
+      << trt.out;
+  Result vllm =
+      RunCli("run --no-trace --config " + config + " --experiment engine_vllm06_multistep");
+  ASSERT_EQ(vllm.exit_code, 0) << vllm.err;
+  EXPECT_EQ(vllm.out.find(", 0 preemptions"), std::string::npos) << vllm.out;
+  EXPECT_NE(vllm.out.find(" preemptions"), std::string::npos) << vllm.out;
+}
+
 }  // namespace
 
 TEST(CliTest, CollectivePrintsNcclTestsTablesAndDeepEpFigures) {

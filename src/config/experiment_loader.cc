@@ -488,7 +488,10 @@ StatusOr<Experiment> ReadExperiment(const YAML::Node& node, const YamlContext& c
   e.trace_compression = *c;
   RETURN_IF_ERROR(ReadClaims(exp, &e));
   RETURN_IF_ERROR(ReadCommunication(exp, &e));
-  ASSIGN_OR_RETURN(e.serving, ReadServing(exp, e.model, path));
+  EngineContext engine_context;
+  engine_context.tp = e.parallel.tp;
+  engine_context.device_memory_bytes = e.cluster.device.memory_bytes;
+  ASSIGN_OR_RETURN(e.serving, ReadServing(exp, e.model, path, engine_context));
   return e;
 }
 

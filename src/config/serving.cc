@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "config/engine_profile.h"
 #include "config/request_file.h"
 
 namespace shardscope {
@@ -93,7 +94,9 @@ Status ReadScheduler(const YamlMap& exp, SchedulerSpec* s) {
   ASSIGN_OR_RETURN(YamlMap m, exp.Map("scheduler"));
   RETURN_IF_ERROR(
       m.CheckKeys({"max_num_batched_tokens", "max_num_seqs", "block_size", "gpu_memory_utilization",
-                   "kv_blocks", "chunked_prefill", "router", "grid_points_per_octave"}));
+                   "gpu_memory_utilization_of", "kv_blocks", "chunked_prefill",
+                   "mix_prompts_with_decodes", "admission", "num_scheduler_steps",
+                   "cuda_graph_batch_sizes", "router", "grid_points_per_octave"}));
   RETURN_IF_ERROR(m.OptionalAtLeast("max_num_batched_tokens", 1, &s->max_num_batched_tokens));
   RETURN_IF_ERROR(m.OptionalAtLeast("max_num_seqs", 1, &s->max_num_seqs));
   RETURN_IF_ERROR(m.OptionalAtLeast("block_size", 1, &s->block_size));
@@ -101,8 +104,41 @@ Status ReadScheduler(const YamlMap& exp, SchedulerSpec* s) {
   if (s->gpu_memory_utilization > 1) {
     return m.context().Child("gpu_memory_utilization").Error("must be in (0, 1]");
   }
+  std::string of = s->memory_rule == KvMemoryRule::kShareOfFree ? "free" : "capacity";
+  RETURN_IF_ERROR(m.Optional("gpu_memory_utilization_of", &of));
+  if (of != "capacity" && of != "free") {
+    return m.context()
+        .Child("gpu_memory_utilization_of")
+        .Error(fmt::format("unknown '{}' (expected capacity or free)", of));
+  }
+  s->memory_rule = of == "free" ? KvMemoryRule::kShareOfFree : KvMemoryRule::kShareOfCapacity;
   RETURN_IF_ERROR(m.OptionalAtLeast("kv_blocks", 1, &s->kv_blocks));
   RETURN_IF_ERROR(m.Optional("chunked_prefill", &s->chunked_prefill));
+  RETURN_IF_ERROR(m.Optional("mix_prompts_with_decodes", &s->mix_prompts_with_decodes));
+  std::string admission(AdmissionName(s->admission));
+  RETURN_IF_ERROR(m.Optional("admission", &admission));
+  if (admission == "recompute") {
+    s->admission = Admission::kRecompute;
+  } else if (admission == "guaranteed_no_evict") {
+    s->admission = Admission::kGuaranteedNoEvict;
+  } else {
+    return m.context()
+        .Child("admission")
+        .Error(fmt::format("unknown admission '{}' (expected recompute or guaranteed_no_evict)",
+                           admission));
+  }
+  RETURN_IF_ERROR(m.OptionalAtLeast("num_scheduler_steps", 1, &s->num_scheduler_steps));
+  if (m.Has("cuda_graph_batch_sizes")) {
+    RETURN_IF_ERROR(m.Optional("cuda_graph_batch_sizes", &s->cuda_graph_batch_sizes));
+    const std::vector<int64_t>& b = s->cuda_graph_batch_sizes;
+    for (size_t i = 0; i < b.size(); ++i) {
+      if (b[i] < 1 || (i > 0 && b[i] <= b[i - 1])) {
+        return m.context()
+            .Child("cuda_graph_batch_sizes")
+            .Error("must be batch sizes ≥ 1 in ascending order");
+      }
+    }
+  }
   RETURN_IF_ERROR(m.OptionalAtLeast("grid_points_per_octave", 0, &s->grid_points_per_octave));
   std::string router = "round_robin";
   RETURN_IF_ERROR(m.Optional("router", &router));
@@ -114,6 +150,68 @@ Status ReadScheduler(const YamlMap& exp, SchedulerSpec* s) {
     return m.context().Child("router").Error(
         fmt::format("unknown router '{}' (expected round_robin or least_outstanding)", router));
   }
+  return Status::Ok();
+}
+
+// `engine: vllm` or `engine: {name, version, *_overhead_us}`: the profile's
+// scheduler defaults and serving-path terms, before `scheduler:` overrides them.
+Status ReadEngine(const YamlMap& exp, const ModelSpec& model, const EngineContext& context,
+                  ServingSpec* s) {
+  if (!exp.Has("engine")) return Status::Ok();
+  EngineSpec engine;
+  std::optional<YamlMap> m;
+  if (exp.Get("engine").IsScalar()) {
+    RETURN_IF_ERROR(exp.Required("engine", &engine.name));
+  } else {
+    ASSIGN_OR_RETURN(m, exp.Map("engine"));
+    RETURN_IF_ERROR(m->CheckKeys({"name", "version", "request_overhead_us", "token_overhead_us",
+                                  "iteration_overhead_us", "iteration_overhead_per_request_us",
+                                  "iteration_overhead_per_worker_us"}));
+    RETURN_IF_ERROR(m->Required("name", &engine.name));
+    // A version may be written as a number (0.6) or a string ("0.6.3").
+    RETURN_IF_ERROR(m->Optional("version", &engine.version));
+  }
+  const YamlContext where = m ? m->context() : exp.context().Child("engine");
+  if (EngineVersions(engine.name).empty()) {
+    return (m ? where.Child("name") : where)
+        .Error(fmt::format("unknown engine '{}' (expected vllm, sglang or trtllm)", engine.name));
+  }
+  auto version = ResolveEngineVersion(engine.name, engine.version);
+  if (!version.ok()) return where.Child("version").Error(version.status().message());
+  engine.version = *version;
+  EngineInputs in;
+  in.max_model_len = model.max_position_embeddings;
+  in.tp = context.tp;
+  in.device_memory_bytes = context.device_memory_bytes;
+  if (exp.Has("scheduler")) {
+    ASSIGN_OR_RETURN(YamlMap sched, exp.Map("scheduler"));
+    if (sched.Has("chunked_prefill")) {
+      bool chunked = false;
+      RETURN_IF_ERROR(sched.Optional("chunked_prefill", &chunked));
+      in.chunked_prefill = chunked;
+    }
+    if (sched.Has("num_scheduler_steps")) {
+      int64_t steps = 1;
+      RETURN_IF_ERROR(sched.OptionalAtLeast("num_scheduler_steps", 1, &steps));
+      in.num_scheduler_steps = steps;
+    }
+  }
+  s->scheduler = EngineSchedulerDefaults(engine, in);
+  s->path = EngineServingPath(engine);
+  if (m) {
+    for (auto [key, term] :
+         {std::pair{"request_overhead_us", &s->path.request},
+          std::pair{"token_overhead_us", &s->path.token},
+          std::pair{"iteration_overhead_us", &s->path.iteration},
+          std::pair{"iteration_overhead_per_request_us", &s->path.iteration_per_request},
+          std::pair{"iteration_overhead_per_worker_us", &s->path.iteration_per_worker}}) {
+      double us = *term * 1e6;
+      RETURN_IF_ERROR(m->Optional(key, &us));
+      if (!(us >= 0)) return where.Child(key).Error("must be ≥ 0");
+      *term = us * 1e-6;
+    }
+  }
+  s->engine = engine;
   return Status::Ok();
 }
 
@@ -183,16 +281,20 @@ int64_t CachedPrefixTokens(int64_t prompt, double hit_rate, int64_t block_size) 
 }
 
 const std::vector<std::string>& ServingKeys() {
-  static const std::vector<std::string> keys = {"workload", "scheduler", "slo", "disaggregation"};
+  static const std::vector<std::string> keys = {"workload", "engine", "scheduler", "slo",
+                                                "disaggregation"};
   return keys;
 }
 
 StatusOr<std::optional<ServingSpec>> ReadServing(const YamlMap& exp, const ModelSpec& model,
-                                                 const std::string& config_path) {
+                                                 const std::string& config_path,
+                                                 const EngineContext& engine_context) {
   if (!exp.Has("workload")) {
-    if (exp.Has("scheduler") || exp.Has("slo")) {
+    if (exp.Has("scheduler") || exp.Has("slo") || exp.Has("engine")) {
       return exp.context()
-          .Child(exp.Has("scheduler") ? "scheduler" : "slo")
+          .Child(exp.Has("scheduler") ? "scheduler"
+                 : exp.Has("slo")     ? "slo"
+                                      : "engine")
           .Error("needs a served workload (`workload: {arrivals: ...}`)");
     }
     return std::optional<ServingSpec>();
@@ -251,6 +353,7 @@ StatusOr<std::optional<ServingSpec>> ReadServing(const YamlMap& exp, const Model
         .Child("prefix_cache_hit_rate")
         .Error("a decode-only workload has no prefill for a prefix cache to skip");
   }
+  RETURN_IF_ERROR(ReadEngine(exp, model, engine_context, &s));
   RETURN_IF_ERROR(ReadScheduler(exp, &s.scheduler));
   RETURN_IF_ERROR(ReadSlo(exp, &s.slo));
   RETURN_IF_ERROR(ReadDisaggregation(exp, &s.disaggregation));
@@ -277,6 +380,16 @@ std::string_view ArrivalProcessName(ArrivalProcess p) {
       return "file";
   }
   return "?";
+}
+
+double ServingPathSpec::IterationSeconds(int64_t batch, int64_t tokens, int64_t workers) const {
+  return iteration + iteration_per_request * static_cast<double>(batch) +
+         iteration_per_worker * static_cast<double>(std::max<int64_t>(workers - 1, 0)) +
+         token * static_cast<double>(tokens);
+}
+
+std::string_view AdmissionName(Admission a) {
+  return a == Admission::kRecompute ? "recompute" : "guaranteed_no_evict";
 }
 
 std::string_view RouterPolicyName(RouterPolicy p) {
@@ -310,21 +423,47 @@ nlohmann::json ServingToJson(const ServingSpec& s) {
     workload["output_tokens"] = LengthJson(s.output_tokens);
   }
   const SchedulerSpec& c = s.scheduler;
-  return {{"workload", workload},
-          {"scheduler",
-           {{"max_num_batched_tokens", c.max_num_batched_tokens},
-            {"max_num_seqs", c.max_num_seqs},
-            {"block_size", c.block_size},
-            {"gpu_memory_utilization", c.gpu_memory_utilization},
-            {"kv_blocks", c.kv_blocks},
-            {"chunked_prefill", c.chunked_prefill},
-            {"router", RouterPolicyName(c.router)},
-            {"grid_points_per_octave", c.grid_points_per_octave}}},
-          {"slo", {{"ttft_s", s.slo.ttft}, {"tpot_s", s.slo.tpot}}},
-          {"disaggregation",
-           s.disaggregation ? nlohmann::json{{"prefill", InstanceJson(s.disaggregation->prefill)},
-                                             {"decode", InstanceJson(s.disaggregation->decode)}}
-                            : nlohmann::json(nullptr)}};
+  nlohmann::json scheduler = {{"max_num_batched_tokens", c.max_num_batched_tokens},
+                              {"max_num_seqs", c.max_num_seqs},
+                              {"block_size", c.block_size},
+                              {"gpu_memory_utilization", c.gpu_memory_utilization},
+                              {"kv_blocks", c.kv_blocks},
+                              {"chunked_prefill", c.chunked_prefill},
+                              {"router", RouterPolicyName(c.router)},
+                              {"grid_points_per_octave", c.grid_points_per_octave}};
+  // The engines' fields only where used, so runs without them read as before.
+  const bool engine_fields =
+      s.engine || c.mix_prompts_with_decodes || c.admission != Admission::kRecompute ||
+      c.memory_rule != KvMemoryRule::kShareOfCapacity || c.num_scheduler_steps != 1 ||
+      !c.cuda_graph_batch_sizes.empty() || s.path.any();
+  if (engine_fields) {
+    scheduler["gpu_memory_utilization_of"] =
+        c.memory_rule == KvMemoryRule::kShareOfFree ? "free" : "capacity";
+    scheduler["mix_prompts_with_decodes"] = c.mix_prompts_with_decodes;
+    scheduler["admission"] = AdmissionName(c.admission);
+    scheduler["num_scheduler_steps"] = c.num_scheduler_steps;
+    scheduler["cuda_graph_batch_sizes"] = c.cuda_graph_batch_sizes;
+  }
+  nlohmann::json out = {
+      {"workload", workload},
+      {"scheduler", scheduler},
+      {"slo", {{"ttft_s", s.slo.ttft}, {"tpot_s", s.slo.tpot}}},
+      {"disaggregation", s.disaggregation
+                             ? nlohmann::json{{"prefill", InstanceJson(s.disaggregation->prefill)},
+                                              {"decode", InstanceJson(s.disaggregation->decode)}}
+                             : nlohmann::json(nullptr)}};
+  if (engine_fields) {
+    out["engine"] = s.engine
+                        ? nlohmann::json{{"name", s.engine->name}, {"version", s.engine->version}}
+                        : nlohmann::json(nullptr);
+    out["serving_path"] = {
+        {"request_overhead_us", s.path.request * 1e6},
+        {"token_overhead_us", s.path.token * 1e6},
+        {"iteration_overhead_us", s.path.iteration * 1e6},
+        {"iteration_overhead_per_request_us", s.path.iteration_per_request * 1e6},
+        {"iteration_overhead_per_worker_us", s.path.iteration_per_worker * 1e6}};
+  }
+  return out;
 }
 
 }  // namespace shardscope

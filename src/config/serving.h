@@ -2,8 +2,9 @@
 // gamma-distributed bursts, a closed loop of fixed concurrency, or a request
 // file), their prompt and output lengths, the continuous-batching scheduler of
 // each replica and the latency objectives (docs/configuration.md, "Served
-// workloads"). Read from an experiment's `workload:`, `scheduler:` and `slo:`
-// keys. Plain value types.
+// workloads"). Read from an experiment's `workload:`, `engine:` (an engine
+// profile's defaults, config/engine_profile.h), `scheduler:` and `slo:` keys.
+// Plain value types.
 #ifndef SHARDSCOPE_CONFIG_SERVING_H_
 #define SHARDSCOPE_CONFIG_SERVING_H_
 
@@ -48,18 +49,71 @@ struct ArrivalSpec {
 
 enum class RouterPolicy { kRoundRobin, kLeastOutstanding };
 
-// The vLLM-like scheduler of one replica (docs/sim.md, "Serving").
+// How a scheduler keeps running requests in KV memory: vLLM's and SGLang's
+// recompute preemption (TensorRT-LLM's MAX_UTILIZATION pauses the same way),
+// or TensorRT-LLM's GUARANTEED_NO_EVICT: a request is admitted only when the
+// blocks of its whole prompt + output fit beside every running request's, so
+// nothing is ever preempted.
+enum class Admission { kRecompute, kGuaranteedNoEvict };
+
+// What gpu_memory_utilization is a share of: the device's usable capacity,
+// less weights, activations and buffers (vLLM, SGLang), or what weights,
+// activations and buffers leave free (TensorRT-LLM's
+// kv_cache_free_gpu_memory_fraction).
+enum class KvMemoryRule { kShareOfCapacity, kShareOfFree };
+
+// The vLLM-like scheduler of one replica (docs/sim.md, "Serving"). An
+// `engine:` profile (config/engine_profile.h) sets its defaults.
 struct SchedulerSpec {
   int64_t max_num_batched_tokens = 8192;  // tokens per iteration
-  int64_t max_num_seqs = 256;             // requests per iteration
-  int64_t block_size = 16;                // tokens per KV-cache block
-  double gpu_memory_utilization = 0.9;    // share of device memory the server may use
-  int64_t kv_blocks = 0;                  // > 0: KV blocks per replica, overriding the plan
+  // Requests per iteration; 0: SGLang's rule from the KV pool of T tokens,
+  // min(T / 2, clamp(T / max_model_len × 512, 2048, 4096)).
+  int64_t max_num_seqs = 256;
+  int64_t block_size = 16;              // tokens per KV-cache block
+  double gpu_memory_utilization = 0.9;  // share of device memory the server may use
+  int64_t kv_blocks = 0;                // > 0: KV blocks per replica, overriding the plan
   bool chunked_prefill = true;
+  // Without chunked prefill: whole prompts join the decodes' iterations
+  // (TensorRT-LLM's in-flight batching) instead of iterations of their own.
+  bool mix_prompts_with_decodes = false;
+  Admission admission = Admission::kRecompute;
+  KvMemoryRule memory_rule = KvMemoryRule::kShareOfCapacity;
+  // Multi-step scheduling (vLLM 0.6 `num_scheduler_steps`): a decode-only
+  // batch runs this many steps per scheduler call; requests arriving meanwhile
+  // wait for the next call, finished ones leave at its end.
+  int64_t num_scheduler_steps = 1;
+  // CUDA-graph capture sizes, ascending: a decode-only batch of n requests is
+  // padded to the smallest size ≥ n and replayed (no kernel launches); above
+  // the largest it runs eagerly. Empty: no graphs beyond the calibration's.
+  std::vector<int64_t> cuda_graph_batch_sizes;
+  int64_t max_model_len = 0;  // the model's context (max_num_seqs' SGLang rule)
   RouterPolicy router = RouterPolicy::kRoundRobin;
   // Iteration costs are cached on a grid (serve/iteration_cost.h): 0 makes
   // every token count and context length its own grid point (exact, slower).
   int64_t grid_points_per_octave = 8;
+};
+
+// The serving path around the kernels, per engine (config/engine_profile.h):
+// seconds added besides the calibration's overhead terms. 0 where unsourced.
+struct ServingPathSpec {
+  double request = 0;    // per request: API server, tokenisation, to the scheduler
+  double token = 0;      // per streamed token: detokenise and stream (in the engine loop)
+  double iteration = 0;  // per scheduler call: scheduling, input preparation
+  double iteration_per_request = 0;  // … per request in the batch
+  double iteration_per_worker = 0;   // … per worker process beyond the first (tp × sp × ep)
+  bool any() const {
+    return request > 0 || token > 0 || iteration > 0 || iteration_per_request > 0 ||
+           iteration_per_worker > 0;
+  }
+  // Host seconds of one scheduler call of `batch` requests producing `tokens`
+  // tokens on `workers` worker processes.
+  double IterationSeconds(int64_t batch, int64_t tokens, int64_t workers) const;
+};
+
+// `engine: {name, version}`: whose defaults the scheduler and the serving path take.
+struct EngineSpec {
+  std::string name;  // vllm, sglang, trtllm
+  std::string version;
 };
 
 // Latency objectives: a request meets them when its own TTFT and TPOT are
@@ -94,16 +148,25 @@ struct ServingSpec {
   // skip prefill compute but hold KV blocks (CachedPrefixTokens).
   double prefix_cache_hit_rate = 0;
   SchedulerSpec scheduler;
+  std::optional<EngineSpec> engine;  // none: the scheduler's own defaults
+  ServingPathSpec path;
   SloSpec slo;
   std::optional<DisaggregationSpec> disaggregation;  // none: every replica does both
 };
 
-// Reads `workload`, `scheduler` and `slo` from an experiment's map; nullopt when
+// What an engine profile's defaults depend on besides the engine.
+struct EngineContext {
+  int64_t tp = 1;                  // tensor-parallel size
+  double device_memory_bytes = 0;  // usable memory of one device
+};
+
+// Reads `workload`, `engine`, `scheduler` and `slo` from an experiment's map; nullopt when
 // it has no `workload`. A relative request-file path is taken from
 // `config_path`'s folder; requests longer than the model's context are errors
 // naming the file, line and field. Every other error names the field.
 StatusOr<std::optional<ServingSpec>> ReadServing(const YamlMap& experiment, const ModelSpec& model,
-                                                 const std::string& config_path);
+                                                 const std::string& config_path,
+                                                 const EngineContext& engine_context = {});
 
 // Prompt tokens a request finds in the prefix cache at hit rate `hit_rate`:
 // ⌊hit_rate × prompt⌋, at most prompt − 1 (the last prompt token is always
@@ -116,6 +179,7 @@ const std::vector<std::string>& ServingKeys();
 
 std::string_view ArrivalProcessName(ArrivalProcess p);
 std::string_view RouterPolicyName(RouterPolicy p);
+std::string_view AdmissionName(Admission a);
 
 nlohmann::json ServingToJson(const ServingSpec& spec);
 

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "config/engine_profile.h"
 #include "config/experiment_loader.h"
 #include "core/yaml_reader.h"
 
@@ -221,6 +222,112 @@ TEST(ServingTest, RequestFileRelativeToTheConfigAndItsErrors) {
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find("nope.csv"), std::string::npos);
   std::filesystem::remove_all(dir);
+}
+
+constexpr const char* kWorkload =
+    "    workload: {arrivals: {process: poisson, rate_per_s: 1}, prompt_tokens: 5, "
+    "output_tokens: 5, requests: 2}\n";
+
+// issue 33: `engine:` sets the scheduler's defaults from the engine's profile;
+// `scheduler:` keys override them; the engine's serving-path terms are read.
+TEST(ServingTest, EngineProfilesSetTheSchedulerDefaults) {
+  // vLLM 0.6 on Llama-3.1-8B (context 131072 > 32K): chunked prefill at 512.
+  auto vllm = Load(std::string(kWorkload) + "    engine: {name: vllm, version: 0.6.3}\n");
+  ASSERT_TRUE(vllm.ok()) << vllm.status().message();
+  const ServingSpec& v = *(*vllm)[0].serving;
+  ASSERT_TRUE(v.engine.has_value());
+  EXPECT_EQ(v.engine->version, "0.6");
+  EXPECT_TRUE(v.scheduler.chunked_prefill);
+  EXPECT_EQ(v.scheduler.max_num_batched_tokens, 512);
+  EXPECT_EQ(v.scheduler.max_num_seqs, 256);
+  EXPECT_EQ(v.scheduler.block_size, 16);
+  EXPECT_EQ(v.scheduler.admission, Admission::kRecompute);
+  EXPECT_EQ(v.scheduler.cuda_graph_batch_sizes.size(), 35u);  // 1, 2, 4, 8, 16, …, 256
+  EXPECT_EQ(v.scheduler.cuda_graph_batch_sizes.back(), 256);
+  EXPECT_FALSE(v.path.any());
+  // Multi-step without chunking: the budget is max(max_model_len, 2048).
+  auto steps = Load(std::string(kWorkload) +
+                    "    engine: vllm\n    scheduler: {num_scheduler_steps: 10, chunked_prefill: "
+                    "false, max_num_seqs: 64}\n");
+  ASSERT_TRUE(steps.ok()) << steps.status().message();
+  const SchedulerSpec& st = (*steps)[0].serving->scheduler;
+  EXPECT_EQ(st.num_scheduler_steps, 10);
+  EXPECT_FALSE(st.chunked_prefill);
+  EXPECT_EQ(st.max_num_batched_tokens, 131072);
+  EXPECT_EQ(st.max_num_seqs, 64);  // the experiment's own key wins
+  // TensorRT-LLM: guaranteed no evict, 32-token blocks, 0.9 of free memory,
+  // whole prompts in the decodes' iterations; overridable.
+  auto trt = Load(std::string(kWorkload) +
+                  "    engine: {name: trtllm, iteration_overhead_us: 50}\n"
+                  "    scheduler: {block_size: 64}\n");
+  ASSERT_TRUE(trt.ok()) << trt.status().message();
+  const ServingSpec& t = *(*trt)[0].serving;
+  EXPECT_EQ(t.engine->version, "0.17");
+  EXPECT_EQ(t.scheduler.admission, Admission::kGuaranteedNoEvict);
+  EXPECT_EQ(t.scheduler.memory_rule, KvMemoryRule::kShareOfFree);
+  EXPECT_EQ(t.scheduler.max_num_seqs, 2048);
+  EXPECT_EQ(t.scheduler.max_num_batched_tokens, 8192);
+  EXPECT_EQ(t.scheduler.block_size, 64);
+  EXPECT_FALSE(t.scheduler.chunked_prefill);
+  EXPECT_TRUE(t.scheduler.mix_prompts_with_decodes);
+  EXPECT_TRUE(t.scheduler.cuda_graph_batch_sizes.empty());
+  EXPECT_DOUBLE_EQ(t.path.iteration, 50e-6);
+  const nlohmann::json j = ServingToJson(t);
+  EXPECT_EQ(j["engine"]["name"], "trtllm");
+  EXPECT_EQ(j["scheduler"]["admission"], "guaranteed_no_evict");
+  EXPECT_EQ(j["scheduler"]["gpu_memory_utilization_of"], "free");
+  // SGLang at TP2 (kHead): mem_fraction_static 0.87, token pages, its rule for running requests.
+  auto sgl = Load(std::string(kWorkload) + "    engine: sglang\n");
+  ASSERT_TRUE(sgl.ok()) << sgl.status().message();
+  const SchedulerSpec& g = (*sgl)[0].serving->scheduler;
+  EXPECT_DOUBLE_EQ(g.gpu_memory_utilization, 0.87);
+  EXPECT_EQ(g.block_size, 1);
+  EXPECT_EQ(g.max_num_seqs, 0);
+  EXPECT_EQ(g.max_num_batched_tokens, 8192);  // an H100: over 25 GB
+  EXPECT_EQ(g.max_model_len, 131072);
+  EXPECT_EQ(g.cuda_graph_batch_sizes.back(), 160);
+}
+
+// Without `engine:` nor the new keys a served experiment's JSON is as before.
+TEST(ServingTest, NoEngineKeepsTheSchedulerJson) {
+  auto plain = Load(kWorkload);
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  const nlohmann::json j = ServingToJson(*(*plain)[0].serving);
+  EXPECT_FALSE(j.contains("engine"));
+  EXPECT_FALSE(j["scheduler"].contains("admission"));
+  EXPECT_EQ(j["scheduler"].size(), 8u);
+}
+
+TEST(ServingTest, EngineErrorsNameTheField) {
+  struct Case {
+    std::string body;
+    const char* expected;
+  } cases[] = {
+      {std::string(kWorkload) + "    engine: {name: tgi}\n",
+       "field 'engine.name': unknown engine 'tgi' (expected vllm, sglang or trtllm)"},
+      {std::string(kWorkload) + "    engine: tgi\n", "field 'engine': unknown engine 'tgi'"},
+      {std::string(kWorkload) + "    engine: {name: vllm, version: 0.5.4}\n",
+       "field 'engine.version': vllm 0.5.4 has no profile (profiled: 0.6)"},
+      {std::string(kWorkload) + "    engine: {name: vllm, token_overhead_us: -1}\n",
+       "field 'engine.token_overhead_us': must be ≥ 0"},
+      {std::string(kWorkload) + "    engine: {name: vllm, steps: 3}\n", "engine"},
+      {std::string(kWorkload) + "    scheduler: {admission: evict}\n",
+       "field 'scheduler.admission': unknown admission 'evict'"},
+      {std::string(kWorkload) + "    scheduler: {cuda_graph_batch_sizes: [4, 2]}\n",
+       "field 'scheduler.cuda_graph_batch_sizes': must be batch sizes ≥ 1 in ascending order"},
+      {std::string(kWorkload) + "    scheduler: {num_scheduler_steps: 0}\n",
+       "field 'scheduler.num_scheduler_steps'"},
+      {std::string(kWorkload) + "    scheduler: {gpu_memory_utilization_of: weights}\n",
+       "field 'scheduler.gpu_memory_utilization_of': unknown 'weights'"},
+      {"    engine: vllm\n", "field 'engine': needs a served workload"},
+  };
+  for (const Case& c : cases) {
+    auto r = Load(c.body);
+    ASSERT_FALSE(r.ok()) << c.body;
+    EXPECT_NE(r.status().message().find(c.expected), std::string::npos)
+        << r.status().message() << "\n  expected: " << c.expected;
+    EXPECT_NE(r.status().message().find("experiment 's'"), std::string::npos);
+  }
 }
 
 }  // namespace

@@ -31,12 +31,24 @@ StatusOr<KvBudget> PlanKvBudget(const Experiment& experiment) {
   for (const RankMemory& r : plan.ranks) {
     // Bytes per request token on this rank (its share of the sequence and layers).
     const double per_token = r.kv_cache / static_cast<double>(probe.workload.sequence_length);
-    const double free =
-        plan.capacity * sched.gpu_memory_utilization - r.weights - r.activations - r.comm_buffers;
+    // A share of the capacity, less the rest (vLLM, SGLang), or a share of what
+    // the rest leaves free (TensorRT-LLM).
+    const double free = sched.memory_rule == KvMemoryRule::kShareOfFree
+                            ? (plan.capacity - r.weights - r.activations - r.comm_buffers) *
+                                  sched.gpu_memory_utilization
+                            : plan.capacity * sched.gpu_memory_utilization - r.weights -
+                                  r.activations - r.comm_buffers;
     b.bytes_per_token = std::max(b.bytes_per_token, per_token);
     b.free_bytes = std::min(b.free_bytes, free);
     if (per_token > 0) tokens = std::min(tokens, free / per_token);
     if (sched.kv_blocks == 0 && free < per_token * sched.block_size) {
+      if (sched.memory_rule == KvMemoryRule::kShareOfFree) {
+        return InvalidArgument(
+            "rank {} has no room for the KV cache: {} of capacity hold {} of weights, {} of "
+            "activations and {} of buffers",
+            r.rank, FormatBytes(plan.capacity), FormatBytes(r.weights), FormatBytes(r.activations),
+            FormatBytes(r.comm_buffers));
+      }
       return InvalidArgument(
           "rank {} has no room for the KV cache: {} of {} × {} hold {} of weights, {} of "
           "activations and {} of buffers",

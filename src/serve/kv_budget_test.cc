@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "config/engine_profile.h"
 #include "plan/memory.h"
 #include "plan/placement.h"
 #include "plan/test_experiments.h"
@@ -74,6 +75,34 @@ TEST(KvBudgetTest, GpuMemoryUtilizationAppliesToTheUsableCapacity) {
   auto low = PlanKvBudget(e);
   ASSERT_TRUE(high.ok() && low.ok());
   EXPECT_NEAR(high->free_bytes - low->free_bytes, 0.05 * 81559.0 * 1048576, 1.0);
+}
+
+// TensorRT-LLM sizes its KV cache as a share of what weights, activations and
+// buffers leave free (kv_cache_free_gpu_memory_fraction): with the rest R of
+// capacity C, 0.9 × (C − R) where vLLM's rule gives 0.9 × C − R.
+TEST(KvBudgetTest, ShareOfFreeMemoryIsTensorRtLlmsRule) {
+  Experiment e = Fp8SeventyB();
+  auto capacity_rule = PlanKvBudget(e);
+  e.serving->scheduler.memory_rule = KvMemoryRule::kShareOfFree;
+  auto free_rule = PlanKvBudget(e);
+  ASSERT_TRUE(capacity_rule.ok() && free_rule.ok());
+  const double c = 81559.0 * 1048576;
+  const double rest = 0.9 * c - capacity_rule->free_bytes;
+  EXPECT_NEAR(free_rule->free_bytes, 0.9 * (c - rest), 1.0);
+  EXPECT_GT(free_rule->blocks, capacity_rule->blocks);
+}
+
+// issue 33's "done when": an FP8 70B on one H100 runs with the vLLM profile.
+TEST(KvBudgetTest, Fp8SeventyBOnOneH100RunsWithTheVllmProfile) {
+  Experiment e = Fp8SeventyB();
+  EngineInputs in;
+  in.max_model_len = e.model.max_position_embeddings;
+  in.device_memory_bytes = e.cluster.device.memory_bytes;
+  e.serving->scheduler = EngineSchedulerDefaults({"vllm", "0.6"}, in);
+  auto b = PlanKvBudget(e);
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  EXPECT_EQ(b->block_size, 16);
+  EXPECT_GT(b->tokens(), 4096);
 }
 
 }  // namespace

@@ -3,6 +3,18 @@
 #include <algorithm>
 
 namespace shardscope::serve {
+namespace {
+
+// SGLang's max_running_requests when none is given, over a pool of `tokens`
+// KV tokens: min(tokens / 2, clamp(tokens / context × 512, 2048, 4096))
+// (scheduler.py, model_runner.py; config/engine_profile.cc).
+int64_t SglangMaxRunning(int64_t tokens, int64_t max_model_len) {
+  const int64_t pool =
+      std::clamp<int64_t>(tokens * 512 / std::max<int64_t>(max_model_len, 1), 2048, 4096);
+  return std::max<int64_t>(std::min(tokens / 2, pool), 1);
+}
+
+}  // namespace
 
 int64_t Iteration::prefill_tokens() const {
   int64_t t = 0;
@@ -19,7 +31,11 @@ double Iteration::decode_context_mean() const {
 
 ReplicaScheduler::ReplicaScheduler(const SchedulerSpec& spec, int64_t total_blocks,
                                    bool prefill_only)
-    : spec_(spec), total_blocks_(total_blocks), prefill_only_(prefill_only) {}
+    : spec_(spec), total_blocks_(total_blocks), prefill_only_(prefill_only) {
+  if (spec_.max_num_seqs <= 0) {
+    spec_.max_num_seqs = SglangMaxRunning(total_blocks * spec_.block_size, spec_.max_model_len);
+  }
+}
 
 int64_t ReplicaScheduler::BlocksFor(int64_t tokens) const {
   return (tokens + spec_.block_size - 1) / spec_.block_size;
@@ -29,6 +45,31 @@ bool ReplicaScheduler::CanEverFit(int64_t prompt, int64_t output) const {
   // The last token is sampled and never fed back: prompt + output − 1 cached at
   // most, and the prompt at least (an EOS-first request, output 0, still prefills).
   return BlocksFor(prompt + std::max<int64_t>(output, 1) - 1) <= total_blocks_;
+}
+
+int64_t ReplicaScheduler::MaxCached(const ServedRequest* r) const {
+  if (prefill_only_) return r->prompt;
+  // A decode-only request feeds every output token; others sample the last one.
+  return r->decode_only ? r->prompt + r->output : r->prompt + std::max<int64_t>(r->output, 1) - 1;
+}
+
+bool ReplicaScheduler::Reserve(ServedRequest* r) {
+  if (spec_.admission != Admission::kGuaranteedNoEvict || r->reserved > 0) return true;
+  const int64_t need = BlocksFor(MaxCached(r));
+  if (reserved_blocks_ + need > total_blocks_) return false;
+  reserved_blocks_ += need;
+  r->reserved = need;
+  return true;
+}
+
+void ReplicaScheduler::Release(ServedRequest* r) {
+  reserved_blocks_ -= r->reserved;
+  r->reserved = 0;
+}
+
+int64_t ReplicaScheduler::DecodeTokens(const ServedRequest* r) const {
+  // Multi-step takes the blocks of all its steps up front (vLLM's lookahead slots).
+  return std::min(r->computed + spec_.num_scheduler_steps, std::max(MaxCached(r), r->computed + 1));
 }
 
 void ReplicaScheduler::Add(ServedRequest* r) {
@@ -45,7 +86,11 @@ void ReplicaScheduler::AdmitCached() {
   while (!waiting_.empty() && !waiting_.front()->prefilling() &&
          static_cast<int64_t>(running_.size()) < spec_.max_num_seqs) {
     ServedRequest* r = waiting_.front();
-    if (!Allocate(r, r->computed)) break;
+    if (!Reserve(r)) break;
+    if (!Allocate(r, r->computed)) {
+      Release(r);
+      break;
+    }
     waiting_.pop_front();
     running_.push_back(r);
   }
@@ -63,6 +108,7 @@ bool ReplicaScheduler::Allocate(ServedRequest* r, int64_t tokens) {
 void ReplicaScheduler::Free(ServedRequest* r) {
   used_blocks_ -= r->blocks;
   r->blocks = 0;
+  Release(r);
 }
 
 void ReplicaScheduler::Preempt(ServedRequest* r) {
@@ -84,8 +130,10 @@ void ReplicaScheduler::ScheduleRunning(Iteration* it, int64_t* budget) {
     ServedRequest* r = running_[i];
     if (*budget <= 0) break;
     const int64_t need = r->prefilling() ? std::min(r->target - r->computed, *budget) : 1;
+    const int64_t hold = r->prefilling() ? r->computed + need : DecodeTokens(r);
     bool scheduled = true;
-    while (!Allocate(r, r->computed + need)) {
+    // Under guaranteed-no-evict the reservation covers `hold`: this never fails.
+    while (!Allocate(r, hold)) {
       // Out of blocks: preempt the most recently admitted request (maybe r itself).
       ServedRequest* victim = running_.back();
       running_.pop_back();
@@ -117,7 +165,11 @@ Iteration ReplicaScheduler::ScheduleChunked() {
          static_cast<int64_t>(running_.size()) < spec_.max_num_seqs) {
     ServedRequest* r = waiting_.front();
     const int64_t need = std::min(r->target - r->computed, budget);
-    if (!Allocate(r, r->computed + need)) break;
+    if (!Reserve(r)) break;
+    if (!Allocate(r, r->computed + need)) {
+      Release(r);
+      break;
+    }
     Admit(&it, r, need);
     budget -= need;
   }
@@ -133,7 +185,11 @@ Iteration ReplicaScheduler::ScheduleWholePrompts() {
     ServedRequest* r = waiting_.front();
     const int64_t need = r->target - r->computed;
     if (!it.prefill.empty() && need > budget) break;
-    if (!Allocate(r, r->computed + need)) break;
+    if (!Reserve(r)) break;
+    if (!Allocate(r, r->computed + need)) {
+      Release(r);
+      break;
+    }
     Admit(&it, r, need);
     budget -= need;
   }
@@ -143,33 +199,69 @@ Iteration ReplicaScheduler::ScheduleWholePrompts() {
   return it;
 }
 
+Iteration ReplicaScheduler::ScheduleMixedWholePrompts() {
+  AdmitCached();
+  Iteration it;
+  int64_t budget = spec_.max_num_batched_tokens;
+  ScheduleRunning(&it, &budget);
+  if (it.preempted > 0) return it;
+  // Whole prompts into what the decodes left; one longer than the budget only alone.
+  while (!waiting_.empty() && static_cast<int64_t>(running_.size()) < spec_.max_num_seqs) {
+    ServedRequest* r = waiting_.front();
+    const int64_t need = r->target - r->computed;
+    if (need > budget && !it.empty()) break;
+    if (!Reserve(r)) break;
+    if (!Allocate(r, r->computed + need)) {
+      Release(r);
+      break;
+    }
+    Admit(&it, r, need);
+    budget -= need;
+  }
+  return it;
+}
+
 Iteration ReplicaScheduler::Schedule() {
-  return spec_.chunked_prefill ? ScheduleChunked() : ScheduleWholePrompts();
+  Iteration it = spec_.chunked_prefill            ? ScheduleChunked()
+                 : spec_.mix_prompts_with_decodes ? ScheduleMixedWholePrompts()
+                                                  : ScheduleWholePrompts();
+  if (it.prefill.empty() && !it.decode.empty()) it.steps = spec_.num_scheduler_steps;
+  return it;
 }
 
 void ReplicaScheduler::Complete(const Iteration& it, double end, std::vector<double>* itl,
                                 std::vector<ServedRequest*>* finished) {
-  auto token = [&](ServedRequest* r) {
+  const std::vector<double> ends(static_cast<size_t>(it.steps), end);
+  Complete(it, ends, itl, finished);
+}
+
+void ReplicaScheduler::Complete(const Iteration& it, std::span<const double> step_ends,
+                                std::vector<double>* itl, std::vector<ServedRequest*>* finished) {
+  auto token = [&](ServedRequest* r, double at) {
     if (r->generated == 0) {
-      r->first_token = end;
+      r->first_token = at;
     } else if (r->measured && itl != nullptr) {
-      itl->push_back(end - r->last_token);
+      itl->push_back(at - r->last_token);
     }
     ++r->generated;
-    r->last_token = end;
+    r->last_token = at;
     if (r->done() || prefill_only_) {
-      if (r->done()) r->finish = end;
+      if (r->done()) r->finish = at;
       Free(r);
       finished->push_back(r);
     }
   };
   for (const auto& [r, chunk] : it.prefill) {
     r->computed += chunk;
-    if (!r->prefilling()) token(r);
+    if (!r->prefilling()) token(r, step_ends.back());
   }
-  for (ServedRequest* r : it.decode) {
-    r->computed += 1;
-    token(r);
+  // Step by step; a request done before the last step stops there.
+  for (const double at : step_ends) {
+    for (ServedRequest* r : it.decode) {
+      if (r->done()) continue;
+      r->computed += 1;
+      token(r, at);
+    }
   }
   std::erase_if(running_, [this](const ServedRequest* r) {
     return r->done() || (prefill_only_ && r->generated > 0 && !r->prefilling());

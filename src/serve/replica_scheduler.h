@@ -8,13 +8,21 @@
 // freed and it waits at the head of the queue to prefill its prompt and the
 // tokens it had generated again. Without chunked prefill, waiting prompts are
 // prefilled whole in iterations of their own and running requests only decode
-// (vLLM's default scheduler before chunked prefill). Not thread-safe; borrows
-// the requests it is given (they must outlive it).
+// (vLLM's default scheduler before chunked prefill); with
+// mix_prompts_with_decodes, whole prompts join the decodes' iterations instead
+// (TensorRT-LLM's in-flight batching). Under guaranteed-no-evict admission
+// (TensorRT-LLM's default) a request is admitted only when the blocks of its
+// whole prompt + output fit beside every running request's: nothing is ever
+// preempted, requests queue instead. With num_scheduler_steps N > 1 a
+// decode-only iteration runs N steps (blocks for them taken up front); a
+// request finishing in between stops there and leaves at the end. Not
+// thread-safe; borrows the requests it is given (they must outlive it).
 #ifndef SHARDSCOPE_SERVE_REPLICA_SCHEDULER_H_
 #define SHARDSCOPE_SERVE_REPLICA_SCHEDULER_H_
 
 #include <cstdint>
 #include <deque>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -28,6 +36,7 @@ struct Iteration {
   std::vector<std::pair<ServedRequest*, int64_t>> prefill;  // request, chunk tokens
   std::vector<ServedRequest*> decode;
   int64_t preempted = 0;  // requests preempted while scheduling it
+  int64_t steps = 1;      // decode steps it runs (multi-step; 1 with any prefill)
   int64_t prefill_tokens() const;
   // Mean tokens in the KV cache of the decoding requests before the step.
   double decode_context_mean() const;
@@ -38,6 +47,7 @@ class ReplicaScheduler {
  public:
   // `prefill_only`: a disaggregated prefill instance — a request leaves it
   // (blocks freed, listed as finished) once its first token exists.
+  // spec.max_num_seqs 0 takes SGLang's rule over `total_blocks`.
   ReplicaScheduler(const SchedulerSpec& spec, int64_t total_blocks, bool prefill_only = false);
 
   // KV blocks a request needs for `tokens` cached tokens.
@@ -60,11 +70,18 @@ class ReplicaScheduler {
   // requests), finished requests (blocks freed), appended to `finished`.
   void Complete(const Iteration& iteration, double end, std::vector<double>* itl,
                 std::vector<ServedRequest*>* finished);
+  // The same for an iteration of iteration.steps steps ending at `step_ends`
+  // (one per step): a decoding request's k-th token comes at step_ends[k].
+  void Complete(const Iteration& iteration, std::span<const double> step_ends,
+                std::vector<double>* itl, std::vector<ServedRequest*>* finished);
+  int64_t max_num_seqs() const { return spec_.max_num_seqs; }
 
   int64_t waiting() const { return static_cast<int64_t>(waiting_.size()); }
   int64_t running() const { return static_cast<int64_t>(running_.size()); }
   int64_t outstanding() const { return waiting() + running(); }
   int64_t used_blocks() const { return used_blocks_; }
+  // Blocks promised to running requests (guaranteed-no-evict admission).
+  int64_t reserved_blocks() const { return reserved_blocks_; }
   int64_t total_blocks() const { return total_blocks_; }
 
  private:
@@ -73,11 +90,20 @@ class ReplicaScheduler {
   void Free(ServedRequest* r);
   void Preempt(ServedRequest* r);
   void Admit(Iteration* it, ServedRequest* r, int64_t tokens);
+  // The most tokens the request ever caches here.
+  int64_t MaxCached(const ServedRequest* r) const;
+  // Whether admission lets `r` in (under guaranteed-no-evict: its whole
+  // footprint fits beside the reservations); on true the reservation is made.
+  bool Reserve(ServedRequest* r);
+  void Release(ServedRequest* r);
+  // Tokens a decoding request's blocks must hold for this iteration's steps.
+  int64_t DecodeTokens(const ServedRequest* r) const;
   // Moves requests that arrived with their KV cache from the head of the queue
   // into the running set while blocks and max_num_seqs allow.
   void AdmitCached();
   Iteration ScheduleChunked();
   Iteration ScheduleWholePrompts();
+  Iteration ScheduleMixedWholePrompts();
   // Schedules the running requests (from the front) with preemption; returns
   // the tokens left in `budget`.
   void ScheduleRunning(Iteration* it, int64_t* budget);
@@ -86,6 +112,7 @@ class ReplicaScheduler {
   int64_t total_blocks_;
   bool prefill_only_;
   int64_t used_blocks_ = 0;
+  int64_t reserved_blocks_ = 0;
   std::deque<ServedRequest*> waiting_;
   std::vector<ServedRequest*> running_;  // in admission order
 };

@@ -135,5 +135,129 @@ TEST(ReplicaSchedulerTest, CanEverFitCountsTheCachedTokens) {
   EXPECT_FALSE(s.CanEverFit(8, 6));
 }
 
+// issue 33: TensorRT-LLM's guaranteed-no-evict admission. 6 blocks of 4 tokens;
+// A and B (prompt 8, output 9) each cache 16 tokens at most, 4 blocks. Under
+// recompute both start and B is preempted when A's 13th token needs a fourth
+// block; under guaranteed-no-evict B waits for A's 4 reserved blocks: A
+// prefills at t = 1, decodes its 8 more tokens by t = 9, then B runs 10 … 18.
+TEST(ReplicaSchedulerTest, GuaranteedNoEvictQueuesWhereRecomputePreempts) {
+  for (Admission admission : {Admission::kRecompute, Admission::kGuaranteedNoEvict}) {
+    SchedulerSpec spec = Spec(16, 4);
+    spec.admission = admission;
+    ReplicaScheduler s(spec, 6);
+    ServedRequest a = Request(0, 8, 9), b = Request(1, 8, 9);
+    s.Add(&a);
+    s.Add(&b);
+    std::vector<ServedRequest*> done;
+    int64_t preempted = 0, max_used = 0, max_reserved = 0;
+    double t = 0;
+    while (s.HasWork()) {
+      Iteration it = s.Schedule();
+      preempted += it.preempted;
+      max_used = std::max(max_used, s.used_blocks());
+      max_reserved = std::max(max_reserved, s.reserved_blocks());
+      s.Complete(it, t += 1, nullptr, &done);
+    }
+    EXPECT_EQ(done.size(), 2u);
+    EXPECT_LE(max_used, 6);
+    EXPECT_EQ(s.used_blocks(), 0);
+    EXPECT_EQ(s.reserved_blocks(), 0);
+    if (admission == Admission::kRecompute) {
+      EXPECT_GE(preempted, 1);
+      EXPECT_GE(b.preemptions, 1);
+    } else {
+      EXPECT_EQ(preempted, 0);
+      EXPECT_EQ(a.preemptions + b.preemptions, 0);
+      EXPECT_EQ(max_reserved, 4);  // A's only: B never fit beside it
+      EXPECT_DOUBLE_EQ(a.first_token, 1);
+      EXPECT_DOUBLE_EQ(a.finish, 9);
+      EXPECT_DOUBLE_EQ(b.first_token, 10);
+      EXPECT_DOUBLE_EQ(b.finish, 18);
+    }
+  }
+}
+
+// Whole prompts join the decodes (TensorRT-LLM's in-flight batching): B's
+// prompt rides along with A's decode; a prompt above the budget left waits.
+TEST(ReplicaSchedulerTest, MixesWholePromptsWithDecodes) {
+  SchedulerSpec spec = Spec(8, 4, /*chunked=*/false);
+  spec.mix_prompts_with_decodes = true;
+  ReplicaScheduler s(spec, 100);
+  ServedRequest a = Request(0, 6, 3), b = Request(1, 7, 2), c = Request(2, 7, 2);
+  s.Add(&a);
+  std::vector<ServedRequest*> done;
+  Iteration first = s.Schedule();  // A whole
+  ASSERT_EQ(first.prefill.size(), 1u);
+  EXPECT_EQ(first.prefill[0].second, 6);
+  s.Complete(first, 1, nullptr, &done);
+  s.Add(&b);
+  s.Add(&c);
+  Iteration second = s.Schedule();  // A decodes (1 token), B whole (7); C (7) waits
+  ASSERT_EQ(second.decode.size(), 1u);
+  ASSERT_EQ(second.prefill.size(), 1u);
+  EXPECT_EQ(second.prefill[0].first, &b);
+  EXPECT_EQ(second.prefill[0].second, 7);
+  EXPECT_EQ(s.waiting(), 1);
+}
+
+// vLLM 0.6 multi-step, N = 4, without chunked prefill. A (prompt 4, output 3)
+// and B (prompt 4, output 6) prefill at t = 1; the next call decodes 4 steps
+// ending at 2, 3, 4, 5: A's tokens at 2 and 3 (done; it stops there), B's at
+// 2 … 5. C, arriving during that call, waits for its end: it prefills in the
+// next call (t = 6); then B and C decode 4 steps from 7 on, each needing one.
+TEST(ReplicaSchedulerTest, MultiStepRunsNDecodeStepsPerCall) {
+  SchedulerSpec spec = Spec(64, 8, /*chunked=*/false);
+  spec.num_scheduler_steps = 4;
+  ReplicaScheduler s(spec, 100);
+  ServedRequest a = Request(0, 4, 3), b = Request(1, 4, 6), c = Request(2, 4, 2);
+  s.Add(&a);
+  s.Add(&b);
+  std::vector<ServedRequest*> done;
+  std::vector<double> itl;
+  Iteration prefill = s.Schedule();
+  EXPECT_EQ(prefill.steps, 1);
+  ASSERT_EQ(prefill.prefill.size(), 2u);
+  s.Complete(prefill, 1, &itl, &done);
+  Iteration decode = s.Schedule();
+  EXPECT_EQ(decode.steps, 4);
+  ASSERT_EQ(decode.decode.size(), 2u);
+  // Blocks for all four steps up front, capped at each request's last cached token.
+  EXPECT_EQ(a.blocks, 2);  // 4 + 3 − 1 = 6 tokens
+  EXPECT_EQ(b.blocks, 2);  // 4 + 4 = 8 tokens
+  s.Add(&c);               // arrives while the call runs
+  const std::vector<double> ends = {2, 3, 4, 5};
+  s.Complete(decode, ends, &itl, &done);
+  EXPECT_DOUBLE_EQ(a.finish, 3);
+  EXPECT_EQ(a.generated, 3);
+  EXPECT_EQ(b.generated, 5);
+  EXPECT_DOUBLE_EQ(b.last_token, 5);
+  EXPECT_EQ(itl, (std::vector<double>{1, 1, 1, 1, 1, 1}));
+  ASSERT_EQ(done.size(), 1u);
+  Iteration next = s.Schedule();  // C's prefill, alone: prompts first
+  EXPECT_EQ(next.steps, 1);
+  ASSERT_EQ(next.prefill.size(), 1u);
+  EXPECT_EQ(next.prefill[0].first, &c);
+  s.Complete(next, 6, &itl, &done);
+  EXPECT_DOUBLE_EQ(c.first_token, 6);
+  Iteration last = s.Schedule();
+  EXPECT_EQ(last.steps, 4);
+  s.Complete(last, std::vector<double>{7, 8, 9, 10}, &itl, &done);
+  EXPECT_DOUBLE_EQ(b.finish, 7);
+  EXPECT_DOUBLE_EQ(c.finish, 7);
+  EXPECT_FALSE(s.HasWork());
+  EXPECT_EQ(s.used_blocks(), 0);
+}
+
+// SGLang's max_running_requests rule, min(T / 2, clamp(T / 8192 × 512, 2048,
+// 4096)) over T KV tokens (blocks of 4): T = 400 → 200; T = 8000 → 2048 (the
+// clamp's floor); T = 400 000 → 4096 (its ceiling).
+TEST(ReplicaSchedulerTest, MaxNumSeqsZeroTakesSglangsRule) {
+  SchedulerSpec spec = Spec(64, 0);
+  spec.max_model_len = 8192;
+  EXPECT_EQ(ReplicaScheduler(spec, 100).max_num_seqs(), 200);
+  EXPECT_EQ(ReplicaScheduler(spec, 2000).max_num_seqs(), 2048);
+  EXPECT_EQ(ReplicaScheduler(spec, 100'000).max_num_seqs(), 4096);
+}
+
 }  // namespace
 }  // namespace shardscope::serve

@@ -25,7 +25,8 @@ struct ServedRequest {
   int64_t computed = 0;  // tokens in the KV cache
   int64_t target = 0;
   int64_t generated = 0;
-  int64_t blocks = 0;  // KV blocks held
+  int64_t blocks = 0;    // KV blocks held
+  int64_t reserved = 0;  // KV blocks promised to it (guaranteed-no-evict admission)
   int64_t preemptions = 0;
 
   // Milestones (seconds; −1: not yet).

@@ -40,6 +40,17 @@ std::string ServingReportText(const std::vector<ServingReport>& reports) {
           rep.experiment.name, r.replicas, r.replicas == 1 ? "" : "s", r.devices / r.replicas,
           r.kv.blocks, r.kv.block_size, r.programs_simulated);
     }
+    if (s.engine) {
+      // The profile's policies, so a run says which engine's rules it used.
+      const SchedulerSpec& c = s.scheduler;
+      out += fmt::format(
+          "  engine {} {}: {} admission, {} scheduler step{} per call, {}\n", s.engine->name,
+          s.engine->version, AdmissionName(c.admission), c.num_scheduler_steps,
+          c.num_scheduler_steps == 1 ? "" : "s",
+          c.cuda_graph_batch_sizes.empty()
+              ? std::string("no CUDA graphs")
+              : fmt::format("CUDA graphs up to batch {}", c.cuda_graph_batch_sizes.back()));
+    }
     out += fmt::format(
         "  requests {} measured, {} warm-up, {} rejected (never fit the KV cache), "
         "{} preemptions, {} iterations\n",

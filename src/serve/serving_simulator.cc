@@ -45,18 +45,31 @@ struct Pipeline {
 // its own requests and 1/pp of the replica's KV blocks.
 struct Replica {
   Replica(const SchedulerSpec& spec, int64_t blocks, IterationCost* cost, bool prefill_only,
-          size_t group, int32_t engine)
-      : scheduler(spec, blocks, prefill_only), cost(cost), group(group), engine(engine) {}
+          size_t group, int32_t engine, int64_t workers)
+      : scheduler(spec, blocks, prefill_only),
+        cost(cost),
+        group(group),
+        engine(engine),
+        workers(workers) {}
   ReplicaScheduler scheduler;
   IterationCost* cost;  // this replica's plan
   size_t group;         // the replica (or instance) it belongs to: its Pipeline
   int32_t engine;       // its virtual engine in the replica (0 … pp − 1)
+  int64_t workers;      // worker processes a step goes to (tp × sp × ep)
   bool busy = false;
   Iteration iteration;
   double end = 0;
+  std::vector<double> step_ends;  // a multi-step iteration's steps' ends
 };
 
 int64_t ToNs(double seconds) { return std::llround(seconds * 1e9); }
+
+// The CUDA graph a decode batch of `n` replays: the smallest capture size ≥ n;
+// 0 (eager) above the largest or without graphs.
+int64_t CudaGraphBatch(const std::vector<int64_t>& sizes, int64_t n) {
+  auto it = std::lower_bound(sizes.begin(), sizes.end(), n);
+  return it == sizes.end() ? 0 : *it;
+}
 
 // One disaggregated instance's experiment: the instance's plan with dp = 1.
 Experiment InstanceExperiment(const Experiment& e, const InstanceSpec& i, const char* role) {
@@ -205,12 +218,13 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
   // A replica (or instance) of `pp` stages runs pp virtual engines, as vLLM
   // does: each schedules its own requests over 1/pp of the KV blocks, and their
   // iterations follow each other through the stages.
-  auto add_replica = [&](int64_t blocks, IterationCost* cost, bool prefill_only, int64_t pp) {
+  auto add_replica = [&](int64_t blocks, IterationCost* cost, bool prefill_only, int64_t pp,
+                         int64_t workers) {
     const size_t group = pipelines.size();
     pipelines.push_back(Pipeline{pp});
     for (int64_t v = 0; v < pp; ++v) {
       replicas.emplace_back(spec.scheduler, blocks / pp, cost, prefill_only, group,
-                            static_cast<int32_t>(v));
+                            static_cast<int32_t>(v), workers);
     }
   };
   double kv_bytes_per_token = 0;
@@ -221,7 +235,8 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
     result.replicas = e.parallel.dp;
     result.devices = e.parallel.world_size();
     for (int64_t r = 0; r < result.replicas; ++r) {
-      add_replica(result.kv.blocks, costs[0].get(), false, e.parallel.pp);
+      add_replica(result.kv.blocks, costs[0].get(), false, e.parallel.pp,
+                  e.parallel.tp * e.parallel.sp * e.parallel.ep);
     }
     entry_replicas = replicas.size();
   } else {
@@ -247,11 +262,13 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
     RETURN_IF_ERROR(make_cost(de));
     result.replicas = d.prefill.instances + d.decode.instances;
     for (int64_t r = 0; r < d.prefill.instances; ++r) {
-      add_replica(result.prefill_kv.blocks, costs[0].get(), true, d.prefill.pp);
+      add_replica(result.prefill_kv.blocks, costs[0].get(), true, d.prefill.pp,
+                  d.prefill.tp * d.prefill.sp * d.prefill.ep);
     }
     entry_replicas = replicas.size();
     for (int64_t r = 0; r < d.decode.instances; ++r) {
-      add_replica(result.kv.blocks, costs[1].get(), false, d.decode.pp);
+      add_replica(result.kv.blocks, costs[1].get(), false, d.decode.pp,
+                  d.decode.tp * d.decode.sp * d.decode.ep);
     }
     // The whole KV cache of a request crosses the scale-out network: a flow
     // through its prefill instance's NICs and its decode instance's.
@@ -273,7 +290,8 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
     kv_network.emplace(std::move(nic_bandwidth), e.cluster.scale_out.latency);
   }
   result.calibration_source = costs[0]->calibration_source();
-  const double request_overhead = costs[0]->terms().request_overhead;
+  // The calibration's and the engine's serving path (spec.path, 0 without `engine:`).
+  const double request_overhead = costs[0]->terms().request_overhead + spec.path.request;
   result.terms = sim::ActiveTerms(e, costs[0]->calibration());
 
   std::vector<ServedRequest> requests;
@@ -351,8 +369,18 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
     const int64_t decodes = static_cast<int64_t>(it.decode.size());
     const int64_t context = decodes > 0 ? std::llround(it.decode_context_mean()) : 0;
     double seconds = 0;
+    rep.step_ends.clear();
     if (decode_only) {
-      ASSIGN_OR_RETURN(seconds, rep.cost->Decode(decodes, context, terms.cuda_graphs));
+      // it.steps steps (multi-step), each over one more cached token; a batch
+      // within the CUDA-graph capture sizes is padded to the next and replayed.
+      const int64_t padded = CudaGraphBatch(spec.scheduler.cuda_graph_batch_sizes, decodes);
+      const bool replay = terms.cuda_graphs || padded > 0;
+      for (int64_t k = 0; k < it.steps; ++k) {
+        ASSIGN_OR_RETURN(const double step,
+                         rep.cost->Decode(padded > 0 ? padded : decodes, context + k, replay));
+        seconds += step;
+        rep.step_ends.push_back(seconds);
+      }
     } else {
       // Prefill chunks, and the decodes mixed in with them, in one fused pass.
       const int64_t n = static_cast<int64_t>(it.prefill.size());
@@ -366,9 +394,15 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
         seconds += extra;
       }
     }
+    const int64_t batch_requests = static_cast<int64_t>(it.prefill.size()) + decodes;
+    int64_t produced = decodes * it.steps;
+    for (const auto& [r, chunk] : it.prefill) produced += r->computed + chunk >= r->target ? 1 : 0;
+    const double kernels = seconds;
     seconds += terms.IterationSeconds(decode_only);
+    seconds += spec.path.IterationSeconds(batch_requests, produced, rep.workers);
     Pipeline& pipe = pipelines[rep.group];
     if (pipe.iterations++ == 0) seconds += terms.cold_start;
+    const double host = seconds - kernels;
     // Through the stages (one, unless pp > 1): the first once the previous
     // iteration has left it, the last once the previous one has left it.
     const double stage = seconds / static_cast<double>(pipe.stages);
@@ -376,6 +410,8 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
     const double end = std::max(start + seconds, pipe.last_end + stage);
     pipe.first_stage_free = start + stage;
     pipe.last_end = end;
+    // Multi-step: step k ends its kernels' time after the host part, shifted as the whole.
+    for (double& t : rep.step_ends) t = end - seconds + host + t;
     for (auto& [r, chunk] : it.prefill) {
       if (r->first_scheduled < 0) r->first_scheduled = start;
     }
@@ -460,7 +496,11 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
       Replica& rep = replicas[next_rep];
       const int64_t blocks_before = rep.scheduler.used_blocks();
       finished.clear();
-      rep.scheduler.Complete(rep.iteration, now, &itl, &finished);
+      if (rep.step_ends.size() > 1) {
+        rep.scheduler.Complete(rep.iteration, rep.step_ends, &itl, &finished);
+      } else {
+        rep.scheduler.Complete(rep.iteration, now, &itl, &finished);
+      }
       kv_used += rep.scheduler.used_blocks() - blocks_before;
       rep.busy = false;
       for (ServedRequest* r : finished) {

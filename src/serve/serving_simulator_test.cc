@@ -9,6 +9,7 @@
 #include <map>
 
 #include "analysis/analyzer.h"
+#include "config/engine_profile.h"
 #include "plan/test_experiments.h"
 #include "serve/iteration_cost.h"
 #include "sim/simulator.h"
@@ -740,6 +741,108 @@ TEST(ServingSimulatorTest, PipelineStagesRunVirtualEnginesOverlapped) {
 // A mixed iteration runs its prefill chunk and its decodes in one pass: it
 // reads the weights once, so it saves up to one decode step's weight read on
 // the two phases run one after the other, and costs at least either alone.
+// issue 33: the same requests under memory pressure (128 blocks of 16 tokens,
+// room for two 767-token requests) with each engine's profile: vLLM's recompute
+// preemption preempts; TensorRT-LLM's guaranteed-no-evict admission never
+// does — requests queue until a whole footprint fits — and serves everyone.
+TEST(ServingSimulatorTest, TrtllmProfileQueuesWhereVllmProfilePreempts) {
+  std::map<std::string, ServingResult> runs;
+  for (const char* name : {"vllm", "trtllm"}) {
+    Experiment e = Served(Poisson(50), 512, 256, 200);
+    EngineInputs in;
+    in.max_model_len = e.model.max_position_embeddings;
+    in.tp = 2;
+    e.serving->scheduler = EngineSchedulerDefaults({name, ""}, in);
+    e.serving->engine = EngineSpec{name, ""};
+    e.serving->scheduler.kv_blocks = 128;
+    e.serving->scheduler.block_size = 16;
+    e.serving->scheduler.grid_points_per_octave = 8;
+    auto r = SimulateServing(e, Options());
+    ASSERT_TRUE(r.ok()) << name << ": " << r.status().message();
+    EXPECT_EQ(r->metrics.measured, 200) << name;
+    EXPECT_LE(r->metrics.max_kv_occupancy, 1.0) << name;
+    for (const ServedRequest& q : r->requests) EXPECT_EQ(q.generated, q.output) << name;
+    runs[name] = std::move(*r);
+  }
+  EXPECT_GT(runs["vllm"].metrics.preemptions, 0);
+  EXPECT_EQ(runs["trtllm"].metrics.preemptions, 0);
+  EXPECT_LE(runs["trtllm"].metrics.max_batch, 2);  // 2 × 48 blocks ≤ 128 < 3 × 48
+  EXPECT_GT(runs["trtllm"].metrics.queueing.mean, 0);
+}
+
+// Decode-only requests, all at t = 0 with a 1000-token context, one iteration each.
+Experiment DecodeBatch(int64_t requests, int64_t output) {
+  ArrivalSpec file;
+  file.process = ArrivalProcess::kFile;
+  for (int64_t i = 0; i < requests; ++i) file.file_requests.push_back({0, 1000, output});
+  Experiment e = Served(file, 1000, output, 0);
+  e.serving->decode_only = true;
+  e.serving->scheduler.kv_blocks = 10'000;
+  return e;
+}
+
+// CUDA-graph capture sizes: a decode batch of 3 with sizes {4} costs the batch
+// of 4 (padded, replayed); with {3} it runs unpadded, cheaper; with {2} (3 above
+// the largest) eagerly, as without graphs.
+TEST(ServingSimulatorTest, DecodeBatchesArePaddedToTheNextCaptureSize) {
+  auto first_step = [](int64_t requests, std::vector<int64_t> sizes) {
+    Experiment e = DecodeBatch(requests, 1);
+    e.serving->scheduler.cuda_graph_batch_sizes = std::move(sizes);
+    auto r = SimulateServing(e, Options());
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return r.ok() && !r->iteration_seconds.empty() ? r->iteration_seconds[0] : -1.0;
+  };
+  const double padded = first_step(3, {4});
+  EXPECT_GT(padded, 0);
+  EXPECT_DOUBLE_EQ(padded, first_step(4, {4}));
+  EXPECT_LT(first_step(3, {3}), padded);
+  EXPECT_DOUBLE_EQ(first_step(3, {2}), first_step(3, {}));
+  EXPECT_LT(first_step(3, {3}), first_step(3, {}));  // a replay pays no launches
+}
+
+// Multi-step N = 4: two decode-only requests of 8 tokens take two scheduler
+// calls of 4 steps each; the k-th token of a call comes when its k-th step
+// ends, and the second call's first step sees 4 more cached tokens.
+TEST(ServingSimulatorTest, MultiStepDecodesNStepsPerCall) {
+  Experiment e = DecodeBatch(2, 8);
+  e.serving->scheduler.num_scheduler_steps = 4;
+  auto r = SimulateServing(e, Options());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iteration_seconds.size(), 2u);
+  const ServedRequest& a = r->requests[0];
+  EXPECT_GT(a.first_token, 0);
+  EXPECT_LT(a.first_token, r->iteration_seconds[0] / 3);  // 1 of 4 steps
+  EXPECT_NEAR(a.finish, r->iteration_seconds[0] + r->iteration_seconds[1], 1e-12);
+  EXPECT_GT(r->iteration_seconds[1], r->iteration_seconds[0]);  // longer contexts
+  Experiment single = DecodeBatch(2, 8);
+  auto one = SimulateServing(single, Options());
+  ASSERT_TRUE(one.ok());
+  ASSERT_EQ(one->iteration_seconds.size(), 8u);
+  // Without host terms the same steps: the same total time.
+  EXPECT_NEAR(one->requests[0].finish, a.finish, 1e-12);
+}
+
+// The engine's serving-path terms at a rate near 0: the request term delays
+// the first scheduling; each iteration adds its fixed part, its per-request
+// part (batch 1) and its part per worker beyond the first (tp 2: one).
+TEST(ServingSimulatorTest, ServingPathTermsAddToEveryIteration) {
+  Experiment e = Served(Poisson(0.01), 512, 8, 6);
+  e.serving->path.request = 2e-3;
+  e.serving->path.iteration = 1e-4;
+  e.serving->path.iteration_per_request = 2e-5;
+  e.serving->path.iteration_per_worker = 3e-5;
+  e.serving->path.token = 4e-6;
+  auto r = SimulateServing(e, Options());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const sim::SimResult one = FixedBatch(e, 1, 512, 8);
+  const double host = 1e-4 + 2e-5 + 3e-5 + 4e-6;
+  for (const ServedRequest& q : r->requests) {
+    EXPECT_NEAR(q.first_scheduled - q.arrival, 2e-3, 1e-12) << q.id;
+    EXPECT_NEAR(q.first_token - q.arrival, 2e-3 + one.ttft + host, 1e-9) << q.id;
+    EXPECT_NEAR((q.last_token - q.first_token) / 7, one.tpot + host, 1e-9) << q.id;
+  }
+}
+
 TEST(IterationCostTest, MixedIterationReadsTheWeightsOnce) {
   Experiment e = Served(Poisson(1), 2048, 64, 1);
   auto cost = IterationCost::Create(e, "", sim::Algorithm::kAuto, 0);
