@@ -72,10 +72,7 @@ class Reader {
     const nlohmann::json* v = Lookup(m_, path);
     if (v == nullptr) return std::nullopt;
     constexpr int64_t kMax = int64_t{1} << 53;
-    if (v->is_number()) {
-      const std::optional<int64_t> n = WholeToInt64(v->get<double>());
-      if (n && *n >= 1 && *n <= kMax) return n;
-    }
+    if (const std::optional<int64_t> n = JsonToInt64(*v); n && *n >= 1 && *n <= kMax) return n;
     Unusable(path, *v, "not a whole number from 1 to 2^53");
     return std::nullopt;
   }
