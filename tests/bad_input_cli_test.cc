@@ -251,4 +251,20 @@ TEST(BadInputCliTest, DuplicateYamlKeyIsRefusedNamingBothLines) {
                      cfg.string() + ": line 9: duplicate key 'batch_size' (first on line 6)");
 }
 
+// A sweep of thousands of points loaded silently for minutes (it was quadratic):
+// it is linear now, and a load of 2,000 experiments or more says how far it is.
+TEST(BadInputCliTest, LongSweepLoadReportsProgressOnStderr) {
+  std::string seeds;
+  for (int i = 0; i < 2000; ++i) seeds += (i > 0 ? ", " : "") + std::to_string(i);
+  const fs::path cfg = Write("sweep2000.yaml", Tiny("    seed: [" + seeds + "]\n"));
+  const Result r = RunCli("plan --json --config " + cfg.string());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("shardscope: reading " + cfg.string() + ": 1000 of 2000 experiments\n"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find(": 2000 of 2000 experiments\n"), std::string::npos) << r.err;
+  // A short file says nothing.
+  EXPECT_EQ(RunCli("plan --config " + Write("one.yaml", Tiny()).string()).err, "");
+}
+
 }  // namespace

@@ -651,6 +651,91 @@ TEST(CliTest, CpuBackendCtrlCEndsEveryRankAndLeavesNothing) {
   }
 }
 
+// The live process with `marker` on its command line whose program (argv[0]) ends
+// with `program`, or -1.
+pid_t MarkedProgram(const std::string& marker, const std::string& program) {
+  for (pid_t p : MarkedProcesses(marker)) {
+    const std::string cmdline = ReadFile(fs::path("/proc") / std::to_string(p) / "cmdline");
+    const std::string argv0 = cmdline.substr(0, cmdline.find('\0'));
+    if (argv0.ends_with(program)) return p;
+  }
+  return -1;
+}
+
+// issue 35: SIGSEGV to mpirun blamed the ranks ("died without an error message") and
+// left Open MPI's session folder; SIGSEGV to a rank names the rank and the signal.
+// Either way every process of the run ends and nothing is left behind.
+TEST(CliTest, CpuBackendSegvToMpirunOrARankSaysWhatHappenedAndLeavesNothing) {
+  if (!kCpuBackendBuilt) GTEST_SKIP() << "built without MPI or OpenBLAS";
+  for (const bool to_mpirun : {true, false}) {
+    SCOPED_TRACE(to_mpirun ? "SIGSEGV to mpirun" : "SIGSEGV to rank 1");
+    const fs::path dir = Scratch(to_mpirun ? "segv_mpirun" : "segv_rank");
+    const std::string marker =
+        "segv_marker_" + std::to_string(getpid()) + (to_mpirun ? "_mpirun" : "_rank");
+    const fs::path cfg = dir / (marker + ".yaml");
+    std::ofstream(cfg) << CpuTp2Yaml(1000000);  // runs until it is ended
+    const fs::path store = dir / "store", tmp = dir / "tmp", err = dir / "stderr";
+    std::vector<std::string> args = {SHARDSCOPE_BINARY, "run", "--backend", "cpu",
+                                     "--config",        cfg,   "--out",     store};
+    const pid_t pid = Spawn(args, err, tmp.string(), /*own_group=*/true);
+    ASSERT_GE(pid, 0);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (MarkedProcesses(marker).size() < 4 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    const bool started = MarkedProcesses(marker).size() >= 4;
+    EXPECT_TRUE(started) << ReadFile(err);
+    if (started) std::this_thread::sleep_for(std::chrono::milliseconds(500));  // into the ops
+    const pid_t mpirun = MarkedProgram(marker, "mpirun");
+    pid_t target = mpirun;
+    if (!to_mpirun) {  // rank 1: the second rank process mpirun started
+      std::vector<pid_t> ranks;
+      for (pid_t p : MarkedProcesses(marker)) {
+        const std::string stat = ReadFile(fs::path("/proc") / std::to_string(p) / "stat");
+        const size_t close = stat.rfind(')');
+        if (close != std::string::npos &&
+            std::stoi(stat.substr(close + 4, stat.find(' ', close + 4) - close - 4)) == mpirun) {
+          ranks.push_back(p);
+        }
+      }
+      std::sort(ranks.begin(), ranks.end());
+      target = ranks.size() == 2 ? ranks[1] : -1;
+    }
+    ASSERT_GT(target, 0) << ReadFile(err);
+    kill(target, SIGSEGV);
+    int status = 0;
+    const bool ended = WaitFor(pid, 60, &status);
+    if (!ended) kill(pid, SIGKILL), waitpid(pid, &status, 0);
+    EXPECT_TRUE(ended) << "the launcher did not end within 60 s";
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1)
+        << "status " << status << ": " << ReadFile(err);
+    const std::string said = ReadFile(err);
+    if (to_mpirun) {
+      EXPECT_NE(said.find("backend cpu: mpirun was killed by signal 11 (SIGSEGV), which ended its "
+                          "ranks (rank 0 "),
+                std::string::npos)
+          << said;
+      EXPECT_EQ(said.find("died without an error message"), std::string::npos) << said;
+    } else {
+      EXPECT_NE(said.find("backend cpu: rank 1 crashed with signal 11 (SIGSEGV) in op "),
+                std::string::npos)
+          << said;
+    }
+    const std::vector<pid_t> left = MarkedProcesses(marker);
+    EXPECT_TRUE(left.empty()) << left.size() << " processes of the run are still alive";
+    for (pid_t p : left) kill(p, SIGKILL);
+    EXPECT_TRUE(FilesUnder(store).empty()) << "the run left files in the store";
+    EXPECT_TRUE(LauncherTempFiles(tmp).empty());
+    // Open MPI's session folder of this mpirun (TMPDIR/ompi.<host>.<uid>/pid.<pid>).
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(tmp, ec); !ec && it != fs::end(it);
+         it.increment(ec)) {
+      EXPECT_NE(it->path().filename().string(), "pid." + std::to_string(mpirun))
+          << "Open MPI's session folder is left: " << it->path();
+    }
+  }
+}
+
 // issue 17: Ctrl-C during a traced simulation left a hidden temporary trace (1.3 GB) and an
 // orphan metadata file in the store.
 TEST(CliTest, InterruptedSimulationLeavesNothingInTheStore) {

@@ -36,18 +36,24 @@ void AddSummary(const std::string& name, const std::string& scope, std::vector<d
 // Peak one-direction bandwidth per device of the links a group spans, if known.
 std::optional<double> LinkPeak(const RunInfo& info, const GroupInfo& group, std::string* reason) {
   if (!info.scale_up_domain) {
-    *reason = "metadata lacks cluster.scale_up.domain_size and cluster.devices_per_node";
+    *reason = info.WhyNot({"cluster.scale_up.domain_size", "cluster.devices_per_node"},
+                          "metadata lacks cluster.scale_up.domain_size and "
+                          "cluster.devices_per_node");
     return std::nullopt;
   }
   int64_t domain = group.ranks.front() / *info.scale_up_domain;
   bool inside = std::all_of(group.ranks.begin(), group.ranks.end(),
                             [&](int32_t r) { return r / *info.scale_up_domain == domain; });
   if (inside && *info.scale_up_domain > 1) {
-    if (!info.scale_up_bandwidth) *reason = "metadata lacks cluster.scale_up.bandwidth_per_device";
+    if (!info.scale_up_bandwidth) {
+      *reason = info.WhyNot({"cluster.scale_up.bandwidth_per_device"},
+                            "metadata lacks cluster.scale_up.bandwidth_per_device");
+    }
     return info.scale_up_bandwidth;
   }
   if (!info.scale_out_bandwidth) {
-    *reason = "metadata lacks cluster.scale_out.nic_bandwidth_per_device";
+    *reason = info.WhyNot({"cluster.scale_out.nic_bandwidth_per_device"},
+                          "metadata lacks cluster.scale_out.nic_bandwidth_per_device");
   }
   return info.scale_out_bandwidth;
 }

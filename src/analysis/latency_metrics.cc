@@ -90,17 +90,33 @@ void AddLatencyMetrics(const Context& ctx, MetricSet* out) {
                              ctx.window_end > ctx.window_begin ? ctx.window_seconds() : 0);
   const std::string no_prefill =
       "no prefill span and no op with args.phase = \"prefill\" in the trace";
+  // Zero-length windows (every prefill op of zero duration, decode steps ending at or
+  // before the prefill's end) would give TTFT or TPOT ≤ 0 and infinite throughputs.
+  const std::string no_ttft = fmt::format(
+      "the prefill window is {:.3g} s long (its spans and ops have zero duration)", latency.ttft);
+  const std::string no_tpot = fmt::format(
+      "the decode time (last decode step end − prefill end) is {:.3g} s, not positive: zero or "
+      "out-of-order durations in the trace",
+      latency.decode_seconds);
   const bool has_prefill = latency.has_prefill;
-  if (has_prefill) {
+  if (has_prefill && latency.ttft > 0) {
     out->Add("ttft", "", latency.ttft, "s",
              "first prefill start to last prefill end over all ranks");
   } else {
-    out->AddUnavailable("ttft", "", "s", no_prefill);
+    out->AddUnavailable("ttft", "", "s", has_prefill ? no_ttft : no_prefill);
   }
+  const std::string lacks_batch =
+      info.WhyNot({"workload.batch_size", "run.batch_size"}, "metadata lacks workload.batch_size");
+  const std::string lacks_batch_or_seq = info.WhyNot(
+      {"workload.batch_size", "run.batch_size", "workload.sequence_length", "run.sequence_length"},
+      "metadata lacks workload.batch_size or workload.sequence_length");
   const int64_t steps = static_cast<int64_t>(windows.step_ends().size());
   const bool has_decode = windows.has_decode();
   if (!has_prefill) {
     out->AddUnavailable("tpot", "", "s", no_prefill + " (TPOT starts where TTFT ends)");
+  } else if ((steps > 0 || latency.has_decode) && !(latency.tpot > 0)) {
+    out->AddUnavailable("tpot", "", "s", no_tpot);
+    out->AddUnavailable("decode_throughput", "", "tokens/s", no_tpot);
   } else if (steps > 0) {
     const double decode_time = latency.decode_seconds;
     out->Add("tpot", "", latency.tpot, "s", "(last decode step end − TTFT end) / decode steps");
@@ -125,8 +141,7 @@ void AddLatencyMetrics(const Context& ctx, MetricSet* out) {
       out->Add("decode_throughput", "", throughput.decode_tokens_per_s, "tokens/s",
                "batch / TPOT (= batch × decode steps / decode time)");
     } else {
-      out->AddUnavailable("decode_throughput", "", "tokens/s",
-                          "metadata lacks workload.batch_size");
+      out->AddUnavailable("decode_throughput", "", "tokens/s", lacks_batch);
     }
   } else if (latency.has_decode) {
     out->Add("tpot", "", latency.tpot, "s",
@@ -135,17 +150,19 @@ void AddLatencyMetrics(const Context& ctx, MetricSet* out) {
                         "decode ops carry no args.step and the trace has no step spans");
   } else {
     out->AddUnavailable("tpot", "", "s",
-                        has_decode ? "no decode steps (args.step or step spans) and metadata "
-                                     "lacks workload.tokens_to_generate"
+                        has_decode ? info.WhyNot({"workload.tokens_to_generate"},
+                                                 "no decode steps (args.step or step spans) and "
+                                                 "metadata lacks workload.tokens_to_generate")
                                    : "no decode phase in the trace");
   }
   if (has_prefill) {
-    if (info.batch_size && info.sequence_length && latency.ttft > 0) {
+    if (!(latency.ttft > 0)) {
+      out->AddUnavailable("prefill_throughput", "", "tokens/s", no_ttft);
+    } else if (info.batch_size && info.sequence_length) {
       out->Add("prefill_throughput", "", throughput.prefill_tokens_per_s, "tokens/s",
                "batch × sequence length / TTFT");
     } else {
-      out->AddUnavailable("prefill_throughput", "", "tokens/s",
-                          "metadata lacks workload.batch_size or workload.sequence_length");
+      out->AddUnavailable("prefill_throughput", "", "tokens/s", lacks_batch_or_seq);
     }
   } else {
     out->AddUnavailable("prefill_throughput", "", "tokens/s", no_prefill);
@@ -154,8 +171,9 @@ void AddLatencyMetrics(const Context& ctx, MetricSet* out) {
     out->Add("tps", "", throughput.tps, "tokens/s",
              "the seeds' TPS: batch × sequence length / wall time");
   } else {
-    out->AddUnavailable("tps", "", "tokens/s",
-                        "metadata lacks workload.batch_size or workload.sequence_length");
+    out->AddUnavailable(
+        "tps", "", "tokens/s",
+        info.batch_size && info.sequence_length ? "the trace spans no time" : lacks_batch_or_seq);
   }
   AddStepTime(ctx, out);
 }

@@ -117,6 +117,52 @@ TEST(StepTimeTest, OwnDecodeStepSpansStillGiveTpot) {
   EXPECT_EQ(m.Value("step_time.count"), 2);
 }
 
+// issue 35: metadata batch 1e300 (a double beyond int64, cast undefined) and
+// sequence -5 gave throughputs of -7e22; each is now not available, naming the field.
+TEST(StepTimeTest, MetadataBatchOrSequenceOutOfRangeIsNotAvailableNamingTheField) {
+  RunData data;
+  RunCollector c(&data);
+  c.OnSpan(Span(0, SpanKind::kPhase, Phase::kPrefill, -1, 0, 1000));
+  c.OnSpan(Span(0, SpanKind::kStep, Phase::kDecode, 0, 1000, 300));
+  c.OnOp(Compute(0, 0, 1300));
+  data.metadata = {{"workload", {{"batch_size", 1e300}, {"sequence_length", -5}}}};
+  Metrics m(&data);
+  const std::string batch =
+      "metadata's workload.batch_size is 1e+300, not a whole number from 1 to 2^53";
+  const std::string seq =
+      "metadata's workload.sequence_length is -5, not a whole number from 1 to 2^53";
+  EXPECT_EQ(m.Unavailable("decode_throughput"), batch);
+  EXPECT_EQ(m.Unavailable("prefill_throughput"), batch + "; " + seq);
+  EXPECT_EQ(m.Unavailable("tps"), batch + "; " + seq);
+  ExpectClose(m.Value("tpot"), 300e-9);  // the trace's own figures are unaffected
+  // A fraction and a string are refused the same way; a usable run.batch_size wins.
+  data.metadata = {{"workload", {{"batch_size", 2.5}, {"sequence_length", "long"}}},
+                   {"run", {{"batch_size", 4}}}};
+  Metrics n(&data);
+  ExpectClose(n.Value("decode_throughput"), 4 / 300e-9);
+  EXPECT_EQ(n.Unavailable("tps"),
+            "metadata's workload.sequence_length is \"long\", not a whole number from 1 to 2^53");
+}
+
+// issue 35: zero or negative windows gave TTFT or TPOT <= 0 (and infinite or
+// negative throughputs); they are not available, saying why.
+TEST(StepTimeTest, ZeroOrNegativeWindowsGiveNoTtftOrTpot) {
+  RunData data;
+  RunCollector c(&data);
+  c.OnSpan(Span(0, SpanKind::kPhase, Phase::kPrefill, -1, 1000, 0));  // zero-length prefill
+  c.OnSpan(Span(0, SpanKind::kStep, Phase::kDecode, 0, 500, 300));    // ends before it ends
+  c.OnOp(Compute(0, 500, 500));
+  data.metadata = {{"workload", {{"batch_size", 2}, {"sequence_length", 8}}}};
+  Metrics m(&data);
+  EXPECT_EQ(m.Unavailable("ttft"),
+            "the prefill window is 0 s long (its spans and ops have zero duration)");
+  EXPECT_EQ(m.Unavailable("prefill_throughput"), m.Unavailable("ttft"));
+  EXPECT_EQ(m.Unavailable("tpot"),
+            "the decode time (last decode step end − prefill end) is -2e-07 s, not positive: zero "
+            "or out-of-order durations in the trace");
+  EXPECT_EQ(m.Unavailable("decode_throughput"), m.Unavailable("tpot"));
+}
+
 TEST(StepTimeTest, NoStepAnnotationsIsNotAvailable) {
   RunData data;
   RunCollector c(&data);

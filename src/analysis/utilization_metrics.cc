@@ -115,13 +115,18 @@ void AddUtilizationMetrics(const Context& ctx, MetricSet* out) {
   } else {
     out->AddUnavailable("total_flops", "", "FLOP", "the trace's ops carry no args.flops");
   }
-  AddUtilization(ctx, "mfu", "achieved_flops", &RankData::flops, info.peak_flops,
-                 info.dtype.empty()
-                     ? std::string("metadata lacks workload.dtype and cluster.device.peak_flops")
-                     : fmt::format("metadata lacks cluster.device.peak_flops for {}", info.dtype),
-                 "the trace's ops carry no args.flops", windows, out);
+  AddUtilization(
+      ctx, "mfu", "achieved_flops", &RankData::flops, info.peak_flops,
+      info.WhyNot({"cluster.device.peak_flops"},
+                  info.dtype.empty()
+                      ? std::string("metadata lacks workload.dtype and "
+                                    "cluster.device.peak_flops")
+                      : fmt::format("metadata lacks cluster.device.peak_flops for {}", info.dtype)),
+      "the trace's ops carry no args.flops", windows, out);
   AddUtilization(ctx, "mbu", "achieved_memory_bandwidth", &RankData::mem_bytes,
-                 info.memory_bandwidth, "metadata lacks cluster.device.memory_bandwidth",
+                 info.memory_bandwidth,
+                 info.WhyNot({"cluster.device.memory_bandwidth"},
+                             "metadata lacks cluster.device.memory_bandwidth"),
                  "the trace's ops carry no args.bytes_read / bytes_written", windows, out);
   bool any = false;
   double peak_max = 0;

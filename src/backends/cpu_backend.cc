@@ -1,8 +1,79 @@
 #include "backends/cpu_backend.h"
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
+#include <cctype>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "plan/placement.h"
+#include "program/program_builder.h"
 
 namespace shardscope::backends {
+namespace {
+
+// `name` with each layer number ("L12") written "L<n>", so that the names of a
+// model's layers collapse into one list.
+std::string LayerPattern(const std::string& name) {
+  std::string out;
+  for (size_t i = 0; i < name.size(); ++i) {
+    const bool starts = name[i] == 'L' && (i == 0 || name[i - 1] == '.') && i + 1 < name.size() &&
+                        std::isdigit(static_cast<unsigned char>(name[i + 1]));
+    if (!starts) {
+      out += name[i];
+      continue;
+    }
+    out += "L<n>";
+    while (i + 1 < name.size() && std::isdigit(static_cast<unsigned char>(name[i + 1]))) ++i;
+  }
+  return out;
+}
+
+// A fault's op that the rank never runs would never fire and say nothing: the op
+// (by name or id) must be in the rank's Program of the fault's phase (prefill and
+// decode step 0 when it names none), and that phase must be in the run.
+Status CheckFaultOp(const runtime::FaultSpec& f, const Experiment& e) {
+  const int64_t decode_steps = std::max<int64_t>(e.workload.tokens_to_generate - 1, 0);
+  if (f.phase_index > decode_steps) {
+    return InvalidArgument(
+        "{}: experiment '{}': phase decode:{} never runs (the run has {} decode steps{})",
+        runtime::kFaultEnvVar, e.name, f.phase_index - 1, decode_steps,
+        decode_steps > 0 ? fmt::format(": decode:0 to decode:{}", decode_steps - 1) : "");
+  }
+  ASSIGN_OR_RETURN(Placement placement, Placement::Create(e));
+  ASSIGN_OR_RETURN(ProgramBuilder builder, ProgramBuilder::Create(e, placement));
+  std::vector<std::pair<Phase, int64_t>> phases;
+  if (f.phase_index <= 0) phases.emplace_back(Phase::kPrefill, 0);
+  if (f.phase_index < 0 && decode_steps > 0) phases.emplace_back(Phase::kDecode, 0);
+  if (f.phase_index > 0) phases.emplace_back(Phase::kDecode, f.phase_index - 1);
+  std::vector<std::string> names;  // layer patterns, in order of first appearance
+  std::set<std::string> seen;
+  size_t max_ops = 0;
+  for (const auto& [phase, step] : phases) {
+    ASSIGN_OR_RETURN(PhaseProgram program, builder.Build(phase, step));
+    const auto& ops = program.ranks.at(static_cast<size_t>(f.rank)).ops;
+    max_ops = std::max(max_ops, ops.size());
+    for (const Op& op : ops) {
+      if (f.op_id >= 0 ? op.id == f.op_id : OpName(op) == f.op) return Status::Ok();
+      const std::string pattern = LayerPattern(OpName(op));
+      if (seen.insert(pattern).second) names.push_back(pattern);
+    }
+  }
+  const std::string where =
+      f.phase_index < 0
+          ? std::string(decode_steps > 0 ? "prefill or decode" : "prefill")
+          : (f.phase_index == 0 ? "prefill" : fmt::format("decode step {}", f.phase_index - 1));
+  return InvalidArgument(
+      "{}: experiment '{}': rank {} runs no op {} in {} (its ops: ids 0 to {}; names {}, "
+      "L<n> for layers 0 to {})",
+      runtime::kFaultEnvVar, e.name, f.rank,
+      f.op_id >= 0 ? std::to_string(f.op_id) : "'" + f.op + "'", where,
+      static_cast<int64_t>(max_ops) - 1, fmt::join(names, ", "), e.model.num_layers - 1);
+}
+
+}  // namespace
 
 StatusOr<std::unique_ptr<CpuBackend>> CpuBackend::Create(const run::RunOptions& options) {
   // The rank count is the experiment's world size: a second -np made mpirun fail with
@@ -45,6 +116,7 @@ Status CpuBackend::Supports(const Experiment& experiment) const {
                            runtime::kFaultEnvVar, experiment.name, fault_.rank,
                            experiment.parallel.world_size());
   }
+  if (fault_.active()) RETURN_IF_ERROR(CheckFaultOp(fault_, experiment));
   return Status::Ok();
 }
 

@@ -66,5 +66,36 @@ TEST(CpuBackendTest, FaultOnARankThatDoesNotExistIsRefused) {
   EXPECT_TRUE(CpuBackend(*rank1).Supports(TinyTp2()).ok());
 }
 
+// issue 35: a fault naming an op the rank does not run never fired and said nothing;
+// it is refused listing the ops there are (layer numbers folded into L<n>).
+TEST(CpuBackendTest, FaultOnAnOpThatDoesNotExistIsRefusedListingTheOps) {
+  auto check = [](const std::string& spec) {
+    auto fault = runtime::ParseFaultSpec(spec);
+    EXPECT_TRUE(fault.ok()) << fault.status().message();
+    return CpuBackend(*fault).Supports(TinyTp2());
+  };
+  const Status bad_name = check("rank=1,op=L99.attention");
+  if (bad_name.code() == StatusCode::kUnimplemented) GTEST_SKIP() << "backend cpu not built";
+  EXPECT_EQ(bad_name.code(), StatusCode::kInvalidArgument);
+  const std::string& m = bad_name.message();
+  EXPECT_NE(m.find("SHARDSCOPE_FAULT: experiment 'tiny_tp2': rank 1 runs no op 'L99.attention' "
+                   "in prefill or decode (its ops: ids 0 to "),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("L<n>.attention"), std::string::npos) << m;
+  EXPECT_NE(m.find("L<n> for layers 0 to "), std::string::npos) << m;
+  EXPECT_EQ(m.find("L0."), std::string::npos) << m;  // each layer's ops listed once
+  EXPECT_NE(check("rank=1,op=99999").message().find("runs no op 99999 in prefill or decode"),
+            std::string::npos);
+  EXPECT_NE(check("rank=0,op=0,phase=decode:999").message().find("phase decode:999 never runs"),
+            std::string::npos);
+  // Ops the rank runs are accepted, by name or id, in any phase it has.
+  EXPECT_TRUE(check("rank=1,op=L0.attention").ok()) << check("rank=1,op=L0.attention").message();
+  EXPECT_TRUE(check("rank=1,op=3,phase=prefill").ok());
+  EXPECT_TRUE(check("rank=0,op=L1.attention_decode,phase=decode:0").ok());
+  EXPECT_NE(check("rank=0,op=L1.attention,phase=decode:0").message().find("L<n>.attention_decode"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace shardscope::backends

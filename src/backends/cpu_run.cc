@@ -404,6 +404,85 @@ std::string DescribeExit(int status) {
   return "ended abnormally";
 }
 
+// Whether some rank's record says it failed, crashed or exited on its own.
+bool AnyRankEnded(const std::vector<RankReport>& reports) {
+  return std::any_of(reports.begin(), reports.end(), [](const RankReport& r) {
+    return r.state == RankState::kFailed || r.state == RankState::kCrashed ||
+           r.state == RankState::kExited;
+  });
+}
+
+// mpirun itself killed by a signal (SIGSEGV, SIGKILL, SIGBUS) while no rank had
+// failed: mpirun's death ended the ranks, so they are not blamed for it.
+std::string DescribeMpirunDeath(const Experiment& e, const Placement& placement,
+                                const std::vector<RankReport>& reports, int status) {
+  auto builder = ProgramBuilder::Create(e, placement);
+  const ProgramBuilder* b = builder.ok() ? &*builder : nullptr;
+  std::vector<std::string> where;
+  for (const RankReport& r : reports) {
+    if (r.state == RankState::kRunning)
+      where.push_back(fmt::format("rank {} {}", r.rank, Where(r, b)));
+  }
+  return fmt::format("mpirun {}, which ended its ranks{}; no trace written", DescribeExit(status),
+                     where.empty() ? "" : fmt::format(" ({})", fmt::join(where, "; ")));
+}
+
+// After mpirun was killed by a signal: its ranks (each in a process group of its
+// own) live on until they notice. Each still running gets SIGTERM — its handler
+// removes a trace it was writing — and SIGKILL if it is not gone within 2 s.
+// Returns the ranks' records as they were before (where each one was).
+std::vector<RankReport> EndOrphanedRanks(const std::string& status_dir) {
+  const std::vector<RankReport> before = ReadRankStatuses(status_dir);
+  std::vector<pid_t> alive;
+  for (const RankReport& r : before) {
+    if (r.state != RankState::kRunning || r.pid <= 0) continue;
+    // Only a process of this run: its command line names this run's status folder.
+    std::ifstream in(fmt::format("/proc/{}/cmdline", r.pid));
+    const std::string cmdline((std::istreambuf_iterator<char>(in)), {});
+    if (cmdline.find(status_dir) == std::string::npos) continue;
+    kill(static_cast<pid_t>(r.pid), SIGTERM);
+    alive.push_back(static_cast<pid_t>(r.pid));
+  }
+  auto gone = [](pid_t p) {
+    // A rank re-parented to init is reaped there; a zombie has an empty command line.
+    std::ifstream in(fmt::format("/proc/{}/cmdline", p));
+    return !in || in.peek() == std::ifstream::traits_type::eof();
+  };
+  for (int i = 0; i < 100; ++i) {
+    std::erase_if(alive, gone);
+    if (alive.empty()) break;
+    if (i == 99) {
+      for (pid_t p : alive) kill(p, SIGKILL);
+    } else {
+      usleep(20'000);
+    }
+  }
+  return before;
+}
+
+// The session folder Open MPI's mpirun `pid` keeps under the temp folder
+// (<TMPDIR>/ompi.<host>.<uid>/pid.<pid>): mpirun removes it when it exits, not when
+// a signal kills it, so the launcher removes it then. Only that mpirun's folder.
+void RemoveMpirunSessionDir(pid_t pid) {
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) != 0) return;
+  std::string node(host);
+  node = node.substr(0, node.find('.'));  // Open MPI drops the domain
+  std::string base = TempDir();
+  for (const char* var : {"TMPDIR", "TEMP", "TMP"}) {  // Open MPI's order
+    const char* v = std::getenv(var);
+    if (v != nullptr && *v != '\0') {
+      base = v;
+      break;
+    }
+  }
+  const std::filesystem::path dir = std::filesystem::path(base) /
+                                    fmt::format("ompi.{}.{}", node, geteuid()) /
+                                    fmt::format("pid.{}", pid);
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+}
+
 // Removes the launcher's temporary files on every way out.
 struct TempFiles {
   std::vector<std::string> files;
@@ -500,9 +579,10 @@ StatusOr<CpuRunResult> RunCpuExperiment(const Experiment& experiment,
   int status = 0;
   int signal = 0;
   std::string hang;  // set when the job was ended as hung
+  pid_t pid = -1;
   {
     LauncherSignals signals;
-    const pid_t pid = SpawnMpirun(args);
+    pid = SpawnMpirun(args);
     if (pid < 0) {
       return InternalError("cannot start {} for backend cpu: {}", options.mpirun,
                            std::strerror(errno));
@@ -528,6 +608,10 @@ StatusOr<CpuRunResult> RunCpuExperiment(const Experiment& experiment,
     signal = signals.received();
   }
   const bool succeeded = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  // mpirun killed by a signal (SIGSEGV or SIGKILL to it) does not end its ranks.
+  const std::vector<RankReport> orphans =
+      WIFSIGNALED(status) ? EndOrphanedRanks(temp.dir) : std::vector<RankReport>{};
+  if (WIFSIGNALED(status)) RemoveMpirunSessionDir(pid);
   if (signal != 0 && !succeeded) {
     return Cancelled("backend cpu: interrupted by {}; mpirun stopped every rank, no trace written",
                      SignalName(signal));
@@ -537,9 +621,13 @@ StatusOr<CpuRunResult> RunCpuExperiment(const Experiment& experiment,
     return InternalError("backend cpu: cannot run {} (is OpenMPI installed?)", options.mpirun);
   }
   if (!succeeded) {
+    const std::vector<RankReport> reports = ReadRankStatuses(temp.dir);
+    if (WIFSIGNALED(status) && !AnyRankEnded(orphans)) {
+      return InternalError("backend cpu: {}",
+                           DescribeMpirunDeath(experiment, placement, orphans, status));
+    }
     return InternalError("backend cpu: {}; mpirun {}",
-                         DescribeFailure(experiment, placement, ReadRankStatuses(temp.dir)),
-                         DescribeExit(status));
+                         DescribeFailure(experiment, placement, reports), DescribeExit(status));
   }
   std::ifstream in(result_file);
   json j;

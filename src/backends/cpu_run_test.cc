@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 
 #include "analysis/analyzer.h"
@@ -216,6 +217,42 @@ TEST(CpuRunCheckpointTest, ABadCheckpointIsRejectedBeforeTheRanksStart) {
   r = RunCpuExperiment(e, o);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find(file.string()), std::string::npos) << r.status().message();
+  EXPECT_EQ(r.status().message().find("mpirun"), std::string::npos) << r.status().message();
+  fs::remove_all(dir);
+}
+
+// issue 35: a checkpoint of all-NaN weights generated token 0 without a word; it is
+// refused before mpirun, naming the tensor.
+TEST(CpuRunCheckpointTest, AnAllNaNCheckpointIsRejectedNamingTheTensor) {
+  const fs::path dir =
+      fs::path(::testing::TempDir()) / ("cpu_run_nan_ckpt_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  Experiment e = shardscope::testing::ZooExperiment("tiny-dense", "h100-sxm", {}, 2, 8, 3);
+  e.parallel.tp = 2;
+  e.source_file = (dir / "experiments.yaml").string();
+  Experiment whole = e;
+  whole.parallel = ParallelSpec{};
+  auto pl1 = Placement::Create(whole);
+  ASSERT_TRUE(pl1.ok());
+  auto w1 = Weights::Create(whole, *pl1, 0);
+  ASSERT_TRUE(w1.ok());
+  std::vector<SafetensorsTensor> tensors = testing::ExportHf(e.model, *w1, SafetensorsDtype::kBF16);
+  for (SafetensorsTensor& t : tensors) {
+    std::fill(t.values.begin(), t.values.end(), std::numeric_limits<float>::quiet_NaN());
+  }
+  ASSERT_TRUE(WriteSafetensorsCheckpoint((dir / "nan").string(), tensors).ok());
+  CpuRunOptions o;
+  o.mpirun = "/nonexistent/mpirun";
+  o.shardscope_binary = "/nonexistent/shardscope";
+  o.write_trace = false;
+  e.workload.checkpoint = (dir / "nan").string();
+  auto r = RunCpuExperiment(e, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << r.status().message();
+  EXPECT_NE(r.status().message().find("': all of its "), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("values are NaN or infinite"), std::string::npos);
+  EXPECT_NE(r.status().message().find("tensor 'model."), std::string::npos) << r.status().message();
   EXPECT_EQ(r.status().message().find("mpirun"), std::string::npos) << r.status().message();
   fs::remove_all(dir);
 }

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "calibrate/trace_samples.h"
 #include "cluster/cluster_yaml.h"
 #include "config/experiment_json.h"
 #include "plan/test_experiments.h"
@@ -372,6 +373,41 @@ std::string WriteGemvTrace(const std::string& path, int world, double true_cap,
   }
   EXPECT_TRUE((*writer)->Close().ok());
   return path;
+}
+
+// issue 35: the metadata's counts were read with nlohmann's value<int64_t>(), which
+// casts a float unchecked (batch 1e300 is undefined behaviour) and throws on text;
+// nonsense counts and non-text names now fall back to their defaults.
+TEST_F(CalibrateTest, MetadataCountsOutOfRangeOrOfTheWrongTypeFallBack) {
+  ClusterSpec cluster = TestCluster();
+  cluster.node_memory_bandwidth = 20e9;
+  nlohmann::json c = ClusterToJson(cluster);
+  c["name"] = 7;
+  c["devices_per_node"] = -1e30;
+  c["device"]["kind"] = nullptr;
+  const nlohmann::json metadata = {
+      {"experiment",
+       {{"name", "nonsense"},
+        {"parallelism", {{"world_size", 1e300}, {"dp_size", "two"}, {"ep_size", 1e19}}},
+        {"workload", {{"dtype", 5}, {"batch_size", 1e300}}},
+        {"cluster", c}}}};
+  const std::string path = Path("nonsense.trace");
+  auto writer = trace::TraceWriter::Open(path, metadata);
+  ASSERT_TRUE(writer.ok()) << writer.status().message();
+  trace::OpEvent e;
+  e.name = e.kind = "ffn_down";
+  e.phase = trace::Phase::kPrefill;
+  e.flops = 1000000;
+  e.bytes_read = 4096;
+  e.dur_ns = 1000;
+  (*writer)->AddOp(e);
+  ASSERT_TRUE((*writer)->Close().ok());
+  auto samples = CollectSamples({path});
+  ASSERT_TRUE(samples.ok()) << samples.status().message();
+  ASSERT_TRUE(samples->cluster.has_value());
+  EXPECT_EQ(samples->cluster->name, "");
+  EXPECT_EQ(samples->cluster->devices_per_node, 1);
+  EXPECT_FALSE(samples->dtype.has_value());
 }
 
 TEST_F(CalibrateTest, FitsTheNodeMemoryBusOfTwoBusyRanks) {

@@ -7,6 +7,7 @@
 #include <tuple>
 #include <vector>
 
+#include "core/checked_int.h"
 #include "importers/importer.h"
 #include "sim/calibration.h"
 #include "sim/compute_model.h"
@@ -22,6 +23,22 @@ double Number(const json& j, const char* key) {
   return it != j.end() && it->is_number() ? it->get<double>() : 0;
 }
 
+// A text field, or `fallback` (nlohmann's value() throws when it is not text).
+std::string Text(const json& j, const char* key, const char* fallback) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string(fallback);
+}
+
+// A count (ranks, sizes, a batch) of the metadata: a whole number from 0 to 2^30,
+// else `fallback`. nlohmann's value<int64_t>() casts a float unchecked (1e300 is
+// undefined) and throws on a string; products of two counts stay within int64.
+int64_t Count(const json& j, const char* key, int64_t fallback) {
+  auto it = j.find(key);
+  if (it == j.end()) return fallback;
+  const std::optional<int64_t> n = JsonToInt64(*it);
+  return n && *n >= 0 && *n <= (int64_t{1} << 30) ? *n : fallback;
+}
+
 // The cluster of ShardScope metadata (ClusterToJson), as far as calibration
 // needs it: the device's peaks, bandwidth and launch overhead, and the links.
 std::optional<ClusterSpec> ClusterFromMetadata(const json& metadata) {
@@ -35,9 +52,9 @@ std::optional<ClusterSpec> ClusterFromMetadata(const json& metadata) {
   if (c == nullptr || !c->contains("device") || !(*c)["device"].is_object()) return std::nullopt;
   const json& d = (*c)["device"];
   ClusterSpec cluster;
-  cluster.name = c->value("name", "");
-  cluster.device.name = d.value("name", "");
-  if (auto kind = ParseDeviceKind(d.value("kind", "gpu")); kind.ok()) cluster.device.kind = *kind;
+  cluster.name = Text(*c, "name", "");
+  cluster.device.name = Text(d, "name", "");
+  if (auto kind = ParseDeviceKind(Text(d, "kind", "gpu")); kind.ok()) cluster.device.kind = *kind;
   if (d.contains("peak_flops") && d["peak_flops"].is_object()) {
     for (const auto& [name, v] : d["peak_flops"].items()) {
       auto dtype = ParseDType(name);
@@ -49,11 +66,11 @@ std::optional<ClusterSpec> ClusterFromMetadata(const json& metadata) {
   cluster.device.l2_cache_bytes = Number(d, "l2_cache_bytes");
   if (c->contains("scale_up") && (*c)["scale_up"].is_object()) {
     const json& u = (*c)["scale_up"];
-    if (auto k = ParseScaleUpKind(u.value("kind", "none")); k.ok()) cluster.scale_up.kind = *k;
+    if (auto k = ParseScaleUpKind(Text(u, "kind", "none")); k.ok()) cluster.scale_up.kind = *k;
     cluster.scale_up.bandwidth_per_device = Number(u, "bandwidth_per_device");
     cluster.scale_up.latency = Number(u, "latency");
   }
-  cluster.devices_per_node = c->value("devices_per_node", int64_t{1});
+  cluster.devices_per_node = std::max<int64_t>(1, Count(*c, "devices_per_node", 1));
   cluster.node_memory_bandwidth = Number(*c, "node_memory_bandwidth");
   if (c->contains("scale_out") && (*c)["scale_out"].is_object()) {
     cluster.scale_out.nic_bandwidth_per_device =
@@ -67,7 +84,7 @@ std::optional<DType> DTypeFromMetadata(const json& metadata) {
   if (!metadata.contains("experiment") || !metadata["experiment"].is_object()) return std::nullopt;
   const json& e = metadata["experiment"];
   if (!e.contains("workload") || !e["workload"].is_object()) return std::nullopt;
-  auto d = ParseDType(e["workload"].value("dtype", ""));
+  auto d = ParseDType(Text(e["workload"], "dtype", ""));
   if (!d.ok()) return std::nullopt;
   return *d;
 }
@@ -79,15 +96,14 @@ double SharedBandwidthFromMetadata(const json& metadata, const ClusterSpec& clus
   const json& e = metadata["experiment"];
   if (!e.is_object() || !e.contains("parallelism") || !e["parallelism"].is_object()) return 0;
   const json& p = e["parallelism"];
-  const int64_t replicas =
-      std::max<int64_t>(1, p.value("dp_size", int64_t{1}) * p.value("ep_size", int64_t{1}));
+  const int64_t replicas = std::max<int64_t>(1, Count(p, "dp_size", 1) * Count(p, "ep_size", 1));
   int64_t batch = 1;
   if (e.contains("workload") && e["workload"].is_object()) {
-    batch = e["workload"].value("batch_size", int64_t{1});
+    batch = Count(e["workload"], "batch_size", 1);
   }
   const int64_t concurrent = sim::ConcurrentDevicesPerNode(
-      p.value("world_size", int64_t{1}), cluster.devices_per_node, p.value("pp_size", int64_t{1}),
-      p.value("micro_batches", int64_t{0}), (batch + replicas - 1) / replicas);
+      Count(p, "world_size", 1), cluster.devices_per_node, Count(p, "pp_size", 1),
+      Count(p, "micro_batches", 0), (batch + replicas - 1) / replicas);
   return sim::SharedBandwidthPerDevice(cluster, concurrent);
 }
 

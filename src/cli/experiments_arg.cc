@@ -1,6 +1,7 @@
 #include "cli/experiments_arg.h"
 
 #include <fmt/ranges.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <iostream>
@@ -17,6 +18,26 @@ std::string SearchCommand(const ExperimentsArg& arg, const std::string& name) {
   return fmt::format("shardscope search --config {} --experiment {}", arg.config, name);
 }
 
+// A long load says how far it is on stderr: a file that expands to kProgressFrom
+// experiments or more, every kProgressEvery read (on a terminal, one line rewritten
+// and cleared at the end). Shorter loads say nothing.
+constexpr int64_t kProgressFrom = 2000;
+constexpr int64_t kProgressEvery = 1000;
+
+std::function<void(int64_t, int64_t)> LoadProgress(const std::string& path) {
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  return [path, tty](int64_t read, int64_t total) {
+    if (total < kProgressFrom || (read % kProgressEvery != 0 && read != total)) return;
+    const std::string line =
+        fmt::format("shardscope: reading {}: {} of {} experiments", path, read, total);
+    if (!tty) {
+      std::cerr << line << "\n";
+    } else {
+      std::cerr << "\r\033[K" << (read == total ? "" : line) << std::flush;
+    }
+  };
+}
+
 }  // namespace
 
 void AddSkipInvalidFlag(CLI::App* cmd, ExperimentsArg* arg) {
@@ -28,6 +49,7 @@ void AddSkipInvalidFlag(CLI::App* cmd, ExperimentsArg* arg) {
 StatusOr<Selection> LoadSelection(const ExperimentsArg& arg) {
   LoaderOptions options;
   options.only = arg.experiment;
+  options.progress = LoadProgress(arg.config);
   std::vector<Status> skipped;
   std::vector<Status>* skip = arg.skip_invalid ? &skipped : nullptr;
   Selection out;

@@ -9,6 +9,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,9 @@ struct LoaderOptions {
   std::string only;
   // A sweep that would expand to more experiments than this is an error.
   int64_t max_experiments = 10000;
+  // Called after each experiment is read with (read so far, to read), so that a
+  // long load (a sweep of thousands of points) can show how far it is; may be empty.
+  std::function<void(int64_t read, int64_t total)> progress;
 };
 
 // Loads every experiment of the file (after sweep expansion).

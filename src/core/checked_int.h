@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
+#include <nlohmann/json.hpp>
 #include <optional>
 
 namespace shardscope {
@@ -18,6 +20,20 @@ inline std::optional<int64_t> WholeToInt64(double v) {
     return std::nullopt;
   }
   return static_cast<int64_t>(v);
+}
+
+// A JSON number as an int64: integers exactly (an unsigned one above int64's
+// range is refused), floats through WholeToInt64; anything else is nullopt.
+// nlohmann's own get<int64_t>() casts a float unchecked (1e300 is undefined).
+inline std::optional<int64_t> JsonToInt64(const nlohmann::json& j) {
+  if (j.is_number_unsigned()) {
+    const auto u = j.get<uint64_t>();
+    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return std::nullopt;
+    return static_cast<int64_t>(u);
+  }
+  if (j.is_number_integer()) return j.get<int64_t>();
+  if (j.is_number_float()) return WholeToInt64(j.get<double>());
+  return std::nullopt;
 }
 
 }  // namespace shardscope

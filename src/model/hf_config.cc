@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/checked_int.h"
 #include "core/small_file.h"
 #include "model/model_yaml.h"
 
@@ -41,16 +42,9 @@ class HfFields {
   Status Optional(const char* key, int64_t* out) const {
     if (!Has(key)) return Status::Ok();
     const Json& v = json_[key];
-    if (v.is_number_integer()) {
-      *out = v.get<int64_t>();
+    if (const std::optional<int64_t> n = JsonToInt64(v)) {
+      *out = *n;
       return Status::Ok();
-    }
-    if (v.is_number_float()) {
-      double d = v.get<double>();
-      if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.2e18) {
-        *out = static_cast<int64_t>(d);
-        return Status::Ok();
-      }
     }
     return WrongType(key, "an integer");
   }

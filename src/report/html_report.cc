@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <map>
 
+#include "core/checked_int.h"
 #include "report/html_page.h"
 #include "report/html_section_util.h"
 
@@ -29,14 +30,14 @@ std::string RunLabel(const json& metadata, const analysis::AnalysisResult& a) {
     const json& p = ExperimentField(metadata, "parallelism");
     const json& w = ExperimentField(metadata, "workload");
     for (const char* k : {"tp_size", "ep_size", "pp_size", "seq_parallel_size"}) {
-      if (p.contains(k) && p[k].is_number() && p[k].get<double>() > 1) {
-        label += fmt::format(" {}{}", std::string(k).substr(0, std::string(k).find('_')),
-                             p[k].get<int64_t>());
+      const std::optional<int64_t> n = p.contains(k) ? JsonToInt64(p[k]) : std::nullopt;
+      if (n && *n > 1) {
+        label += fmt::format(" {}{}", std::string(k).substr(0, std::string(k).find('_')), *n);
       }
     }
-    if (w.contains("sequence_length") && w["sequence_length"].is_number()) {
-      label += fmt::format(" seq{}", w["sequence_length"].get<int64_t>());
-    }
+    const std::optional<int64_t> seq =
+        w.contains("sequence_length") ? JsonToInt64(w["sequence_length"]) : std::nullopt;
+    if (seq) label += fmt::format(" seq{}", *seq);
   }
   const json& backend = ExperimentField(metadata, "backend");
   if (backend.is_string() && backend.get<std::string>() != "sim")

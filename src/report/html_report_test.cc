@@ -313,6 +313,21 @@ TEST(HtmlSectionsTest, SummaryPutsEachRunAgainstItsRecordedBounds) {
   EXPECT_NE(SummarySection({measured}).note.find("No run here carries bounds"), std::string::npos);
 }
 
+// The note's "no claims" sentence was decided from the claims table after it was moved
+// into the section, so a run with claims was also said to state none.
+TEST(HtmlSectionsTest, SummaryNoteSaysNoClaimsOnlyWithoutClaims) {
+  ReportRun with = SweepRun(8, 128, 3e-3);
+  with.analysis.metrics.Add("tpot", "", 2e-3, "s");
+  with.metadata["experiment"]["claims"] = {{"tpot_ms", 1.0}};
+  const Section s = SummarySection({with});
+  bool has_claims_table = false;
+  for (const Table& t : s.tables) has_claims_table |= t.title.starts_with("Claims");
+  EXPECT_TRUE(has_claims_table);
+  EXPECT_EQ(s.note.find("No run states claims"), std::string::npos) << s.note;
+  const ReportRun without = SweepRun(16, 128, 1e-3);
+  EXPECT_NE(SummarySection({without}).note.find("No run states claims"), std::string::npos);
+}
+
 TEST(HtmlSectionsTest, ExpertHeatmapIsTokensOverTheLayerMean) {
   ReportRun r;
   r.label = "moe";

@@ -158,7 +158,8 @@ Section SummarySection(const std::vector<ReportRun>& runs) {
            std::isfinite(bound) ? FormatReportValue(bound, "") : "—"});
     }
   }
-  if (!claims.rows.empty()) s.tables.push_back(std::move(claims));
+  const bool any_claims = !claims.rows.empty();  // read before the table is moved
+  if (any_claims) s.tables.push_back(std::move(claims));
 
   // Physical lower bounds the simulator recorded with the run (metadata sim.bounds).
   Table bounds{"Physical bounds: this run against the lower bounds (docs/bounds.md)",
@@ -197,7 +198,7 @@ Section SummarySection(const std::vector<ReportRun>& runs) {
     s.note +=
         " No run here carries bounds (measured and foreign traces do not; simulate the "
         "experiment or run `shardscope check` for them).";
-  if (claims.rows.empty()) s.note += " No run states claims in its metadata.";
+  if (!any_claims) s.note += " No run states claims in its metadata.";
   if (runs.size() > 1) {
     std::vector<std::string> labels;
     Series ttft{"TTFT", {}}, tpot{"TPOT", {}};

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <mutex>
+#include <set>
 
 #include "runtime/safetensors.h"
 
@@ -70,7 +72,10 @@ class HfCheckpointSource : public WeightSource {
     int64_t width = 0;
     for (const Slice& s : slices) width += s.count;
     Tensor t(rows == 1 ? std::vector<int64_t>{width} : std::vector<int64_t>{rows, width});
-    if (shapes_only_) return t;
+    if (shapes_only_) {
+      RETURN_IF_ERROR(CheckFinite(parts));
+      return t;
+    }
     int64_t at = 0;
     for (const Slice& s : slices) {
       int64_t p0 = 0;  // first global column of the part
@@ -95,7 +100,10 @@ class HfCheckpointSource : public WeightSource {
                         Init) const override {
     ASSIGN_OR_RETURN(std::vector<HfPart> parts, Parts(name, rows, cols));
     Tensor t({slice.count, cols});
-    if (shapes_only_) return t;
+    if (shapes_only_) {
+      RETURN_IF_ERROR(CheckFinite(parts));
+      return t;
+    }
     int64_t p0 = 0;
     for (const HfPart& part : parts) {
       const Block block = part.transposed ? Block{0, part.width(), slice.begin, slice.count}
@@ -137,9 +145,22 @@ class HfCheckpointSource : public WeightSource {
     return parts;
   }
 
+  // The check before the ranks start: every tensor's values finite, each scanned once
+  // (several ranks and slices read the same tensor).
+  Status CheckFinite(const std::vector<HfPart>& parts) const {
+    std::lock_guard<std::mutex> lock(checked_mutex_);
+    for (const HfPart& part : parts) {
+      if (!checked_.insert(part.name).second) continue;
+      RETURN_IF_ERROR(reader_.CheckFinite(part.name));
+    }
+    return Status::Ok();
+  }
+
   SafetensorsReader reader_;
   const ModelSpec model_;
-  const bool shapes_only_;  // look tensors up and check shapes; read no data
+  const bool shapes_only_;  // look tensors up, check shapes and finiteness; read no data
+  mutable std::mutex checked_mutex_;
+  mutable std::set<std::string> checked_;
 };
 
 }  // namespace

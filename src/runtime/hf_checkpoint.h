@@ -44,8 +44,9 @@ StatusOr<std::vector<HfPart>> HfPartsOf(const ModelSpec& model, const std::strin
 // directory, see SafetensorsReader::Open) as the weights of `model`. Tensors are
 // looked up and shape-checked when read: a missing tensor or a shape that does
 // not fit the model is an error naming the file, the tensor and the model fields.
-// With `shapes_only`, reads look up and check but return zeros without reading
-// data (Weights::CheckCheckpoint).
+// With `shapes_only`, reads look up and check (the shapes, and every value finite
+// from its raw bits) but return zeros without converting data
+// (Weights::CheckCheckpoint).
 StatusOr<std::unique_ptr<WeightSource>> OpenHfCheckpoint(const std::string& path,
                                                          const ModelSpec& model,
                                                          bool shapes_only = false);

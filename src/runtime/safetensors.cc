@@ -399,6 +399,36 @@ Status SafetensorsReader::ReadBlock(const std::string& name, Block b, bool trans
   return Status::Ok();
 }
 
+Status SafetensorsReader::CheckFinite(const std::string& name) const {
+  ASSIGN_OR_RETURN(const SafetensorsEntry* e, Get(name));
+  if (e->dtype == SafetensorsDtype::kOther) return Status::Ok();
+  const uint8_t* base = files_[e->file]->data() + data_start_[e->file] + e->begin;
+  const int64_t n = (e->end - e->begin) / e->element_size;
+  // Non-finite: every exponent bit set (the sign and mantissa do not matter).
+  auto bad = [&](int64_t i) {
+    if (e->dtype == SafetensorsDtype::kF32) {
+      uint32_t bits;
+      std::memcpy(&bits, base + i * 4, 4);
+      return (bits & 0x7f800000u) == 0x7f800000u;
+    }
+    uint16_t bits;
+    std::memcpy(&bits, base + i * 2, 2);
+    return e->dtype == SafetensorsDtype::kBF16 ? (bits & 0x7f80u) == 0x7f80u
+                                               : (bits & 0x7c00u) == 0x7c00u;
+  };
+  int64_t count = 0, first = -1;
+  for (int64_t i = 0; i < n; ++i) {
+    if (bad(i)) {
+      if (count++ == 0) first = i;
+    }
+  }
+  if (count == 0) return Status::Ok();
+  return InvalidArgument(
+      "{}: tensor '{}': {} of its {} values are NaN or infinite (the first at element {}); "
+      "weights must be finite",
+      FileOf(*e), name, count == n ? std::string("all") : std::to_string(count), n, first);
+}
+
 // ---- Writer.
 
 StatusOr<std::string> EncodeSafetensors(const std::vector<SafetensorsTensor>& tensors,

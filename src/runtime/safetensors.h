@@ -98,6 +98,10 @@ class SafetensorsReader {
   // the block outside the shape, a dtype that is not F32/BF16/F16, rank > 2.
   Status ReadBlock(const std::string& name, Block block, bool transpose, float* out,
                    int64_t ld) const;
+  // InvalidArgument naming the file and the tensor when a float tensor (F32, BF16,
+  // F16) holds a NaN or an infinity: such weights make every output NaN, which
+  // the sampler turns into token 0 without a word. Scans the raw bits.
+  Status CheckFinite(const std::string& name) const;
 
  private:
   SafetensorsReader() = default;

@@ -238,6 +238,32 @@ TEST_F(SafetensorsTest, MalformedHeadersNameFileTensorAndField) {
   EXPECT_NE(OpenError(tiny).find("3 bytes, too short"), std::string::npos);
 }
 
+// issue 35: an all-NaN checkpoint generated token 0 silently; a tensor holding a
+// NaN or an infinity in any float dtype is named, with how many and where.
+TEST_F(SafetensorsTest, CheckFiniteNamesATensorWithNaNOrInfinity) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<SafetensorsTensor> ts = {{"fine", {2}, {1, -2}, SafetensorsDtype::kBF16},
+                                       {"nan32", {3}, {nan, nan, nan}, SafetensorsDtype::kF32},
+                                       {"inf16", {3}, {0, -inf, 1}, SafetensorsDtype::kF16},
+                                       {"nanb16", {2, 2}, {1, 2, 3, nan}, SafetensorsDtype::kBF16}};
+  const std::string path = (dir_ / "nan.safetensors").string();
+  ASSERT_TRUE(WriteSafetensors(path, ts).ok());
+  auto r = SafetensorsReader::Open(path);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->CheckFinite("fine").ok());
+  EXPECT_EQ(r->CheckFinite("nan32").message(),
+            path +
+                ": tensor 'nan32': all of its 3 values are NaN or infinite (the first at "
+                "element 0); weights must be finite");
+  EXPECT_EQ(r->CheckFinite("inf16").message(),
+            path +
+                ": tensor 'inf16': 1 of its 3 values are NaN or infinite (the first at "
+                "element 1); weights must be finite");
+  EXPECT_NE(r->CheckFinite("nanb16").message().find("1 of its 4 values"), std::string::npos);
+  EXPECT_EQ(r->CheckFinite("nope").code(), StatusCode::kNotFound);
+}
+
 TEST_F(SafetensorsTest, ReadErrorsNameTheTensor) {
   const std::string path = Raw("r.safetensors",
                                R"({"i": {"dtype":"I64","shape":[1],"data_offsets":[0,8]},)"
