@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "importers/file_bytes.h"
+#include "trace/json_value.h"
 #include "trace/trace_reader.h"
 
 namespace shardscope::importers {
@@ -162,62 +163,8 @@ class CallEmitter {
   std::set<int32_t> named_;
 };
 
-std::string_view TrimRight(std::string_view s) {
-  while (!s.empty() &&
-         (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
-
-bool IsJsonNumber(std::string_view t) {
-  size_t i = 0;
-  auto digits = [&] {
-    size_t start = i;
-    while (i < t.size() && t[i] >= '0' && t[i] <= '9') ++i;
-    return i - start;
-  };
-  if (i < t.size() && t[i] == '-') ++i;
-  size_t lead = i;
-  size_t n = digits();
-  if (n == 0 || (n > 1 && t[lead] == '0')) return false;
-  if (i < t.size() && t[i] == '.') {
-    ++i;
-    if (digits() == 0) return false;
-  }
-  if (i < t.size() && (t[i] == 'e' || t[i] == 'E')) {
-    ++i;
-    if (i < t.size() && (t[i] == '+' || t[i] == '-')) ++i;
-    if (digits() == 0) return false;
-  }
-  return i == t.size();
-}
-
-// Any scalar as text: strings unescaped, numbers and literals as written.
-bool GetText(od::value v, std::string* out) {
-  od::json_type type;
-  if (v.type().get(type)) return false;
-  std::string_view s;
-  if (type == od::json_type::string) {
-    if (v.get_string().get(s)) return false;
-  } else if (type == od::json_type::object) {
-    od::object o;
-    if (v.get_object().get(o) || o.raw_json().get(s)) return false;
-  } else if (type == od::json_type::array) {
-    od::array a;
-    if (v.get_array().get(a) || a.raw_json().get(s)) return false;
-  } else {
-    s = TrimRight(v.raw_json_token());
-  }
-  out->assign(s);
-  return true;
-}
-
-// An integer, also when written as a string; false otherwise.
-bool ToInt(std::string_view s, int64_t* out) {
-  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return !s.empty() && ec == std::errc() && ptr == s.data() + s.size();
-}
+// An integer's text (trace/json_value.h), also when the file wrote it as a string.
+bool ToInt(std::string_view s, int64_t* out) { return trace::ParseJsonIntText(s, out); }
 bool ToUint(std::string_view s, uint64_t* out) {
   auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
   return !s.empty() && ec == std::errc() && ptr == s.data() + s.size();
@@ -249,7 +196,7 @@ simdjson::error_code ReadObject(od::object object, Fields* fields, std::string_v
         std::string text;
         if (auto err = f.unescaped_key().get(ik)) return err;
         if (auto err = f.value().get(iv)) return err;
-        if (!GetText(iv, &text)) return simdjson::TAPE_ERROR;
+        if (!trace::GetJsonText(iv, &text)) return simdjson::TAPE_ERROR;
         if (key == nested) {
           (*inner)[std::string(ik)] = std::move(text);
         } else {
@@ -259,7 +206,7 @@ simdjson::error_code ReadObject(od::object object, Fields* fields, std::string_v
       continue;
     }
     std::string text;
-    if (!GetText(value, &text)) return simdjson::TAPE_ERROR;
+    if (!trace::GetJsonText(value, &text)) return simdjson::TAPE_ERROR;
     (*fields)[k] = std::move(text);
   }
   return simdjson::SUCCESS;
@@ -484,7 +431,7 @@ class JsonlDecoder {
       std::string_view line = data.substr(pos, end - pos);
       pos = end + 1;
       ++line_no_;
-      if (TrimRight(line).empty()) continue;
+      if (trace::TrimJsonSpace(line).empty()) continue;
       ++stats_->events;
       simdjson::padded_string padded(line);
       od::document doc;
@@ -750,9 +697,9 @@ std::string QuoteBareJsonValues(std::string_view in) {
            in[k] != '\r') {
       ++k;
     }
-    std::string_view token = TrimRight(in.substr(j, k - j));
+    std::string_view token = trace::TrimJsonSpace(in.substr(j, k - j));
     if (token.empty() || token == "true" || token == "false" || token == "null" ||
-        IsJsonNumber(token)) {
+        trace::IsJsonNumber(token)) {
       i = j - 1;
       continue;
     }

@@ -121,6 +121,19 @@ TEST(NcclProfilerImporterTest, ExamplePluginSynthetic) {
   EXPECT_EQ(r.stats->events, 17);
 }
 
+// Integers follow trace/json_value.h as in every other format: an integral
+// count written as 1.0e1 is 10.
+TEST(NcclProfilerImporterTest, IntegersAreReadByTheSharedRule) {
+  const std::string text = R"([
+{"name": "Send", "cat": "P2P", "ph": "b", "id": 0, "pid": 9, "tid": 1, "ts": 200.0, "args": {"CommHash": 77, "Rank": 1.0, "Peer": 0, "Count": 1.0e1, "Datatype": ncclInt32}},
+{"name": "Send", "cat": "P2P", "ph": "e", "id": 0, "pid": 9, "tid": 1, "ts": 203.5}])";
+  Imported r = ImportText(text, false);
+  ASSERT_TRUE(r.stats.ok()) << r.stats.status().ToString();
+  ASSERT_EQ(r.trace.ops.size(), 1u);
+  EXPECT_EQ(r.trace.ops[0].rank, 1);
+  EXPECT_EQ(r.trace.ops[0].bytes, 40);
+}
+
 TEST(NcclProfilerImporterTest, ExamplePluginBadFiles) {
   Imported cut =
       ImportText(R"([{"name": "Send", "cat": "P2P", "ph": "b", "id": 0, "ts": 1.0, "ar)", false);

@@ -11,19 +11,12 @@
 #include <utility>
 
 #include "importers/file_bytes.h"
+#include "trace/json_value.h"
 
 namespace shardscope::importers {
 namespace {
 
 namespace od = simdjson::ondemand;
-
-std::string_view TrimRight(std::string_view s) {
-  while (!s.empty() &&
-         (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
 
 // An X event before its process and thread are known to be a device line.
 struct RawEvent {
@@ -32,52 +25,20 @@ struct RawEvent {
   XlaEvent event;
 };
 
-// An integer pid/tid, also when written as a string.
+// An integer pid/tid (trace/json_value.h), also when written as a string.
 bool GetId(od::value v, int64_t* out) {
   od::json_type type;
   if (v.type().get(type)) return false;
-  if (type == od::json_type::number) return !v.get_int64().get(*out);
-  if (type != od::json_type::string) return false;
+  if (type == od::json_type::number) return trace::GetJsonInt(v, out);
   std::string_view s;
-  if (v.get_string().get(s) || s.empty()) return false;
-  char* end = nullptr;
-  std::string copy(s);
-  *out = std::strtoll(copy.c_str(), &end, 10);
-  return end == copy.c_str() + copy.size();
+  return type == od::json_type::string && !v.get_string().get(s) && trace::ParseJsonIntText(s, out);
 }
 
 // A JSON number in microseconds to ns + ps.
 bool GetMicros(od::value v, int64_t* ns, int64_t* ps) {
   od::json_type type;
   if (v.type().get(type) || type != od::json_type::number) return false;
-  return ParseMicrosToNsPs(TrimRight(v.raw_json_token()), ns, ps);
-}
-
-// An arg value as text: strings as they are, other scalars as written, objects and
-// arrays as their JSON.
-bool GetText(od::value v, std::string* out) {
-  od::json_type type;
-  if (v.type().get(type)) return false;
-  std::string_view s;
-  switch (type) {
-    case od::json_type::string:
-      if (v.get_string().get(s)) return false;
-      break;
-    case od::json_type::object: {
-      od::object o;
-      if (v.get_object().get(o) || o.raw_json().get(s)) return false;
-      break;
-    }
-    case od::json_type::array: {
-      od::array a;
-      if (v.get_array().get(a) || a.raw_json().get(s)) return false;
-      break;
-    }
-    default:
-      s = TrimRight(v.raw_json_token());
-  }
-  out->assign(s);
-  return true;
+  return ParseMicrosToNsPs(trace::TrimJsonSpace(v.raw_json_token()), ns, ps);
 }
 
 class Decoder {
@@ -172,7 +133,7 @@ class Decoder {
         return Truncated(fmt::format("event #{}", index_));
       }
       if (key == "ph") {
-        if (!GetText(value, &ph)) return Truncated(fmt::format("event #{}", index_));
+        if (!trace::GetJsonText(value, &ph)) return Truncated(fmt::format("event #{}", index_));
       } else if (key == "pid") {
         has_pid = GetId(value, &raw.pid);
         bad_pid = !has_pid;
@@ -187,7 +148,8 @@ class Decoder {
         bad_dur = !has_dur;
         raw.event.duration_ps = ns * 1000 + ps;
       } else if (key == "name") {
-        if (!GetText(value, &raw.event.name)) return Truncated(fmt::format("event #{}", index_));
+        if (!trace::GetJsonText(value, &raw.event.name))
+          return Truncated(fmt::format("event #{}", index_));
       } else if (key == "args") {
         od::object args;
         if (value.get_object().get(args)) continue;  // not an object: no args
@@ -196,7 +158,7 @@ class Decoder {
           od::value arg_value;
           std::string text;
           if (arg.unescaped_key().get(arg_key) || arg.value().get(arg_value) ||
-              !GetText(arg_value, &text)) {
+              !trace::GetJsonText(arg_value, &text)) {
             return Truncated(fmt::format("the args of event #{}", index_));
           }
           if (arg_key == "long_name") {

@@ -141,6 +141,24 @@ TEST(XlaJsonImporterTest, SyntheticTraceViewerFile) {
   EXPECT_EQ(stats->events, 14);  // every element but the trailing {}
 }
 
+// Ids follow trace/json_value.h as in every other format: integral numbers,
+// also written as strings, are integers; fractions are not.
+TEST(XlaJsonImporterTest, IdsAreIntegersByTheSharedRule) {
+  const std::string json = R"({"traceEvents":[
+{"ph":"M","pid":7.0,"name":"process_name","args":{"name":"/device:TPU:0"}},
+{"ph":"M","pid":7,"tid":3,"name":"thread_name","args":{"name":"XLA Ops"}},
+{"ph":"X","pid":"7","tid":3e0,"ts":1,"dur":2,"name":"fusion.1"},
+{"ph":"X","pid":7,"tid":"3.0","ts":4,"dur":2,"name":"fusion.2"},
+{"ph":"X","pid":7.5,"tid":3,"ts":7,"dur":2,"name":"fractional pid"}]})";
+  trace::Trace t;
+  auto stats = ImportText(json, &t);
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  ASSERT_EQ(t.ops.size(), 2u);
+  EXPECT_EQ(t.ops[0].name, "fusion.1");
+  EXPECT_EQ(t.ops[1].stream, t.ops[0].stream);  // the same line
+  EXPECT_EQ(stats->skipped.at("X event without an integer pid/tid"), 1);
+}
+
 TEST(XlaJsonImporterTest, BadFilesAreClearErrors) {
   trace::Trace t;
   auto cut =
