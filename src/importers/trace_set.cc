@@ -352,9 +352,7 @@ StatusOr<TraceSetResult> ImportTraceSet(const std::vector<std::string>& paths,
   // Groups the files leave out, from the set as a whole.
   const std::string group_note = InferWorldGroups(result.ranks, result.world_size, &held);
   if (!held.empty() && !held.front().group.empty()) {
-    result.stats.notes
-        ["collective given the whole world as its group (the traces name no "
-         "process group; every rank ran the same calls)"] += static_cast<int64_t>(held.size());
+    result.stats.CountN(trace::Stat::kWorldGroupAssumed, static_cast<int64_t>(held.size()));
   }
   SetSink release(target, &marks, 0, nullptr);
   for (const trace::OpEvent& op : held) release.Forward(op);

@@ -94,12 +94,7 @@ class Decoder {
     return DataLoss("{}: truncated or invalid JSON in {}", name_, where);
   }
 
-  void Skip(std::string reason) {
-    ++stats_->skipped[reason];
-    if (stats_->examples.size() < 5) {
-      stats_->examples.push_back(fmt::format("event #{}: {}", index_, reason));
-    }
-  }
+  void Skip(trace::Stat stat) { stats_->Skip(stat, {trace::EventPlace::kEvent, index_}); }
 
   Status Events(od::array events) {
     for (auto element : events) {
@@ -108,7 +103,7 @@ class Decoder {
       if (element.get(v) || v.type().get(type)) return Truncated(fmt::format("event #{}", index_));
       if (type != od::json_type::object) {
         ++stats_->events;
-        Skip("event is not a JSON object");
+        Skip(trace::Stat::kNotAnObject);
         ++index_;
         continue;
       }
@@ -180,22 +175,22 @@ class Decoder {
       } else if (raw.event.name == "thread_name" && has_pid) {
         thread_names_[{raw.pid, raw.tid}] = arg_name;
       } else {
-        ++stats_->ignored[fmt::format("M event \"{}\"", raw.event.name)];
+        stats_->Count(trace::Stat::kXlaMetadata, raw.event.name);
       }
       return Status::Ok();
     }
     if (ph != "X") {
-      ++stats_->ignored[fmt::format("ph \"{}\"", ph)];
+      stats_->Count(trace::Stat::kForeignPh, ph);
       return Status::Ok();
     }
     if (!has_pid || bad_pid) {
-      Skip("X event without an integer pid/tid");
+      Skip(trace::Stat::kXlaIdNotInteger);
     } else if (!has_ts || bad_ts) {
-      Skip("X event without a numeric ts");
+      Skip(trace::Stat::kXlaTsNotNumber);
     } else if (!has_dur || bad_dur) {
-      Skip("X event without a numeric dur");
+      Skip(trace::Stat::kXlaDurNotNumber);
     } else if (raw.event.duration_ps < 0) {
-      Skip("X event with a negative dur");
+      Skip(trace::Stat::kXlaNegativeDur);
     } else {
       events_.push_back(std::move(raw));
     }
@@ -222,9 +217,11 @@ class Decoder {
       auto d = device_of_pid.find(raw.pid);
       if (d == device_of_pid.end()) {
         auto p = process_names_.find(raw.pid);
-        ++stats_->ignored[p == process_names_.end()
-                              ? std::string("XLA events of a process without a name")
-                              : fmt::format("XLA process \"{}\"", p->second)];
+        if (p == process_names_.end()) {
+          stats_->Count(trace::Stat::kXlaUnnamedProcess);
+        } else {
+          stats_->Count(trace::Stat::kXlaProcess, p->second);
+        }
         continue;
       }
       XlaDevice& device = devices[d->second];
