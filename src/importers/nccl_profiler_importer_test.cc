@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "importers/test_traces.h"
 #include "trace/test_util.h"
 
 namespace shardscope::importers {
@@ -14,11 +15,10 @@ namespace {
 
 using trace::Collective;
 
-const std::string kDir = std::string(SHARDSCOPE_SOURCE_DIR) + "/../shared/testdata/nccl_profiler";
+const std::string kDir = SharedTestData("nccl_profiler");
 const std::string kExample =
     kDir + "/nccl_example_plugin_point_to_point_1737594_12715772615376301750_1.json";
-const std::string kExpected =
-    std::string(SHARDSCOPE_SOURCE_DIR) + "/src/importers/testdata/nccl_profiler_expected.json";
+const std::string kExpected = RealTraceGolden("nccl_profiler_expected.json");
 
 struct Imported {
   StatusOr<trace::ReadStats> stats = Status(StatusCode::kInternal, "not run");
@@ -210,9 +210,7 @@ TEST(NcclProfilerImporterTest, JsonlMapsCommunicatorRanksToGlobalRanks) {
 class RealNcclTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!std::filesystem::exists(kDir)) {
-      GTEST_SKIP() << "test data not found: " << kDir << " (needs ../shared/testdata)";
-    }
+    SHARDSCOPE_NEED_SHARED_DATA(kDir);
     std::ifstream in(kExpected);
     ASSERT_TRUE(in.good()) << kExpected;
     expected_ = nlohmann::json::parse(in);

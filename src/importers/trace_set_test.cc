@@ -323,9 +323,8 @@ TEST(TraceSetTest, ProbesArePassedOnNotDetectedAgain) {
 // A JAX profile of two hosts (plugins/profile/<run>/<host>.xplane.pb), each
 // numbering its TPUs from 0, is one run: host B's devices follow host A's.
 TEST(TraceSetTest, MultiHostXspaceIsOneRunWithTheHostsDevicesInOrder) {
-  const std::string xplane =
-      std::string(SHARDSCOPE_SOURCE_DIR) + "/../shared/testdata/xla/tpu_inference_2.xplane.pb";
-  if (!std::filesystem::exists(xplane)) GTEST_SKIP() << "test data not found: " << xplane;
+  const std::string xplane = SharedTestData("xla/tpu_inference_2.xplane.pb");
+  SHARDSCOPE_NEED_SHARED_DATA(xplane);
   ScratchDir dir;
   std::filesystem::create_directories(dir.File("run1"));
   std::filesystem::create_directories(dir.File("run2"));

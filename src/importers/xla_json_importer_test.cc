@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "importers/test_traces.h"
 #include "importers/xspace_importer.h"
 #include "trace/test_util.h"
 
@@ -16,8 +17,7 @@ namespace {
 using trace::Category;
 using trace::Collective;
 
-const std::string kXplane =
-    std::string(SHARDSCOPE_SOURCE_DIR) + "/../shared/testdata/xla/tpu_inference_2.xplane.pb";
+const std::string kXplane = SharedTestData("xla/tpu_inference_2.xplane.pb");
 
 std::string Quote(const std::string& s) { return nlohmann::json(s).dump(); }
 
@@ -190,9 +190,7 @@ TEST(XlaJsonImporterTest, BadFilesAreClearErrors) {
 // The real XSpace written as xprof's trace-viewer JSON (gzipped) imports to the same ops,
 // spans and names as the XSpace itself.
 TEST(XlaJsonImporterTest, RealXplaneAsTraceViewerJsonMatchesXspace) {
-  if (!std::filesystem::exists(kXplane)) {
-    GTEST_SKIP() << "test data not found: " << kXplane << " (needs ../shared/testdata)";
-  }
+  SHARDSCOPE_NEED_SHARED_DATA(kXplane);
   if (!XspaceImporterBuilt()) GTEST_SKIP() << "built without protobuf";
   trace::ReadStats decode_stats;
   std::string data = trace::ReadWholeFile(kXplane);
