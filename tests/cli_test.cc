@@ -816,7 +816,7 @@ TEST(CliTest, AnalyzeKinetoEightRankDirectoryAsOneRun) {
   EXPECT_EQ(by_key["ranks[]"]["value"], 8);
   EXPECT_EQ(by_key["missing_ranks[]"]["value"], 0);
   EXPECT_EQ(by_key["comm_ops[]"]["value"], 64);  // 8 NCCL kernels per rank
-  // Busy time of rank 1 as src/importers/testdata/kineto_expected.py computes it.
+  // Busy time of rank 1 as tests/data/real_traces/kineto_expected.py computes it.
   EXPECT_NEAR(by_key["busy_time[rank 1]"]["value"].get<double>(), 12321000e-9, 1e-12);
   // Sizes from the host calls' "Input Dims" (kineto_expected.py: 2,549,700 B per rank). The
   // traces name no process group, but every rank of the world ran the same calls, so each

@@ -38,6 +38,8 @@
 #include <utility>
 #include <vector>
 
+#include "bench/gpu/gpu_ops_trace.h"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -379,38 +381,30 @@ class Results {
   // per timed sample, back to back on rank 0's compute stream.
   void WriteTrace(const std::string& trace_dtype, const std::string& device_json) const {
     const std::string path = dir_ + "/gpu_ops_" + trace_dtype + ".trace";
-    std::ofstream out(path);
-    out << "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"backend\":\"cuda\",\"source\":\"bench/gpu/"
-           "gpu_ops_bench\","
-        << "\"experiment\":{\"name\":\"gpu_ops_" << trace_dtype << "\",\"workload\":{\"dtype\":\""
-        << trace_dtype << "\"}},\"device\":" << device_json << "},\"traceEvents\":[\n"
-        << "{\"ph\":\"M\",\"pid\":0,\"tid\":0,\"name\":\"process_name\",\"args\":{\"name\":\"rank "
-           "0 · node 0 · gpu 0\"}}";
+    std::vector<shardscope::bench::GpuOpSample> samples;
     int64_t ts_ns = 0;
     for (const Measurement& r : all_) {
       const bool gemm = r.k > 0;
       if (r.kind == "copy" || r.kind == "gemm_peak" || r.kind == "fp8_quant" ||
           r.kind.rfind("decode_layers", 0) == 0 || (gemm && r.dtype != trace_dtype) || r.Skipped())
         continue;
+      char name[256];
+      std::snprintf(name, sizeof name, "%s m=%lld n=%lld k=%lld", r.kind.c_str(),
+                    static_cast<long long>(r.m), static_cast<long long>(r.n),
+                    static_cast<long long>(r.k));
       for (double s : r.seconds) {
         const int64_t dur_ns = std::max<int64_t>(1, std::llround(s * 1e9));
-        char buf[512];
-        std::snprintf(
-            buf, sizeof buf,
-            ",\n{\"ph\":\"X\",\"pid\":0,\"tid\":0,\"ts\":%lld.%03lld,\"dur\":%lld.%03lld,\"name\":"
-            "\"%s "
-            "m=%lld n=%lld k=%lld\",\"cat\":\"compute\",\"args\":{\"kind\":\"%s\",\"flops\":%.0f,"
-            "\"bytes_read\":%.0f,\"bytes_written\":%.0f,\"dtype\":\"%s\"}}",
-            static_cast<long long>(ts_ns / 1000), static_cast<long long>(ts_ns % 1000),
-            static_cast<long long>(dur_ns / 1000), static_cast<long long>(dur_ns % 1000),
-            r.kind.c_str(), static_cast<long long>(r.m), static_cast<long long>(r.n),
-            static_cast<long long>(r.k), r.kind.c_str(), r.flops, r.bytes_read, r.bytes_written,
-            r.dtype.c_str());
-        out << buf;
+        samples.push_back(
+            {name, r.kind, r.dtype, ts_ns, dur_ns, r.flops, r.bytes_read, r.bytes_written});
         ts_ns += dur_ns + 1000;  // 1 µs apart: distinct, ordered
       }
     }
-    out << "\n]}\n";
+    const std::string error =
+        shardscope::bench::WriteGpuOpsTrace(path, trace_dtype, device_json, samples);
+    if (!error.empty()) {
+      std::fprintf(stderr, "gpu_ops_bench: cannot write %s: %s\n", path.c_str(), error.c_str());
+      std::exit(1);
+    }
     std::fprintf(stderr, "gpu_ops_bench: wrote %s\n", path.c_str());
   }
 

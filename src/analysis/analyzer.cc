@@ -205,14 +205,25 @@ std::vector<CommChoice> CommChoices(const RunData& data) {
   return out;
 }
 
-StatusOr<AnalysisResult> AnalyzeTraceFile(const std::string& path, const AnalyzeOptions& options) {
-  importers::TraceFormat format;
-  if (options.format) {
-    format = *options.format;
-  } else {
-    ASSIGN_OR_RETURN(format, importers::DetectFormat(path));
+namespace {
+
+StatusOr<AnalysisResult> AnalyzeSet(const std::vector<std::string>& paths,
+                                    const AnalyzeOptions& options,
+                                    std::vector<importers::TraceProbe> probes);
+
+// AnalyzeTraceFile with the file's probe when the caller has it (its format
+// detected once, passed on to the importer).
+StatusOr<AnalysisResult> AnalyzeFile(const std::string& path, const AnalyzeOptions& options,
+                                     std::optional<importers::TraceProbe> probe) {
+  if (!probe && !options.format) {
+    ASSIGN_OR_RETURN(probe, importers::ProbeTrace(path, std::nullopt));
   }
-  if (format != importers::TraceFormat::kShardScope) return AnalyzeTraceSet({path}, options);
+  const importers::TraceFormat format = probe ? probe->format : *options.format;
+  if (format != importers::TraceFormat::kShardScope) {
+    std::vector<importers::TraceProbe> probes;
+    if (probe) probes.push_back(*probe);
+    return AnalyzeSet({path}, options, std::move(probes));
+  }
   AnalysisResult result;
   result.trace_path = path;
   result.trace_paths = {path};
@@ -258,14 +269,16 @@ StatusOr<AnalysisResult> AnalyzeTraceFile(const std::string& path, const Analyze
   return result;
 }
 
-StatusOr<AnalysisResult> AnalyzeTraceSet(const std::vector<std::string>& paths,
-                                         const AnalyzeOptions& options) {
+StatusOr<AnalysisResult> AnalyzeSet(const std::vector<std::string>& paths,
+                                    const AnalyzeOptions& options,
+                                    std::vector<importers::TraceProbe> probes) {
   AnalysisResult result;
   RunData data;
   RunCollector collector(&data);
   importers::TraceSetOptions set_options;
   set_options.format = options.format;
   set_options.alignment = options.alignment;
+  set_options.probes = std::move(probes);
   result.trace_paths = paths;
   result.trace_path = SetLabel(paths);
   trace::TraceSink* also = options.also_read_by ? options.also_read_by(result.trace_path) : nullptr;
@@ -312,17 +325,29 @@ StatusOr<AnalysisResult> AnalyzeTraceSet(const std::vector<std::string>& paths,
   return result;
 }
 
+}  // namespace
+
+StatusOr<AnalysisResult> AnalyzeTraceFile(const std::string& path, const AnalyzeOptions& options) {
+  return AnalyzeFile(path, options, std::nullopt);
+}
+
+StatusOr<AnalysisResult> AnalyzeTraceSet(const std::vector<std::string>& paths,
+                                         const AnalyzeOptions& options) {
+  return AnalyzeSet(paths, options, {});
+}
+
 StatusOr<std::vector<AnalysisResult>> AnalyzePaths(const std::vector<std::string>& paths,
                                                    const AnalyzeOptions& options) {
   ASSIGN_OR_RETURN(std::vector<std::string> files, FindTraceFiles(paths));
-  ASSIGN_OR_RETURN(auto runs, importers::GroupTraceFiles(files, options.format));
+  std::vector<std::vector<importers::TraceProbe>> probes;
+  ASSIGN_OR_RETURN(auto runs, importers::GroupTraceFiles(files, options.format, &probes));
   std::vector<AnalysisResult> results;
-  for (const std::vector<std::string>& run : runs) {
-    if (run.size() == 1) {
-      ASSIGN_OR_RETURN(AnalysisResult r, AnalyzeTraceFile(run[0], options));
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (runs[i].size() == 1) {
+      ASSIGN_OR_RETURN(AnalysisResult r, AnalyzeFile(runs[i][0], options, probes[i][0]));
       results.push_back(std::move(r));
     } else {
-      ASSIGN_OR_RETURN(AnalysisResult r, AnalyzeTraceSet(run, options));
+      ASSIGN_OR_RETURN(AnalysisResult r, AnalyzeSet(runs[i], options, std::move(probes[i])));
       results.push_back(std::move(r));
     }
   }

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "analysis/analyzer.h"
+#include "importers/test_traces.h"
 
 namespace shardscope::analysis {
 namespace {
@@ -213,9 +214,8 @@ TEST(CclBenchNamesTest, NamesOnAnAnalysedRun) {
 //   print(hi - lo, n)  # 20823 (µs), 64
 // CCL-Bench's avg_step_time gives the mean of the per-rank durations instead: 16007.75 µs.
 TEST(CclBenchNamesTest, RealKinetoSetGivesStepTimeAndCallCount) {
-  const std::string dir =
-      std::string(SHARDSCOPE_SOURCE_DIR) + "/../shared/testdata/kineto/param_dlrm_8rank";
-  if (!std::filesystem::is_directory(dir)) GTEST_SKIP() << dir << " is absent";
+  const std::string dir = importers::SharedTestData("kineto/param_dlrm_8rank");
+  SHARDSCOPE_NEED_SHARED_DATA(dir);
   auto results = AnalyzePaths({dir});
   ASSERT_TRUE(results.ok()) << results.status().ToString();
   ASSERT_EQ(results->size(), 1u);
@@ -224,7 +224,7 @@ TEST(CclBenchNamesTest, RealKinetoSetGivesStepTimeAndCallCount) {
   EXPECT_NEAR(ValueOf(out, "avg_step_time"), 20823e-6, 1e-12);
   EXPECT_EQ(ValueOf(out, "coll_call_num"), 64);
   // The kernels carry no message sizes, their host calls' "Input Dims" do (issue 17):
-  // 2,549,700 B per rank, as src/importers/testdata/kineto_expected.py sums them.
+  // 2,549,700 B per rank, as tests/data/real_traces/kineto_expected.py sums them.
   EXPECT_NEAR(ValueOf(out, "collective_vol_total_gb"), 8 * 2549700e-9, 1e-15);
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "analysis/analyzer.h"
+#include "importers/test_traces.h"
 #include "trace/test_util.h"
 
 namespace shardscope::analysis {
@@ -18,13 +19,8 @@ namespace {
 using trace::ScratchDir;
 using trace::WriteFile;
 
-// ../shared beside the checkout; SHARDSCOPE_SHARED names another (a worktree's tests).
-const std::string kTestData =
-    (std::getenv("SHARDSCOPE_SHARED") ? std::string(std::getenv("SHARDSCOPE_SHARED"))
-                                      : std::string(SHARDSCOPE_SOURCE_DIR) + "/../shared") +
-    "/testdata/kineto";
-const std::string kExpected =
-    std::string(SHARDSCOPE_SOURCE_DIR) + "/src/importers/testdata/kineto_expected.json";
+const std::string kTestData = importers::SharedTestData("kineto");
+const std::string kExpected = importers::RealTraceGolden("kineto_expected.json");
 
 TEST(KinetoAnalysisTest, OverlappingKernelsCountOnceInBusyTime) {
   // Two kernels on one stream overlapping by 5 us, a third inside the first:
@@ -44,13 +40,11 @@ TEST(KinetoAnalysisTest, OverlappingKernelsCountOnceInBusyTime) {
 }
 
 // Golden values on the real traces of ../shared/testdata/kineto from
-// kineto_expected.json (written by importers/testdata/kineto_expected.py).
+// kineto_expected.json (written by tests/data/real_traces/kineto_expected.py).
 class KinetoGoldenAnalysisTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!std::filesystem::exists(kTestData)) {
-      GTEST_SKIP() << "no Kineto test data at " << kTestData << " (../shared is absent)";
-    }
+    SHARDSCOPE_NEED_SHARED_DATA(kTestData);
     std::ifstream in(kExpected);
     ASSERT_TRUE(in) << kExpected;
     expected_ = nlohmann::json::parse(in);

@@ -10,6 +10,7 @@
 
 #include "analysis/analyzer.h"
 #include "importers/nccl_profiler_importer.h"
+#include "importers/test_traces.h"
 
 namespace shardscope::analysis {
 namespace {
@@ -17,18 +18,15 @@ namespace {
 using importers::ImportNcclProfiler;
 using importers::ImportNcclProfilerJsonl;
 
-const std::string kDir = std::string(SHARDSCOPE_SOURCE_DIR) + "/../shared/testdata/nccl_profiler";
+const std::string kDir = importers::SharedTestData("nccl_profiler");
 const std::string kExample =
     kDir + "/nccl_example_plugin_point_to_point_1737594_12715772615376301750_1.json";
-const std::string kExpected =
-    std::string(SHARDSCOPE_SOURCE_DIR) + "/src/importers/testdata/nccl_profiler_expected.json";
+const std::string kExpected = importers::RealTraceGolden("nccl_profiler_expected.json");
 
 class RealNcclAnalysisTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!std::filesystem::exists(kDir)) {
-      GTEST_SKIP() << "test data not found: " << kDir << " (needs ../shared/testdata)";
-    }
+    SHARDSCOPE_NEED_SHARED_DATA(kDir);
     std::ifstream in(kExpected);
     ASSERT_TRUE(in.good()) << kExpected;
     expected_ = nlohmann::json::parse(in);

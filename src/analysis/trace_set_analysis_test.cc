@@ -25,10 +25,8 @@ using importers::KinetoRankTrace;
 using trace::ScratchDir;
 using trace::WriteFile;
 
-const std::string kDlrm =
-    std::string(SHARDSCOPE_SOURCE_DIR) + "/../shared/testdata/kineto/param_dlrm_8rank";
-const std::string kExpected =
-    std::string(SHARDSCOPE_SOURCE_DIR) + "/src/importers/testdata/kineto_expected.json";
+const std::string kDlrm = importers::SharedTestData("kineto/param_dlrm_8rank");
+const std::string kExpected = importers::RealTraceGolden("kineto_expected.json");
 
 TEST(TraceSetAnalysisTest, MissingRankIsReportedAndTheRestAnalysed) {
   ScratchDir dir;
@@ -92,9 +90,7 @@ TEST(TraceSetAnalysisTest, AWholeDirectoryGroupsIntoRuns) {
 }
 
 TEST(TraceSetAnalysisTest, DlrmEightRankSet) {
-  if (!std::filesystem::exists(kDlrm)) {
-    GTEST_SKIP() << "no Kineto test data at " << kDlrm << " (../shared is absent)";
-  }
+  SHARDSCOPE_NEED_SHARED_DATA(kDlrm);
   std::ifstream in(kExpected);
   ASSERT_TRUE(in) << kExpected;
   nlohmann::json want = nlohmann::json::parse(in)["sets"]["param_dlrm_8rank"];

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "analysis/analyzer.h"
+#include "importers/test_traces.h"
 #include "importers/xspace_importer.h"
 
 namespace shardscope::analysis {
@@ -16,18 +17,15 @@ namespace {
 
 using importers::ImportXspace;
 
-const std::string kXplane =
-    std::string(SHARDSCOPE_SOURCE_DIR) + "/../shared/testdata/xla/tpu_inference_2.xplane.pb";
-const std::string kExpected = std::string(SHARDSCOPE_SOURCE_DIR) +
-                              "/src/importers/testdata/xla_tpu_inference_2_expected.json";
+const std::string kXplane = importers::SharedTestData("xla/tpu_inference_2.xplane.pb");
+const std::string kExpected = importers::RealTraceGolden("xla_tpu_inference_2_expected.json");
 
-// Golden values from importers/testdata/xla_tpu_inference_2_expected.py (an independent decoder).
+// Golden values from tests/data/real_traces/xla_tpu_inference_2_expected.py (an independent
+// decoder).
 class RealXplaneAnalysisTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!std::filesystem::exists(kXplane)) {
-      GTEST_SKIP() << "test data not found: " << kXplane << " (needs ../shared/testdata)";
-    }
+    SHARDSCOPE_NEED_SHARED_DATA(kXplane);
     std::ifstream in(kExpected);
     ASSERT_TRUE(in.good()) << kExpected;
     expected_ = nlohmann::json::parse(in);

@@ -52,8 +52,11 @@ struct Side {
 StatusOr<Side> Measure(const std::string& path) {
   Side side;
   ASSIGN_OR_RETURN(side.analysis, analysis::AnalyzeTraceFile(path));
+  // The format the analysis detected, passed on: the file is not detected twice.
+  auto format = importers::ParseTraceFormat(side.analysis.format);
   ASSIGN_OR_RETURN(importers::ImportResult imported,
-                   importers::ImportTrace(path, std::nullopt, &side.kinds));
+                   importers::ImportTrace(path, format.ok() ? std::optional(*format) : std::nullopt,
+                                          &side.kinds));
   (void)imported;
   if (const auto* m = side.analysis.metrics.Find("decode_steps"); m && m->value) {
     side.decode_steps = *m->value;

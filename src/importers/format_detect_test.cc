@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "importers/test_traces.h"
 #include "trace/test_util.h"
 #include "trace/trace_writer.h"
 
@@ -13,7 +14,7 @@ namespace {
 using trace::ScratchDir;
 using trace::WriteFile;
 
-const std::string kTestData = std::string(SHARDSCOPE_SOURCE_DIR) + "/../shared/testdata";
+const std::string kTestData = SharedTestData("");
 
 TEST(FormatDetectTest, NamesRoundTrip) {
   for (TraceFormat f :
@@ -97,9 +98,7 @@ TEST(FormatDetectTest, FilesOnDiskGzipToo) {
 }
 
 TEST(FormatDetectTest, RealFiles) {
-  if (!std::filesystem::exists(kTestData)) {
-    GTEST_SKIP() << "no test data at " << kTestData << " (../shared is absent)";
-  }
+  SHARDSCOPE_NEED_SHARED_DATA(kTestData);
   struct Case {
     const char* file;
     TraceFormat format;

@@ -73,15 +73,11 @@ bool FirstInputType(od::value& v, std::string* out, bool no_escapes) {
 }  // namespace
 
 bool ParseEventArgs(od::value& value, bool is_meta, bool no_escapes, EventArgs* event,
-                    CommArgs* comm, std::string* error) {
-  auto fail = [&](std::string_view reason) {
-    error->assign(reason);
-    return false;
-  };
+                    CommArgs* comm, trace::SkipReason* error) {
   od::object args;
-  if (value.get_object().get(args)) return fail("args is not an object");
+  if (value.get_object().get(args)) return error->Set(trace::Stat::kArgsNotObject);
   for (auto field_result : args) {
-    if (field_result.error()) return fail("invalid JSON");
+    if (field_result.error()) return error->Set(trace::Stat::kInvalidJson);
     od::field& field = field_result.value_unsafe();
     const char* k = field.key().raw();
     od::value& v = field.value();
@@ -161,7 +157,7 @@ bool ParseEventArgs(od::value& value, bool is_meta, bool no_escapes, EventArgs* 
     if (!ok) {
       size_t n = 0;
       while (n < 32 && k[n] != '"') ++n;
-      return fail(fmt::format("bad value of args.{}", std::string_view(k, n)));
+      return error->Set(trace::Stat::kBadArgValue, std::string_view(k, n));
     }
   }
   return true;

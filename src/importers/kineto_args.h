@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "importers/kineto_events.h"
+#include "trace/read_stats.h"
 
 namespace shardscope::importers::kineto {
 
@@ -32,9 +33,9 @@ struct EventArgs {
 // Reads the args object `value` into *event and *comm (fields it lacks are left
 // as they are). `is_meta`: a metadata event, whose "name" is read. `no_escapes`:
 // the caller knows the event has no backslash. False, with *error saying why
-// ("args is not an object", "bad value of args.Rank", …), when it is malformed.
+// (args_not_object, bad_arg_value "Rank", …), when it is malformed.
 bool ParseEventArgs(simdjson::ondemand::value& value, bool is_meta, bool no_escapes,
-                    EventArgs* event, CommArgs* comm, std::string* error);
+                    EventArgs* event, CommArgs* comm, trace::SkipReason* error);
 
 }  // namespace shardscope::importers::kineto
 

@@ -11,7 +11,7 @@ namespace shardscope::importers::kineto {
 
 using trace::Collective;
 
-std::vector<int32_t> KinetoCorrelator::GroupOf(const CommArgs& a, std::string* why) {
+std::vector<int32_t> KinetoCorrelator::GroupOf(const CommArgs& a, trace::Stat* why) {
   std::vector<int32_t> group;
   std::vector<int64_t> ranks;
   bool truncated = false;
@@ -37,13 +37,12 @@ std::vector<int32_t> KinetoCorrelator::GroupOf(const CommArgs& a, std::string* w
     for (int32_t r = 0; r < *groups_.world_size; ++r) group.push_back(r);
     return group;
   }
-  *why = truncated ? "group unknown: \"Process Group Ranks\" truncated and no other source"
-                   : "group unknown: no \"Process Group Ranks\" or process-group config";
+  *why = truncated ? trace::Stat::kGroupTruncated : trace::Stat::kGroupUnknown;
   return group;
 }
 
 void KinetoCorrelator::FillFromArgs(const CommArgs& a, Collective c, trace::OpEvent* ev) {
-  std::string why;
+  trace::Stat why = trace::Stat::kGroupUnknown;
   std::vector<int32_t> group = GroupOf(a, &why);
   if (group.empty()) Note(why);
   ev->dim = DimOfDescription(a.pg_desc);
@@ -54,10 +53,13 @@ void KinetoCorrelator::FillFromArgs(const CommArgs& a, Collective c, trace::OpEv
   int64_t size = dtype.empty() ? 0 : KinetoDtypeSize(dtype, &ours);
   ev->dtype = ours;
   if (size == 0) {
-    Note(dtype.empty() ? "communication kernel without dtype: bytes unknown"
-                       : fmt::format("unknown dtype '{}': bytes unknown", dtype.substr(0, 24)));
+    if (dtype.empty()) {
+      Note(trace::Stat::kCommWithoutDtype);
+    } else {
+      Note(trace::Stat::kUnknownDtype, dtype.substr(0, 24));
+    }
   }
-  if (from_shape) Note("communication kernel sized from its host call's Input Dims");
+  if (from_shape) Note(trace::Stat::kCommSizedFromInputDims);
   int64_t n = static_cast<int64_t>(group.size());
   int64_t gs = a.group_size > 0 ? a.group_size : n;
   int64_t in = from_shape ? a.shape_nelems : a.in_nelems, out = a.out_nelems;
@@ -76,11 +78,11 @@ void KinetoCorrelator::FillFromArgs(const CommArgs& a, Collective c, trace::OpEv
       elems = in >= 0 ? in : out;
       break;
   }
-  if (elems < 0 && size > 0) Note("communication kernel without message size: bytes unknown");
+  if (elems < 0 && size > 0) Note(trace::Stat::kCommWithoutSize);
   if (elems >= 0 && size > 0) ev->bytes = elems * size;
   if (c == Collective::kSend || c == Collective::kRecv) {
     if (a.rank >= 0 && a.rank < n) ev->peer = group[a.rank];
-    if (ev->peer < 0) Note("send/recv without a known peer");
+    if (ev->peer < 0) Note(trace::Stat::kP2pWithoutPeer);
     return;  // point to point: the pair is the group
   }
   ev->group = std::move(group);
@@ -169,7 +171,7 @@ void KinetoCorrelator::ResolveCompute(const GpuOp& op, trace::OpEvent* ev) {
   ev->bytes_read = found->bytes_read;
   ev->bytes_written = found->bytes_written;
   ev->dtype = found->dtype;
-  Note("compute kernel given the shape of the host matrix product that launched it");
+  Note(trace::Stat::kGemmShapeFromHost);
 }
 
 const CommArgs* KinetoCorrelator::FindHostArgs(const GpuOp& op,
@@ -226,7 +228,7 @@ void KinetoCorrelator::ResolveComm(const GpuOp& op, trace::OpEvent* ev) {
   }
   if (!coll && op.name_collective != Collective::kNone) coll = op.name_collective;
   if (!coll) {
-    Note("communication kernel whose collective is unknown (name and args do not say)");
+    Note(trace::Stat::kCommCollectiveUnknown);
     return;
   }
   ev->collective = *coll;
@@ -234,12 +236,11 @@ void KinetoCorrelator::ResolveComm(const GpuOp& op, trace::OpEvent* ev) {
   if (*coll == Collective::kNone) {
     // reduce, gather, barrier, …: kept as communication time, named in `kind`.
     ev->kind = args && !args->collective.empty() ? args->collective : "other_collective";
-    Note(fmt::format("collective '{}' has no counterpart in the trace model",
-                     ev->kind.substr(0, 24)));
+    Note(trace::Stat::kCollectiveNotModelled, ev->kind.substr(0, 24));
     return;
   }
   if (args == nullptr) {
-    Note("communication kernel without collective args: bytes and group unknown");
+    Note(trace::Stat::kCommWithoutArgs);
     return;
   }
   FillFromArgs(*args, *coll, ev);

@@ -54,8 +54,11 @@ class KinetoCorrelator {
   // The launch of `op` (by correlation id), or null.
   const RuntimeCall* LaunchOf(const GpuOp& op);
   void FillFromArgs(const CommArgs& a, trace::Collective c, trace::OpEvent* ev);
-  std::vector<int32_t> GroupOf(const CommArgs& a, std::string* why_unknown);
-  void Note(const std::string& what) { ++stats_->notes[what]; }
+  std::vector<int32_t> GroupOf(const CommArgs& a, trace::Stat* why_unknown);
+  template <typename... Detail>
+  void Note(trace::Stat stat, const Detail&... detail) {
+    stats_->Count(stat, detail...);
+  }
 
   KinetoEvents* const events_;
   const GroupConfig groups_;

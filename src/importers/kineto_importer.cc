@@ -46,7 +46,7 @@ TopLevel ParseTopLevel(const std::map<std::string, std::string>& top_level,
     if (it == top_level.end()) return nullptr;
     nlohmann::json j = nlohmann::json::parse(it->second, nullptr, false);
     if (j.is_discarded()) {
-      ++stats->skipped[fmt::format("top-level \"{}\" is not valid JSON", key)];
+      stats->Count(trace::Stat::kTopLevelNotJson, key);
       return nullptr;
     }
     return j;
@@ -170,8 +170,7 @@ void Delivery::NoteOpsOnOtherDevices() {
     others += n;
     most = std::max(most, n);
   }
-  stats_->notes[fmt::format("GPU ops on {} devices, all attributed to rank {}",
-                            ops_per_device_.size(), *rank_)] += others - most;
+  stats_->CountN(trace::Stat::kOpsOnOtherDevices, others - most, ops_per_device_.size(), *rank_);
 }
 
 void Delivery::DeliverMetadata(const std::string& name) {
@@ -283,11 +282,11 @@ void Delivery::DeliverSteps() {
 
 void Delivery::CountIgnored() {
   for (const kineto::IgnoredCount& c : events_->ignored) {
-    std::string key = c.type == "ph"         ? fmt::format("ph '{}'", c.value)
-                      : c.type == "metadata" ? fmt::format("metadata '{}'", c.value)
-                      : c.value.empty()      ? std::string("X event without cat")
-                                             : fmt::format("host/other cat '{}'", c.value);
-    stats_->ignored[key] += c.count;
+    const trace::Stat stat = c.type == "ph"         ? trace::Stat::kPhNotAnalysed
+                             : c.type == "metadata" ? trace::Stat::kMetadataNotAnalysed
+                             : c.value.empty()      ? trace::Stat::kEventWithoutCat
+                                                    : trace::Stat::kHostCat;
+    stats_->CountN(stat, c.count, c.value);
   }
 }
 

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "importers/test_traces.h"
 #include "trace/test_util.h"
 
 namespace shardscope::importers {
@@ -18,9 +19,8 @@ using trace::Collective;
 using trace::ScratchDir;
 using trace::WriteFile;
 
-const std::string kTestData = std::string(SHARDSCOPE_SOURCE_DIR) + "/../shared/testdata/kineto";
-const std::string kExpected =
-    std::string(SHARDSCOPE_SOURCE_DIR) + "/src/importers/testdata/kineto_expected.json";
+const std::string kTestData = SharedTestData("kineto");
+const std::string kExpected = RealTraceGolden("kineto_expected.json");
 
 std::string Gzip(const std::string& data) {
   z_stream zs{};
@@ -371,9 +371,7 @@ TEST(KinetoImporterTest, TruncatedFilesAreDataLossAndDeliverNothing) {
 class KinetoGoldenTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!std::filesystem::exists(kTestData)) {
-      GTEST_SKIP() << "no Kineto test data at " << kTestData << " (../shared is absent)";
-    }
+    SHARDSCOPE_NEED_SHARED_DATA(kTestData);
     std::ifstream in(kExpected);
     ASSERT_TRUE(in) << kExpected;
     expected_ = nlohmann::json::parse(in);

@@ -22,8 +22,6 @@ namespace {
 namespace od = simdjson::ondemand;
 using trace::Category;
 
-constexpr size_t kMaxExamples = 5;
-
 bool IsHost(Kind kind) { return kind == Kind::kHostOp || kind == Kind::kPython; }
 
 struct StringHash {
@@ -77,12 +75,9 @@ class KinetoTokenizer final : public trace::EventParser {
   bool AddHostGemm(const Fields& f);
   bool AddGpuOp(const Fields& f);
 
-  bool Fail(std::string_view reason) {
-    skip_reason_.assign(reason);
-    return false;
-  }
-  Scan Failed(std::string_view reason) {
-    skip_reason_.assign(reason);
+  bool Fail(trace::Stat stat) { return skip_reason_.Set(stat); }
+  Scan Failed(trace::Stat stat) {
+    skip_reason_.Set(stat);
     return Scan::kFailed;
   }
   // Counts a well-formed event that is not analysed: `type` "cat"/"ph"/"metadata".
@@ -96,7 +91,7 @@ class KinetoTokenizer final : public trace::EventParser {
   trace::ReadStats* const stats_;
   KinetoEvents* const events_;
   od::parser parser_, batch_parser_, args_parser_;
-  std::string skip_reason_;
+  trace::SkipReason skip_reason_;
   bool no_escapes_ = false;
   CommArgs args_;  // the current event's collective args (kept for their strings' capacity)
   std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>> name_index_;
@@ -126,10 +121,7 @@ void KinetoTokenizer::Ignore(std::string_view type, std::string_view value) {
 void KinetoTokenizer::Commit(bool ok, int64_t offset) {
   ++stats_->events;
   if (ok) return;
-  ++stats_->skipped[skip_reason_];
-  if (stats_->examples.size() < kMaxExamples) {
-    stats_->examples.push_back(fmt::format("byte {}: {}", offset, skip_reason_));
-  }
+  stats_->Skip(skip_reason_, {trace::EventPlace::kByte, offset});
 }
 
 int32_t KinetoTokenizer::InternName(std::string_view name) {
@@ -173,14 +165,14 @@ bool KinetoTokenizer::ClassifyHostOp(Fields* f) {
 
 Scan KinetoTokenizer::ScanFields(od::object& obj, Fields* f) {
   for (auto field_result : obj) {
-    if (field_result.error()) return Failed("invalid JSON");
+    if (field_result.error()) return Failed(trace::Stat::kInvalidJson);
     od::field& field = field_result.value_unsafe();
     const char* k = field.key().raw();
     od::value& v = field.value();
     switch (k[0]) {
       case 'p':
         if (KeyIs(k, "ph")) {
-          if (!Str(v, &f->ph)) return Failed("ph is not a string");
+          if (!Str(v, &f->ph)) return Failed(trace::Stat::kPhNotString);
           if (Classify(f)) return Scan::kIgnored;
         } else if (KeyIs(k, "pid")) {
           f->pid_seen = true;
@@ -196,7 +188,7 @@ Scan KinetoTokenizer::ScanFields(od::object& obj, Fields* f) {
         break;
       case 'n':
         if (KeyIs(k, "name")) {
-          if (!Str(v, &f->name)) return Failed("name is not a string");
+          if (!Str(v, &f->name)) return Failed(trace::Stat::kNameNotString);
           if (IsHost(f->kind) && !ClassifyHostOp(f)) return Scan::kIgnored;
         }
         break;
@@ -225,7 +217,7 @@ Scan KinetoTokenizer::ScanFields(od::object& obj, Fields* f) {
             // "args" before "ph" or "cat": parsed once the kind is known.
             od::object args_object;
             if (v.get_object().get(args_object) || args_object.raw_json().get(f->args_raw)) {
-              return Failed("invalid JSON");
+              return Failed(trace::Stat::kInvalidJson);
             }
           } else if (f->kind != Kind::kIgnore) {
             if (!ParseArgs(v, f)) return Scan::kFailed;
@@ -247,7 +239,7 @@ bool KinetoTokenizer::ParseDeferredArgs(Fields* f, const char* readable_end) {
   size_t cap = static_cast<size_t>(readable_end - f->args_raw.data());
   if (args_parser_.iterate(f->args_raw.data(), f->args_raw.size(), cap).get(args_doc) ||
       args_doc.get_value().get(args_value)) {
-    return Fail("invalid JSON");
+    return Fail(trace::Stat::kInvalidJson);
   }
   return ParseArgs(args_value, f);
 }
@@ -281,7 +273,7 @@ bool KinetoTokenizer::AddStep(const Fields& f) {
       ok = c >= '0' && c <= '9';
       n = n * 10 + (c - '0');
     }
-    if (!ok) return Fail("ProfilerStep# without a step number");
+    if (!ok) return Fail(trace::Stat::kStepWithoutNumber);
     m.step = static_cast<int32_t>(n);
   }
   events_->steps.push_back(m);
@@ -351,12 +343,12 @@ bool KinetoTokenizer::AddHostGemm(const Fields& f) {
 }
 
 bool KinetoTokenizer::AddGpuOp(const Fields& f) {
-  if (!f.pid_seen) return Fail("GPU event without pid");
-  if (!f.pid_int) return Fail("GPU event pid is not an integer (the device)");
-  if (!f.tid_seen || !f.tid_int) return Fail("GPU event tid is not an integer (the stream)");
+  if (!f.pid_seen) return Fail(trace::Stat::kGpuEventWithoutPid);
+  if (!f.pid_int) return Fail(trace::Stat::kGpuPidNotInteger);
+  if (!f.tid_seen || !f.tid_int) return Fail(trace::Stat::kGpuTidNotInteger);
   if (f.pid < 0 || f.pid > std::numeric_limits<int32_t>::max() ||
       f.tid < std::numeric_limits<int32_t>::min() || f.tid > std::numeric_limits<int32_t>::max()) {
-    return Fail("pid or tid out of range");
+    return Fail(trace::Stat::kIdOutOfRange);
   }
   GpuOp op;
   op.ts = f.ts;
@@ -383,7 +375,7 @@ bool KinetoTokenizer::AddGpuOp(const Fields& f) {
 template <typename Root>
 bool KinetoTokenizer::ParseEvent(Root& root, const char* readable_end) {
   od::object obj;
-  if (root.get_object().get(obj)) return Fail("event is not a JSON object");
+  if (root.get_object().get(obj)) return Fail(trace::Stat::kNotAnObject);
   args_.Clear();
   Fields f;
   switch (ScanFields(obj, &f)) {
@@ -394,7 +386,7 @@ bool KinetoTokenizer::ParseEvent(Root& root, const char* readable_end) {
     case Scan::kRead:
       break;
   }
-  if (f.ph.empty()) return Fail("missing ph");
+  if (f.ph.empty()) return Fail(trace::Stat::kMissingPh);
   if (f.kind == Kind::kUnknown) {  // an X event without "cat"
     Ignore("cat", "");
     return true;
@@ -406,11 +398,11 @@ bool KinetoTokenizer::ParseEvent(Root& root, const char* readable_end) {
   if (f.kind == Kind::kMeta) return AddMetadata(f);
   // "name" came after "args", or is missing.
   if (IsHost(f.kind) && f.role == HostRole::kNone && !ClassifyHostOp(&f)) return true;
-  if (!f.has_ts) return Fail("missing ts");
-  if (f.bad_time) return Fail("ts or dur is not a number");
+  if (!f.has_ts) return Fail(trace::Stat::kMissingTs);
+  if (f.bad_time) return Fail(trace::Stat::kTimeNotNumber);
   if (f.kind == Kind::kRuntime) return AddRuntimeCall(f);
-  if (!f.has_dur) return Fail("X event without dur");
-  if (f.dur < 0) return Fail("negative dur");
+  if (!f.has_dur) return Fail(trace::Stat::kMissingDur);
+  if (f.dur < 0) return Fail(trace::Stat::kNegativeDur);
   if (IsHost(f.kind)) {
     if (f.role == HostRole::kStep) return AddStep(f);
     return f.role == HostRole::kGemm ? AddHostGemm(f) : AddHostComm(f);
@@ -422,7 +414,7 @@ void KinetoTokenizer::Parse(std::string_view raw, size_t capacity, int64_t offse
   od::document doc;
   bool ok = parser_.iterate(raw.data(), raw.size(), capacity).get(doc) == simdjson::SUCCESS
                 ? ParseEvent(doc, raw.data() + capacity)
-                : Fail("invalid JSON");
+                : Fail(trace::Stat::kInvalidJson);
   Commit(ok, offset);
 }
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "importers/file_bytes.h"
+#include "trace/json_value.h"
 #include "trace/trace_reader.h"
 
 namespace shardscope::importers {
@@ -126,20 +127,15 @@ class CallEmitter {
     const NcclType* type = FindType(call.datatype);
     const bool p2p = f.collective == Collective::kSend || f.collective == Collective::kRecv;
     if (type == nullptr) {
-      ++stats_->notes[fmt::format("unknown NCCL datatype \"{}\": {} kept as comm time only",
-                                  call.datatype, call.func)];
+      stats_->Count(trace::Stat::kNcclUnknownDatatype, call.datatype, call.func);
     } else if (f.collective == Collective::kNone) {
       op.bytes = call.count * type->size;
       op.dtype = std::string(type->dtype);
-      ++stats_
-            ->notes[fmt::format("NCCL {}: no such collective in the trace model, kept as comm "
-                                "time and bytes only",
-                                call.func)];
+      stats_->Count(trace::Stat::kNcclCollectiveNotModelled, call.func);
     } else if (p2p && call.peer < 0) {
-      ++stats_->notes[fmt::format("NCCL {} without Peer: kept as comm time only", call.func)];
+      stats_->Count(trace::Stat::kNcclP2pWithoutPeer, call.func);
     } else if (!p2p && call.group.empty()) {
-      ++stats_->notes[fmt::format("NCCL {}: communicator ranks unknown, kept as comm time only",
-                                  call.func)];
+      stats_->Count(trace::Stat::kNcclRanksUnknown, call.func);
     } else {
       op.collective = f.collective;
       op.dtype = std::string(type->dtype);
@@ -162,62 +158,8 @@ class CallEmitter {
   std::set<int32_t> named_;
 };
 
-std::string_view TrimRight(std::string_view s) {
-  while (!s.empty() &&
-         (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
-
-bool IsJsonNumber(std::string_view t) {
-  size_t i = 0;
-  auto digits = [&] {
-    size_t start = i;
-    while (i < t.size() && t[i] >= '0' && t[i] <= '9') ++i;
-    return i - start;
-  };
-  if (i < t.size() && t[i] == '-') ++i;
-  size_t lead = i;
-  size_t n = digits();
-  if (n == 0 || (n > 1 && t[lead] == '0')) return false;
-  if (i < t.size() && t[i] == '.') {
-    ++i;
-    if (digits() == 0) return false;
-  }
-  if (i < t.size() && (t[i] == 'e' || t[i] == 'E')) {
-    ++i;
-    if (i < t.size() && (t[i] == '+' || t[i] == '-')) ++i;
-    if (digits() == 0) return false;
-  }
-  return i == t.size();
-}
-
-// Any scalar as text: strings unescaped, numbers and literals as written.
-bool GetText(od::value v, std::string* out) {
-  od::json_type type;
-  if (v.type().get(type)) return false;
-  std::string_view s;
-  if (type == od::json_type::string) {
-    if (v.get_string().get(s)) return false;
-  } else if (type == od::json_type::object) {
-    od::object o;
-    if (v.get_object().get(o) || o.raw_json().get(s)) return false;
-  } else if (type == od::json_type::array) {
-    od::array a;
-    if (v.get_array().get(a) || a.raw_json().get(s)) return false;
-  } else {
-    s = TrimRight(v.raw_json_token());
-  }
-  out->assign(s);
-  return true;
-}
-
-// An integer, also when written as a string; false otherwise.
-bool ToInt(std::string_view s, int64_t* out) {
-  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return !s.empty() && ec == std::errc() && ptr == s.data() + s.size();
-}
+// An integer's text (trace/json_value.h), also when the file wrote it as a string.
+bool ToInt(std::string_view s, int64_t* out) { return trace::ParseJsonIntText(s, out); }
 bool ToUint(std::string_view s, uint64_t* out) {
   auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
   return !s.empty() && ec == std::errc() && ptr == s.data() + s.size();
@@ -249,7 +191,7 @@ simdjson::error_code ReadObject(od::object object, Fields* fields, std::string_v
         std::string text;
         if (auto err = f.unescaped_key().get(ik)) return err;
         if (auto err = f.value().get(iv)) return err;
-        if (!GetText(iv, &text)) return simdjson::TAPE_ERROR;
+        if (!trace::GetJsonText(iv, &text)) return simdjson::TAPE_ERROR;
         if (key == nested) {
           (*inner)[std::string(ik)] = std::move(text);
         } else {
@@ -259,7 +201,7 @@ simdjson::error_code ReadObject(od::object object, Fields* fields, std::string_v
       continue;
     }
     std::string text;
-    if (!GetText(value, &text)) return simdjson::TAPE_ERROR;
+    if (!trace::GetJsonText(value, &text)) return simdjson::TAPE_ERROR;
     (*fields)[k] = std::move(text);
   }
   return simdjson::SUCCESS;
@@ -311,7 +253,7 @@ class ExampleDecoder {
       }
       if (type != od::json_type::object) {
         ++stats_->events;
-        Skip("event is not a JSON object");
+        Skip(trace::Stat::kNotAnObject);
       } else if (value.get_object().get(object) || ReadObject(object, &fields, "args", &args)) {
         return DataLoss("{}: truncated or invalid JSON in event #{}", name_, index_);
       } else if (!fields.empty()) {
@@ -321,7 +263,7 @@ class ExampleDecoder {
     }
     for (const auto& [key, open] : open_) {
       if (!open.empty()) {
-        stats_->skipped["'b' event without its 'e'"] += static_cast<int64_t>(open.size());
+        stats_->CountN(trace::Stat::kNcclBeginWithoutEnd, static_cast<int64_t>(open.size()));
       }
     }
     stats_->bytes += static_cast<int64_t>(data.size());
@@ -342,11 +284,9 @@ class ExampleDecoder {
     uint64_t gpu_stop = 0;
   };
 
-  void Skip(const std::string& reason) {
-    ++stats_->skipped[reason];
-    if (stats_->examples.size() < 5) {
-      stats_->examples.push_back(fmt::format("event #{}: {}", index_, reason));
-    }
+  template <typename... Detail>
+  void Skip(trace::Stat stat, const Detail&... detail) {
+    stats_->Skip(stat, {trace::EventPlace::kEvent, index_}, detail...);
   }
 
   void Event(const Fields& f, const Fields& args) {
@@ -354,22 +294,25 @@ class ExampleDecoder {
     const std::string* ph = Get(f, "ph");
     const std::string* cat = Get(f, "cat");
     if (ph == nullptr || cat == nullptr || (*ph != "b" && *ph != "e")) {
-      ++stats_->ignored[ph == nullptr ? std::string("event without ph")
-                                      : fmt::format("ph \"{}\"", *ph)];
+      if (ph == nullptr) {
+        stats_->Count(trace::Stat::kNcclEventWithoutPh);
+      } else {
+        stats_->Count(trace::Stat::kForeignPh, *ph);
+      }
       return;
     }
     const bool call = *cat == "COLL" || *cat == "P2P";
     if (*cat == "GPU" && *ph == "b") {
       KernelChannel(args);
     } else if (!call && *ph == "b") {
-      ++stats_->ignored[fmt::format("{} events", *cat)];
+      stats_->Count(trace::Stat::kNcclCategory, *cat);
     }
     // Pair by category, id, pid and tid, innermost first (as the plugin nests them).
     std::string key = fmt::format("{}/{}/{}/{}", *cat, GetInt(f, "id", -1), GetInt(f, "pid", -1),
                                   GetInt(f, "tid", -1));
     int64_t ts = 0;
     if (!GetNs(f, "ts", &ts)) {
-      Skip(fmt::format("{} event without a numeric ts", *cat));
+      Skip(trace::Stat::kNcclTsNotNumber, *cat);
       return;
     }
     if (*ph == "b") {
@@ -392,7 +335,7 @@ class ExampleDecoder {
     }
     auto it = open_.find(key);
     if (it == open_.end() || it->second.empty()) {
-      Skip(fmt::format("{} 'e' event without its 'b'", *cat));
+      Skip(trace::Stat::kNcclEndWithoutBegin, *cat);
       return;
     }
     size_t index = it->second.back();
@@ -408,10 +351,10 @@ class ExampleDecoder {
   // channel has both.
   void KernelChannel(const Fields& args) {
     if (open_calls_.empty()) {
-      ++stats_->ignored["GPU KernelCh outside any COLL/P2P"];
+      stats_->Count(trace::Stat::kNcclKernelChOutside);
       return;
     }
-    ++stats_->ignored["GPU KernelCh events (their GPU clocks time their COLL/P2P)"];
+    stats_->Count(trace::Stat::kNcclKernelCh);
     Pending& p = pending_[open_calls_.back()];
     uint64_t start = 0, stop = 0;
     const std::string* a = Get(args, "StartGpuClk");
@@ -436,11 +379,11 @@ class ExampleDecoder {
     for (Pending& p : pending_) {
       if (!p.ended) continue;  // counted as a 'b' without its 'e'
       if (p.call.rank < 0) {
-        Skip("COLL/P2P event without an integer Rank");
+        Skip(trace::Stat::kNcclCallWithoutRank);
         continue;
       }
       if (p.call.count < 0 || p.call.count > kMaxCount) {
-        Skip("COLL/P2P event without an integer Count (or beyond 2^40)");
+        Skip(trace::Stat::kNcclCallWithoutCount);
         continue;
       }
       if (p.channels > 0 && p.clocks_valid) {
@@ -449,7 +392,7 @@ class ExampleDecoder {
         p.call.dur_ns = p.end_ns - p.call.ts_ns;
       }
       if (p.call.dur_ns < 0) {
-        Skip("COLL/P2P event that ends before it begins");
+        Skip(trace::Stat::kNcclCallEndsEarly);
         continue;
       }
       const std::set<int32_t>& ranks = comm_ranks[p.comm];
@@ -484,7 +427,7 @@ class JsonlDecoder {
       std::string_view line = data.substr(pos, end - pos);
       pos = end + 1;
       ++line_no_;
-      if (TrimRight(line).empty()) continue;
+      if (trace::TrimJsonSpace(line).empty()) continue;
       ++stats_->events;
       simdjson::padded_string padded(line);
       od::document doc;
@@ -492,7 +435,7 @@ class JsonlDecoder {
       Fields fields, details;
       if (parser.iterate(padded).get(doc) || doc.get_object().get(object) ||
           ReadObject(object, &fields, "details", &details)) {
-        Skip("line that is not a JSON object (truncated?)");
+        Skip(trace::Stat::kNcclLineNotObject);
         continue;
       }
       Record(fields, details);
@@ -520,12 +463,7 @@ class JsonlDecoder {
     uint64_t gpu_stop = 0;
   };
 
-  void Skip(const std::string& reason) {
-    ++stats_->skipped[reason];
-    if (stats_->examples.size() < 5) {
-      stats_->examples.push_back(fmt::format("line {}: {}", line_no_, reason));
-    }
-  }
+  void Skip(trace::Stat stat) { stats_->Skip(stat, {trace::EventPlace::kLine, line_no_}); }
 
   void Record(const Fields& f, const Fields& details) {
     const std::string* type = Get(f, "type");
@@ -540,11 +478,11 @@ class JsonlDecoder {
           Get(f, "pTimer") != nullptr && ToUint(*Get(f, "pTimer"), &timer)) {
         channel_stop_[*addr] = timer;
       }
-      ++stats_->ignored["state records"];
+      stats_->Count(trace::Stat::kNcclStateRecords);
       return;
     }
     if (type == nullptr) {
-      ++stats_->ignored["records without a type"];
+      stats_->Count(trace::Stat::kNcclUntypedRecords);
       return;
     }
     uint64_t comm_u = 0;
@@ -565,11 +503,11 @@ class JsonlDecoder {
     }
     if (*type == "ncclProfileCollApi" || *type == "ncclProfileP2pApi") {
       if (addr != nullptr && parent != nullptr) api_parent_[*addr] = *parent;
-      ++stats_->ignored[*type];
+      stats_->Count(trace::Stat::kNcclRecordType, *type);
     } else if (*type == "ncclProfileKernelLaunch") {
       int64_t corr = GetInt(f, "extCorrId", -1);
       if (parent != nullptr && corr >= 0) launch_of_[{comm_u, rank, *parent}] = corr;
-      ++stats_->ignored[*type];
+      stats_->Count(trace::Stat::kNcclRecordType, *type);
     } else if (*type == "ncclProfileColl" || *type == "ncclProfileP2p") {
       Call(*type == "ncclProfileP2p", f, details, comm_u, rank);
     } else if (*type == "ncclProfileKernelCh") {
@@ -580,9 +518,9 @@ class JsonlDecoder {
       if (corr >= 0 && GetNs(f, "start.ts", &start) && GetNs(f, "stop.ts", &stop)) {
         kernels_[corr] = {start, stop};
       }
-      ++stats_->ignored["CUPTI KERNEL records (they place collectives on the GPU timeline)"];
+      stats_->Count(trace::Stat::kNcclCuptiKernel);
     } else {
-      ++stats_->ignored[*type];
+      stats_->Count(trace::Stat::kNcclRecordType, *type);
     }
   }
 
@@ -598,15 +536,15 @@ class JsonlDecoder {
     p.comm_peer = p2p ? static_cast<int32_t>(GetInt(details, "peer", -1)) : -1;
     p.comm_root = p2p ? -1 : static_cast<int32_t>(GetInt(details, "root", -1));
     if (rank < 0) {
-      Skip("ncclProfileColl/P2p record without a rank");
+      Skip(trace::Stat::kNcclRecordWithoutRank);
       return;
     }
     if (p.call.count < 0 || p.call.count > kMaxCount) {
-      Skip("ncclProfileColl/P2p record without an integer details.count (or beyond 2^40)");
+      Skip(trace::Stat::kNcclRecordWithoutCount);
       return;
     }
     if (!GetNs(f, "start.ts", &p.call.ts_ns) || !GetNs(f, "stop.ts", &p.stop_ns)) {
-      Skip("ncclProfileColl/P2p record without numeric start.ts and stop.ts");
+      Skip(trace::Stat::kNcclRecordWithoutTime);
       return;
     }
     // Its kernel launch: the one under the same group API call as its API call.
@@ -627,10 +565,10 @@ class JsonlDecoder {
     const std::string* addr = Get(f, "eventAddr");
     auto call = parent != nullptr ? call_at_.find(*parent) : call_at_.end();
     if (call == call_at_.end()) {
-      ++stats_->ignored["ncclProfileKernelCh without its Coll/P2p"];
+      stats_->Count(trace::Stat::kNcclProfileKernelChOutside);
       return;
     }
-    ++stats_->ignored["ncclProfileKernelCh (its GPU timer times its Coll/P2p)"];
+    stats_->Count(trace::Stat::kNcclProfileKernelCh);
     Pending& p = pending_[call->second];
     ++p.channels;
     uint64_t start = 0;
@@ -692,7 +630,7 @@ class JsonlDecoder {
         call.dur_ns = p.stop_ns - call.ts_ns;
       }
       if (call.dur_ns < 0) {
-        Skip("ncclProfileColl/P2p record that ends before it begins");
+        Skip(trace::Stat::kNcclRecordEndsEarly);
         continue;
       }
       emitter.Emit(call);
@@ -750,9 +688,9 @@ std::string QuoteBareJsonValues(std::string_view in) {
            in[k] != '\r') {
       ++k;
     }
-    std::string_view token = TrimRight(in.substr(j, k - j));
+    std::string_view token = trace::TrimJsonSpace(in.substr(j, k - j));
     if (token.empty() || token == "true" || token == "false" || token == "null" ||
-        IsJsonNumber(token)) {
+        trace::IsJsonNumber(token)) {
       i = j - 1;
       continue;
     }

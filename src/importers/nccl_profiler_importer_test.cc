@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "importers/test_traces.h"
 #include "trace/test_util.h"
 
 namespace shardscope::importers {
@@ -14,11 +15,10 @@ namespace {
 
 using trace::Collective;
 
-const std::string kDir = std::string(SHARDSCOPE_SOURCE_DIR) + "/../shared/testdata/nccl_profiler";
+const std::string kDir = SharedTestData("nccl_profiler");
 const std::string kExample =
     kDir + "/nccl_example_plugin_point_to_point_1737594_12715772615376301750_1.json";
-const std::string kExpected =
-    std::string(SHARDSCOPE_SOURCE_DIR) + "/src/importers/testdata/nccl_profiler_expected.json";
+const std::string kExpected = RealTraceGolden("nccl_profiler_expected.json");
 
 struct Imported {
   StatusOr<trace::ReadStats> stats = Status(StatusCode::kInternal, "not run");
@@ -121,6 +121,19 @@ TEST(NcclProfilerImporterTest, ExamplePluginSynthetic) {
   EXPECT_EQ(r.stats->events, 17);
 }
 
+// Integers follow trace/json_value.h as in every other format: an integral
+// count written as 1.0e1 is 10.
+TEST(NcclProfilerImporterTest, IntegersAreReadByTheSharedRule) {
+  const std::string text = R"([
+{"name": "Send", "cat": "P2P", "ph": "b", "id": 0, "pid": 9, "tid": 1, "ts": 200.0, "args": {"CommHash": 77, "Rank": 1.0, "Peer": 0, "Count": 1.0e1, "Datatype": ncclInt32}},
+{"name": "Send", "cat": "P2P", "ph": "e", "id": 0, "pid": 9, "tid": 1, "ts": 203.5}])";
+  Imported r = ImportText(text, false);
+  ASSERT_TRUE(r.stats.ok()) << r.stats.status().ToString();
+  ASSERT_EQ(r.trace.ops.size(), 1u);
+  EXPECT_EQ(r.trace.ops[0].rank, 1);
+  EXPECT_EQ(r.trace.ops[0].bytes, 40);
+}
+
 TEST(NcclProfilerImporterTest, ExamplePluginBadFiles) {
   Imported cut =
       ImportText(R"([{"name": "Send", "cat": "P2P", "ph": "b", "id": 0, "ts": 1.0, "ar)", false);
@@ -197,9 +210,7 @@ TEST(NcclProfilerImporterTest, JsonlMapsCommunicatorRanksToGlobalRanks) {
 class RealNcclTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!std::filesystem::exists(kDir)) {
-      GTEST_SKIP() << "test data not found: " << kDir << " (needs ../shared/testdata)";
-    }
+    SHARDSCOPE_NEED_SHARED_DATA(kDir);
     std::ifstream in(kExpected);
     ASSERT_TRUE(in.good()) << kExpected;
     expected_ = nlohmann::json::parse(in);

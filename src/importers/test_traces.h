@@ -1,11 +1,55 @@
-// Small synthetic traces shared by the importers' and the analyzer's tests.
+// Test data shared by the importers' and the analyzer's tests: small synthetic
+// traces, the real traces of ../shared/testdata and their golden values.
 #ifndef SHARDSCOPE_IMPORTERS_TEST_TRACES_H_
 #define SHARDSCOPE_IMPORTERS_TEST_TRACES_H_
 
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <filesystem>
 #include <string>
+
+namespace shardscope::importers {
+
+// `rel` under the shared test data (SOURCES.md there): ../shared/testdata
+// beside the checkout, or $SHARDSCOPE_SHARED/testdata (a worktree's tests).
+inline std::string SharedTestData(const std::string& rel) {
+  const char* shared = std::getenv("SHARDSCOPE_SHARED");
+  return (shared != nullptr ? std::string(shared)
+                            : std::string(SHARDSCOPE_SOURCE_DIR) + "/../shared") +
+         "/testdata/" + rel;
+}
+
+// The golden values of the real traces (tests/data/real_traces/`name`, each
+// written by the independent script beside it), for the importers' and the
+// analyzer's tests alike.
+inline std::string RealTraceGolden(const std::string& name) {
+  return std::string(SHARDSCOPE_SOURCE_DIR) + "/tests/data/real_traces/" + name;
+}
+
+// True under CI=true, where the real-trace goldens must run.
+inline bool InCi() {
+  const char* ci = std::getenv("CI");
+  return ci != nullptr && std::string(ci) == "true";
+}
+
+}  // namespace shardscope::importers
+
+// Skips the test (or fixture) when the shared test data `path` is absent; fails
+// it instead under CI=true, so CI never passes without running the goldens.
+#define SHARDSCOPE_NEED_SHARED_DATA(path)                                                   \
+  do {                                                                                      \
+    if (!std::filesystem::exists(path)) {                                                   \
+      if (::shardscope::importers::InCi()) {                                                \
+        FAIL() << "test data not found: " << (path)                                         \
+               << " (CI=true: put ../shared beside the checkout or set SHARDSCOPE_SHARED)"; \
+      }                                                                                     \
+      GTEST_SKIP() << "test data not found: " << (path)                                     \
+                   << " (../shared is absent; SHARDSCOPE_SHARED names another)";            \
+    }                                                                                       \
+  } while (0)
 
 namespace shardscope::importers {
 

@@ -279,8 +279,17 @@ StatusOr<TraceSetResult> ImportTraceSet(const std::vector<std::string>& paths,
   // Several XLA profiles (XSpace, trace-viewer JSON) are the hosts of one run,
   // each numbering its devices from 0: host k's ranks follow host k − 1's.
   bool hosts = paths.size() > 1;
-  for (const std::string& path : paths) {
-    ASSIGN_OR_RETURN(TraceProbe probe, ProbeTrace(path, options.format));
+  std::vector<TraceProbe> probes = options.probes;
+  if (!probes.empty() && probes.size() != paths.size()) {
+    return InvalidArgument("a trace set of {} files given {} probes", paths.size(), probes.size());
+  }
+  for (size_t i = 0; i < paths.size(); ++i) {
+    const std::string& path = paths[i];
+    if (probes.size() < paths.size()) {
+      ASSIGN_OR_RETURN(TraceProbe probed, ProbeTrace(path, options.format));
+      probes.push_back(probed);
+    }
+    const TraceProbe& probe = probes[i];
     hosts = hosts && IsXla(probe.format);
     if (!probe.rank) continue;
     auto [it, inserted] = declared.emplace(*probe.rank, path);
@@ -300,10 +309,11 @@ StatusOr<TraceSetResult> ImportTraceSet(const std::vector<std::string>& paths,
   nlohmann::json files = nlohmann::json::array();
   nlohmann::json first_metadata;
   int32_t next_rank = 0;  // hosts: the first rank of the next file
-  for (const std::string& path : paths) {
+  for (size_t i = 0; i < paths.size(); ++i) {
+    const std::string& path = paths[i];
     const int32_t offset = hosts ? next_rank : 0;
     SetSink set_sink(target, &marks, offset, paths.size() > 1 ? &held : nullptr);
-    ASSIGN_OR_RETURN(ImportResult r, ImportTrace(path, options.format, &set_sink));
+    ASSIGN_OR_RETURN(ImportResult r, ImportTrace(path, probes[i].format, &set_sink));
     for (int32_t& rank : r.ranks) rank += offset;
     if (!r.ranks.empty()) next_rank = r.ranks.back() + 1;
     for (int32_t rank : r.ranks) {
@@ -352,9 +362,7 @@ StatusOr<TraceSetResult> ImportTraceSet(const std::vector<std::string>& paths,
   // Groups the files leave out, from the set as a whole.
   const std::string group_note = InferWorldGroups(result.ranks, result.world_size, &held);
   if (!held.empty() && !held.front().group.empty()) {
-    result.stats.notes
-        ["collective given the whole world as its group (the traces name no "
-         "process group; every rank ran the same calls)"] += static_cast<int64_t>(held.size());
+    result.stats.CountN(trace::Stat::kWorldGroupAssumed, static_cast<int64_t>(held.size()));
   }
   SetSink release(target, &marks, 0, nullptr);
   for (const trace::OpEvent& op : held) release.Forward(op);
@@ -416,8 +424,10 @@ StatusOr<TraceSetResult> ImportTraceSet(const std::vector<std::string>& paths,
 }
 
 StatusOr<std::vector<std::vector<std::string>>> GroupTraceFiles(
-    const std::vector<std::string>& files, std::optional<TraceFormat> forced) {
+    const std::vector<std::string>& files, std::optional<TraceFormat> forced,
+    std::vector<std::vector<TraceProbe>>* probes) {
   std::vector<std::vector<std::string>> runs;
+  std::vector<std::vector<TraceProbe>> run_probes;                   // in step with runs
   std::map<std::pair<TraceFormat, int32_t>, size_t> set_index;       // (format, world) → run
   std::map<std::pair<TraceFormat, std::string>, size_t> host_index;  // (format, directory) → run
   for (const std::string& file : files) {
@@ -430,8 +440,10 @@ StatusOr<std::vector<std::vector<std::string>>> GroupTraceFiles(
       auto [it, inserted] = host_index.emplace(key, runs.size());
       if (inserted) {
         runs.push_back({file});
+        run_probes.push_back({probe});
       } else {
         runs[it->second].push_back(file);
+        run_probes[it->second].push_back(probe);
       }
       continue;
     }
@@ -441,12 +453,15 @@ StatusOr<std::vector<std::vector<std::string>>> GroupTraceFiles(
       auto it = set_index.find(key);
       if (it != set_index.end()) {
         runs[it->second].push_back(file);
+        run_probes[it->second].push_back(probe);
         continue;
       }
       set_index[key] = runs.size();
     }
     runs.push_back({file});
+    run_probes.push_back({probe});
   }
+  if (probes != nullptr) *probes = std::move(run_probes);
   return runs;
 }
 

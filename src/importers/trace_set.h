@@ -45,6 +45,10 @@ inline constexpr int64_t kClockSkewWarningNs = 100'000;
 struct TraceSetOptions {
   std::optional<TraceFormat> format;  // forced for every file; nullopt: detect each
   ClockAlignment alignment = ClockAlignment::kAsRecorded;
+  // The files' probes when the caller has them (GroupTraceFiles), one per path
+  // in order: each file's head is then read and its format detected once. Empty:
+  // probed here.
+  std::vector<TraceProbe> probes;
 };
 
 struct TraceSetResult {
@@ -80,8 +84,10 @@ StatusOr<TraceSetResult> ImportTraceSet(const std::vector<std::string>& paths,
 // format, form one set; XLA profiles (XSpace, trace-viewer JSON) of one format
 // in one directory form one set, a file per host (ImportTraceSet numbers host
 // k's devices after host k − 1's); any other foreign file is a run of its own.
+// `probes`, when not null: each run's files' probes, in the same order, to pass on.
 StatusOr<std::vector<std::vector<std::string>>> GroupTraceFiles(
-    const std::vector<std::string>& files, std::optional<TraceFormat> forced);
+    const std::vector<std::string>& files, std::optional<TraceFormat> forced,
+    std::vector<std::vector<TraceProbe>>* probes = nullptr);
 
 // Adds the counts of `from` to `into` (byte counts, events, reasons, notes).
 using trace::MergeReadStats;

@@ -283,12 +283,48 @@ TEST(TraceSetTest, GroupingKeepsStoreTracesApartAndJoinsOneWorld) {
   EXPECT_EQ(*runs, want);
 }
 
+// A file's head is read and its format detected once: GroupTraceFiles hands
+// each run's probes on, and ImportTraceSet imports with them, detecting nothing.
+TEST(TraceSetTest, ProbesArePassedOnNotDetectedAgain) {
+  ScratchDir dir;
+  WriteFile(dir.File("a.json"), KinetoRankTrace(0, 2));
+  WriteFile(dir.File("b.json"), KinetoRankTrace(1, 2));
+  std::vector<std::vector<TraceProbe>> probes;
+  auto runs = GroupTraceFiles({dir.File("a.json"), dir.File("b.json")}, std::nullopt, &probes);
+  ASSERT_TRUE(runs.ok()) << runs.status().ToString();
+  ASSERT_EQ(probes.size(), 1u);
+  ASSERT_EQ(probes[0].size(), 2u);
+  EXPECT_EQ(probes[0][1].format, TraceFormat::kKineto);
+  EXPECT_EQ(probes[0][1].rank, 1);
+
+  TraceSetOptions options;
+  options.probes = probes[0];
+  trace::Trace t;
+  trace::TraceBuilder builder(&t);
+  auto set = ImportTraceSet((*runs)[0], options, &builder);
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  EXPECT_EQ(set->ranks, (std::vector<int32_t>{0, 1}));
+  // The probe decides the importer: a Kineto file probed as a ShardScope trace
+  // is read as one (its host events are ops of a Chrome trace), not re-detected.
+  options.probes = {probes[0][0]};
+  options.probes[0].format = TraceFormat::kShardScope;
+  options.probes[0].rank.reset();
+  trace::Trace as_chrome;
+  trace::TraceBuilder chrome_builder(&as_chrome);
+  auto chrome = ImportTraceSet({dir.File("a.json")}, options, &chrome_builder);
+  ASSERT_TRUE(chrome.ok()) << chrome.status().ToString();
+  ASSERT_EQ(chrome->files.size(), 1u);
+  EXPECT_EQ(chrome->files[0].format, TraceFormat::kShardScope);
+  options.probes = probes[0];
+  auto mismatch = ImportTraceSet({dir.File("a.json")}, options, &chrome_builder);
+  EXPECT_EQ(mismatch.status().code(), StatusCode::kInvalidArgument);
+}
+
 // A JAX profile of two hosts (plugins/profile/<run>/<host>.xplane.pb), each
 // numbering its TPUs from 0, is one run: host B's devices follow host A's.
 TEST(TraceSetTest, MultiHostXspaceIsOneRunWithTheHostsDevicesInOrder) {
-  const std::string xplane =
-      std::string(SHARDSCOPE_SOURCE_DIR) + "/../shared/testdata/xla/tpu_inference_2.xplane.pb";
-  if (!std::filesystem::exists(xplane)) GTEST_SKIP() << "test data not found: " << xplane;
+  const std::string xplane = SharedTestData("xla/tpu_inference_2.xplane.pb");
+  SHARDSCOPE_NEED_SHARED_DATA(xplane);
   ScratchDir dir;
   std::filesystem::create_directories(dir.File("run1"));
   std::filesystem::create_directories(dir.File("run2"));

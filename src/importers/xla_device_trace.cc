@@ -119,8 +119,7 @@ class DeviceEmitter {
         Name(trace::kSpanStream, line.name);
         StepsLine(line);
       } else {
-        stats_->ignored[fmt::format("XLA line \"{}\"", line.name)] +=
-            static_cast<int64_t>(line.events.size());
+        stats_->CountN(trace::Stat::kXlaLine, static_cast<int64_t>(line.events.size()), line.name);
       }
     }
   }
@@ -130,7 +129,10 @@ class DeviceEmitter {
     sink_->OnThreadName(device_.ordinal, stream, name);
     ++stats_->names;
   }
-  void Note(std::string what) { ++stats_->notes[std::move(what)]; }
+  template <typename... Detail>
+  void Note(trace::Stat stat, const Detail&... detail) {
+    stats_->Count(stat, detail...);
+  }
   void Deliver(const OpEvent& op) {
     sink_->OnOp(op);
     ++stats_->ops;
@@ -143,9 +145,9 @@ class DeviceEmitter {
     for (const XlaEvent& e : line.events) {
       Timed t;
       if (!TimeOf(e, &t)) {
-        ++stats_->skipped["XLA event whose time overflows"];
+        stats_->Count(trace::Stat::kXlaTimeOverflow);
       } else if (t.end < t.start) {
-        ++stats_->skipped["XLA event with a negative duration"];
+        stats_->Count(trace::Stat::kXlaNegativeDuration);
       } else {
         events.push_back(t);
       }
@@ -200,7 +202,7 @@ class DeviceEmitter {
       std::string start_name = StartNameOf(p);
       auto it = started.find(start_name);
       if (it == started.end()) {
-        Note("asynchronous collective -done without its -start (kept as other work)");
+        Note(trace::Stat::kXlaDoneWithoutStart);
         continue;
       }
       const ParsedOp& sp = it->second.second;
@@ -213,8 +215,7 @@ class DeviceEmitter {
       started.erase(it);
     }
     if (!started.empty()) {
-      stats_->notes["asynchronous collective -start without its -done: in-flight time unknown"] +=
-          static_cast<int64_t>(started.size());
+      stats_->CountN(trace::Stat::kXlaStartWithoutDone, static_cast<int64_t>(started.size()));
     }
   }
 
@@ -234,7 +235,7 @@ class DeviceEmitter {
     for (const Timed& t : Sorted(line)) {
       ParsedOp p = Parse(*t.event);
       if (p.collective) {
-        ++stats_->ignored["Async XLA Ops: collective in flight (taken from its -start/-done)"];
+        stats_->Count(trace::Stat::kXlaAsyncInFlight);
         continue;
       }
       OpEvent op = BaseOp(p, kAsyncStream, t.start, t.end);
@@ -271,14 +272,14 @@ class DeviceEmitter {
     if (replica_groups.empty()) return ordinals_;
     StatusOr<std::vector<std::vector<int32_t>>> groups = ParseReplicaGroups(replica_groups);
     if (!groups.ok()) {
-      Note(fmt::format("{}: collective kept without its group", groups.status().message()));
+      Note(trace::Stat::kXlaGroupUnreadable, groups.status().message());
       return {};
     }
     if (groups->empty()) return ordinals_;
     for (const std::vector<int32_t>& g : *groups) {
       if (std::find(g.begin(), g.end(), device_.ordinal) != g.end()) return g;
     }
-    Note("replica_groups do not name the device: collective kept without its group");
+    Note(trace::Stat::kXlaGroupWithoutDevice);
     return {};
   }
 
@@ -291,7 +292,7 @@ class DeviceEmitter {
                   ? "collective_permute"
                   : std::string(trace::CollectiveName(ToTraceCollective(kind)));
     if (!p.hlo) {
-      Note("collective without HLO text: size and group unknown, kept as comm time only");
+      Note(trace::Stat::kXlaWithoutHlo);
       Deliver(op);
       return;
     }
@@ -303,7 +304,7 @@ class DeviceEmitter {
     StatusOr<int64_t> bytes =
         HloCollectiveBytes(*p.hlo, *p.collective, static_cast<int64_t>(op.group.size()));
     if (!bytes.ok()) {
-      Note(fmt::format("{}: collective kept as comm time only", bytes.status().message()));
+      Note(trace::Stat::kXlaSizeUnreadable, bytes.status().message());
       op.group.clear();
       Deliver(op);
       return;
@@ -321,8 +322,8 @@ class DeviceEmitter {
         ParseReplicaGroups(HloAttribute(p.hlo->attributes, "source_target_pairs"));
     StatusOr<int64_t> bytes = HloCollectiveBytes(*p.hlo, *p.collective, 1);
     if (!pairs.ok() || !bytes.ok()) {
-      Note(fmt::format("{}: collective kept as comm time only",
-                       (!pairs.ok() ? pairs.status() : bytes.status()).message()));
+      Note(trace::Stat::kXlaSizeUnreadable,
+           (!pairs.ok() ? pairs.status() : bytes.status()).message());
       Deliver(op);
       return;
     }

@@ -11,19 +11,12 @@
 #include <utility>
 
 #include "importers/file_bytes.h"
+#include "trace/json_value.h"
 
 namespace shardscope::importers {
 namespace {
 
 namespace od = simdjson::ondemand;
-
-std::string_view TrimRight(std::string_view s) {
-  while (!s.empty() &&
-         (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
 
 // An X event before its process and thread are known to be a device line.
 struct RawEvent {
@@ -32,52 +25,20 @@ struct RawEvent {
   XlaEvent event;
 };
 
-// An integer pid/tid, also when written as a string.
+// An integer pid/tid (trace/json_value.h), also when written as a string.
 bool GetId(od::value v, int64_t* out) {
   od::json_type type;
   if (v.type().get(type)) return false;
-  if (type == od::json_type::number) return !v.get_int64().get(*out);
-  if (type != od::json_type::string) return false;
+  if (type == od::json_type::number) return trace::GetJsonInt(v, out);
   std::string_view s;
-  if (v.get_string().get(s) || s.empty()) return false;
-  char* end = nullptr;
-  std::string copy(s);
-  *out = std::strtoll(copy.c_str(), &end, 10);
-  return end == copy.c_str() + copy.size();
+  return type == od::json_type::string && !v.get_string().get(s) && trace::ParseJsonIntText(s, out);
 }
 
 // A JSON number in microseconds to ns + ps.
 bool GetMicros(od::value v, int64_t* ns, int64_t* ps) {
   od::json_type type;
   if (v.type().get(type) || type != od::json_type::number) return false;
-  return ParseMicrosToNsPs(TrimRight(v.raw_json_token()), ns, ps);
-}
-
-// An arg value as text: strings as they are, other scalars as written, objects and
-// arrays as their JSON.
-bool GetText(od::value v, std::string* out) {
-  od::json_type type;
-  if (v.type().get(type)) return false;
-  std::string_view s;
-  switch (type) {
-    case od::json_type::string:
-      if (v.get_string().get(s)) return false;
-      break;
-    case od::json_type::object: {
-      od::object o;
-      if (v.get_object().get(o) || o.raw_json().get(s)) return false;
-      break;
-    }
-    case od::json_type::array: {
-      od::array a;
-      if (v.get_array().get(a) || a.raw_json().get(s)) return false;
-      break;
-    }
-    default:
-      s = TrimRight(v.raw_json_token());
-  }
-  out->assign(s);
-  return true;
+  return ParseMicrosToNsPs(trace::TrimJsonSpace(v.raw_json_token()), ns, ps);
 }
 
 class Decoder {
@@ -133,12 +94,7 @@ class Decoder {
     return DataLoss("{}: truncated or invalid JSON in {}", name_, where);
   }
 
-  void Skip(std::string reason) {
-    ++stats_->skipped[reason];
-    if (stats_->examples.size() < 5) {
-      stats_->examples.push_back(fmt::format("event #{}: {}", index_, reason));
-    }
-  }
+  void Skip(trace::Stat stat) { stats_->Skip(stat, {trace::EventPlace::kEvent, index_}); }
 
   Status Events(od::array events) {
     for (auto element : events) {
@@ -147,7 +103,7 @@ class Decoder {
       if (element.get(v) || v.type().get(type)) return Truncated(fmt::format("event #{}", index_));
       if (type != od::json_type::object) {
         ++stats_->events;
-        Skip("event is not a JSON object");
+        Skip(trace::Stat::kNotAnObject);
         ++index_;
         continue;
       }
@@ -172,7 +128,7 @@ class Decoder {
         return Truncated(fmt::format("event #{}", index_));
       }
       if (key == "ph") {
-        if (!GetText(value, &ph)) return Truncated(fmt::format("event #{}", index_));
+        if (!trace::GetJsonText(value, &ph)) return Truncated(fmt::format("event #{}", index_));
       } else if (key == "pid") {
         has_pid = GetId(value, &raw.pid);
         bad_pid = !has_pid;
@@ -187,7 +143,8 @@ class Decoder {
         bad_dur = !has_dur;
         raw.event.duration_ps = ns * 1000 + ps;
       } else if (key == "name") {
-        if (!GetText(value, &raw.event.name)) return Truncated(fmt::format("event #{}", index_));
+        if (!trace::GetJsonText(value, &raw.event.name))
+          return Truncated(fmt::format("event #{}", index_));
       } else if (key == "args") {
         od::object args;
         if (value.get_object().get(args)) continue;  // not an object: no args
@@ -196,7 +153,7 @@ class Decoder {
           od::value arg_value;
           std::string text;
           if (arg.unescaped_key().get(arg_key) || arg.value().get(arg_value) ||
-              !GetText(arg_value, &text)) {
+              !trace::GetJsonText(arg_value, &text)) {
             return Truncated(fmt::format("the args of event #{}", index_));
           }
           if (arg_key == "long_name") {
@@ -218,22 +175,22 @@ class Decoder {
       } else if (raw.event.name == "thread_name" && has_pid) {
         thread_names_[{raw.pid, raw.tid}] = arg_name;
       } else {
-        ++stats_->ignored[fmt::format("M event \"{}\"", raw.event.name)];
+        stats_->Count(trace::Stat::kXlaMetadata, raw.event.name);
       }
       return Status::Ok();
     }
     if (ph != "X") {
-      ++stats_->ignored[fmt::format("ph \"{}\"", ph)];
+      stats_->Count(trace::Stat::kForeignPh, ph);
       return Status::Ok();
     }
     if (!has_pid || bad_pid) {
-      Skip("X event without an integer pid/tid");
+      Skip(trace::Stat::kXlaIdNotInteger);
     } else if (!has_ts || bad_ts) {
-      Skip("X event without a numeric ts");
+      Skip(trace::Stat::kXlaTsNotNumber);
     } else if (!has_dur || bad_dur) {
-      Skip("X event without a numeric dur");
+      Skip(trace::Stat::kXlaDurNotNumber);
     } else if (raw.event.duration_ps < 0) {
-      Skip("X event with a negative dur");
+      Skip(trace::Stat::kXlaNegativeDur);
     } else {
       events_.push_back(std::move(raw));
     }
@@ -260,9 +217,11 @@ class Decoder {
       auto d = device_of_pid.find(raw.pid);
       if (d == device_of_pid.end()) {
         auto p = process_names_.find(raw.pid);
-        ++stats_->ignored[p == process_names_.end()
-                              ? std::string("XLA events of a process without a name")
-                              : fmt::format("XLA process \"{}\"", p->second)];
+        if (p == process_names_.end()) {
+          stats_->Count(trace::Stat::kXlaUnnamedProcess);
+        } else {
+          stats_->Count(trace::Stat::kXlaProcess, p->second);
+        }
         continue;
       }
       XlaDevice& device = devices[d->second];

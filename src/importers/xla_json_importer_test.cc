@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "importers/test_traces.h"
 #include "importers/xspace_importer.h"
 #include "trace/test_util.h"
 
@@ -16,8 +17,7 @@ namespace {
 using trace::Category;
 using trace::Collective;
 
-const std::string kXplane =
-    std::string(SHARDSCOPE_SOURCE_DIR) + "/../shared/testdata/xla/tpu_inference_2.xplane.pb";
+const std::string kXplane = SharedTestData("xla/tpu_inference_2.xplane.pb");
 
 std::string Quote(const std::string& s) { return nlohmann::json(s).dump(); }
 
@@ -141,6 +141,24 @@ TEST(XlaJsonImporterTest, SyntheticTraceViewerFile) {
   EXPECT_EQ(stats->events, 14);  // every element but the trailing {}
 }
 
+// Ids follow trace/json_value.h as in every other format: integral numbers,
+// also written as strings, are integers; fractions are not.
+TEST(XlaJsonImporterTest, IdsAreIntegersByTheSharedRule) {
+  const std::string json = R"({"traceEvents":[
+{"ph":"M","pid":7.0,"name":"process_name","args":{"name":"/device:TPU:0"}},
+{"ph":"M","pid":7,"tid":3,"name":"thread_name","args":{"name":"XLA Ops"}},
+{"ph":"X","pid":"7","tid":3e0,"ts":1,"dur":2,"name":"fusion.1"},
+{"ph":"X","pid":7,"tid":"3.0","ts":4,"dur":2,"name":"fusion.2"},
+{"ph":"X","pid":7.5,"tid":3,"ts":7,"dur":2,"name":"fractional pid"}]})";
+  trace::Trace t;
+  auto stats = ImportText(json, &t);
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  ASSERT_EQ(t.ops.size(), 2u);
+  EXPECT_EQ(t.ops[0].name, "fusion.1");
+  EXPECT_EQ(t.ops[1].stream, t.ops[0].stream);  // the same line
+  EXPECT_EQ(stats->skipped.at("X event without an integer pid/tid"), 1);
+}
+
 TEST(XlaJsonImporterTest, BadFilesAreClearErrors) {
   trace::Trace t;
   auto cut =
@@ -172,9 +190,7 @@ TEST(XlaJsonImporterTest, BadFilesAreClearErrors) {
 // The real XSpace written as xprof's trace-viewer JSON (gzipped) imports to the same ops,
 // spans and names as the XSpace itself.
 TEST(XlaJsonImporterTest, RealXplaneAsTraceViewerJsonMatchesXspace) {
-  if (!std::filesystem::exists(kXplane)) {
-    GTEST_SKIP() << "test data not found: " << kXplane << " (needs ../shared/testdata)";
-  }
+  SHARDSCOPE_NEED_SHARED_DATA(kXplane);
   if (!XspaceImporterBuilt()) GTEST_SKIP() << "built without protobuf";
   trace::ReadStats decode_stats;
   std::string data = trace::ReadWholeFile(kXplane);

@@ -384,12 +384,12 @@ XlaDevice ToDevice(const RawPlane& plane, int32_t ordinal, trace::ReadStats* sta
     line.name = raw.name.empty() ? raw.display_name : raw.name;
     for (const RawEvent& re : raw.events) {
       if (re.aggregated) {
-        ++stats->ignored["XEvent with num_occurrences (aggregated, no time)"];
+        stats->Count(trace::Stat::kXspaceAggregated);
         continue;
       }
       auto meta = plane.event_metadata.find(re.metadata_id);
       if (meta == plane.event_metadata.end()) {
-        ++stats->skipped["XEvent whose metadata_id has no XEventMetadata"];
+        stats->Count(trace::Stat::kXspaceNoMetadata);
         continue;
       }
       XlaEvent& e = line.events.emplace_back();
@@ -430,7 +430,7 @@ StatusOr<std::vector<XlaDevice>> DecodeXspace(std::string_view data, const std::
     if (std::optional<int32_t> ordinal = XlaDeviceOrdinal(plane.name)) {
       devices.push_back(ToDevice(plane, *ordinal, stats));
     } else {
-      if (events > 0) stats->ignored[fmt::format("XLA plane \"{}\"", plane.name)] += events;
+      if (events > 0) stats->CountN(trace::Stat::kXlaPlane, events, plane.name);
       others += fmt::format("{}\"{}\"", others.empty() ? "" : ", ", plane.name);
     }
   }

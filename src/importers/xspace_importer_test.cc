@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "importers/test_traces.h"
 #include "trace/test_util.h"
 
 namespace shardscope::importers {
@@ -15,10 +16,9 @@ namespace {
 using trace::Category;
 using trace::Collective;
 
-const std::string kTestData = std::string(SHARDSCOPE_SOURCE_DIR) + "/../shared/testdata";
+const std::string kTestData = SharedTestData("");
 const std::string kXplane = kTestData + "/xla/tpu_inference_2.xplane.pb";
-const std::string kExpected = std::string(SHARDSCOPE_SOURCE_DIR) +
-                              "/src/importers/testdata/xla_tpu_inference_2_expected.json";
+const std::string kExpected = RealTraceGolden("xla_tpu_inference_2_expected.json");
 
 // A minimal protobuf encoder for synthetic XSpaces (field numbers of xplane.proto).
 std::string Varint(uint64_t v) {
@@ -192,13 +192,12 @@ TEST(XspaceImporterTest, UnknownMetadataIsSkippedAndCounted) {
   EXPECT_EQ(stats->skipped.at("XEvent whose metadata_id has no XEventMetadata"), 1);
 }
 
-// Golden values from testdata/xla_tpu_inference_2_expected.py (an independent decoder).
+// Golden values from tests/data/real_traces/xla_tpu_inference_2_expected.py (an independent
+// decoder).
 class RealXplaneTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!std::filesystem::exists(kXplane)) {
-      GTEST_SKIP() << "test data not found: " << kXplane << " (needs ../shared/testdata)";
-    }
+    SHARDSCOPE_NEED_SHARED_DATA(kXplane);
     std::ifstream in(kExpected);
     ASSERT_TRUE(in.good()) << kExpected;
     expected_ = nlohmann::json::parse(in);

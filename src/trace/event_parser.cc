@@ -16,11 +16,6 @@
 #include "trace/trace_reader.h"
 
 namespace shardscope::trace {
-namespace {
-
-constexpr size_t kMaxExamples = 5;
-
-}  // namespace
 
 namespace impl {
 namespace od = simdjson::ondemand;

@@ -90,5 +90,60 @@ TEST(JsonValueTest, Strings) {
   EXPECT_EQ(StringOf("12"), std::nullopt);
 }
 
+// GetJsonText's text of the JSON value `json`.
+std::optional<std::string> TextOf(const std::string& json) {
+  od::parser parser;
+  simdjson::padded_string padded("[" + json + "]");
+  od::document doc;
+  od::array arr;
+  od::value v;
+  std::string out;
+  if (parser.iterate(padded).get(doc) || doc.get_array().get(arr) || arr.at(0).get(v) ||
+      !GetJsonText(v, &out)) {
+    return std::nullopt;
+  }
+  return out;
+}
+
+std::optional<int64_t> IntOfText(std::string_view text) {
+  int64_t out = -12345;
+  if (!ParseJsonIntText(text, &out)) {
+    EXPECT_EQ(out, -12345) << text << ": *out changed on failure";
+    return std::nullopt;
+  }
+  return out;
+}
+
+TEST(JsonValueTest, NumbersFollowTheJsonGrammar) {
+  for (const char* good : {"0", "-0", "12", "-1.5", "1e3", "1E+3", "2.5e-7", "0.0"}) {
+    EXPECT_TRUE(IsJsonNumber(good)) << good;
+  }
+  for (const char* bad : {"", "-", "01", "1.", ".5", "1e", "1e+", "+1", "0x1", "1.5.2", "nan"}) {
+    EXPECT_FALSE(IsJsonNumber(bad)) << bad;
+  }
+}
+
+// Numbers written as text (ids as strings, the NCCL profiler's bare values) read
+// as GetJsonInt reads the same number.
+TEST(JsonValueTest, IntegerTextsFollowTheIntegerRule) {
+  for (const char* t : {"1000", "1000.0", "1.0e3", "1e3", "-7", "9223372036854775807"}) {
+    EXPECT_EQ(IntOfText(t), IntOf(t)) << t;
+    EXPECT_TRUE(IntOfText(t).has_value()) << t;
+  }
+  EXPECT_EQ(IntOfText("007"), 7);  // leading zeros: what std::from_chars reads
+  for (const char* t : {"", "1000.5", "1e19", "abc", "12 ", " 12", "+1", "0x10", "nan"}) {
+    EXPECT_EQ(IntOfText(t), std::nullopt) << t;
+  }
+}
+
+TEST(JsonValueTest, AnyValueAsText) {
+  EXPECT_EQ(TextOf(R"("a\"b")"), "a\"b");
+  EXPECT_EQ(TextOf("12.50 "), "12.50");  // as written, without trailing space
+  EXPECT_EQ(TextOf("true"), "true");
+  EXPECT_EQ(TextOf("null"), "null");
+  EXPECT_EQ(TextOf(R"({"a": [1, 2]})"), R"({"a": [1, 2]})");
+  EXPECT_EQ(TextOf("[1,{}]"), "[1,{}]");
+}
+
 }  // namespace
 }  // namespace shardscope::trace

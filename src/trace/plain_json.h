@@ -19,6 +19,8 @@
 #include <cstring>
 #include <string_view>
 
+#include "trace/json_value.h"
+
 namespace shardscope::trace {
 
 // The cursor lives in registers only when every call on it is inlined.
@@ -194,31 +196,6 @@ class PlainJsonCursor {
       return t;
     }();
     return kTable.is[static_cast<unsigned char>(c)];
-  }
-  // A number by the JSON grammar: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
-  static bool IsJsonNumber(std::string_view t) {
-    size_t i = 0, n = t.size();
-    auto digits = [&] {
-      size_t s = i;
-      while (i < n && t[i] >= '0' && t[i] <= '9') ++i;
-      return i > s;
-    };
-    if (i < n && t[i] == '-') ++i;
-    if (i < n && t[i] == '0') {
-      ++i;
-    } else if (!digits()) {
-      return false;
-    }
-    if (i < n && t[i] == '.') {
-      ++i;
-      if (!digits()) return false;
-    }
-    if (i < n && (t[i] == 'e' || t[i] == 'E')) {
-      ++i;
-      if (i < n && (t[i] == '+' || t[i] == '-')) ++i;
-      if (!digits()) return false;
-    }
-    return i == n;
   }
   // True when every byte of [begin, end) is printable ASCII (0x20..0x7f) and
   // none is a backslash; reads up to 15 bytes past end.

@@ -6,6 +6,29 @@
 
 namespace shardscope::trace {
 
+void ReadStats::Add(Stat stat, std::string text, int64_t n) {
+  counts[static_cast<size_t>(stat)] += n;
+  switch (InfoOf(stat).severity) {
+    case Severity::kSkipped:
+      skipped[std::move(text)] += n;
+      break;
+    case Severity::kIgnored:
+      ignored[std::move(text)] += n;
+      break;
+    case Severity::kNote:
+      notes[std::move(text)] += n;
+      break;
+  }
+}
+
+void ReadStats::AddSkipped(Stat stat, EventPlace at, std::string text) {
+  if (examples.size() < kMaxExamples) {
+    constexpr std::string_view kUnits[] = {"byte ", "event #", "line "};
+    examples.push_back(fmt::format("{}{}: {}", kUnits[at.unit], at.n, text));
+  }
+  Add(stat, std::move(text), 1);
+}
+
 void MergeReadStats(const ReadStats& from, ReadStats* into) {
   into->bytes += from.bytes;
   into->events += from.events;
@@ -13,11 +36,12 @@ void MergeReadStats(const ReadStats& from, ReadStats* into) {
   into->spans += from.spans;
   into->counters += from.counters;
   into->names += from.names;
+  for (size_t i = 0; i < kNumStats; ++i) into->counts[i] += from.counts[i];
   for (const auto& [k, v] : from.skipped) into->skipped[k] += v;
   for (const auto& [k, v] : from.ignored) into->ignored[k] += v;
   for (const auto& [k, v] : from.notes) into->notes[k] += v;
   for (const std::string& e : from.examples) {
-    if (into->examples.size() < 5) into->examples.push_back(e);
+    if (into->examples.size() < ReadStats::kMaxExamples) into->examples.push_back(e);
   }
   into->array_form = into->array_form || from.array_form;
   into->unclosed_array = into->unclosed_array || from.unclosed_array;

@@ -164,7 +164,7 @@ class MetadataSender {
       if (it == top_level.end()) continue;
       nlohmann::json meta = nlohmann::json::parse(it->second, nullptr, /*allow_exceptions=*/false);
       if (meta.is_discarded() || !meta.is_object()) {
-        ++stats_->skipped[fmt::format("top-level \"{}\" is not a JSON object", key)];
+        stats_->Count(Stat::kTopLevelNotObject, key);
         continue;
       }
       sink_->OnMetadata(meta);

@@ -11,8 +11,8 @@ are elements x dtype size in the nccl-tests convention. Steps are ProfilerStep#N
 else vLLM execute_* annotations, else SGLang run_batch, numbered by start. Busy, compute and
 comm times are the lengths of interval unions, as the analyzer defines them.
 
-Run from the repository root:  python3 src/importers/testdata/kineto_expected.py
-It writes src/importers/testdata/kineto_expected.json.
+Run from the repository root:  python3 tests/data/real_traces/kineto_expected.py
+It writes tests/data/real_traces/kineto_expected.json.
 """
 import decimal
 import glob
