@@ -99,7 +99,11 @@ MemoryPlan PlanMemory(const Experiment& e, const Placement& pl) {
       vocab_extra_bytes += vocab_shard * h * (DTypeSize(head) - dt);
     }
     if (last) params += h;  // final norm
-    const int64_t local_experts = geo.experts_per_rank();
+    // With redundant experts (EPLB) each rank holds (routed + redundant) / ep slots.
+    const int64_t local_experts =
+        e.parallel.redundant_experts > 0
+            ? (m.moe.num_routed_experts + e.parallel.redundant_experts) / e.parallel.ep
+            : geo.experts_per_rank();
     for (int64_t layer : pl.LayersOfStage(stage)) {
       params += AttentionParamsOnRank(m, geo) + 2 * h;  // + the two block norms
       if (m.IsMoeLayer(layer)) {

@@ -156,6 +156,9 @@ struct Op {
   // Routed-expert GEMMs (role kExpertGateUp): tokens each local expert received, in
   // the order of Placement::ExpertsOfEpRank (all experts when ep = 1).
   std::vector<int64_t> expert_tokens;
+  // With redundant experts (EPLB): the routed expert of each entry of
+  // expert_tokens (replicas repeat an expert); empty otherwise.
+  std::vector<int32_t> expert_ids;
 
   // Communication (kind == kComm), with `collective` above.
   Dim dim = Dim::kTp;

@@ -679,6 +679,10 @@ class RankBuilder {
       // draws few assignments: skip the experts that got none.
       int64_t* send = b.send + j * ep_;
       const int64_t words = cache_.MaskWords();
+      if (const ExpertReplicas* rep = pb_.replicas(layer_)) {
+        SpreadOverReplicas(*rep, counts, j, b);
+        continue;
+      }
       for (int64_t x = 0; x < experts; ++x) {
         const int64_t n = counts[x];
         if (n == 0) continue;
@@ -692,6 +696,29 @@ class RankBuilder {
     }
     b.drawn = true;
     return b;
+  }
+
+  // EPLB: owner j's assignments to each expert split evenly over the expert's
+  // replicas (the remainder rotated by owner), into the block's per-slot counts.
+  void SpreadOverReplicas(const ExpertReplicas& rep, const std::vector<int64_t>& counts, int64_t j,
+                          RoutingBlock& b) {
+    const int64_t words = cache_.MaskWords();
+    int64_t* send = b.send + j * ep_;
+    for (size_t x = 0; x < counts.size(); ++x) {
+      if (counts[x] == 0) continue;
+      const std::vector<int32_t>& slots = rep.expert_slots[x];
+      const int64_t copies = static_cast<int64_t>(slots.size());
+      for (int64_t i = 0; i < copies; ++i) {
+        const int64_t n = SplitCount(counts[x], copies, (i + j) % copies);
+        if (n == 0) continue;
+        const int64_t k = slots[i] / rep.slots_per_rank;
+        send[k] += n;
+        b.recv[k * ep_ + j] += n;
+        b.expert[slots[i]] += n;
+        b.send_mask[j * words + k / 64] |= uint64_t{1} << (k % 64);
+        b.recv_mask[k * words + j / 64] |= uint64_t{1} << (j % 64);
+      }
+    }
   }
 
   void MoeFfn(int64_t tokens) {
@@ -724,9 +751,15 @@ class RankBuilder {
     const std::span<const uint64_t> send_mask(routing.send_mask + c_ep_ * words, words);
     const std::span<const uint64_t> recv_mask(routing.recv_mask + c_ep_ * words, words);
     std::vector<int64_t>& per_expert = per_expert_;  // a member: no allocation per layer
-    per_expert.resize(local_experts.size());
-    for (size_t i = 0; i < local_experts.size(); ++i) {
-      per_expert[i] = routing.expert[local_experts[i]];
+    const ExpertReplicas* rep = pb_.replicas(layer_);
+    if (rep != nullptr) {  // EPLB: this rank's slots
+      const int64_t first = c_ep_ * rep->slots_per_rank;
+      per_expert.assign(routing.expert + first, routing.expert + first + rep->slots_per_rank);
+    } else {
+      per_expert.resize(local_experts.size());
+      for (size_t i = 0; i < local_experts.size(); ++i) {
+        per_expert[i] = routing.expert[local_experts[i]];
+      }
     }
     int32_t dispatch = -1;
     if (ep_ > 1) dispatch = AllToAll(OpRole::kDispatch, send, send_mask);
@@ -737,6 +770,11 @@ class RankBuilder {
     }
     if (dispatch >= 0) pending_.push_back(dispatch);
     ExpertGemms(per_expert);
+    if (rep != nullptr && !patch_) {
+      const int64_t first = c_ep_ * rep->slots_per_rank;
+      ops_[expert_gemm_].expert_ids.assign(rep->slot_expert.begin() + first,
+                                           rep->slot_expert.begin() + first + rep->slots_per_rank);
+    }
     if (ep_ > 1) pending_.push_back(AllToAll(OpRole::kCombine, recv, recv_mask));
     {  // Unpermute: weighted sum of each token's expert outputs (+ the shared output).
       const bool shared = moe.num_shared_experts > 0;
@@ -767,6 +805,7 @@ class RankBuilder {
       Changed(*last_);
     }
     last_->expert_tokens.assign(per_expert.begin(), per_expert.end());
+    expert_gemm_ = last_->id;
     ActivationOp(OpRole::kExpertActivation, tokens, local);
     const bool down_bias = bias && c_tp_ == 0;
     Cost down = Gemm(tokens, local, h_, down_bias, bpe_);
@@ -835,12 +874,18 @@ class RankBuilder {
   Op scratch_;                       // patching: absorbs the writes after a mismatch
   Op* last_ = nullptr;               // the op emitted last
   std::vector<int64_t> per_expert_;  // MoeFfn's tokens per local expert
+  int32_t expert_gemm_ = -1;         // the last kExpertGateUp op
   std::vector<int32_t> pending_;     // comm ops the next compute op consumes
   int32_t last_compute_ = -1;
   std::map<int64_t, int64_t> coll_seq_;             // group id → next seq
   std::map<int64_t, int64_t> send_seq_, recv_seq_;  // peer → next seq
   std::vector<PendingIds> emitted_;                 // micro-batches built, for the token id return
 };
+
+// Expert slots per MoE layer: the routed experts, plus the redundant ones under EPLB.
+int64_t ExpertSlots(const Experiment& e) {
+  return e.model.moe.num_routed_experts + e.parallel.redundant_experts;
+}
 
 }  // namespace
 
@@ -899,6 +944,21 @@ StatusOr<ProgramBuilder> ProgramBuilder::Create(const Experiment& experiment,
     for (int64_t layer = 0; layer < m.num_layers; ++layer) {
       b.routing_distributions_.push_back(b.routing_->Distribution(layer));
     }
+    if (p.redundant_experts > 0) {
+      // EPLB per MoE layer: balanced for the measured loads (one row for all
+      // layers, or one per MoE layer), else for the routing distribution.
+      b.replicas_.resize(static_cast<size_t>(m.num_layers));
+      int64_t moe_index = 0;
+      for (int64_t layer = 0; layer < m.num_layers; ++layer) {
+        if (!m.IsMoeLayer(layer)) continue;
+        const std::vector<double> load = p.expert_load.empty() ? b.routing_distributions_[layer].p
+                                         : p.expert_load.size() == 1
+                                             ? p.expert_load[0]
+                                             : p.expert_load[static_cast<size_t>(moe_index)];
+        b.replicas_[layer] = BalanceExperts(load, p.redundant_experts, p.ep);
+        ++moe_index;
+      }
+    }
   }
   // Micro-batches: as configured (0: one per stage), at most the largest
   // replica's requests, the same count everywhere.
@@ -919,7 +979,7 @@ StatusOr<PhaseProgram> ProgramBuilder::Build(Phase phase, int64_t decode_step) c
   SetStep(program, decode_step);
   program.micro_batches = micro_batches_;
   RoutingCache cache(experiment_.parallel, micro_batches_, experiment_.model.num_layers,
-                     experiment_.model.moe.num_routed_experts);
+                     ExpertSlots(experiment_));
   program.ranks.resize(placement_.world_size());
   size_t expected_ops = 0;  // the previous rank's count: growing the vector moved every Op
   for (int64_t r = 0; r < placement_.world_size(); ++r) {
@@ -948,7 +1008,7 @@ Status ProgramBuilder::Update(PhaseProgram& program, int64_t decode_step, bool* 
   }
   SetStep(program, decode_step);
   RoutingCache cache(experiment_.parallel, micro_batches_, experiment_.model.num_layers,
-                     experiment_.model.moe.num_routed_experts);
+                     ExpertSlots(experiment_));
   bool patched = true;  // every rank in place so far
   if (updated) updated->by_rank.assign(program.ranks.size(), {});
   for (int64_t r = 0; r < placement_.world_size(); ++r) {

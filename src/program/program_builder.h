@@ -16,6 +16,7 @@
 #include "core/status.h"
 #include "plan/placement.h"
 #include "plan/shard_geometry.h"  // SplitCount, for the builder's callers
+#include "program/expert_balancer.h"
 #include "program/expert_routing.h"
 #include "program/program.h"
 #include "program/sp_layout.h"
@@ -72,6 +73,11 @@ class ProgramBuilder {
   const ExpertRouting::LayerDistribution& routing_distribution(int64_t layer) const {
     return routing_distributions_[layer];
   }
+  // EPLB (parallelism.redundant_experts > 0): the expert slots of a MoE layer,
+  // balanced for the measured loads or the routing distribution; null without.
+  const ExpertReplicas* replicas(int64_t layer) const {
+    return replicas_.empty() ? nullptr : &replicas_[layer];
+  }
 
  private:
   // Sets the program's step, context length and new tokens.
@@ -83,6 +89,7 @@ class ProgramBuilder {
   std::optional<SpLayout> sp_layout_;
   std::optional<ExpertRouting> routing_;
   std::vector<ExpertRouting::LayerDistribution> routing_distributions_;  // per layer
+  std::vector<ExpertReplicas> replicas_;  // per layer (MoE layers filled); empty without EPLB
 };
 
 }  // namespace shardscope

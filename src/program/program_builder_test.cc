@@ -753,5 +753,66 @@ TEST(ProgramBuilderTest, CheckOpRangesRefusesRanksBeyond32Bits) {
   }
 }
 
+// EPLB end to end: 8 experts with fixed loads ∝ 1/i (zipf s = 1) on EP4, as in
+// expert_balancer_test's hand-computed case. The ranks' expert tokens follow
+// the balancer's rank loads: max ÷ mean 2.2076 with the contiguous placement,
+// 1.0425 with 4 redundant experts (12 slots, 3 per rank).
+TEST(ProgramBuilderTest, RedundantExpertsBalanceTheRanksLoad) {
+  ModelSpec model = testing::TinyMoe(false);
+  model.moe.num_routed_experts = 8;
+  model.moe.n_group = 1, model.moe.topk_group = 1;
+  const int64_t ep = 4, batch = 4, seq = 1024, topk = 2;
+  Experiment e = MakeExperiment(model, Sizes{.ep = ep}, batch, seq);
+  e.workload.routing.kind = RoutingKind::kFixed;
+  for (int i = 1; i <= 8; ++i) e.workload.routing.fixed_weights.push_back(1.0 / i);
+  auto rank_tokens = [&](const Built& b) {
+    std::vector<double> tokens;
+    for (const RankProgram& rp : b.program.ranks) {
+      const auto gemm = Select(rp, Kind(OpKind::kExpertGemm, 1));
+      tokens.push_back(static_cast<double>(std::accumulate(
+          gemm[0]->expert_tokens.begin(), gemm[0]->expert_tokens.end(), int64_t{0})));
+    }
+    return tokens;
+  };
+  const Built before = BuildOrDie(e, Phase::kPrefill);
+  EXPECT_NEAR(LoadImbalance(rank_tokens(before)), 2.2076, 0.01);
+  e.parallel.redundant_experts = 4;
+  const Built after = BuildOrDie(e, Phase::kPrefill);
+  ExpectValid(after);
+  const std::vector<double> tokens = rank_tokens(after);
+  EXPECT_NEAR(LoadImbalance(tokens), 1.0425, 0.01);
+  // Each rank: assignments × its share (0.708333 / H8 for rank 0, …), within
+  // one token per (owner, slot) of rounding.
+  const double h8 = 761.0 / 280.0, assignments = batch * seq * topk;
+  const double share[] = {1.0 / 3 + 1.0 / 4 + 1.0 / 8, 0.25 + 0.25 + 0.2, 0.25 + 0.25 + 1.0 / 6,
+                          0.25 + 0.25 + 1.0 / 7};
+  double sum = 0;
+  for (int64_t r = 0; r < ep; ++r) {
+    EXPECT_NEAR(tokens[r], assignments * share[r] / h8, 2.0 * ep * 3) << "rank " << r;
+    sum += tokens[r];
+  }
+  EXPECT_EQ(sum, assignments);  // conserved over the replicas
+  // Rank 0 holds experts 2, 3 and 7; its dispatch carries its own tokens' bytes.
+  const auto gemm = Select(after.program.ranks[0], Kind(OpKind::kExpertGemm, 1));
+  EXPECT_EQ(gemm[0]->expert_ids, (std::vector<int32_t>{2, 3, 7}));
+  const auto dispatch = Select(after.program.ranks[0], [](const Op& op) {
+    return op.role == OpRole::kDispatch && op.layer == 1;
+  });
+  ASSERT_EQ(dispatch.size(), 1u);
+  EXPECT_EQ(dispatch[0]->bytes, seq * topk * 64 * 2);
+}
+
+TEST(ProgramBuilderTest, RedundantExpertsLetEpNotDivideTheRoutedExperts) {
+  ModelSpec model = testing::TinyMoe(false);  // 16 routed experts
+  Experiment e = MakeExperiment(model, Sizes{.ep = 6}, 6, 16);
+  EXPECT_FALSE(Placement::Create(e).ok());  // 6 does not divide 16
+  e.parallel.redundant_experts = 2;         // 18 slots, 3 per rank
+  const Built b = BuildOrDie(e, Phase::kDecode, 0);
+  ExpectValid(b);
+  for (const RankProgram& rp : b.program.ranks) {
+    EXPECT_EQ(Select(rp, Kind(OpKind::kExpertGemm, 1))[0]->expert_tokens.size(), 3u);
+  }
+}
+
 }  // namespace
 }  // namespace shardscope

@@ -45,7 +45,10 @@ void FillOpEvent(const Op& op, const Placement& placement, trace::OpEvent* e) {
       (op.replication == 1 || placement.Coord(e->rank, Dim::kSp) == 0)) {
     const std::vector<int64_t>& mine =
         placement.ExpertsOfEpRank(placement.Coord(e->rank, Dim::kEp));
-    if (mine.size() == op.expert_tokens.size()) {
+    if (op.expert_ids.size() == op.expert_tokens.size()) {  // EPLB: the slots' experts
+      for (int32_t x : op.expert_ids) e->experts.push_back(x);
+      e->expert_tokens = op.expert_tokens;
+    } else if (mine.size() == op.expert_tokens.size()) {
       for (int64_t x : mine) e->experts.push_back(static_cast<int32_t>(x));
       e->expert_tokens = op.expert_tokens;
     }
