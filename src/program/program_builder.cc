@@ -4,6 +4,7 @@
 #include <array>
 #include <bit>
 #include <cassert>
+#include <cmath>
 #include <deque>
 #include <initializer_list>
 #include <limits>
@@ -139,6 +140,11 @@ class RankBuilder {
     h_ = m_.hidden_size;
     seq_ = e_.workload.sequence_length;
     rep_tok_ = (!prefill_ && sp_ > 1) ? sp_ : 1;
+    // Speculative decoding: the verify pass computes the k drafted tokens and
+    // the last accepted one of each request.
+    const SpeculativeSpec& spec = e_.speculative;
+    q_ = !prefill_ && spec.enabled() ? spec.draft_tokens + 1 : 1;
+    context_ = prefill_ ? 0 : pb.DecodeContext(step);
     hq_ = geo_.q_heads();
     if (m_.attention == AttentionKind::kGqa) {
       hkv_ = geo_.kv_heads();
@@ -179,7 +185,9 @@ class RankBuilder {
   }
   // Tokens a rank of the given requests processes: prefill its share of every
   // prompt (S / sp), decode one per request (replicated over sp).
-  int64_t TokensOf(int64_t requests) const { return prefill_ ? requests * (seq_ / sp_) : requests; }
+  int64_t TokensOf(int64_t requests) const {
+    return prefill_ ? requests * (seq_ / sp_) : requests * q_;
+  }
   int64_t RankWith(Dim d, int64_t coord) const {
     std::array<int64_t, kNumDims> c{};
     for (int i = 0; i < kNumDims; ++i) c[i] = pl_.Coord(rank_, static_cast<Dim>(i));
@@ -366,7 +374,39 @@ class RankBuilder {
                    tokens * h_ * bpe_, {last_compute_});
     } else {
       Head(requests);
+      if (!prefill_ && e_.speculative.enabled()) {
+        for (int64_t d = 0; d < e_.speculative.draft_tokens; ++d) MtpDraft(requests, d);
+      }
     }
+  }
+
+  // One draft pass of the model's MTP module (DeepSeek-V3 §2.2): per request
+  // one token — the embedding of the token just sampled and the last hidden
+  // state, each normed, concatenated and projected 2h → h (eh_proj,
+  // replicated over tp) — through one decoder block (layer num_layers + i, its
+  // own KV cache) and the shared head. k drafts run the modules in turn;
+  // draft pass d is numbered layer num_layers + d in the program.
+  void MtpDraft(int64_t requests, int64_t d) {
+    const int64_t tokens = requests;
+    layer_ = static_cast<int32_t>(m_.num_layers + d);
+    const int64_t saved_q = q_;
+    q_ = 1;  // one token per request from here to the head
+    Embedding(tokens);
+    {  // enorm and hnorm: two norms of `tokens` rows each
+      const bool ln = m_.norm == NormKind::kLayerNorm;
+      Cost c;
+      c.flops = 2 * tokens * h_ * (ln ? kLayerNormFlops : kRmsNormFlops);
+      c.weight = 2 * (ln ? 2 : 1) * h_ * bpe_;
+      c.read = 2 * tokens * h_ * bpe_ + c.weight;
+      c.written = 2 * tokens * h_ * bpe_;
+      c.m = 2 * tokens, c.n = h_;
+      Compute(OpRole::kMtpNorm, c, tp_ * rep_tok_);
+    }
+    Compute(OpRole::kMtpProj, Gemm(tokens, 2 * h_, h_, false, bpe_), tp_ * rep_tok_);
+    Layer(requests, tokens);
+    Head(requests);
+    q_ = saved_q;
+    layer_ = -1;
   }
 
   void Embedding(int64_t tokens) {
@@ -383,7 +423,7 @@ class RankBuilder {
 
   // Final norm, LM head and greedy sampling on the last position of each request.
   void Head(int64_t requests) {
-    const int64_t n = requests;
+    const int64_t n = requests * q_;  // speculative verify: every position is sampled
     // Under ring-attention prefill only the rank holding the last prompt token has it.
     const int64_t owner = (prefill_ && sp_ > 1) ? pb_.sp_layout()->OwnerOf(seq_ - 1) : c_sp_;
     int32_t ready = -1;
@@ -449,7 +489,8 @@ class RankBuilder {
     TpAllReduce(OpRole::kAttnReduce, tokens);
     Residual(OpRole::kResidualAttn, tokens);
     Norm(OpRole::kPostAttentionNorm, tokens, h_, tp_ * rep_tok_);
-    if (m_.IsMoeLayer(layer_)) {
+    // An MTP module's block (layer ≥ num_layers) is an MoE block in MoE models.
+    if (layer_ >= m_.num_layers ? m_.is_moe() : m_.IsMoeLayer(layer_)) {
       MoeFfn(tokens);
     } else {
       DenseFfn(tokens);
@@ -522,16 +563,16 @@ class RankBuilder {
     } else {
       // Absorbed form: W_UK folded into the query, attention over the latent
       // cache (values = the latent itself), W_UV applied to the output.
-      Cost uk = Gemm(requests, a.qk_nope_head_dim, hq_ * a.kv_lora_rank, false, bpe_);
-      uk.flops = 2 * requests * hq_ * a.qk_nope_head_dim * a.kv_lora_rank;
+      Cost uk = Gemm(tokens, a.qk_nope_head_dim, hq_ * a.kv_lora_rank, false, bpe_);
+      uk.flops = 2 * tokens * hq_ * a.qk_nope_head_dim * a.kv_lora_rank;
       uk.weight = hq_ * a.qk_nope_head_dim * a.kv_lora_rank * bpe_;
-      uk.read = requests * hq_ * a.qk_nope_head_dim * bpe_ + uk.weight;
+      uk.read = tokens * hq_ * a.qk_nope_head_dim * bpe_ + uk.weight;
       Compute(OpRole::kAbsorbUk, uk, rep_tok_);
       DecodeAttention(requests, AttnShape{latent, a.kv_lora_rank, 1}, latent);
-      Cost uv = Gemm(requests, a.kv_lora_rank, hq_ * a.v_head_dim, false, bpe_);
-      uv.flops = 2 * requests * hq_ * a.kv_lora_rank * a.v_head_dim;
+      Cost uv = Gemm(tokens, a.kv_lora_rank, hq_ * a.v_head_dim, false, bpe_);
+      uv.flops = 2 * tokens * hq_ * a.kv_lora_rank * a.v_head_dim;
       uv.weight = hq_ * a.kv_lora_rank * a.v_head_dim * bpe_;
-      uv.read = requests * hq_ * a.kv_lora_rank * bpe_ + uv.weight;
+      uv.read = tokens * hq_ * a.kv_lora_rank * bpe_ + uv.weight;
       Compute(OpRole::kAbsorbUv, uv, rep_tok_);
     }
     OutProj(tokens, a.v_head_dim);
@@ -621,16 +662,21 @@ class RankBuilder {
   // sp > 1 each rank covers its shard of the cache, then the partials are
   // all-gathered over sp and merged. `cache_values`: cached values per key.
   void DecodeAttention(int64_t requests, const AttnShape& s, int64_t cache_values) {
-    int64_t keys = seq_ + step_ + 1;
+    // q query tokens per request (1, or k + 1 verified under speculation), the
+    // i-th over the context and the first i new keys: q·context + q(q+1)/2 pairs.
+    int64_t keys = context_ + q_;
+    int64_t pairs = q_ * context_ + q_ * (q_ + 1) / 2;
     if (sp_ > 1) {
       // Prompt keys as laid out by prefill; generated token g lives on rank g mod sp.
       keys = seq_ / sp_ + (step_ >= c_sp_ ? (step_ - c_sp_) / sp_ + 1 : 0);
+      pairs = keys;
     }
+    const int64_t queries = requests * q_;
     Cost c;
-    c.flops = 2 * requests * keys * hq_ * (s.qk + s.v);
-    c.read = requests * hq_ * s.qk * bpe_ + requests * keys * cache_values * kvb_;
-    c.written = sp_ > 1 ? requests * hq_ * (s.v + 1) * kFp32 : requests * hq_ * s.v * bpe_;
-    c.m = requests, c.n = keys, c.k = hq_ * s.qk;
+    c.flops = 2 * requests * pairs * hq_ * (s.qk + s.v);
+    c.read = queries * hq_ * s.qk * bpe_ + requests * keys * cache_values * kvb_;
+    c.written = sp_ > 1 ? queries * hq_ * (s.v + 1) * kFp32 : queries * hq_ * s.v * bpe_;
+    c.m = queries, c.n = keys, c.k = hq_ * s.qk;
     Compute(OpRole::kAttentionDecode, c, 1);
     if (sp_ == 1) return;
     pending_.push_back(Collect(Collective::kAllGather, Dim::kSp, OpRole::kAttnGather,
@@ -770,11 +816,6 @@ class RankBuilder {
     }
     if (dispatch >= 0) pending_.push_back(dispatch);
     ExpertGemms(per_expert);
-    if (rep != nullptr && !patch_) {
-      const int64_t first = c_ep_ * rep->slots_per_rank;
-      ops_[expert_gemm_].expert_ids.assign(rep->slot_expert.begin() + first,
-                                           rep->slot_expert.begin() + first + rep->slots_per_rank);
-    }
     if (ep_ > 1) pending_.push_back(AllToAll(OpRole::kCombine, recv, recv_mask));
     {  // Unpermute: weighted sum of each token's expert outputs (+ the shared output).
       const bool shared = moe.num_shared_experts > 0;
@@ -805,7 +846,6 @@ class RankBuilder {
       Changed(*last_);
     }
     last_->expert_tokens.assign(per_expert.begin(), per_expert.end());
-    expert_gemm_ = last_->id;
     ActivationOp(OpRole::kExpertActivation, tokens, local);
     const bool down_bias = bias && c_tp_ == 0;
     Cost down = Gemm(tokens, local, h_, down_bias, bpe_);
@@ -858,9 +898,11 @@ class RankBuilder {
   int64_t bpe_ = 2, kvb_ = 2, h_ = 0, seq_ = 0;
   int64_t headb_ = 2, embb_ = 2;  // LM head and embedding weights' bytes per element
   int64_t rep_tok_ = 1;           // decode ops replicated over the sp group
-  int64_t hq_ = 0;                // query heads on this rank
-  int64_t hkv_ = 0;               // GQA: KV heads on this rank
-  int64_t kv_rep_ = 1;  // GQA: ranks holding each KV head (tp / kv heads when tp exceeds them)
+  int64_t q_ = 1;        // decode: tokens per request in this pass (speculative verify: k + 1)
+  int64_t context_ = 0;  // decode: cached tokens per request before this step
+  int64_t hq_ = 0;       // query heads on this rank
+  int64_t hkv_ = 0;      // GQA: KV heads on this rank
+  int64_t kv_rep_ = 1;   // GQA: ranks holding each KV head (tp / kv heads when tp exceeds them)
 
   // Context stamped on new ops.
   int32_t layer_ = -1, mb_ = 0, sp_step_ = -1;
@@ -874,13 +916,18 @@ class RankBuilder {
   Op scratch_;                       // patching: absorbs the writes after a mismatch
   Op* last_ = nullptr;               // the op emitted last
   std::vector<int64_t> per_expert_;  // MoeFfn's tokens per local expert
-  int32_t expert_gemm_ = -1;         // the last kExpertGateUp op
   std::vector<int32_t> pending_;     // comm ops the next compute op consumes
   int32_t last_compute_ = -1;
   std::map<int64_t, int64_t> coll_seq_;             // group id → next seq
   std::map<int64_t, int64_t> send_seq_, recv_seq_;  // peer → next seq
   std::vector<PendingIds> emitted_;                 // micro-batches built, for the token id return
 };
+
+// Layers with a routing draw: the model's, and the MTP draft passes (numbered
+// num_layers + d) under speculative decoding.
+int64_t RoutedLayers(const Experiment& e) {
+  return e.model.num_layers + (e.speculative.enabled() ? e.speculative.draft_tokens : 0);
+}
 
 // Expert slots per MoE layer: the routed experts, plus the redundant ones under EPLB.
 int64_t ExpertSlots(const Experiment& e) {
@@ -926,6 +973,11 @@ StatusOr<ProgramBuilder> ProgramBuilder::Create(const Experiment& experiment,
   }
   RETURN_IF_ERROR(
       CheckOpRanges(experiment.name, placement.world_size(), std::ssize(placement.groups())));
+  if (experiment.speculative.enabled() && p.sp > 1) {
+    return InvalidArgument(
+        "experiment '{}': speculative decoding with sequence parallelism (sp {}) is not modelled",
+        experiment.name, p.sp);
+  }
   ProgramBuilder b;
   b.experiment_ = experiment;
   b.placement_ = placement;
@@ -941,20 +993,21 @@ StatusOr<ProgramBuilder> ProgramBuilder::Create(const Experiment& experiment,
       return routing.status().WithPrefix(fmt::format("experiment '{}'", experiment.name));
     }
     b.routing_ = *routing;
-    for (int64_t layer = 0; layer < m.num_layers; ++layer) {
+    for (int64_t layer = 0; layer < RoutedLayers(experiment); ++layer) {
       b.routing_distributions_.push_back(b.routing_->Distribution(layer));
     }
     if (p.redundant_experts > 0) {
       // EPLB per MoE layer: balanced for the measured loads (one row for all
       // layers, or one per MoE layer), else for the routing distribution.
-      b.replicas_.resize(static_cast<size_t>(m.num_layers));
+      // An MTP block's layer balances for the routing distribution, or the
+      // last measured row.
+      b.replicas_.resize(static_cast<size_t>(RoutedLayers(experiment)));
       int64_t moe_index = 0;
-      for (int64_t layer = 0; layer < m.num_layers; ++layer) {
-        if (!m.IsMoeLayer(layer)) continue;
-        const std::vector<double> load = p.expert_load.empty() ? b.routing_distributions_[layer].p
-                                         : p.expert_load.size() == 1
-                                             ? p.expert_load[0]
-                                             : p.expert_load[static_cast<size_t>(moe_index)];
+      for (int64_t layer = 0; layer < RoutedLayers(experiment); ++layer) {
+        if (layer < m.num_layers && !m.IsMoeLayer(layer)) continue;
+        const size_t row = std::min(static_cast<size_t>(moe_index), p.expert_load.size() - 1);
+        const std::vector<double> load =
+            p.expert_load.empty() ? b.routing_distributions_[layer].p : p.expert_load[row];
         b.replicas_[layer] = BalanceExperts(load, p.redundant_experts, p.ep);
         ++moe_index;
       }
@@ -978,7 +1031,7 @@ StatusOr<PhaseProgram> ProgramBuilder::Build(Phase phase, int64_t decode_step) c
   program.phase = phase;
   SetStep(program, decode_step);
   program.micro_batches = micro_batches_;
-  RoutingCache cache(experiment_.parallel, micro_batches_, experiment_.model.num_layers,
+  RoutingCache cache(experiment_.parallel, micro_batches_, RoutedLayers(experiment_),
                      ExpertSlots(experiment_));
   program.ranks.resize(placement_.world_size());
   size_t expected_ops = 0;  // the previous rank's count: growing the vector moved every Op
@@ -1007,7 +1060,7 @@ Status ProgramBuilder::Update(PhaseProgram& program, int64_t decode_step, bool* 
                            experiment_.name);
   }
   SetStep(program, decode_step);
-  RoutingCache cache(experiment_.parallel, micro_batches_, experiment_.model.num_layers,
+  RoutingCache cache(experiment_.parallel, micro_batches_, RoutedLayers(experiment_),
                      ExpertSlots(experiment_));
   bool patched = true;  // every rank in place so far
   if (updated) updated->by_rank.assign(program.ranks.size(), {});
@@ -1037,12 +1090,23 @@ Status ProgramBuilder::Update(PhaseProgram& program, int64_t decode_step, bool* 
   return Status::Ok();
 }
 
+int64_t ProgramBuilder::DecodeContext(int64_t decode_step) const {
+  const int64_t seq = experiment_.workload.sequence_length;
+  if (!experiment_.speculative.enabled()) return seq + decode_step;
+  // Deterministic-fractional: every step adds the expected accepted tokens.
+  return seq + static_cast<int64_t>(std::floor(static_cast<double>(decode_step) *
+                                               experiment_.speculative.TokensPerStep()));
+}
+
 void ProgramBuilder::SetStep(PhaseProgram& program, int64_t decode_step) const {
   const int64_t seq = experiment_.workload.sequence_length;
   const bool prefill = program.phase == Phase::kPrefill;
   program.step = decode_step;
-  program.context_len = prefill ? 0 : seq + decode_step;
-  program.new_tokens = prefill ? seq : 1;
+  program.context_len = prefill ? 0 : DecodeContext(decode_step);
+  program.new_tokens = prefill ? seq
+                       : experiment_.speculative.enabled()
+                           ? experiment_.speculative.draft_tokens + 1
+                           : 1;
 }
 
 }  // namespace shardscope

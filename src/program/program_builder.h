@@ -61,6 +61,11 @@ class ProgramBuilder {
   Status Update(PhaseProgram& program, int64_t decode_step, bool* same_ops = nullptr,
                 UpdatedOps* updated = nullptr) const;
 
+  // Cached tokens per request before decode step `decode_step`: the prompt plus
+  // one token per step, or under speculative decoding ⌊step × expected tokens
+  // per step⌋ (SpeculativeSpec::TokensPerStep).
+  int64_t DecodeContext(int64_t decode_step) const;
+
   const Experiment& experiment() const { return experiment_; }
   const Placement& placement() const { return placement_; }
   // Micro-batches each replica's requests are split into (the same for all replicas).
@@ -78,6 +83,8 @@ class ProgramBuilder {
   const ExpertReplicas* replicas(int64_t layer) const {
     return replicas_.empty() ? nullptr : &replicas_[layer];
   }
+  // Every layer's (empty without EPLB), for the trace's expert ids.
+  const std::vector<ExpertReplicas>& all_replicas() const { return replicas_; }
 
  private:
   // Sets the program's step, context length and new tokens.

@@ -793,8 +793,15 @@ TEST(ProgramBuilderTest, RedundantExpertsBalanceTheRanksLoad) {
   }
   EXPECT_EQ(sum, assignments);  // conserved over the replicas
   // Rank 0 holds experts 2, 3 and 7; its dispatch carries its own tokens' bytes.
-  const auto gemm = Select(after.program.ranks[0], Kind(OpKind::kExpertGemm, 1));
-  EXPECT_EQ(gemm[0]->expert_ids, (std::vector<int32_t>{2, 3, 7}));
+  auto placement = Placement::Create(e);
+  ASSERT_TRUE(placement.ok());
+  auto builder = ProgramBuilder::Create(e, *placement);
+  ASSERT_TRUE(builder.ok());
+  ASSERT_NE(builder->replicas(1), nullptr);
+  EXPECT_EQ(builder->replicas(0), &builder->all_replicas()[0]);  // dense: an empty entry
+  const std::vector<int32_t>& slots = builder->replicas(1)->slot_expert;
+  EXPECT_EQ(std::vector<int32_t>(slots.begin(), slots.begin() + 3),
+            (std::vector<int32_t>{2, 3, 7}));
   const auto dispatch = Select(after.program.ranks[0], [](const Op& op) {
     return op.role == OpRole::kDispatch && op.layer == 1;
   });
@@ -812,6 +819,53 @@ TEST(ProgramBuilderTest, RedundantExpertsLetEpNotDivideTheRoutedExperts) {
   for (const RankProgram& rp : b.program.ranks) {
     EXPECT_EQ(Select(rp, Kind(OpKind::kExpertGemm, 1))[0]->expert_tokens.size(), 3u);
   }
+}
+
+// MTP speculative decoding, k = 2 drafts at acceptance 0.5 each: 1.75 tokens
+// per step. By hand for TinyMoe (MLA, 8 heads, latent 16 + rope 4, v 16,
+// hidden 64, 3 layers): the verify pass runs 3 tokens per request, its decode
+// attention 3·context + 6 query-key pairs per request (each over the latent:
+// 2·(20 + 16) FLOPs per head and pair); then two MTP passes of one token per
+// request through layer 3 (the MTP block, MoE) with eh_proj 2·64 → 64.
+TEST(ProgramBuilderTest, MtpVerifiesKPlusOneTokensAndDraftsKTimes) {
+  ModelSpec model = testing::TinyMoe(true);
+  model.num_mtp_layers = 1;
+  const int64_t batch = 4, seq = 32, h = 64;
+  Experiment e = MakeExperiment(model, {}, batch, seq);
+  e.speculative.method = SpeculativeMethod::kMtp;
+  e.speculative.draft_tokens = 2;
+  e.speculative.acceptance = {0.5, 0.5};
+  for (int64_t step : {0, 4}) {
+    const Built b = BuildOrDie(e, Phase::kDecode, step);
+    ExpectValid(b);
+    const int64_t context = seq + (step == 4 ? 7 : 0);  // ⌊4 × 1.75⌋ = 7
+    EXPECT_EQ(b.program.context_len, context);
+    EXPECT_EQ(b.program.new_tokens, 3);
+    const RankProgram& rp = b.program.ranks[0];
+    const auto attn = Select(rp, Kind(OpKind::kAttentionDecode, 0));
+    ASSERT_EQ(attn.size(), 1u);
+    EXPECT_EQ(attn[0]->flops, 2 * batch * (3 * context + 6) * 8 * (20 + 16));
+    EXPECT_EQ(attn[0]->m, batch * 3);
+    for (int32_t layer : {3, 4}) {  // two draft passes through the MTP block
+      const auto mtp_attn = Select(rp, Kind(OpKind::kAttentionDecode, layer));
+      ASSERT_EQ(mtp_attn.size(), 1u);
+      EXPECT_EQ(mtp_attn[0]->flops, 2 * batch * (context + 1) * 8 * (20 + 16));
+      EXPECT_EQ(Select(rp, Kind(OpKind::kExpertGemm, layer)).size(), 2u);  // an MoE block
+    }
+    const auto proj = Select(rp, [](const Op& op) { return op.role == OpRole::kMtpProj; });
+    ASSERT_EQ(proj.size(), 2u);
+    EXPECT_EQ(proj[0]->flops, 2 * batch * 2 * h * h);
+    EXPECT_EQ(proj[0]->label(), "mtp_eh");
+    std::vector<int64_t> heads;
+    for (const Op* op : Select(rp, [](const Op& op) { return op.role == OpRole::kLmHead; })) {
+      heads.push_back(op->m);
+    }
+    EXPECT_EQ(heads, (std::vector<int64_t>{batch * 3, batch, batch}));
+  }
+  e.parallel.sp = 2;
+  auto placement = Placement::Create(e);
+  ASSERT_TRUE(placement.ok());
+  EXPECT_FALSE(ProgramBuilder::Create(e, *placement).ok());  // not with sp
 }
 
 }  // namespace

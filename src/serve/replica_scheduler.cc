@@ -83,7 +83,9 @@ void ReplicaScheduler::ScheduleRunning(Iteration* it, int64_t* budget) {
   for (size_t i = 0; i < running_.size();) {
     ServedRequest* r = running_[i];
     if (*budget <= 0) break;
-    const int64_t need = r->prefilling() ? std::min(r->target - r->computed, *budget) : 1;
+    const int64_t need =
+        r->prefilling() ? std::min(r->target - r->computed, *budget)
+                        : std::min(verify_tokens_, std::max<int64_t>(r->output - r->generated, 1));
     bool scheduled = true;
     while (!Allocate(r, r->computed + need)) {
       // Out of blocks: preempt the most recently admitted request (maybe r itself).
@@ -168,8 +170,17 @@ void ReplicaScheduler::Complete(const Iteration& it, double end, std::vector<dou
     if (!r->prefilling()) token(r);
   }
   for (ServedRequest* r : it.decode) {
-    r->computed += 1;
-    token(r);
+    int64_t tokens = 1;
+    if (tokens_per_step_ > 1) {  // speculative: the accepted tokens, carried fractions
+      r->speculative_credit += tokens_per_step_;
+      tokens = static_cast<int64_t>(r->speculative_credit);
+      r->speculative_credit -= static_cast<double>(tokens);
+      tokens = std::clamp<int64_t>(tokens, 1, r->output - r->generated);
+    }
+    for (int64_t i = 0; i < tokens; ++i) {  // tokens of one step stream together (ITL 0)
+      r->computed += 1;
+      token(r);
+    }
   }
   std::erase_if(running_, [this](const ServedRequest* r) {
     return r->done() || (prefill_only_ && r->generated > 0 && !r->prefilling());

@@ -26,6 +26,8 @@ struct ServedRequest {
   int64_t target = 0;
   int64_t generated = 0;
   int64_t blocks = 0;  // KV blocks held
+  // Speculative decoding: accepted tokens owed but not yet emitted (< 1).
+  double speculative_credit = 0;
   int64_t preemptions = 0;
 
   // Milestones (seconds; −1: not yet).

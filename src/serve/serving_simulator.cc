@@ -211,6 +211,10 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
     for (int64_t v = 0; v < pp; ++v) {
       replicas.emplace_back(spec.scheduler, blocks / pp, cost, prefill_only, group,
                             static_cast<int32_t>(v));
+      if (e.speculative.enabled() && !prefill_only) {
+        replicas.back().scheduler.SetSpeculative(e.speculative.TokensPerStep(),
+                                                 e.speculative.draft_tokens + 1);
+      }
     }
   };
   double kv_bytes_per_token = 0;
