@@ -162,6 +162,10 @@ class RankBuilder {
     }
     const int64_t replica_requests = ReplicaRequests(c_dp_, c_ep_);
     const int64_t micro = pb_.micro_batches();
+    if (e_.two_batch_overlap && micro == 2) {
+      TwoBatchOverlap(replica_requests);
+      return !patch_ || (!mismatch_ && cursor_ == ops_.size());
+    }
     for (int64_t mb = 0; mb < micro; ++mb) {
       const int64_t requests = SplitCount(replica_requests, micro, mb);
       // EP collectives need every ep rank to post them, even with no tokens.
@@ -355,6 +359,74 @@ class RankBuilder {
 
   // ---- Phase structure.
 
+  // The state one micro-batch carries between its half-layers.
+  struct MicroBatchState {
+    int32_t mb = 0;
+    int64_t requests = 0;
+    std::vector<int32_t> pending;
+    int32_t last_compute = -1;
+    bool moe_layer = false;
+    int32_t dispatch = -1;
+    std::vector<int64_t> per_expert;
+    std::span<const int64_t> recv;
+    std::span<const uint64_t> recv_mask;
+  };
+  void Swap(MicroBatchState& s) {
+    std::swap(mb_, s.mb);
+    std::swap(pending_, s.pending);
+    std::swap(last_compute_, s.last_compute);
+    std::swap(moe_layer_, s.moe_layer);
+    std::swap(dispatch_, s.dispatch);
+    std::swap(per_expert_, s.per_expert);
+    std::swap(recv_, s.recv);
+    std::swap(recv_mask_, s.recv_mask);
+  }
+
+  // Two-batch overlap (pp = sp = 1): the replica's requests in two
+  // micro-batches whose half-layers alternate on the compute stream — A's
+  // attention, router and dispatch, then B's (under A's dispatch), A's experts
+  // (under B's dispatch), B's experts (under A's combine), A's next layer
+  // (under B's combine) — as DeepSeek and SGLang (--enable-two-batch-overlap)
+  // run MoE layers. Embedding and head run per micro-batch.
+  void TwoBatchOverlap(int64_t replica_requests) {
+    MicroBatchState state[2];
+    for (int32_t i = 0; i < 2; ++i) {
+      state[i].mb = i;
+      state[i].requests = SplitCount(replica_requests, 2, i);
+    }
+    layer_ = -1;
+    for (MicroBatchState& s : state) {
+      Swap(s);
+      emitted_.push_back({mb_, s.requests, -1});
+      Embedding(TokensOf(s.requests));
+      Swap(s);
+    }
+    for (int64_t layer : pl_.LayersOfStage(0)) {
+      layer_ = static_cast<int32_t>(layer);
+      for (MicroBatchState& s : state) {
+        Swap(s);
+        LayerUntilDispatch(s.requests, TokensOf(s.requests));
+        Swap(s);
+      }
+      for (MicroBatchState& s : state) {
+        Swap(s);
+        LayerAfterDispatch(TokensOf(s.requests));
+        Swap(s);
+      }
+    }
+    layer_ = -1;
+    for (int32_t i = 0; i < 2; ++i) {
+      Swap(state[i]);
+      std::swap(emitted_[emitted_.size() - 2 + i], emitted_.back());  // Head sets back()
+      Head(state[i].requests);
+      if (!prefill_ && e_.speculative.enabled()) {
+        for (int64_t d = 0; d < e_.speculative.draft_tokens; ++d) MtpDraft(state[i].requests, d);
+      }
+      std::swap(emitted_[emitted_.size() - 2 + i], emitted_.back());
+      Swap(state[i]);
+    }
+  }
+
   void MicroBatch(int64_t requests) {
     const int64_t tokens = TokensOf(requests);
     layer_ = -1;
@@ -480,6 +552,14 @@ class RankBuilder {
   // ---- One decoder layer.
 
   void Layer(int64_t requests, int64_t tokens) {
+    LayerUntilDispatch(requests, tokens);
+    LayerAfterDispatch(tokens);
+  }
+
+  // A layer up to its MoE dispatch (and the shared experts that run under it),
+  // or a whole dense layer; LayerAfterDispatch does the rest. Two-batch overlap
+  // interleaves the halves of two micro-batches.
+  void LayerUntilDispatch(int64_t requests, int64_t tokens) {
     Norm(OpRole::kInputNorm, tokens, h_, tp_ * rep_tok_);
     if (m_.attention == AttentionKind::kMla) {
       MlaAttention(requests, tokens);
@@ -490,11 +570,19 @@ class RankBuilder {
     Residual(OpRole::kResidualAttn, tokens);
     Norm(OpRole::kPostAttentionNorm, tokens, h_, tp_ * rep_tok_);
     // An MTP module's block (layer ≥ num_layers) is an MoE block in MoE models.
-    if (layer_ >= m_.num_layers ? m_.is_moe() : m_.IsMoeLayer(layer_)) {
-      MoeFfn(tokens);
+    moe_layer_ = layer_ >= m_.num_layers ? m_.is_moe() : m_.IsMoeLayer(layer_);
+    if (moe_layer_) {
+      MoeFfnUntilDispatch(tokens);
     } else {
       DenseFfn(tokens);
+      TpAllReduce(OpRole::kFfnReduce, tokens);
+      Residual(OpRole::kResidualFfn, tokens);
     }
+  }
+
+  void LayerAfterDispatch(int64_t tokens) {
+    if (!moe_layer_) return;
+    MoeFfnAfterDispatch(tokens);
     TpAllReduce(OpRole::kFfnReduce, tokens);
     Residual(OpRole::kResidualFfn, tokens);
   }
@@ -767,7 +855,7 @@ class RankBuilder {
     }
   }
 
-  void MoeFfn(int64_t tokens) {
+  void MoeFfnUntilDispatch(int64_t tokens) {
     const MoeSpec& moe = m_.moe;
     const int64_t experts = moe.num_routed_experts;
     const int64_t topk = moe.experts_per_token;
@@ -792,10 +880,10 @@ class RankBuilder {
     const std::vector<int64_t>& local_experts = pl_.ExpertsOfEpRank(c_ep_);
     const RoutingBlock& routing = Routing();
     const std::span<const int64_t> send(routing.send + c_ep_ * ep_, ep_);
-    const std::span<const int64_t> recv(routing.recv + c_ep_ * ep_, ep_);
+    recv_ = std::span<const int64_t>(routing.recv + c_ep_ * ep_, ep_);
     const int64_t words = cache_.MaskWords();
     const std::span<const uint64_t> send_mask(routing.send_mask + c_ep_ * words, words);
-    const std::span<const uint64_t> recv_mask(routing.recv_mask + c_ep_ * words, words);
+    recv_mask_ = std::span<const uint64_t>(routing.recv_mask + c_ep_ * words, words);
     std::vector<int64_t>& per_expert = per_expert_;  // a member: no allocation per layer
     const ExpertReplicas* rep = pb_.replicas(layer_);
     if (rep != nullptr) {  // EPLB: this rank's slots
@@ -807,16 +895,21 @@ class RankBuilder {
         per_expert[i] = routing.expert[local_experts[i]];
       }
     }
-    int32_t dispatch = -1;
-    if (ep_ > 1) dispatch = AllToAll(OpRole::kDispatch, send, send_mask);
+    dispatch_ = -1;
+    if (ep_ > 1) dispatch_ = AllToAll(OpRole::kDispatch, send, send_mask);
     if (moe.num_shared_experts > 0) {
       // Runs while the dispatch is in flight.
       SplitFfn(OpRole::kSharedGateUp, OpRole::kSharedDown, OpRole::kSharedActivation, tokens,
                moe.num_shared_experts * moe.expert_intermediate_size);
     }
-    if (dispatch >= 0) pending_.push_back(dispatch);
-    ExpertGemms(per_expert);
-    if (ep_ > 1) pending_.push_back(AllToAll(OpRole::kCombine, recv, recv_mask));
+  }
+
+  void MoeFfnAfterDispatch(int64_t tokens) {
+    const MoeSpec& moe = m_.moe;
+    const int64_t assignments = tokens * moe.experts_per_token;
+    if (dispatch_ >= 0) pending_.push_back(dispatch_);
+    ExpertGemms(per_expert_);
+    if (ep_ > 1) pending_.push_back(AllToAll(OpRole::kCombine, recv_, recv_mask_));
     {  // Unpermute: weighted sum of each token's expert outputs (+ the shared output).
       const bool shared = moe.num_shared_experts > 0;
       Cost c;
@@ -918,6 +1011,12 @@ class RankBuilder {
   std::vector<int64_t> per_expert_;  // MoeFfn's tokens per local expert
   std::vector<int32_t> pending_;     // comm ops the next compute op consumes
   int32_t last_compute_ = -1;
+  // Between a layer's halves: whether it is MoE, its dispatch, and what the
+  // combine sends back.
+  bool moe_layer_ = false;
+  int32_t dispatch_ = -1;
+  std::span<const int64_t> recv_;
+  std::span<const uint64_t> recv_mask_;
   std::map<int64_t, int64_t> coll_seq_;             // group id → next seq
   std::map<int64_t, int64_t> send_seq_, recv_seq_;  // peer → next seq
   std::vector<PendingIds> emitted_;                 // micro-batches built, for the token id return
@@ -1019,6 +1118,16 @@ StatusOr<ProgramBuilder> ProgramBuilder::Create(const Experiment& experiment,
   const int64_t most_requests = (w.batch_size + replicas - 1) / replicas;
   const int64_t wanted = p.micro_batches > 0 ? p.micro_batches : p.pp;
   b.micro_batches_ = std::max<int64_t>(1, std::min(wanted, most_requests));
+  if (experiment.two_batch_overlap) {
+    // Two micro-batches per replica when it has two requests (else one batch).
+    if (p.pp > 1 || p.sp > 1) {
+      return InvalidArgument(
+          "experiment '{}': two-batch overlap is modelled without pipeline or sequence "
+          "parallelism (pp {}, sp {})",
+          experiment.name, p.pp, p.sp);
+    }
+    b.micro_batches_ = std::min<int64_t>(2, most_requests);
+  }
   return b;
 }
 

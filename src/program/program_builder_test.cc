@@ -868,5 +868,39 @@ TEST(ProgramBuilderTest, MtpVerifiesKPlusOneTokensAndDraftsKTimes) {
   EXPECT_FALSE(ProgramBuilder::Create(e, *placement).ok());  // not with sp
 }
 
+// Two-batch overlap: the replica's requests in two micro-batches whose MoE
+// half-layers alternate on the compute stream, each expert GEMM after its own
+// micro-batch's dispatch and the other's attention.
+TEST(ProgramBuilderTest, TwoBatchOverlapInterleavesTheMicroBatches) {
+  Experiment e = MakeExperiment(testing::TinyMoe(true), Sizes{.ep = 2}, 8, 16);
+  e.two_batch_overlap = true;
+  for (Phase phase : {Phase::kPrefill, Phase::kDecode}) {
+    const Built b = BuildOrDie(e, phase);
+    ExpectValid(b);
+    EXPECT_EQ(b.program.micro_batches, 2);
+    const RankProgram& rp = b.program.ranks[0];
+    // Layer 1 (MoE) on the compute stream: the routers of mb 0 and 1, then
+    // the expert GEMMs of mb 0 and 1.
+    std::vector<std::pair<OpRole, int32_t>> order;
+    for (const Op& op : rp.ops) {
+      if (op.layer == 1 && (op.role == OpRole::kRouter || op.role == OpRole::kExpertGateUp ||
+                            op.role == OpRole::kDispatch)) {
+        order.emplace_back(op.role, op.micro_batch);
+      }
+    }
+    EXPECT_EQ(order, (std::vector<std::pair<OpRole, int32_t>>{{OpRole::kRouter, 0},
+                                                              {OpRole::kDispatch, 0},
+                                                              {OpRole::kRouter, 1},
+                                                              {OpRole::kDispatch, 1},
+                                                              {OpRole::kExpertGateUp, 0},
+                                                              {OpRole::kExpertGateUp, 1}}));
+    // Each micro-batch has half the requests: its router sees 2 of the rank's 4.
+    const auto routers = Select(rp, Kind(OpKind::kRouter, 1));
+    const int64_t per_request = phase == Phase::kPrefill ? 16 : 1;
+    EXPECT_EQ(routers[0]->m, 2 * per_request);
+    EXPECT_EQ(routers[1]->m, 2 * per_request);
+  }
+}
+
 }  // namespace
 }  // namespace shardscope
