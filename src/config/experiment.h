@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cluster/cluster.h"
+#include "config/mechanisms.h"
 #include "config/serving.h"
 #include "core/dtype.h"
 #include "core/trace_compression.h"
@@ -52,6 +53,13 @@ struct ParallelSpec {
   int64_t micro_batches = 0;                     // pipeline micro-batches; 0: one per stage (pp)
   std::vector<int64_t> layer_to_stage;           // empty: even contiguous split
   std::map<int64_t, int64_t> expert_to_ep_rank;  // empty: contiguous blocks
+  // EPLB: extra expert slots holding replicas of the hottest routed experts; ep
+  // must divide routed + redundant (program/expert_balancer.h places them).
+  int64_t redundant_experts = 0;
+  // EPLB: the measured per-expert loads it balances for (one row for every MoE
+  // layer, or one per MoE layer); empty: the routing distribution's.
+  std::string expert_load_path;
+  std::vector<std::vector<double>> expert_load;
 
   int64_t Size(Dim d) const;
   int64_t world_size() const { return tp * sp * ep * dp * pp; }
@@ -122,6 +130,9 @@ struct Experiment {
   // A served workload (requests over time, a scheduler per replica); none: the
   // fixed batch above. The simulator serves it (serve/serving_simulator.h).
   std::optional<ServingSpec> serving;
+  // Speculative decoding / MTP and two-batch overlap (config/mechanisms.h).
+  SpeculativeSpec speculative;
+  bool two_batch_overlap = false;
 };
 
 std::string_view DimName(Dim d);  // "tp", "sp", "ep", "dp", "pp"

@@ -158,6 +158,10 @@ json ExperimentToJson(const Experiment& e) {
   }
   if (w.lm_head_dtype) j["workload"]["lm_head_dtype"] = DTypeName(*w.lm_head_dtype);
   if (w.embedding_dtype) j["workload"]["embedding_dtype"] = DTypeName(*w.embedding_dtype);
+  if (p.redundant_experts > 0) j["parallelism"]["redundant_experts"] = p.redundant_experts;
+  if (!p.expert_load_path.empty()) j["parallelism"]["expert_load"] = p.expert_load_path;
+  if (e.speculative.enabled()) j["speculative"] = SpeculativeToJson(e.speculative);
+  if (e.two_batch_overlap) j["two_batch_overlap"] = true;
   return j;
 }
 

@@ -90,12 +90,15 @@ const std::vector<std::string> kExperimentKeys = {"name",
                                                   "warmup_iterations",
                                                   "measured_iterations",
                                                   "weights",
-                                                  "prompts"};
+                                                  "prompts",
+                                                  "speculative",
+                                                  "two_batch_overlap"};
 
 const std::vector<std::string> kParallelKeys = {
-    "strategy",     "tp_size",       "pp_size",        "seq_parallel_size",
-    "sp_size",      "dp_size",       "ep_size",        "order",
-    "ring_variant", "micro_batches", "layer_to_stage", "expert_placement"};
+    "strategy",          "tp_size",       "pp_size",        "seq_parallel_size",
+    "sp_size",           "dp_size",       "ep_size",        "order",
+    "ring_variant",      "micro_batches", "layer_to_stage", "expert_placement",
+    "redundant_experts", "expert_load"};
 
 std::string ZooDir(const LoaderOptions& options, const std::string& config_path, const char* sub) {
   const std::string& given =
@@ -456,6 +459,45 @@ Status ReadCommunication(const YamlMap& exp, Experiment* e) {
   return Status::Ok();
 }
 
+// EPLB's fields in `parallelism:`, `speculative:` and `two_batch_overlap`
+// (config/mechanisms.h).
+Status ReadMechanisms(const YamlMap& exp, const std::string& config_path, Experiment* e) {
+  ASSIGN_OR_RETURN(YamlMap par, exp.Map("parallelism"));
+  ParallelSpec& p = e->parallel;
+  RETURN_IF_ERROR(par.OptionalAtLeast("redundant_experts", 0, &p.redundant_experts));
+  if (p.redundant_experts > 0 || par.Has("expert_load")) {
+    const YamlContext ctx = par.context().Child(
+        par.Has("expert_load") && p.redundant_experts == 0 ? "expert_load" : "redundant_experts");
+    if (!e->model.is_moe()) {
+      return ctx.Error(fmt::format("EPLB needs an MoE model; '{}' is dense", e->model.name));
+    }
+    if (p.redundant_experts == 0) return ctx.Error("expert_load needs redundant_experts > 0");
+    if (!p.expert_to_ep_rank.empty()) {
+      return ctx.Error("redundant experts are placed by EPLB; drop expert_placement");
+    }
+    if (e->backend != Backend::kSim) {
+      return ctx.Error("redundant experts are simulated only (backend: sim)");
+    }
+  }
+  if (par.Has("expert_load")) {
+    RETURN_IF_ERROR(par.Required("expert_load", &p.expert_load_path));
+    fs::path file(p.expert_load_path);
+    if (file.is_relative()) file = fs::path(config_path).parent_path() / file;
+    auto rows =
+        ReadExpertLoadFile(file.string(), e->model.moe.num_routed_experts, e->model.NumMoeLayers());
+    if (!rows.ok()) return par.context().Child("expert_load").Error(rows.status().message());
+    p.expert_load = std::move(*rows);
+  }
+  ASSIGN_OR_RETURN(e->speculative, ReadSpeculative(exp, e->model));
+  RETURN_IF_ERROR(exp.Optional("two_batch_overlap", &e->two_batch_overlap));
+  if ((e->speculative.enabled() || e->two_batch_overlap) && e->backend != Backend::kSim) {
+    return exp.context()
+        .Child(e->speculative.enabled() ? "speculative" : "two_batch_overlap")
+        .Error("is simulated only (backend: sim)");
+  }
+  return Status::Ok();
+}
+
 Status ReadClaims(const YamlMap& exp, Experiment* e) {
   if (!exp.Has("claims")) return Status::Ok();
   ASSIGN_OR_RETURN(YamlMap c, exp.Map("claims"));
@@ -504,6 +546,7 @@ StatusOr<Experiment> ReadExperiment(const YAML::Node& node, const YamlContext& c
   engine_context.tp = e.parallel.tp;
   engine_context.device_memory_bytes = e.cluster.device.memory_bytes;
   ASSIGN_OR_RETURN(e.serving, ReadServing(exp, e.model, path, engine_context));
+  RETURN_IF_ERROR(ReadMechanisms(exp, path, &e));
   return e;
 }
 

@@ -99,7 +99,11 @@ MemoryPlan PlanMemory(const Experiment& e, const Placement& pl) {
       vocab_extra_bytes += vocab_shard * h * (DTypeSize(head) - dt);
     }
     if (last) params += h;  // final norm
-    const int64_t local_experts = geo.experts_per_rank();
+    // With redundant experts (EPLB) each rank holds (routed + redundant) / ep slots.
+    const int64_t local_experts =
+        e.parallel.redundant_experts > 0
+            ? (m.moe.num_routed_experts + e.parallel.redundant_experts) / e.parallel.ep
+            : geo.experts_per_rank();
     for (int64_t layer : pl.LayersOfStage(stage)) {
       params += AttentionParamsOnRank(m, geo) + 2 * h;  // + the two block norms
       if (m.IsMoeLayer(layer)) {
@@ -110,6 +114,19 @@ MemoryPlan PlanMemory(const Experiment& e, const Placement& pl) {
         params += static_cast<double>(DenseFfnParams(m)) / tp;
       }
     }
+    // Speculative decoding with MTP: the last stage holds the MTP modules
+    // (their block, enorm, hnorm, eh_proj and head norm; embedding and head
+    // are shared with the main model, as the engines run them).
+    const int64_t mtp = last && e.speculative.enabled() ? m.num_mtp_layers : 0;
+    if (mtp > 0) {
+      const double block =
+          AttentionParamsOnRank(m, geo) + 2 * h +
+          (m.is_moe() ? static_cast<double>(local_experts + m.moe.num_shared_experts) *
+                                ExpertParams(m) / tp +
+                            RouterParamsPerLayer(m)
+                      : static_cast<double>(DenseFfnParams(m)) / tp);
+      params += static_cast<double>(mtp) * (block + 2 * h * h + 3 * h);
+    }
     rm.weight_params = params;
     rm.weights = params * dt + vocab_extra_bytes;
     // KV cache when the last token is generated: the prompt plus every generated
@@ -117,7 +134,7 @@ MemoryPlan PlanMemory(const Experiment& e, const Placement& pl) {
     const double tokens =
         static_cast<double>(w.sequence_length + std::max<int64_t>(w.tokens_to_generate - 1, 0)) /
         p.sp;
-    const double stage_layers = static_cast<double>(pl.LayersOfStage(stage).size());
+    const double stage_layers = static_cast<double>(pl.LayersOfStage(stage).size() + mtp);
     rm.kv_cache = rm.requests * tokens * stage_layers * KvValuesOnRank(m, geo) * kv_dt;
     // Activation peak during prefill of one micro-batch.
     const int64_t micro = p.micro_batches > 0 ? p.micro_batches : p.pp;

@@ -133,7 +133,16 @@ Status ValidatePlan(const Experiment& e) {
       return PlanField(e, "parallelism.ep_size")
           .Error(fmt::format("expert parallelism needs an MoE model; '{}' is dense", e.model.name));
     }
-    if (e.model.moe.num_routed_experts % p.ep != 0) {
+    if (p.redundant_experts > 0) {
+      const int64_t slots = e.model.moe.num_routed_experts + p.redundant_experts;
+      if (slots % p.ep != 0) {
+        return PlanField(e, "parallelism.ep_size")
+            .Error(fmt::format("ep {} does not divide the {} routed + {} redundant experts of "
+                               "model '{}'",
+                               p.ep, e.model.moe.num_routed_experts, p.redundant_experts,
+                               e.model.name));
+      }
+    } else if (e.model.moe.num_routed_experts % p.ep != 0) {
       return PlanField(e, "parallelism.ep_size")
           .Error(fmt::format("ep {} does not divide the {} routed experts of model '{}'", p.ep,
                              e.model.moe.num_routed_experts, e.model.name));
@@ -228,7 +237,11 @@ StatusOr<Placement> Placement::Create(const Experiment& e) {
   pl.ep_experts_.assign(p.ep, {});
   for (int64_t x = 0; x < experts; ++x) {
     auto it = p.expert_to_ep_rank.find(x);
-    int64_t rank = it != p.expert_to_ep_rank.end() ? it->second : x / geo.experts_per_rank();
+    // With redundant experts (EPLB) the builder places replicas per layer; this
+    // is only each expert's home block, contiguous and balanced in count.
+    int64_t rank = it != p.expert_to_ep_rank.end() ? it->second
+                   : p.redundant_experts > 0       ? x * p.ep / experts
+                                                   : x / geo.experts_per_rank();
     pl.expert_to_ep_[x] = rank;
     pl.ep_experts_[rank].push_back(x);
   }

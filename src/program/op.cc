@@ -127,6 +127,10 @@ std::string_view RoleLabel(OpRole role) {
       return "local";
     case OpRole::kSampleSelect:
       return "select";
+    case OpRole::kMtpProj:
+      return "mtp_eh";
+    case OpRole::kMtpNorm:
+      return "mtp";
     case OpRole::kEmbeddingReduce:
       return "embedding";
     case OpRole::kArgMaxGather:
@@ -164,6 +168,7 @@ OpKind RoleKind(OpRole role) {
     case OpRole::kQaNorm:
     case OpRole::kKvANorm:
     case OpRole::kFinalNorm:
+    case OpRole::kMtpNorm:
       return OpKind::kNorm;
     case OpRole::kQkvProj:
       return OpKind::kQkvProj;
@@ -208,6 +213,7 @@ OpKind RoleKind(OpRole role) {
     case OpRole::kUnpermute:
       return OpKind::kUnpermute;
     case OpRole::kFfnUp:
+    case OpRole::kMtpProj:
       return OpKind::kFfnUp;
     case OpRole::kFfnActivation:
     case OpRole::kSharedActivation:

@@ -92,6 +92,8 @@ enum class OpRole : uint8_t {
   kSample,        // sampling: argmax over the whole vocabulary
   kSampleLocal,   // sampling "local": argmax of this TP shard
   kSampleSelect,  // sampling "select": the best of the gathered shard maxima
+  kMtpNorm,  // norm "mtp": an MTP module's enorm and hnorm (of the embedding and the hidden state)
+  kMtpProj,  // ffn_up "mtp_eh": an MTP module's projection of [norm(embedding); norm(hidden)]
   // Communication, by what moves.
   kEmbeddingReduce,  // TP all-reduce "embedding"
   kAttnReduce,       // TP all-reduce "attn"
@@ -154,7 +156,8 @@ struct Op {
   // ops: m = tokens, n = elements per token. Zero when not applicable.
   int64_t m = 0, n = 0, k = 0;
   // Routed-expert GEMMs (role kExpertGateUp): tokens each local expert received, in
-  // the order of Placement::ExpertsOfEpRank (all experts when ep = 1).
+  // the order of Placement::ExpertsOfEpRank (all experts when ep = 1); with
+  // redundant experts, this rank's slots (ProgramBuilder::replicas).
   std::vector<int64_t> expert_tokens;
 
   // Communication (kind == kComm), with `collective` above.

@@ -4,6 +4,7 @@
 #include <array>
 #include <bit>
 #include <cassert>
+#include <cmath>
 #include <deque>
 #include <initializer_list>
 #include <limits>
@@ -139,6 +140,11 @@ class RankBuilder {
     h_ = m_.hidden_size;
     seq_ = e_.workload.sequence_length;
     rep_tok_ = (!prefill_ && sp_ > 1) ? sp_ : 1;
+    // Speculative decoding: the verify pass computes the k drafted tokens and
+    // the last accepted one of each request.
+    const SpeculativeSpec& spec = e_.speculative;
+    q_ = !prefill_ && spec.enabled() ? spec.draft_tokens + 1 : 1;
+    context_ = prefill_ ? 0 : pb.DecodeContext(step);
     hq_ = geo_.q_heads();
     if (m_.attention == AttentionKind::kGqa) {
       hkv_ = geo_.kv_heads();
@@ -156,6 +162,10 @@ class RankBuilder {
     }
     const int64_t replica_requests = ReplicaRequests(c_dp_, c_ep_);
     const int64_t micro = pb_.micro_batches();
+    if (e_.two_batch_overlap && micro == 2) {
+      TwoBatchOverlap(replica_requests);
+      return !patch_ || (!mismatch_ && cursor_ == ops_.size());
+    }
     for (int64_t mb = 0; mb < micro; ++mb) {
       const int64_t requests = SplitCount(replica_requests, micro, mb);
       // EP collectives need every ep rank to post them, even with no tokens.
@@ -179,7 +189,9 @@ class RankBuilder {
   }
   // Tokens a rank of the given requests processes: prefill its share of every
   // prompt (S / sp), decode one per request (replicated over sp).
-  int64_t TokensOf(int64_t requests) const { return prefill_ ? requests * (seq_ / sp_) : requests; }
+  int64_t TokensOf(int64_t requests) const {
+    return prefill_ ? requests * (seq_ / sp_) : requests * q_;
+  }
   int64_t RankWith(Dim d, int64_t coord) const {
     std::array<int64_t, kNumDims> c{};
     for (int i = 0; i < kNumDims; ++i) c[i] = pl_.Coord(rank_, static_cast<Dim>(i));
@@ -347,6 +359,74 @@ class RankBuilder {
 
   // ---- Phase structure.
 
+  // The state one micro-batch carries between its half-layers.
+  struct MicroBatchState {
+    int32_t mb = 0;
+    int64_t requests = 0;
+    std::vector<int32_t> pending;
+    int32_t last_compute = -1;
+    bool moe_layer = false;
+    int32_t dispatch = -1;
+    std::vector<int64_t> per_expert;
+    std::span<const int64_t> recv;
+    std::span<const uint64_t> recv_mask;
+  };
+  void Swap(MicroBatchState& s) {
+    std::swap(mb_, s.mb);
+    std::swap(pending_, s.pending);
+    std::swap(last_compute_, s.last_compute);
+    std::swap(moe_layer_, s.moe_layer);
+    std::swap(dispatch_, s.dispatch);
+    std::swap(per_expert_, s.per_expert);
+    std::swap(recv_, s.recv);
+    std::swap(recv_mask_, s.recv_mask);
+  }
+
+  // Two-batch overlap (pp = sp = 1): the replica's requests in two
+  // micro-batches whose half-layers alternate on the compute stream — A's
+  // attention, router and dispatch, then B's (under A's dispatch), A's experts
+  // (under B's dispatch), B's experts (under A's combine), A's next layer
+  // (under B's combine) — as DeepSeek and SGLang (--enable-two-batch-overlap)
+  // run MoE layers. Embedding and head run per micro-batch.
+  void TwoBatchOverlap(int64_t replica_requests) {
+    MicroBatchState state[2];
+    for (int32_t i = 0; i < 2; ++i) {
+      state[i].mb = i;
+      state[i].requests = SplitCount(replica_requests, 2, i);
+    }
+    layer_ = -1;
+    for (MicroBatchState& s : state) {
+      Swap(s);
+      emitted_.push_back({mb_, s.requests, -1});
+      Embedding(TokensOf(s.requests));
+      Swap(s);
+    }
+    for (int64_t layer : pl_.LayersOfStage(0)) {
+      layer_ = static_cast<int32_t>(layer);
+      for (MicroBatchState& s : state) {
+        Swap(s);
+        LayerUntilDispatch(s.requests, TokensOf(s.requests));
+        Swap(s);
+      }
+      for (MicroBatchState& s : state) {
+        Swap(s);
+        LayerAfterDispatch(TokensOf(s.requests));
+        Swap(s);
+      }
+    }
+    layer_ = -1;
+    for (int32_t i = 0; i < 2; ++i) {
+      Swap(state[i]);
+      std::swap(emitted_[emitted_.size() - 2 + i], emitted_.back());  // Head sets back()
+      Head(state[i].requests);
+      if (!prefill_ && e_.speculative.enabled()) {
+        for (int64_t d = 0; d < e_.speculative.draft_tokens; ++d) MtpDraft(state[i].requests, d);
+      }
+      std::swap(emitted_[emitted_.size() - 2 + i], emitted_.back());
+      Swap(state[i]);
+    }
+  }
+
   void MicroBatch(int64_t requests) {
     const int64_t tokens = TokensOf(requests);
     layer_ = -1;
@@ -366,7 +446,39 @@ class RankBuilder {
                    tokens * h_ * bpe_, {last_compute_});
     } else {
       Head(requests);
+      if (!prefill_ && e_.speculative.enabled()) {
+        for (int64_t d = 0; d < e_.speculative.draft_tokens; ++d) MtpDraft(requests, d);
+      }
     }
+  }
+
+  // One draft pass of the model's MTP module (DeepSeek-V3 §2.2): per request
+  // one token — the embedding of the token just sampled and the last hidden
+  // state, each normed, concatenated and projected 2h → h (eh_proj,
+  // replicated over tp) — through one decoder block (layer num_layers + i, its
+  // own KV cache) and the shared head. k drafts run the modules in turn;
+  // draft pass d is numbered layer num_layers + d in the program.
+  void MtpDraft(int64_t requests, int64_t d) {
+    const int64_t tokens = requests;
+    layer_ = static_cast<int32_t>(m_.num_layers + d);
+    const int64_t saved_q = q_;
+    q_ = 1;  // one token per request from here to the head
+    Embedding(tokens);
+    {  // enorm and hnorm: two norms of `tokens` rows each
+      const bool ln = m_.norm == NormKind::kLayerNorm;
+      Cost c;
+      c.flops = 2 * tokens * h_ * (ln ? kLayerNormFlops : kRmsNormFlops);
+      c.weight = 2 * (ln ? 2 : 1) * h_ * bpe_;
+      c.read = 2 * tokens * h_ * bpe_ + c.weight;
+      c.written = 2 * tokens * h_ * bpe_;
+      c.m = 2 * tokens, c.n = h_;
+      Compute(OpRole::kMtpNorm, c, tp_ * rep_tok_);
+    }
+    Compute(OpRole::kMtpProj, Gemm(tokens, 2 * h_, h_, false, bpe_), tp_ * rep_tok_);
+    Layer(requests, tokens);
+    Head(requests);
+    q_ = saved_q;
+    layer_ = -1;
   }
 
   void Embedding(int64_t tokens) {
@@ -383,7 +495,7 @@ class RankBuilder {
 
   // Final norm, LM head and greedy sampling on the last position of each request.
   void Head(int64_t requests) {
-    const int64_t n = requests;
+    const int64_t n = requests * q_;  // speculative verify: every position is sampled
     // Under ring-attention prefill only the rank holding the last prompt token has it.
     const int64_t owner = (prefill_ && sp_ > 1) ? pb_.sp_layout()->OwnerOf(seq_ - 1) : c_sp_;
     int32_t ready = -1;
@@ -440,6 +552,14 @@ class RankBuilder {
   // ---- One decoder layer.
 
   void Layer(int64_t requests, int64_t tokens) {
+    LayerUntilDispatch(requests, tokens);
+    LayerAfterDispatch(tokens);
+  }
+
+  // A layer up to its MoE dispatch (and the shared experts that run under it),
+  // or a whole dense layer; LayerAfterDispatch does the rest. Two-batch overlap
+  // interleaves the halves of two micro-batches.
+  void LayerUntilDispatch(int64_t requests, int64_t tokens) {
     Norm(OpRole::kInputNorm, tokens, h_, tp_ * rep_tok_);
     if (m_.attention == AttentionKind::kMla) {
       MlaAttention(requests, tokens);
@@ -449,11 +569,20 @@ class RankBuilder {
     TpAllReduce(OpRole::kAttnReduce, tokens);
     Residual(OpRole::kResidualAttn, tokens);
     Norm(OpRole::kPostAttentionNorm, tokens, h_, tp_ * rep_tok_);
-    if (m_.IsMoeLayer(layer_)) {
-      MoeFfn(tokens);
+    // An MTP module's block (layer ≥ num_layers) is an MoE block in MoE models.
+    moe_layer_ = layer_ >= m_.num_layers ? m_.is_moe() : m_.IsMoeLayer(layer_);
+    if (moe_layer_) {
+      MoeFfnUntilDispatch(tokens);
     } else {
       DenseFfn(tokens);
+      TpAllReduce(OpRole::kFfnReduce, tokens);
+      Residual(OpRole::kResidualFfn, tokens);
     }
+  }
+
+  void LayerAfterDispatch(int64_t tokens) {
+    if (!moe_layer_) return;
+    MoeFfnAfterDispatch(tokens);
     TpAllReduce(OpRole::kFfnReduce, tokens);
     Residual(OpRole::kResidualFfn, tokens);
   }
@@ -522,16 +651,16 @@ class RankBuilder {
     } else {
       // Absorbed form: W_UK folded into the query, attention over the latent
       // cache (values = the latent itself), W_UV applied to the output.
-      Cost uk = Gemm(requests, a.qk_nope_head_dim, hq_ * a.kv_lora_rank, false, bpe_);
-      uk.flops = 2 * requests * hq_ * a.qk_nope_head_dim * a.kv_lora_rank;
+      Cost uk = Gemm(tokens, a.qk_nope_head_dim, hq_ * a.kv_lora_rank, false, bpe_);
+      uk.flops = 2 * tokens * hq_ * a.qk_nope_head_dim * a.kv_lora_rank;
       uk.weight = hq_ * a.qk_nope_head_dim * a.kv_lora_rank * bpe_;
-      uk.read = requests * hq_ * a.qk_nope_head_dim * bpe_ + uk.weight;
+      uk.read = tokens * hq_ * a.qk_nope_head_dim * bpe_ + uk.weight;
       Compute(OpRole::kAbsorbUk, uk, rep_tok_);
       DecodeAttention(requests, AttnShape{latent, a.kv_lora_rank, 1}, latent);
-      Cost uv = Gemm(requests, a.kv_lora_rank, hq_ * a.v_head_dim, false, bpe_);
-      uv.flops = 2 * requests * hq_ * a.kv_lora_rank * a.v_head_dim;
+      Cost uv = Gemm(tokens, a.kv_lora_rank, hq_ * a.v_head_dim, false, bpe_);
+      uv.flops = 2 * tokens * hq_ * a.kv_lora_rank * a.v_head_dim;
       uv.weight = hq_ * a.kv_lora_rank * a.v_head_dim * bpe_;
-      uv.read = requests * hq_ * a.kv_lora_rank * bpe_ + uv.weight;
+      uv.read = tokens * hq_ * a.kv_lora_rank * bpe_ + uv.weight;
       Compute(OpRole::kAbsorbUv, uv, rep_tok_);
     }
     OutProj(tokens, a.v_head_dim);
@@ -621,16 +750,21 @@ class RankBuilder {
   // sp > 1 each rank covers its shard of the cache, then the partials are
   // all-gathered over sp and merged. `cache_values`: cached values per key.
   void DecodeAttention(int64_t requests, const AttnShape& s, int64_t cache_values) {
-    int64_t keys = seq_ + step_ + 1;
+    // q query tokens per request (1, or k + 1 verified under speculation), the
+    // i-th over the context and the first i new keys: q·context + q(q+1)/2 pairs.
+    int64_t keys = context_ + q_;
+    int64_t pairs = q_ * context_ + q_ * (q_ + 1) / 2;
     if (sp_ > 1) {
       // Prompt keys as laid out by prefill; generated token g lives on rank g mod sp.
       keys = seq_ / sp_ + (step_ >= c_sp_ ? (step_ - c_sp_) / sp_ + 1 : 0);
+      pairs = keys;
     }
+    const int64_t queries = requests * q_;
     Cost c;
-    c.flops = 2 * requests * keys * hq_ * (s.qk + s.v);
-    c.read = requests * hq_ * s.qk * bpe_ + requests * keys * cache_values * kvb_;
-    c.written = sp_ > 1 ? requests * hq_ * (s.v + 1) * kFp32 : requests * hq_ * s.v * bpe_;
-    c.m = requests, c.n = keys, c.k = hq_ * s.qk;
+    c.flops = 2 * requests * pairs * hq_ * (s.qk + s.v);
+    c.read = queries * hq_ * s.qk * bpe_ + requests * keys * cache_values * kvb_;
+    c.written = sp_ > 1 ? queries * hq_ * (s.v + 1) * kFp32 : queries * hq_ * s.v * bpe_;
+    c.m = queries, c.n = keys, c.k = hq_ * s.qk;
     Compute(OpRole::kAttentionDecode, c, 1);
     if (sp_ == 1) return;
     pending_.push_back(Collect(Collective::kAllGather, Dim::kSp, OpRole::kAttnGather,
@@ -679,6 +813,10 @@ class RankBuilder {
       // draws few assignments: skip the experts that got none.
       int64_t* send = b.send + j * ep_;
       const int64_t words = cache_.MaskWords();
+      if (const ExpertReplicas* rep = pb_.replicas(layer_)) {
+        SpreadOverReplicas(*rep, counts, j, b);
+        continue;
+      }
       for (int64_t x = 0; x < experts; ++x) {
         const int64_t n = counts[x];
         if (n == 0) continue;
@@ -694,7 +832,30 @@ class RankBuilder {
     return b;
   }
 
-  void MoeFfn(int64_t tokens) {
+  // EPLB: owner j's assignments to each expert split evenly over the expert's
+  // replicas (the remainder rotated by owner), into the block's per-slot counts.
+  void SpreadOverReplicas(const ExpertReplicas& rep, const std::vector<int64_t>& counts, int64_t j,
+                          RoutingBlock& b) {
+    const int64_t words = cache_.MaskWords();
+    int64_t* send = b.send + j * ep_;
+    for (size_t x = 0; x < counts.size(); ++x) {
+      if (counts[x] == 0) continue;
+      const std::vector<int32_t>& slots = rep.expert_slots[x];
+      const int64_t copies = static_cast<int64_t>(slots.size());
+      for (int64_t i = 0; i < copies; ++i) {
+        const int64_t n = SplitCount(counts[x], copies, (i + j) % copies);
+        if (n == 0) continue;
+        const int64_t k = slots[i] / rep.slots_per_rank;
+        send[k] += n;
+        b.recv[k * ep_ + j] += n;
+        b.expert[slots[i]] += n;
+        b.send_mask[j * words + k / 64] |= uint64_t{1} << (k % 64);
+        b.recv_mask[k * words + j / 64] |= uint64_t{1} << (j % 64);
+      }
+    }
+  }
+
+  void MoeFfnUntilDispatch(int64_t tokens) {
     const MoeSpec& moe = m_.moe;
     const int64_t experts = moe.num_routed_experts;
     const int64_t topk = moe.experts_per_token;
@@ -719,25 +880,36 @@ class RankBuilder {
     const std::vector<int64_t>& local_experts = pl_.ExpertsOfEpRank(c_ep_);
     const RoutingBlock& routing = Routing();
     const std::span<const int64_t> send(routing.send + c_ep_ * ep_, ep_);
-    const std::span<const int64_t> recv(routing.recv + c_ep_ * ep_, ep_);
+    recv_ = std::span<const int64_t>(routing.recv + c_ep_ * ep_, ep_);
     const int64_t words = cache_.MaskWords();
     const std::span<const uint64_t> send_mask(routing.send_mask + c_ep_ * words, words);
-    const std::span<const uint64_t> recv_mask(routing.recv_mask + c_ep_ * words, words);
+    recv_mask_ = std::span<const uint64_t>(routing.recv_mask + c_ep_ * words, words);
     std::vector<int64_t>& per_expert = per_expert_;  // a member: no allocation per layer
-    per_expert.resize(local_experts.size());
-    for (size_t i = 0; i < local_experts.size(); ++i) {
-      per_expert[i] = routing.expert[local_experts[i]];
+    const ExpertReplicas* rep = pb_.replicas(layer_);
+    if (rep != nullptr) {  // EPLB: this rank's slots
+      const int64_t first = c_ep_ * rep->slots_per_rank;
+      per_expert.assign(routing.expert + first, routing.expert + first + rep->slots_per_rank);
+    } else {
+      per_expert.resize(local_experts.size());
+      for (size_t i = 0; i < local_experts.size(); ++i) {
+        per_expert[i] = routing.expert[local_experts[i]];
+      }
     }
-    int32_t dispatch = -1;
-    if (ep_ > 1) dispatch = AllToAll(OpRole::kDispatch, send, send_mask);
+    dispatch_ = -1;
+    if (ep_ > 1) dispatch_ = AllToAll(OpRole::kDispatch, send, send_mask);
     if (moe.num_shared_experts > 0) {
       // Runs while the dispatch is in flight.
       SplitFfn(OpRole::kSharedGateUp, OpRole::kSharedDown, OpRole::kSharedActivation, tokens,
                moe.num_shared_experts * moe.expert_intermediate_size);
     }
-    if (dispatch >= 0) pending_.push_back(dispatch);
-    ExpertGemms(per_expert);
-    if (ep_ > 1) pending_.push_back(AllToAll(OpRole::kCombine, recv, recv_mask));
+  }
+
+  void MoeFfnAfterDispatch(int64_t tokens) {
+    const MoeSpec& moe = m_.moe;
+    const int64_t assignments = tokens * moe.experts_per_token;
+    if (dispatch_ >= 0) pending_.push_back(dispatch_);
+    ExpertGemms(per_expert_);
+    if (ep_ > 1) pending_.push_back(AllToAll(OpRole::kCombine, recv_, recv_mask_));
     {  // Unpermute: weighted sum of each token's expert outputs (+ the shared output).
       const bool shared = moe.num_shared_experts > 0;
       Cost c;
@@ -819,9 +991,11 @@ class RankBuilder {
   int64_t bpe_ = 2, kvb_ = 2, h_ = 0, seq_ = 0;
   int64_t headb_ = 2, embb_ = 2;  // LM head and embedding weights' bytes per element
   int64_t rep_tok_ = 1;           // decode ops replicated over the sp group
-  int64_t hq_ = 0;                // query heads on this rank
-  int64_t hkv_ = 0;               // GQA: KV heads on this rank
-  int64_t kv_rep_ = 1;  // GQA: ranks holding each KV head (tp / kv heads when tp exceeds them)
+  int64_t q_ = 1;        // decode: tokens per request in this pass (speculative verify: k + 1)
+  int64_t context_ = 0;  // decode: cached tokens per request before this step
+  int64_t hq_ = 0;       // query heads on this rank
+  int64_t hkv_ = 0;      // GQA: KV heads on this rank
+  int64_t kv_rep_ = 1;   // GQA: ranks holding each KV head (tp / kv heads when tp exceeds them)
 
   // Context stamped on new ops.
   int32_t layer_ = -1, mb_ = 0, sp_step_ = -1;
@@ -837,10 +1011,27 @@ class RankBuilder {
   std::vector<int64_t> per_expert_;  // MoeFfn's tokens per local expert
   std::vector<int32_t> pending_;     // comm ops the next compute op consumes
   int32_t last_compute_ = -1;
+  // Between a layer's halves: whether it is MoE, its dispatch, and what the
+  // combine sends back.
+  bool moe_layer_ = false;
+  int32_t dispatch_ = -1;
+  std::span<const int64_t> recv_;
+  std::span<const uint64_t> recv_mask_;
   std::map<int64_t, int64_t> coll_seq_;             // group id → next seq
   std::map<int64_t, int64_t> send_seq_, recv_seq_;  // peer → next seq
   std::vector<PendingIds> emitted_;                 // micro-batches built, for the token id return
 };
+
+// Layers with a routing draw: the model's, and the MTP draft passes (numbered
+// num_layers + d) under speculative decoding.
+int64_t RoutedLayers(const Experiment& e) {
+  return e.model.num_layers + (e.speculative.enabled() ? e.speculative.draft_tokens : 0);
+}
+
+// Expert slots per MoE layer: the routed experts, plus the redundant ones under EPLB.
+int64_t ExpertSlots(const Experiment& e) {
+  return e.model.moe.num_routed_experts + e.parallel.redundant_experts;
+}
 
 }  // namespace
 
@@ -881,6 +1072,11 @@ StatusOr<ProgramBuilder> ProgramBuilder::Create(const Experiment& experiment,
   }
   RETURN_IF_ERROR(
       CheckOpRanges(experiment.name, placement.world_size(), std::ssize(placement.groups())));
+  if (experiment.speculative.enabled() && p.sp > 1) {
+    return InvalidArgument(
+        "experiment '{}': speculative decoding with sequence parallelism (sp {}) is not modelled",
+        experiment.name, p.sp);
+  }
   ProgramBuilder b;
   b.experiment_ = experiment;
   b.placement_ = placement;
@@ -896,8 +1092,24 @@ StatusOr<ProgramBuilder> ProgramBuilder::Create(const Experiment& experiment,
       return routing.status().WithPrefix(fmt::format("experiment '{}'", experiment.name));
     }
     b.routing_ = *routing;
-    for (int64_t layer = 0; layer < m.num_layers; ++layer) {
+    for (int64_t layer = 0; layer < RoutedLayers(experiment); ++layer) {
       b.routing_distributions_.push_back(b.routing_->Distribution(layer));
+    }
+    if (p.redundant_experts > 0) {
+      // EPLB per MoE layer: balanced for the measured loads (one row for all
+      // layers, or one per MoE layer), else for the routing distribution.
+      // An MTP block's layer balances for the routing distribution, or the
+      // last measured row.
+      b.replicas_.resize(static_cast<size_t>(RoutedLayers(experiment)));
+      int64_t moe_index = 0;
+      for (int64_t layer = 0; layer < RoutedLayers(experiment); ++layer) {
+        if (layer < m.num_layers && !m.IsMoeLayer(layer)) continue;
+        const size_t row = std::min(static_cast<size_t>(moe_index), p.expert_load.size() - 1);
+        const std::vector<double> load =
+            p.expert_load.empty() ? b.routing_distributions_[layer].p : p.expert_load[row];
+        b.replicas_[layer] = BalanceExperts(load, p.redundant_experts, p.ep);
+        ++moe_index;
+      }
     }
   }
   // Micro-batches: as configured (0: one per stage), at most the largest
@@ -906,6 +1118,16 @@ StatusOr<ProgramBuilder> ProgramBuilder::Create(const Experiment& experiment,
   const int64_t most_requests = (w.batch_size + replicas - 1) / replicas;
   const int64_t wanted = p.micro_batches > 0 ? p.micro_batches : p.pp;
   b.micro_batches_ = std::max<int64_t>(1, std::min(wanted, most_requests));
+  if (experiment.two_batch_overlap) {
+    // Two micro-batches per replica when it has two requests (else one batch).
+    if (p.pp > 1 || p.sp > 1) {
+      return InvalidArgument(
+          "experiment '{}': two-batch overlap is modelled without pipeline or sequence "
+          "parallelism (pp {}, sp {})",
+          experiment.name, p.pp, p.sp);
+    }
+    b.micro_batches_ = std::min<int64_t>(2, most_requests);
+  }
   return b;
 }
 
@@ -918,8 +1140,8 @@ StatusOr<PhaseProgram> ProgramBuilder::Build(Phase phase, int64_t decode_step) c
   program.phase = phase;
   SetStep(program, decode_step);
   program.micro_batches = micro_batches_;
-  RoutingCache cache(experiment_.parallel, micro_batches_, experiment_.model.num_layers,
-                     experiment_.model.moe.num_routed_experts);
+  RoutingCache cache(experiment_.parallel, micro_batches_, RoutedLayers(experiment_),
+                     ExpertSlots(experiment_));
   program.ranks.resize(placement_.world_size());
   size_t expected_ops = 0;  // the previous rank's count: growing the vector moved every Op
   for (int64_t r = 0; r < placement_.world_size(); ++r) {
@@ -947,8 +1169,8 @@ Status ProgramBuilder::Update(PhaseProgram& program, int64_t decode_step, bool* 
                            experiment_.name);
   }
   SetStep(program, decode_step);
-  RoutingCache cache(experiment_.parallel, micro_batches_, experiment_.model.num_layers,
-                     experiment_.model.moe.num_routed_experts);
+  RoutingCache cache(experiment_.parallel, micro_batches_, RoutedLayers(experiment_),
+                     ExpertSlots(experiment_));
   bool patched = true;  // every rank in place so far
   if (updated) updated->by_rank.assign(program.ranks.size(), {});
   for (int64_t r = 0; r < placement_.world_size(); ++r) {
@@ -977,12 +1199,23 @@ Status ProgramBuilder::Update(PhaseProgram& program, int64_t decode_step, bool* 
   return Status::Ok();
 }
 
+int64_t ProgramBuilder::DecodeContext(int64_t decode_step) const {
+  const int64_t seq = experiment_.workload.sequence_length;
+  if (!experiment_.speculative.enabled()) return seq + decode_step;
+  // Deterministic-fractional: every step adds the expected accepted tokens.
+  return seq + static_cast<int64_t>(std::floor(static_cast<double>(decode_step) *
+                                               experiment_.speculative.TokensPerStep()));
+}
+
 void ProgramBuilder::SetStep(PhaseProgram& program, int64_t decode_step) const {
   const int64_t seq = experiment_.workload.sequence_length;
   const bool prefill = program.phase == Phase::kPrefill;
   program.step = decode_step;
-  program.context_len = prefill ? 0 : seq + decode_step;
-  program.new_tokens = prefill ? seq : 1;
+  program.context_len = prefill ? 0 : DecodeContext(decode_step);
+  program.new_tokens = prefill ? seq
+                       : experiment_.speculative.enabled()
+                           ? experiment_.speculative.draft_tokens + 1
+                           : 1;
 }
 
 }  // namespace shardscope

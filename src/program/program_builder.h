@@ -16,6 +16,7 @@
 #include "core/status.h"
 #include "plan/placement.h"
 #include "plan/shard_geometry.h"  // SplitCount, for the builder's callers
+#include "program/expert_balancer.h"
 #include "program/expert_routing.h"
 #include "program/program.h"
 #include "program/sp_layout.h"
@@ -60,6 +61,11 @@ class ProgramBuilder {
   Status Update(PhaseProgram& program, int64_t decode_step, bool* same_ops = nullptr,
                 UpdatedOps* updated = nullptr) const;
 
+  // Cached tokens per request before decode step `decode_step`: the prompt plus
+  // one token per step, or under speculative decoding ⌊step × expected tokens
+  // per step⌋ (SpeculativeSpec::TokensPerStep).
+  int64_t DecodeContext(int64_t decode_step) const;
+
   const Experiment& experiment() const { return experiment_; }
   const Placement& placement() const { return placement_; }
   // Micro-batches each replica's requests are split into (the same for all replicas).
@@ -72,6 +78,13 @@ class ProgramBuilder {
   const ExpertRouting::LayerDistribution& routing_distribution(int64_t layer) const {
     return routing_distributions_[layer];
   }
+  // EPLB (parallelism.redundant_experts > 0): the expert slots of a MoE layer,
+  // balanced for the measured loads or the routing distribution; null without.
+  const ExpertReplicas* replicas(int64_t layer) const {
+    return replicas_.empty() ? nullptr : &replicas_[layer];
+  }
+  // Every layer's (empty without EPLB), for the trace's expert ids.
+  const std::vector<ExpertReplicas>& all_replicas() const { return replicas_; }
 
  private:
   // Sets the program's step, context length and new tokens.
@@ -83,6 +96,7 @@ class ProgramBuilder {
   std::optional<SpLayout> sp_layout_;
   std::optional<ExpertRouting> routing_;
   std::vector<ExpertRouting::LayerDistribution> routing_distributions_;  // per layer
+  std::vector<ExpertReplicas> replicas_;  // per layer (MoE layers filled); empty without EPLB
 };
 
 }  // namespace shardscope

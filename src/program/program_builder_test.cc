@@ -753,5 +753,154 @@ TEST(ProgramBuilderTest, CheckOpRangesRefusesRanksBeyond32Bits) {
   }
 }
 
+// EPLB end to end: 8 experts with fixed loads ∝ 1/i (zipf s = 1) on EP4, as in
+// expert_balancer_test's hand-computed case. The ranks' expert tokens follow
+// the balancer's rank loads: max ÷ mean 2.2076 with the contiguous placement,
+// 1.0425 with 4 redundant experts (12 slots, 3 per rank).
+TEST(ProgramBuilderTest, RedundantExpertsBalanceTheRanksLoad) {
+  ModelSpec model = testing::TinyMoe(false);
+  model.moe.num_routed_experts = 8;
+  model.moe.n_group = 1, model.moe.topk_group = 1;
+  const int64_t ep = 4, batch = 4, seq = 1024, topk = 2;
+  Experiment e = MakeExperiment(model, Sizes{.ep = ep}, batch, seq);
+  e.workload.routing.kind = RoutingKind::kFixed;
+  for (int i = 1; i <= 8; ++i) e.workload.routing.fixed_weights.push_back(1.0 / i);
+  auto rank_tokens = [&](const Built& b) {
+    std::vector<double> tokens;
+    for (const RankProgram& rp : b.program.ranks) {
+      const auto gemm = Select(rp, Kind(OpKind::kExpertGemm, 1));
+      tokens.push_back(static_cast<double>(std::accumulate(
+          gemm[0]->expert_tokens.begin(), gemm[0]->expert_tokens.end(), int64_t{0})));
+    }
+    return tokens;
+  };
+  const Built before = BuildOrDie(e, Phase::kPrefill);
+  EXPECT_NEAR(LoadImbalance(rank_tokens(before)), 2.2076, 0.01);
+  e.parallel.redundant_experts = 4;
+  const Built after = BuildOrDie(e, Phase::kPrefill);
+  ExpectValid(after);
+  const std::vector<double> tokens = rank_tokens(after);
+  EXPECT_NEAR(LoadImbalance(tokens), 1.0425, 0.01);
+  // Each rank: assignments × its share (0.708333 / H8 for rank 0, …), within
+  // one token per (owner, slot) of rounding.
+  const double h8 = 761.0 / 280.0, assignments = batch * seq * topk;
+  const double share[] = {1.0 / 3 + 1.0 / 4 + 1.0 / 8, 0.25 + 0.25 + 0.2, 0.25 + 0.25 + 1.0 / 6,
+                          0.25 + 0.25 + 1.0 / 7};
+  double sum = 0;
+  for (int64_t r = 0; r < ep; ++r) {
+    EXPECT_NEAR(tokens[r], assignments * share[r] / h8, 2.0 * ep * 3) << "rank " << r;
+    sum += tokens[r];
+  }
+  EXPECT_EQ(sum, assignments);  // conserved over the replicas
+  // Rank 0 holds experts 2, 3 and 7; its dispatch carries its own tokens' bytes.
+  auto placement = Placement::Create(e);
+  ASSERT_TRUE(placement.ok());
+  auto builder = ProgramBuilder::Create(e, *placement);
+  ASSERT_TRUE(builder.ok());
+  ASSERT_NE(builder->replicas(1), nullptr);
+  EXPECT_EQ(builder->replicas(0), &builder->all_replicas()[0]);  // dense: an empty entry
+  const std::vector<int32_t>& slots = builder->replicas(1)->slot_expert;
+  EXPECT_EQ(std::vector<int32_t>(slots.begin(), slots.begin() + 3),
+            (std::vector<int32_t>{2, 3, 7}));
+  const auto dispatch = Select(after.program.ranks[0], [](const Op& op) {
+    return op.role == OpRole::kDispatch && op.layer == 1;
+  });
+  ASSERT_EQ(dispatch.size(), 1u);
+  EXPECT_EQ(dispatch[0]->bytes, seq * topk * 64 * 2);
+}
+
+TEST(ProgramBuilderTest, RedundantExpertsLetEpNotDivideTheRoutedExperts) {
+  ModelSpec model = testing::TinyMoe(false);  // 16 routed experts
+  Experiment e = MakeExperiment(model, Sizes{.ep = 6}, 6, 16);
+  EXPECT_FALSE(Placement::Create(e).ok());  // 6 does not divide 16
+  e.parallel.redundant_experts = 2;         // 18 slots, 3 per rank
+  const Built b = BuildOrDie(e, Phase::kDecode, 0);
+  ExpectValid(b);
+  for (const RankProgram& rp : b.program.ranks) {
+    EXPECT_EQ(Select(rp, Kind(OpKind::kExpertGemm, 1))[0]->expert_tokens.size(), 3u);
+  }
+}
+
+// MTP speculative decoding, k = 2 drafts at acceptance 0.5 each: 1.75 tokens
+// per step. By hand for TinyMoe (MLA, 8 heads, latent 16 + rope 4, v 16,
+// hidden 64, 3 layers): the verify pass runs 3 tokens per request, its decode
+// attention 3·context + 6 query-key pairs per request (each over the latent:
+// 2·(20 + 16) FLOPs per head and pair); then two MTP passes of one token per
+// request through layer 3 (the MTP block, MoE) with eh_proj 2·64 → 64.
+TEST(ProgramBuilderTest, MtpVerifiesKPlusOneTokensAndDraftsKTimes) {
+  ModelSpec model = testing::TinyMoe(true);
+  model.num_mtp_layers = 1;
+  const int64_t batch = 4, seq = 32, h = 64;
+  Experiment e = MakeExperiment(model, {}, batch, seq);
+  e.speculative.method = SpeculativeMethod::kMtp;
+  e.speculative.draft_tokens = 2;
+  e.speculative.acceptance = {0.5, 0.5};
+  for (int64_t step : {0, 4}) {
+    const Built b = BuildOrDie(e, Phase::kDecode, step);
+    ExpectValid(b);
+    const int64_t context = seq + (step == 4 ? 7 : 0);  // ⌊4 × 1.75⌋ = 7
+    EXPECT_EQ(b.program.context_len, context);
+    EXPECT_EQ(b.program.new_tokens, 3);
+    const RankProgram& rp = b.program.ranks[0];
+    const auto attn = Select(rp, Kind(OpKind::kAttentionDecode, 0));
+    ASSERT_EQ(attn.size(), 1u);
+    EXPECT_EQ(attn[0]->flops, 2 * batch * (3 * context + 6) * 8 * (20 + 16));
+    EXPECT_EQ(attn[0]->m, batch * 3);
+    for (int32_t layer : {3, 4}) {  // two draft passes through the MTP block
+      const auto mtp_attn = Select(rp, Kind(OpKind::kAttentionDecode, layer));
+      ASSERT_EQ(mtp_attn.size(), 1u);
+      EXPECT_EQ(mtp_attn[0]->flops, 2 * batch * (context + 1) * 8 * (20 + 16));
+      EXPECT_EQ(Select(rp, Kind(OpKind::kExpertGemm, layer)).size(), 2u);  // an MoE block
+    }
+    const auto proj = Select(rp, [](const Op& op) { return op.role == OpRole::kMtpProj; });
+    ASSERT_EQ(proj.size(), 2u);
+    EXPECT_EQ(proj[0]->flops, 2 * batch * 2 * h * h);
+    EXPECT_EQ(proj[0]->label(), "mtp_eh");
+    std::vector<int64_t> heads;
+    for (const Op* op : Select(rp, [](const Op& op) { return op.role == OpRole::kLmHead; })) {
+      heads.push_back(op->m);
+    }
+    EXPECT_EQ(heads, (std::vector<int64_t>{batch * 3, batch, batch}));
+  }
+  e.parallel.sp = 2;
+  auto placement = Placement::Create(e);
+  ASSERT_TRUE(placement.ok());
+  EXPECT_FALSE(ProgramBuilder::Create(e, *placement).ok());  // not with sp
+}
+
+// Two-batch overlap: the replica's requests in two micro-batches whose MoE
+// half-layers alternate on the compute stream, each expert GEMM after its own
+// micro-batch's dispatch and the other's attention.
+TEST(ProgramBuilderTest, TwoBatchOverlapInterleavesTheMicroBatches) {
+  Experiment e = MakeExperiment(testing::TinyMoe(true), Sizes{.ep = 2}, 8, 16);
+  e.two_batch_overlap = true;
+  for (Phase phase : {Phase::kPrefill, Phase::kDecode}) {
+    const Built b = BuildOrDie(e, phase);
+    ExpectValid(b);
+    EXPECT_EQ(b.program.micro_batches, 2);
+    const RankProgram& rp = b.program.ranks[0];
+    // Layer 1 (MoE) on the compute stream: the routers of mb 0 and 1, then
+    // the expert GEMMs of mb 0 and 1.
+    std::vector<std::pair<OpRole, int32_t>> order;
+    for (const Op& op : rp.ops) {
+      if (op.layer == 1 && (op.role == OpRole::kRouter || op.role == OpRole::kExpertGateUp ||
+                            op.role == OpRole::kDispatch)) {
+        order.emplace_back(op.role, op.micro_batch);
+      }
+    }
+    EXPECT_EQ(order, (std::vector<std::pair<OpRole, int32_t>>{{OpRole::kRouter, 0},
+                                                              {OpRole::kDispatch, 0},
+                                                              {OpRole::kRouter, 1},
+                                                              {OpRole::kDispatch, 1},
+                                                              {OpRole::kExpertGateUp, 0},
+                                                              {OpRole::kExpertGateUp, 1}}));
+    // Each micro-batch has half the requests: its router sees 2 of the rank's 4.
+    const auto routers = Select(rp, Kind(OpKind::kRouter, 1));
+    const int64_t per_request = phase == Phase::kPrefill ? 16 : 1;
+    EXPECT_EQ(routers[0]->m, 2 * per_request);
+    EXPECT_EQ(routers[1]->m, 2 * per_request);
+  }
+}
+
 }  // namespace
 }  // namespace shardscope

@@ -136,13 +136,19 @@ Status CheckCollectives(const PhaseProgram& program, const Placement& pl,
     // micro-batch) received: what member i sends to j in the combine, j sent to
     // i in the dispatch.
     if (first.collective != Collective::kAllToAll || first.role != OpRole::kCombine) continue;
-    auto prev = calls.find({key.first, key.second - 1});
-    if (prev == calls.end()) continue;
-    const Op& dispatch = program.ranks[prev->second[0].rank].ops[prev->second[0].id];
-    if (dispatch.collective != Collective::kAllToAll || dispatch.role != OpRole::kDispatch ||
-        dispatch.layer != first.layer || dispatch.micro_batch != first.micro_batch) {
-      continue;
+    // The dispatch is the call before, or (two-batch overlap) the one before that.
+    auto prev = calls.end();
+    for (int64_t back : {1, 2}) {
+      auto it = calls.find({key.first, key.second - back});
+      if (it == calls.end()) continue;
+      const Op& d = program.ranks[it->second[0].rank].ops[it->second[0].id];
+      if (d.collective == Collective::kAllToAll && d.role == OpRole::kDispatch &&
+          d.layer == first.layer && d.micro_batch == first.micro_batch) {
+        prev = it;
+        break;
+      }
     }
+    if (prev == calls.end()) continue;
     const size_t n = g.ranks.size();
     std::vector<int64_t> sent(n * n, 0);  // sent[i * n + j]: the dispatch's i → j
     for (const OpRef& ref : prev->second) {

@@ -22,7 +22,8 @@ trace::Phase ToTracePhase(Phase p) {
   return p == Phase::kPrefill ? trace::Phase::kPrefill : trace::Phase::kDecode;
 }
 
-void FillOpEvent(const Op& op, const Placement& placement, trace::OpEvent* e) {
+void FillOpEvent(const Op& op, const Placement& placement, trace::OpEvent* e,
+                 const std::vector<ExpertReplicas>* replicas) {
   e->stream = static_cast<int32_t>(op.stream);
   e->name = OpName(op);
   e->category = op.is_comm() ? trace::Category::kComm : trace::Category::kCompute;
@@ -48,7 +49,18 @@ void FillOpEvent(const Op& op, const Placement& placement, trace::OpEvent* e) {
       (op.replication == 1 || placement.Coord(e->rank, Dim::kSp) == 0)) {
     const std::vector<int64_t>& mine =
         placement.ExpertsOfEpRank(placement.Coord(e->rank, Dim::kEp));
-    if (mine.size() == op.expert_tokens.size()) {
+    const ExpertReplicas* slots =
+        replicas != nullptr && op.layer >= 0 && op.layer < std::ssize(*replicas)
+            ? &(*replicas)[static_cast<size_t>(op.layer)]
+            : nullptr;
+    if (slots != nullptr && slots->slots_per_rank == std::ssize(op.expert_tokens)) {
+      // EPLB: the experts of this rank's slots (a replicated expert appears on several ranks).
+      const int64_t first = placement.Coord(e->rank, Dim::kEp) * slots->slots_per_rank;
+      for (int64_t s = first; s < first + slots->slots_per_rank; ++s) {
+        e->experts.push_back(slots->slot_expert[static_cast<size_t>(s)]);
+      }
+      e->expert_tokens = op.expert_tokens;
+    } else if (mine.size() == op.expert_tokens.size()) {
       for (int64_t x : mine) e->experts.push_back(static_cast<int32_t>(x));
       e->expert_tokens = op.expert_tokens;
     }

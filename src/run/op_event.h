@@ -5,7 +5,10 @@
 #ifndef SHARDSCOPE_RUN_OP_EVENT_H_
 #define SHARDSCOPE_RUN_OP_EVENT_H_
 
+#include <vector>
+
 #include "plan/placement.h"
+#include "program/expert_balancer.h"
 #include "program/op.h"
 #include "trace/trace_event.h"
 
@@ -21,7 +24,10 @@ trace::Phase ToTracePhase(Phase p);
 // rank per set of ranks routing the same tokens: tp coordinate 0, and sp
 // coordinate 0 when replicated over sp). e->rank must be set before the call.
 // Resets the comm and expert fields otherwise, so one event can be reused.
-void FillOpEvent(const Op& op, const Placement& placement, trace::OpEvent* e);
+// `replicas` (EPLB, ProgramBuilder::all_replicas; null or empty without): the
+// expert of each slot, per layer.
+void FillOpEvent(const Op& op, const Placement& placement, trace::OpEvent* e,
+                 const std::vector<ExpertReplicas>* replicas = nullptr);
 
 }  // namespace shardscope
 

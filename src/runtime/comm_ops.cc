@@ -111,6 +111,8 @@ StatusOr<Request> PhaseRunner::PostComm(const Op& op, MicroBatch& mb, OpRecord* 
     case OpRole::kSample:
     case OpRole::kSampleLocal:
     case OpRole::kSampleSelect:
+    case OpRole::kMtpNorm:
+    case OpRole::kMtpProj:
       break;
   }
   return Unimplemented("not implemented: comm op {} ({} over {}) in the CPU executor", OpName(op),

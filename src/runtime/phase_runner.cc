@@ -367,6 +367,8 @@ Status PhaseRunner::RunCompute(const Op& op, MicroBatch& mb) {
     case OpRole::kSampleSelect:
       return Sampling(op, mb);
     case OpRole::kNone:
+    case OpRole::kMtpNorm:  // MTP is simulated only
+    case OpRole::kMtpProj:
     case OpRole::kEmbeddingReduce:
     case OpRole::kAttnReduce:
     case OpRole::kFfnReduce:

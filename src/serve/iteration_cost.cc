@@ -125,7 +125,10 @@ StatusOr<double> IterationCost::PriorContextExtra(int64_t prior, int64_t chunk) 
 
 StatusOr<double> IterationCost::Mixed(int64_t chunks, int64_t tokens, int64_t requests,
                                       int64_t context) {
-  ASSIGN_OR_RETURN(const double fused, Prefill(chunks, (tokens + requests + chunks - 1) / chunks));
+  // Under speculative decoding each decoding request verifies k + 1 tokens.
+  const int64_t verify = replica_.speculative.enabled() ? replica_.speculative.draft_tokens + 1 : 1;
+  ASSIGN_OR_RETURN(const double fused,
+                   Prefill(chunks, (tokens + requests * verify + chunks - 1) / chunks));
   ASSIGN_OR_RETURN(const double decode, Decode(requests, context));
   ASSIGN_OR_RETURN(const double no_context, Decode(requests, 1));
   return fused + std::max(0.0, decode - no_context);

@@ -129,8 +129,11 @@ void ReplicaScheduler::ScheduleRunning(Iteration* it, int64_t* budget) {
   for (size_t i = 0; i < running_.size();) {
     ServedRequest* r = running_[i];
     if (*budget <= 0) break;
-    const int64_t need = r->prefilling() ? std::min(r->target - r->computed, *budget) : 1;
-    const int64_t hold = r->prefilling() ? r->computed + need : DecodeTokens(r);
+    const int64_t need =
+        r->prefilling() ? std::min(r->target - r->computed, *budget)
+                        : std::min(verify_tokens_, std::max<int64_t>(r->output - r->generated, 1));
+    const int64_t hold =
+        r->prefilling() ? r->computed + need : std::max(DecodeTokens(r), r->computed + need);
     bool scheduled = true;
     // Under guaranteed-no-evict the reservation covers `hold`: this never fails.
     while (!Allocate(r, hold)) {
@@ -259,8 +262,17 @@ void ReplicaScheduler::Complete(const Iteration& it, std::span<const double> ste
   for (const double at : step_ends) {
     for (ServedRequest* r : it.decode) {
       if (r->done()) continue;
-      r->computed += 1;
-      token(r, at);
+      int64_t tokens = 1;
+      if (tokens_per_step_ > 1) {  // speculative: the accepted tokens, carried fractions
+        r->speculative_credit += tokens_per_step_;
+        tokens = static_cast<int64_t>(r->speculative_credit);
+        r->speculative_credit -= static_cast<double>(tokens);
+        tokens = std::clamp<int64_t>(tokens, 1, r->output - r->generated);
+      }
+      for (int64_t i = 0; i < tokens; ++i) {  // tokens of one step stream together (ITL 0)
+        r->computed += 1;
+        token(r, at);
+      }
     }
   }
   std::erase_if(running_, [this](const ServedRequest* r) {

@@ -56,6 +56,14 @@ class ReplicaScheduler {
   // KV cache fits in the replica's blocks).
   bool CanEverFit(int64_t prompt, int64_t output) const;
 
+  // Speculative decoding: each decode step computes `verify_tokens` (k + 1)
+  // tokens of a request (its budget and KV blocks) and adds `tokens_per_step`
+  // accepted tokens on average, emitted deterministically: the fractional
+  // part carries to the next step (ServedRequest::speculative_credit).
+  void SetSpeculative(double tokens_per_step, int64_t verify_tokens) {
+    tokens_per_step_ = tokens_per_step;
+    verify_tokens_ = verify_tokens;
+  }
   // Queues an arrived request (its `target` set to the prompt).
   void Add(ServedRequest* request);
   // Queues a request whose KV cache arrives with it (a disaggregated decode
@@ -111,6 +119,8 @@ class ReplicaScheduler {
   SchedulerSpec spec_;
   int64_t total_blocks_;
   bool prefill_only_;
+  double tokens_per_step_ = 1;  // speculative decoding: expected tokens per decode step
+  int64_t verify_tokens_ = 1;   // tokens a decode step computes per request
   int64_t used_blocks_ = 0;
   int64_t reserved_blocks_ = 0;
   std::deque<ServedRequest*> waiting_;

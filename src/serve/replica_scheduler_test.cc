@@ -259,5 +259,34 @@ TEST(ReplicaSchedulerTest, MaxNumSeqsZeroTakesSglangsRule) {
   EXPECT_EQ(ReplicaScheduler(spec, 100'000).max_num_seqs(), 4096);
 }
 
+// Speculative decoding at 1.75 expected tokens per step (k = 1 draft: 2
+// verify tokens per step), deterministic-fractional: after a prefill that yields
+// token 1, the steps emit ⌊credit⌋ of a credit growing by 1.75 each step:
+// 1 (.75 left), 2 (.5), 2 (.25), 2 (0) → 8 tokens after 4 steps, the last
+// clamped to the output. Tokens of one step arrive together: ITL 0 between them.
+TEST(ReplicaSchedulerTest, SpeculativeStepsEmitTheExpectedTokensWithCarriedFractions) {
+  ReplicaScheduler s(Spec(64, 4), 100);
+  s.SetSpeculative(1.75, 2);
+  ServedRequest a = Request(0, 8, 9);
+  s.Add(&a);
+  std::vector<ServedRequest*> done;
+  std::vector<double> itl;
+  std::vector<int64_t> generated;
+  for (double t = 1; s.HasWork(); t += 1) {
+    Iteration it = s.Schedule();
+    if (!it.decode.empty()) {
+      EXPECT_EQ(it.prefill_tokens(), 0);
+      EXPECT_LE(a.blocks * 4, 8 + 9);  // KV for the verified tokens, never past the request
+    }
+    s.Complete(it, t, &itl, &done);
+    generated.push_back(a.generated);
+  }
+  EXPECT_EQ(generated, (std::vector<int64_t>{1, 2, 4, 6, 8, 9}));
+  EXPECT_EQ(itl, (std::vector<double>{1, 1, 0, 1, 0, 1, 0, 1}));
+  EXPECT_EQ(a.computed, 8 + 8);  // the last token is sampled, never fed back
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_DOUBLE_EQ(a.finish, 6);
+}
+
 }  // namespace
 }  // namespace shardscope::serve

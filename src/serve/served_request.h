@@ -27,6 +27,8 @@ struct ServedRequest {
   int64_t generated = 0;
   int64_t blocks = 0;    // KV blocks held
   int64_t reserved = 0;  // KV blocks promised to it (guaranteed-no-evict admission)
+  // Speculative decoding: accepted tokens owed but not yet emitted (< 1).
+  double speculative_credit = 0;
   int64_t preemptions = 0;
 
   // Milestones (seconds; −1: not yet).

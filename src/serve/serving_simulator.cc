@@ -78,6 +78,10 @@ Experiment InstanceExperiment(const Experiment& e, const InstanceSpec& i, const 
   p = ParallelSpec{};
   p.strategy = role;
   p.tp = i.tp, p.sp = i.sp, p.ep = i.ep, p.pp = i.pp;
+  // EPLB's redundant experts serve every instance (ep divides routed + redundant).
+  p.redundant_experts = e.parallel.redundant_experts;
+  p.expert_load_path = e.parallel.expert_load_path;
+  p.expert_load = e.parallel.expert_load;
   x.workload.batch_size = std::max<int64_t>(i.ep, 1);
   x.workload.sequence_length = (p.sp > 1 ? 2 * p.sp : 1);
   x.name = fmt::format("{} ({} instance)", e.name, role);
@@ -225,6 +229,10 @@ StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions&
     for (int64_t v = 0; v < pp; ++v) {
       replicas.emplace_back(spec.scheduler, blocks / pp, cost, prefill_only, group,
                             static_cast<int32_t>(v), workers);
+      if (e.speculative.enabled() && !prefill_only) {
+        replicas.back().scheduler.SetSpeculative(e.speculative.TokensPerStep(),
+                                                 e.speculative.draft_tokens + 1);
+      }
     }
   };
   double kv_bytes_per_token = 0;

@@ -10,6 +10,7 @@
 
 #include "analysis/analyzer.h"
 #include "config/engine_profile.h"
+#include "config/experiment_loader.h"
 #include "plan/test_experiments.h"
 #include "serve/iteration_cost.h"
 #include "sim/simulator.h"
@@ -893,6 +894,42 @@ TEST(IterationCostTest, GridPointsBracketTheValue) {
     EXPECT_EQ(elo, x);
     EXPECT_EQ(ehi, x);
   }
+}
+
+// issue 33: DeepSeek-V3 with EP144 over 288 expert slots (256 routed + 32
+// redundant), MTP and two-batch overlap, served as a decode-only deployment —
+// configs/deepseek-v3-disagg.yaml's decode instance, shortened to 16 tokens.
+// At 1.85 expected tokens per step the carried credit emits 1, 2, 2, 2, 2, 2,
+// 1, 2, 2 tokens: 16 in 9 lockstep steps (16 without MTP).
+TEST(ServingSimulatorTest, DeepSeekV3Ep144RedundantExpertsMtpTwoBatchOverlapDecodeOnly) {
+  auto exps =
+      LoadExperiments(std::string(SHARDSCOPE_SOURCE_DIR) + "/configs/deepseek-v3-disagg.yaml");
+  ASSERT_TRUE(exps.ok()) << exps.status().message();
+  ASSERT_EQ(exps->size(), 2u);
+  EXPECT_EQ((*exps)[0].serving->disaggregation->prefill.ep, 32);
+  EXPECT_EQ((*exps)[0].serving->disaggregation->decode.ep, 144);
+  Experiment e = (*exps)[1];
+  ASSERT_TRUE(e.serving && e.serving->decode_only);
+  EXPECT_EQ(e.parallel.ep, 144);
+  EXPECT_EQ(e.parallel.redundant_experts, 32);
+  EXPECT_TRUE(e.two_batch_overlap);
+  EXPECT_DOUBLE_EQ(e.speculative.TokensPerStep(), 1.85);
+  e.serving->output_tokens.value = 16;
+  e.serving->requests = e.serving->arrivals.concurrency;  // one wave
+  auto r = SimulateServing(e, Options());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->requests.size(), 1152u);
+  EXPECT_EQ(r->iteration_seconds.size(), 9u);
+  for (const ServedRequest& q : r->requests) {
+    EXPECT_EQ(q.generated, 16);
+    EXPECT_EQ(q.preemptions, 0);
+  }
+  EXPECT_EQ(r->metrics.ttft.count, 0);
+  EXPECT_EQ(r->metrics.tpot.count, 1152);
+  // Without redundant experts EP144 cannot be written: 144 does not divide 256.
+  Experiment plain = e;
+  plain.parallel.redundant_experts = 0;
+  EXPECT_FALSE(SimulateServing(plain, Options()).ok());
 }
 
 }  // namespace

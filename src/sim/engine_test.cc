@@ -335,5 +335,83 @@ TEST(EngineTest, RecycledTimingsAreAllRewritten) {
   }
 }
 
+// Two-batch overlap, one MoE layer on two EP ranks, as ProgramBuilder emits it
+// (docs/sim.md, "Two-batch overlap"): compute stream PA, PB, QA, QB (P: up to
+// the router, Q: the experts), EP stream DA, DB, KA, KB (dispatch, combine);
+// QX waits for DX, KX for QX. Every compute op takes C, every all-to-all M.
+// By hand: PA [0, C], DA from C; PB [C, 2C]; DB from max(2C, C + M); QA from
+// C + M or after PB; … the span is 4C + M when C ≥ M and C + 4M when M ≥ C,
+// i.e. max(4C, 4M) + min(C, M) — against 4C + 4M with no overlap.
+TEST(EngineTest, TwoBatchOverlapSpanHandComputed) {
+  ParallelSpec par;
+  par.ep = 2;
+  Experiment e = ZooExperiment("tiny-moe-mla", "h100-sxm", par, 2, 16);
+  auto pl = Placement::Create(e);
+  ASSERT_TRUE(pl.ok()) << pl.status().message();
+  auto model = ComputeModel::Create(e.cluster.device, DType::kBf16, NoLaunch(e.cluster.device));
+  ASSERT_TRUE(model.ok());
+  Topology topo(e.cluster);
+  const int32_t group = static_cast<int32_t>(pl->GroupOf(0, Dim::kEp).id);
+  auto compute = [](int64_t flops) {
+    Op c;
+    c.kind = OpKind::kFfnUp;
+    c.flops = flops;
+    return c;
+  };
+  auto a2a = [&](int64_t bytes, int32_t seq, int64_t rank) {
+    Op a;
+    a.kind = OpKind::kComm;
+    a.stream = Stream::kCommEp;
+    a.collective = Collective::kAllToAll;
+    a.dim = Dim::kEp;
+    a.group_id = group;
+    a.seq = seq;
+    a.bytes = bytes;
+    a.peer_sends = {{static_cast<int32_t>(1 - rank), bytes}};
+    return a;
+  };
+  // Runs `ops` (op, deps) on both ranks; the span.
+  auto span = [&](const std::vector<std::pair<Op, std::vector<int32_t>>>& ops) {
+    PhaseProgram prog;
+    for (int64_t r = 0; r < 2; ++r) {
+      RankProgram rp;
+      rp.rank = r;
+      for (const auto& [op, deps] : ops) {
+        rp.ops.push_back(op);
+        rp.ops.back().id = static_cast<int32_t>(rp.ops.size() - 1);
+        if (rp.ops.back().is_comm())
+          rp.ops.back().peer_sends[0].position = static_cast<int32_t>(1 - r);
+        rp.ops.back().deps_begin = static_cast<int32_t>(rp.deps.size());
+        rp.ops.back().deps_count = static_cast<int32_t>(deps.size());
+        rp.deps.insert(rp.deps.end(), deps.begin(), deps.end());
+      }
+      prog.ranks.push_back(std::move(rp));
+    }
+    Engine engine(*pl, *model, topo);
+    auto r = engine.Run(prog);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return r.ok() ? *std::max_element(r->rank_end.begin(), r->rank_end.end()) : 0.0;
+  };
+  for (const auto& [flops, bytes] : {std::pair<int64_t, int64_t>{400'000'000'000, 1'000'000},
+                                     std::pair<int64_t, int64_t>{1'000'000'000, 200'000'000}}) {
+    const double c = span({{compute(flops), {}}});
+    const double m = span({{a2a(bytes, 0, 0), {}}});
+    ASSERT_GT(c, 0);
+    ASSERT_GT(m, 0);
+    // PA 0, DA 1, PB 2, DB 3, QA 4, KA 5, QB 6, KB 7.
+    const double tbo = span({{compute(flops), {}},
+                             {a2a(bytes, 0, 0), {0}},
+                             {compute(flops), {}},
+                             {a2a(bytes, 1, 0), {2}},
+                             {compute(flops), {1}},
+                             {a2a(bytes, 2, 0), {4}},
+                             {compute(flops), {3}},
+                             {a2a(bytes, 3, 0), {6}}});
+    const double expected = std::max(4 * c, 4 * m) + std::min(c, m);
+    EXPECT_NEAR(tbo, expected, 1e-9 * expected) << "C " << c << " M " << m;
+    EXPECT_LT(tbo, 4 * c + 4 * m);
+  }
+}
+
 }  // namespace
 }  // namespace shardscope::sim

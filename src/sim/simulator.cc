@@ -1,6 +1,7 @@
 #include "sim/simulator.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 
 #include "config/experiment_json.h"
@@ -148,7 +149,15 @@ StatusOr<SimResult> SimulateExperiment(const Experiment& experiment, const SimOp
   SimResult result;
   result.calibration_source = calibration.source;
   result.terms = ActiveTerms(experiment, calibration);
-  result.decode_steps = std::max<int64_t>(experiment.workload.tokens_to_generate - 1, 0);
+  // Tokens each request gains after the prefill's first; a speculative step
+  // yields TokensPerStep() of them on average (deterministic-fractional: the
+  // run takes ⌈tokens / per-step⌉ steps).
+  const int64_t decode_tokens = std::max<int64_t>(experiment.workload.tokens_to_generate - 1, 0);
+  result.decode_steps = decode_tokens;
+  if (experiment.speculative.enabled()) {
+    result.decode_steps = static_cast<int64_t>(std::ceil(
+        static_cast<double>(decode_tokens) / experiment.speculative.TokensPerStep() - 1e-9));
+  }
   result.decode_steps_simulated = options.max_decode_steps >= 0
                                       ? std::min(result.decode_steps, options.max_decode_steps)
                                       : result.decode_steps;
@@ -171,6 +180,7 @@ StatusOr<SimResult> SimulateExperiment(const Experiment& experiment, const SimOp
     result.trace_path = recorder->trace_path();
     result.metadata_path = recorder->metadata_path();
     emitter = std::make_unique<TraceEmitter>(recorder->writer(), experiment, placement);
+    if (!builder.all_replicas().empty()) emitter->SetExpertReplicas(&builder.all_replicas());
     emitter->WriteHeader(PlanMemory(experiment, placement));
   }
 
@@ -258,9 +268,17 @@ StatusOr<SimResult> SimulateExperiment(const Experiment& experiment, const SimOp
     whole.decode_seconds = whole.tpot * static_cast<double>(d);
     whole.decode_steps = d;
   }
+  int64_t run_steps = d;
+  if (experiment.speculative.enabled() && decode_tokens > 0 && whole.decode_steps > 0) {
+    // TPOT per generated token, not per step: the decode time over the tokens.
+    whole.decode_seconds = whole.tpot * static_cast<double>(d);
+    whole.tpot = whole.decode_seconds / static_cast<double>(decode_tokens);
+    whole.decode_steps = decode_tokens;
+    run_steps = decode_tokens;
+  }
   result.ttft = whole.ttft;
   result.tpot = whole.tpot;
-  result.total = run::ExtrapolatedRunSeconds(whole, d);
+  result.total = run::ExtrapolatedRunSeconds(whole, run_steps);
   const run::Throughput throughput = run::ComputeThroughput(
       whole, experiment.workload.batch_size, experiment.workload.sequence_length, result.total);
   result.throughput = throughput;

@@ -64,7 +64,9 @@ struct SimResult {
   run::Throughput throughput;
   double ttft = 0;  // seconds: prefill end (last rank)
   double tpot = 0;  // mean decode step of the run (interpolated when truncated); 0 without decode
-  int64_t decode_steps = 0;  // steps of the run (G − 1)
+  // Steps of the run: G − 1, or ⌈(G − 1) / tokens per step⌉ under speculative
+  // decoding (whose tpot is then per generated token: decode time / (G − 1)).
+  int64_t decode_steps = 0;
   int64_t decode_steps_simulated = 0;
   double total = 0;                 // ttft + decode_steps · tpot (extrapolated when truncated)
   double last_step_seconds = 0;     // truncated runs: the last decode step, simulated apart

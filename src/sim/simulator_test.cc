@@ -408,5 +408,30 @@ TEST(SimulatorTest, CancelledAtTheLastQuestionStillLeavesNoTrace) {
   EXPECT_EQ(files, 0) << "a run cancelled at its end left files in the store";
 }
 
+// Speculative decoding with MTP in a fixed batch: 1 + 0.75 = 1.75 tokens per
+// step, so 7 generated tokens after the prefill's take ⌈7 / 1.75⌉ = 4 steps,
+// and TPOT is the decode time over the 7 tokens (each step a verify pass of 2
+// tokens per request plus one MTP draft pass: slower than a plain step).
+TEST(SimulatorTest, MtpDecodesInFewerLongerSteps) {
+  Experiment e = ZooExperiment("tiny-moe-mla", "h100-sxm", Par(1, 1, 1, 4), 8, 128, 8);
+  e.model.num_mtp_layers = 1;
+  SimOptions o;
+  o.write_trace = false;
+  auto plain = SimulateExperiment(e, o);
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  e.speculative.method = SpeculativeMethod::kMtp;
+  e.speculative.draft_tokens = 1;
+  e.speculative.acceptance = {0.75};
+  auto mtp = SimulateExperiment(e, o);
+  ASSERT_TRUE(mtp.ok()) << mtp.status().message();
+  EXPECT_EQ(plain->decode_steps, 7);
+  EXPECT_EQ(mtp->decode_steps, 4);
+  EXPECT_EQ(mtp->latency.decode_steps, 4);
+  EXPECT_NEAR(mtp->tpot, mtp->latency.decode_seconds / 7, 1e-15);
+  EXPECT_GT(mtp->latency.tpot, plain->latency.tpot);  // a step does more work
+  EXPECT_NEAR(mtp->total, mtp->ttft + mtp->latency.decode_seconds, 1e-12);
+  EXPECT_NEAR(mtp->decode_tokens_per_s, 8 / mtp->tpot, 1e-6 * mtp->decode_tokens_per_s);
+}
+
 }  // namespace
 }  // namespace shardscope::sim

@@ -75,7 +75,7 @@ void TraceEmitter::WritePhase(const PhaseProgram& program, const PhaseResult& re
     for (const Op& op : rp.ops) {
       const OpTiming& t = timings[op.id];
       e.rank = rank;
-      FillOpEvent(op, placement_, &e);
+      FillOpEvent(op, placement_, &e, replicas_);
       // A comm op spans from its post (as a real NCCL kernel that spins until
       // its peers arrive) to the end of its transfer.
       e.ts_ns = ToNs(t.post);

@@ -12,6 +12,7 @@
 #include "config/experiment.h"
 #include "plan/memory.h"
 #include "plan/placement.h"
+#include "program/expert_balancer.h"
 #include "program/program.h"
 #include "sim/engine.h"
 #include "trace/trace_writer.h"
@@ -36,12 +37,15 @@ class TraceEmitter {
   // The "decode" span of each rank, from its first step's start to its last
   // written step's end.
   void WriteDecodeSpans(const std::vector<double>& start, const std::vector<double>& end);
+  // EPLB: each layer's expert slots (borrowed), so the trace names their experts.
+  void SetExpertReplicas(const std::vector<ExpertReplicas>* replicas) { replicas_ = replicas; }
 
  private:
   trace::TraceWriter* const writer_;
   const Experiment& experiment_;
   const Placement& placement_;
   std::string dtype_;
+  const std::vector<ExpertReplicas>* replicas_ = nullptr;
   trace::OpEvent event_;  // reused: keeps its strings' and vectors' capacity
   trace::OpEvent wait_;   // the sync-wait event, likewise
   // Per rank: end of the last decode step written; empty until one is written.

@@ -1,0 +1,120 @@
+#include "config/mechanisms.h"
+
+#include <charconv>
+#include <cmath>
+#include <sstream>
+
+#include "core/small_file.h"
+
+namespace shardscope {
+
+double SpeculativeSpec::TokensPerStep() const {
+  if (!enabled()) return 1.0;
+  double tokens = 1.0, all_accepted = 1.0;
+  for (double p : acceptance) {
+    all_accepted *= p;
+    tokens += all_accepted;
+  }
+  return tokens;
+}
+
+std::string_view SpeculativeMethodName(SpeculativeMethod m) {
+  return m == SpeculativeMethod::kMtp ? "mtp" : "none";
+}
+
+StatusOr<SpeculativeSpec> ReadSpeculative(const YamlMap& exp, const ModelSpec& model) {
+  SpeculativeSpec s;
+  if (!exp.Has("speculative")) return s;
+  ASSIGN_OR_RETURN(YamlMap m, exp.Map("speculative"));
+  RETURN_IF_ERROR(m.CheckKeys({"method", "draft_tokens", "acceptance", "acceptance_rate"}));
+  std::string method;
+  RETURN_IF_ERROR(m.Required("method", &method));
+  if (method == "mtp") {
+    s.method = SpeculativeMethod::kMtp;
+  } else if (method == "draft") {
+    return m.context().Child("method").Error(
+        "a separate draft model is not modelled yet; use 'mtp' (the model's own "
+        "multi-token-prediction modules)");
+  } else {
+    return m.context().Child("method").Error(
+        fmt::format("unknown speculative method '{}' (expected mtp)", method));
+  }
+  if (model.num_mtp_layers < 1) {
+    return m.context().Child("method").Error(fmt::format(
+        "model '{}' has no multi-token-prediction module (num_mtp_layers is 0)", model.name));
+  }
+  RETURN_IF_ERROR(m.RequiredAtLeast("draft_tokens", 1, &s.draft_tokens));
+  if (m.Has("acceptance") == m.Has("acceptance_rate")) {
+    return m.context()
+        .Child("acceptance")
+        .Error("give either acceptance (one probability per draft token) or acceptance_rate");
+  }
+  if (m.Has("acceptance")) {
+    RETURN_IF_ERROR(m.Optional("acceptance", &s.acceptance));
+    if (static_cast<int64_t>(s.acceptance.size()) != s.draft_tokens) {
+      return m.context()
+          .Child("acceptance")
+          .Error(fmt::format("needs one probability per draft token ({}), got {}", s.draft_tokens,
+                             s.acceptance.size()));
+    }
+  } else {
+    double rate = 0;
+    RETURN_IF_ERROR(m.Required("acceptance_rate", &rate));
+    s.acceptance.assign(static_cast<size_t>(s.draft_tokens), rate);
+  }
+  for (double p : s.acceptance) {
+    if (!(p >= 0 && p <= 1)) {
+      return m.context()
+          .Child(m.Has("acceptance") ? "acceptance" : "acceptance_rate")
+          .Error(fmt::format("{} is not a probability in [0, 1]", p));
+    }
+  }
+  return s;
+}
+
+StatusOr<std::vector<std::vector<double>>> ReadExpertLoadFile(const std::string& path,
+                                                              int64_t experts, int64_t moe_layers) {
+  ASSIGN_OR_RETURN(std::string text, ReadSmallFile(path, "the expert load file"));
+  std::vector<std::vector<double>> rows;
+  std::istringstream lines(text);
+  std::string line;
+  for (int64_t number = 1; std::getline(lines, line); ++number) {
+    for (char& c : line) {
+      if (c == ',' || c == '\t' || c == '\r') c = ' ';
+    }
+    const size_t first = line.find_first_not_of(' ');
+    if (first == std::string::npos || line[first] == '#') continue;
+    std::vector<double> row;
+    std::istringstream fields(line);
+    std::string field;
+    while (fields >> field) {
+      double v = 0;
+      const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), v);
+      if (ec != std::errc() || end != field.data() + field.size() || !std::isfinite(v) || v < 0) {
+        return InvalidArgument("{}: line {}: '{}' is not a non-negative number", path, number,
+                               field);
+      }
+      row.push_back(v);
+    }
+    if (static_cast<int64_t>(row.size()) != experts) {
+      return InvalidArgument("{}: line {}: {} loads, expected one per routed expert ({})", path,
+                             number, row.size(), experts);
+    }
+    rows.push_back(std::move(row));
+  }
+  if (rows.size() != 1 && static_cast<int64_t>(rows.size()) != moe_layers) {
+    return InvalidArgument(
+        "{}: {} lines of loads; expected one (every MoE layer) or one per MoE layer ({})", path,
+        rows.size(), moe_layers);
+  }
+  return rows;
+}
+
+nlohmann::json SpeculativeToJson(const SpeculativeSpec& s) {
+  return {{"method", SpeculativeMethodName(s.method)},
+          {"draft_tokens", s.draft_tokens},
+          {"acceptance", s.acceptance},
+          {"tokens_per_step", s.TokensPerStep()}};
+}
+
+}  // namespace shardscope
