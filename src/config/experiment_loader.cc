@@ -78,6 +78,7 @@ const std::vector<std::string> kExperimentKeys = {"name",
                                                   "kv_dtype",
                                                   "lm_head_dtype",
                                                   "embedding_dtype",
+                                                  "precision",
                                                   "hardware",
                                                   "backend",
                                                   "enable_profiling",
@@ -442,6 +443,72 @@ Status ReadCommunication(const YamlMap& exp, Experiment* e) {
   return Status::Ok();
 }
 
+// `precision:` (docs/configuration.md, "Precision"): a preset name, a list of
+// them (applied in order), or a map of `scheme` (either form) and role fields.
+Status ReadPrecision(const YamlMap& exp, Experiment* e) {
+  if (!exp.Has("precision")) return Status::Ok();
+  const YamlContext ctx = exp.context().Child("precision");
+  PrecisionSpec& spec = e->precision;
+  auto apply = [&](const YAML::Node& node, const YamlContext& at) -> Status {
+    std::vector<YAML::Node> names;
+    if (node.IsSequence()) {
+      for (const YAML::Node& n : node) names.push_back(n);
+    } else {
+      names.push_back(node);
+    }
+    if (names.empty()) return at.Error("names no scheme");
+    for (const YAML::Node& n : names) {
+      if (!n.IsScalar()) return at.Error("a scheme is a name (or a list of names)");
+      if (Status st = ApplyPrecisionPreset(n.Scalar(), &spec); !st.ok()) {
+        return at.Error(st.message());
+      }
+    }
+    return Status::Ok();
+  };
+  const YAML::Node node = exp.Get("precision");
+  if (!node.IsMap()) return apply(node, ctx);
+  ASSIGN_OR_RETURN(YamlMap p, exp.Map("precision"));
+  RETURN_IF_ERROR(p.CheckKeys({"scheme", "weights", "weight_scales", "gemm_inputs", "input_scales",
+                               "activations", "kv_cache", "lm_head", "embedding", "all_reduce"}));
+  if (p.Has("scheme")) RETURN_IF_ERROR(apply(p.Get("scheme"), ctx.Child("scheme")));
+  auto text = [&](std::string_view key, auto parser, auto* out) -> Status {
+    if (!p.Has(key)) return Status::Ok();
+    std::string s;
+    RETURN_IF_ERROR(p.Required(key, &s));
+    auto v = parser(s);
+    if (!v.ok()) return ctx.Child(key).Error(v.status().message());
+    *out = *v;
+    return Status::Ok();
+  };
+  if (p.Has("weights")) {
+    std::pair<DType, int> format;
+    RETURN_IF_ERROR(text("weights", ParseWeightFormat, &format));
+    spec.weights = format.first;
+    spec.weight_bits = format.second;
+  }
+  RETURN_IF_ERROR(text("weight_scales", ParseScales, &spec.weight_scales));
+  RETURN_IF_ERROR(text("gemm_inputs", ParseDType, &spec.gemm_inputs));
+  RETURN_IF_ERROR(text("input_scales", ParseScales, &spec.input_scales));
+  RETURN_IF_ERROR(text("activations", ParseDType, &spec.activations));
+  RETURN_IF_ERROR(text("kv_cache", ParseDType, &spec.kv_cache));
+  RETURN_IF_ERROR(text("lm_head", ParseDType, &spec.lm_head));
+  RETURN_IF_ERROR(text("embedding", ParseDType, &spec.embedding));
+  RETURN_IF_ERROR(text("all_reduce", ParseDType, &spec.all_reduce));
+  if (spec.weight_scales && (spec.weight_scales->kind == ScaleKind::kToken ||
+                             spec.weight_scales->kind == ScaleKind::kStaticTensor)) {
+    return ctx.Child("weight_scales")
+        .Error(
+            "per-token and static per-tensor scales are for GEMM inputs; weights take "
+            "none, tensor, channel, block_N or group_N");
+  }
+  if (spec.input_scales && (spec.input_scales->kind == ScaleKind::kChannel ||
+                            spec.input_scales->kind == ScaleKind::kBlock)) {
+    return ctx.Child("input_scales")
+        .Error("GEMM inputs take none, tensor, static_tensor, token or group_N scales");
+  }
+  return Status::Ok();
+}
+
 Status ReadClaims(const YamlMap& exp, Experiment* e) {
   if (!exp.Has("claims")) return Status::Ok();
   ASSIGN_OR_RETURN(YamlMap c, exp.Map("claims"));
@@ -488,6 +555,12 @@ StatusOr<Experiment> ReadExperiment(const YAML::Node& node, const YamlContext& c
   e.trace_compression = *c;
   RETURN_IF_ERROR(ReadClaims(exp, &e));
   RETURN_IF_ERROR(ReadCommunication(exp, &e));
+  RETURN_IF_ERROR(ReadPrecision(exp, &e));
+  // A preset that dispatches in FP8 (deepseek-fp8) sets the all-to-all's
+  // payload unless `communication.dispatch_dtype` names one.
+  if (e.precision.dispatch && !e.communication.dispatch_dtype) {
+    e.communication.dispatch_dtype = e.precision.dispatch;
+  }
   ASSIGN_OR_RETURN(e.serving, ReadServing(exp, e.model, path));
   return e;
 }
