@@ -4,7 +4,7 @@
 
 #include "core/dtype.h"
 #include "run/op_event.h"
-#include "sim/calibration.h"
+#include "sim/compute_model.h"
 
 namespace shardscope::sim {
 namespace {}  // namespace
