@@ -56,5 +56,28 @@ TEST(PrecisionPrefillTest, Fp8Llama70BPrefillOnH100) {
   }
 }
 
+// A bf16 experiment is simulated exactly as before whether or not it names the
+// `bf16` preset: the same TTFT, TPOT, memory and op count (the Program test
+// checks op for op; the legacy path itself is pinned by every other sim test).
+TEST(PrecisionPrefillTest, Bf16PresetChangesNoOutput) {
+  ParallelSpec p;
+  p.strategy = "tensor";
+  p.tp = 2;
+  const Experiment plain = testing::ZooExperiment("llama-3.1-8b", "h100-sxm", p, 4, 512, 4);
+  Experiment preset = plain;
+  ASSERT_TRUE(ApplyPrecisionPreset("bf16", &preset.precision).ok());
+  SimOptions o;
+  o.write_trace = false;
+  auto a = SimulateExperiment(plain, o);
+  auto b = SimulateExperiment(preset, o);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->ttft, b->ttft);
+  EXPECT_EQ(a->tpot, b->tpot);
+  EXPECT_EQ(a->total, b->total);
+  EXPECT_EQ(a->compute_seconds, b->compute_seconds);
+  EXPECT_EQ(a->comm_seconds, b->comm_seconds);
+  EXPECT_EQ(a->ops, b->ops);
+}
+
 }  // namespace
 }  // namespace shardscope::sim
