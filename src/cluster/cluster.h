@@ -32,6 +32,11 @@ struct DeviceSpec {
   double l2_cache_bytes = 0;          // last-level on-chip cache
   double sram_bytes = 0;              // per-SM shared memory / VMEM, total
   double launch_overhead = 0;         // seconds per kernel/op launch
+  // FP8 GEMMs' FLOP efficiency of the FP8 peak relative to BF16 GEMMs' of the
+  // BF16 peak (measured: cuBLASLt FP8 vs BF16 throughput; 1: the same fraction).
+  // Applied to GEMMs whose both operands are FP8 under an experiment's
+  // `precision:` roles (config/precision.h).
+  double fp8_gemm_efficiency = 1.0;
 
   // Peak FLOP/s for dtype; falls back to the nearest wider type the device lists
   // (fp8/int8 -> bf16 -> fp16 -> fp32; bf16, fp16 and tf32 -> fp32). Errors, naming

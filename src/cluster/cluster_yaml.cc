@@ -42,9 +42,9 @@ Status ScaledNonNegative(const YamlMap& map, std::string_view key, double scale,
 }
 
 Status ReadDevice(const YamlMap& map, const std::string& cluster_name, DeviceSpec* device) {
-  RETURN_IF_ERROR(
-      map.CheckKeys({"name", "kind", "peak_tflops", "memory_gb", "datasheet_memory_gb",
-                     "memory_bandwidth_gb_s", "l2_cache_mb", "sram_mb", "launch_overhead_us"}));
+  RETURN_IF_ERROR(map.CheckKeys({"name", "kind", "peak_tflops", "memory_gb", "datasheet_memory_gb",
+                                 "memory_bandwidth_gb_s", "l2_cache_mb", "sram_mb",
+                                 "launch_overhead_us", "fp8_gemm_efficiency"}));
   device->name = cluster_name;
   RETURN_IF_ERROR(map.Optional("name", &device->name));
   std::string kind;
@@ -77,6 +77,12 @@ Status ReadDevice(const YamlMap& map, const std::string& cluster_name, DeviceSpe
   RETURN_IF_ERROR(ScaledNonNegative(map, "l2_cache_mb", kMb, &device->l2_cache_bytes));
   RETURN_IF_ERROR(ScaledNonNegative(map, "sram_mb", kMb, &device->sram_bytes));
   RETURN_IF_ERROR(ScaledNonNegative(map, "launch_overhead_us", kUs, &device->launch_overhead));
+  RETURN_IF_ERROR(map.Optional("fp8_gemm_efficiency", &device->fp8_gemm_efficiency));
+  if (!(device->fp8_gemm_efficiency > 0 && device->fp8_gemm_efficiency <= 1)) {
+    return map.context()
+        .Child("fp8_gemm_efficiency")
+        .Error(fmt::format("must be in (0, 1], got {}", device->fp8_gemm_efficiency));
+  }
   return Status::Ok();
 }
 
@@ -282,6 +288,9 @@ YAML::Node ClusterToYaml(const ClusterSpec& c) {
   device["l2_cache_mb"] = Num(c.device.l2_cache_bytes / kMb);
   device["sram_mb"] = Num(c.device.sram_bytes / kMb);
   device["launch_overhead_us"] = Num(c.device.launch_overhead / kUs);
+  if (c.device.fp8_gemm_efficiency != 1.0) {
+    device["fp8_gemm_efficiency"] = Num(c.device.fp8_gemm_efficiency);
+  }
   root["device"] = device;
   root["nodes"] = c.num_nodes;
   root["devices_per_node"] = c.devices_per_node;

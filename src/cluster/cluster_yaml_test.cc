@@ -208,6 +208,30 @@ TEST(ClusterYamlErrorTest, NegativeDatasheetMemory) {
               HasSubstr("field 'cluster.device.datasheet_memory_gb': must be zero or positive"));
 }
 
+// The measured FP8 GEMM efficiency: the zoo's H100 figure, an override, the
+// default 1 where a device gives none, and a value outside (0, 1] named.
+TEST(ClusterYamlTest, Fp8GemmEfficiency) {
+  auto h100 = H100With("");
+  ASSERT_TRUE(h100.ok()) << h100.status().ToString();
+  EXPECT_DOUBLE_EQ(h100->device.fp8_gemm_efficiency, 0.85);
+  auto measured = H100With("device: {fp8_gemm_efficiency: 0.7}");
+  ASSERT_TRUE(measured.ok());
+  EXPECT_DOUBLE_EQ(measured->device.fp8_gemm_efficiency, 0.7);
+  auto again = ClusterFromYaml(ClusterToYaml(*measured), Ctx());
+  ASSERT_TRUE(again.ok());
+  EXPECT_DOUBLE_EQ(again->device.fp8_gemm_efficiency, 0.7);
+  auto tiny = ClusterFromYaml(Yaml(kMinimal), Ctx());
+  ASSERT_TRUE(tiny.ok());
+  EXPECT_DOUBLE_EQ(tiny->device.fp8_gemm_efficiency, 1.0);
+  for (const char* bad :
+       {"device: {fp8_gemm_efficiency: 1.2}", "device: {fp8_gemm_efficiency: 0}"}) {
+    auto c = H100With(bad);
+    ASSERT_FALSE(c.ok()) << bad;
+    EXPECT_THAT(c.status().message(),
+                HasSubstr("field 'cluster.device.fp8_gemm_efficiency': must be in (0, 1]"));
+  }
+}
+
 // An override of the usable capacity leaves the datasheet figure as it was.
 TEST(ClusterOverrideTest, UsableMemoryOverride) {
   auto c = H100With("device: {memory_gb: 64}");

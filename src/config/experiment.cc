@@ -110,6 +110,14 @@ int64_t PayloadBytes(DType dtype, int64_t hidden) {
 
 }  // namespace
 
+Precision PrecisionOf(const Experiment& e) {
+  const Workload& w = e.workload;
+  Precision p =
+      ResolvePrecision(e.precision, w.dtype, w.kv_dtype, w.LmHeadDType(), w.EmbeddingDType());
+  if (e.model.tie_embeddings) p.lm_head = p.embedding;  // one matrix
+  return p;
+}
+
 int64_t DispatchBytesPerToken(const Experiment& e, int64_t hidden) {
   return PayloadBytes(e.communication.dispatch_dtype.value_or(e.workload.dtype), hidden);
 }

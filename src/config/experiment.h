@@ -12,6 +12,7 @@
 
 #include "cluster/cluster.h"
 #include "config/mechanisms.h"
+#include "config/precision.h"
 #include "config/serving.h"
 #include "core/dtype.h"
 #include "core/trace_compression.h"
@@ -127,6 +128,8 @@ struct Experiment {
   TraceCompression trace_compression = TraceCompression::kNone;
   Claims claims;
   CommunicationSpec communication;
+  // Dtype roles (`precision:`); empty: every role from the workload's dtype fields.
+  PrecisionSpec precision;
   // A served workload (requests over time, a scheduler per replica); none: the
   // fixed batch above. The simulator serves it (serve/serving_simulator.h).
   std::optional<ServingSpec> serving;
@@ -142,6 +145,11 @@ StatusOr<Backend> ParseBackend(std::string_view name);
 std::string_view SpVariantName(SpVariant v);
 StatusOr<SpVariant> ParseSpVariant(std::string_view name);
 std::string_view RoutingKindName(RoutingKind k);
+
+// The experiment's dtype roles: its `precision:` block over the workload's
+// dtype, kv_dtype, lm_head_dtype and embedding_dtype (tied embeddings: the
+// LM head is the embedding's matrix, at its dtype).
+Precision PrecisionOf(const Experiment& e);
 
 // Bytes on the wire per token of an expert-parallel dispatch / combine of
 // `hidden` values (CommunicationSpec's defaults applied; FP8 and INT8 carry

@@ -162,6 +162,21 @@ json ExperimentToJson(const Experiment& e) {
   if (!p.expert_load_path.empty()) j["parallelism"]["expert_load"] = p.expert_load_path;
   if (e.speculative.enabled()) j["speculative"] = SpeculativeToJson(e.speculative);
   if (e.two_batch_overlap) j["two_batch_overlap"] = true;
+  if (e.precision.given()) {  // the resolved roles, and the device's FP8 GEMM term they use
+    const Precision r = PrecisionOf(e);
+    j["precision"] = {{"schemes", e.precision.schemes},
+                      {"weights", r.WeightName()},
+                      {"weight_scales", ScalesName(r.weight_scales)},
+                      {"gemm_inputs", DTypeName(r.gemm_inputs)},
+                      {"input_scales", ScalesName(r.input_scales)},
+                      {"gemm_dtype", DTypeName(r.GemmDType())},
+                      {"activations", DTypeName(r.activations)},
+                      {"kv_cache", DTypeName(r.kv_cache)},
+                      {"lm_head", DTypeName(r.lm_head)},
+                      {"embedding", DTypeName(r.embedding)},
+                      {"all_reduce", DTypeName(r.all_reduce)},
+                      {"fp8_gemm_efficiency", e.cluster.device.fp8_gemm_efficiency}};
+  }
   return j;
 }
 

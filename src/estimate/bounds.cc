@@ -107,6 +107,12 @@ StatusOr<PhaseBound> BoundPhase(const Experiment& e, const Placement& pl,
                                 const PhaseProgram& program) {
   const ClusterSpec& c = e.cluster;
   ASSIGN_OR_RETURN(double peak, c.device.PeakFlops(e.workload.dtype));
+  if (const Precision prec = PrecisionOf(e); prec.roles) {
+    // The fastest dtype any op computes in: FP8 GEMMs may run above the bf16 peak.
+    ASSIGN_OR_RETURN(double gemm_peak, c.device.PeakFlops(prec.GemmDType()));
+    ASSIGN_OR_RETURN(double act_peak, c.device.PeakFlops(prec.activations));
+    peak = std::max({peak, gemm_peak, act_peak});
+  }
   const double bw = c.device.memory_bandwidth;
   std::vector<RankCost> costs(pl.world_size());
   const bool deduplicated =

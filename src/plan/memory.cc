@@ -67,8 +67,14 @@ MemoryPlan PlanMemory(const Experiment& e, const Placement& pl) {
   const ModelSpec& m = e.model;
   const ParallelSpec& p = e.parallel;
   const Workload& w = e.workload;
-  const double dt = static_cast<double>(DTypeSize(w.dtype));
-  const double kv_dt = static_cast<double>(DTypeSize(w.kv_dtype));
+  // Dtype roles (config/precision.h); without a `precision:` block every role
+  // is the workload's dtype (or its KV / vocabulary dtype), as before.
+  const Precision prec = PrecisionOf(e);
+  const double dt = static_cast<double>(DTypeSize(prec.activations));
+  const double kv_dt = static_cast<double>(DTypeSize(prec.kv_cache));
+  // Bytes per parameter of the layers' matrices, scales included (per-channel
+  // scales counted over hidden_size inputs).
+  const double matrix_dt = prec.WeightBytesPerParam(m.hidden_size);
   const double h = static_cast<double>(m.hidden_size);
   const int64_t tp = p.tp;
   const ShardGeometry geo(m, p.tp, p.ep);
@@ -89,16 +95,19 @@ MemoryPlan PlanMemory(const Experiment& e, const Placement& pl) {
     // Vocabulary matrices at their own dtypes (Workload::lm_head_dtype, …): the
     // bytes they add over `dt`, 0 when they have the model's dtype.
     double vocab_extra_bytes = 0;
+    double vocab_params = 0;
+    double small_params = 0;  // norms and routers: the activation dtype under roles
     if (first) {
       params += vocab_shard * h;
-      vocab_extra_bytes += vocab_shard * h * (DTypeSize(w.EmbeddingDType()) - dt);
+      vocab_params += vocab_shard * h;
+      vocab_extra_bytes += vocab_shard * h * (DTypeSize(prec.embedding) - dt);
     }
     if (last && (!m.tie_embeddings || !first)) {
       params += vocab_shard * h;
-      const DType head = m.tie_embeddings ? w.EmbeddingDType() : w.LmHeadDType();
-      vocab_extra_bytes += vocab_shard * h * (DTypeSize(head) - dt);
+      vocab_params += vocab_shard * h;
+      vocab_extra_bytes += vocab_shard * h * (DTypeSize(prec.lm_head) - dt);
     }
-    if (last) params += h;  // final norm
+    if (last) params += h, small_params += h;  // final norm
     // With redundant experts (EPLB) each rank holds (routed + redundant) / ep slots.
     const int64_t local_experts =
         e.parallel.redundant_experts > 0
@@ -106,10 +115,12 @@ MemoryPlan PlanMemory(const Experiment& e, const Placement& pl) {
             : geo.experts_per_rank();
     for (int64_t layer : pl.LayersOfStage(stage)) {
       params += AttentionParamsOnRank(m, geo) + 2 * h;  // + the two block norms
+      small_params += 2 * h;
       if (m.IsMoeLayer(layer)) {
         params +=
             static_cast<double>(local_experts + m.moe.num_shared_experts) * ExpertParams(m) / tp +
             RouterParamsPerLayer(m);
+        small_params += RouterParamsPerLayer(m);
       } else {
         params += static_cast<double>(DenseFfnParams(m)) / tp;
       }
@@ -129,6 +140,10 @@ MemoryPlan PlanMemory(const Experiment& e, const Placement& pl) {
     }
     rm.weight_params = params;
     rm.weights = params * dt + vocab_extra_bytes;
+    if (prec.roles) {
+      rm.weights = (params - vocab_params - small_params) * matrix_dt + small_params * dt +
+                   vocab_params * dt + vocab_extra_bytes;
+    }
     // KV cache when the last token is generated: the prompt plus every generated
     // token but the last (which is sampled, never fed back), split over sp ranks.
     const double tokens =

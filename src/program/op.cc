@@ -52,6 +52,8 @@ std::string_view OpKindName(OpKind kind) {
       return "lm_head";
     case OpKind::kSampling:
       return "sampling";
+    case OpKind::kQuantize:
+      return "quantize";
     case OpKind::kComm:
       return "comm";
   }
@@ -93,6 +95,7 @@ std::string_view RoleLabel(OpRole role) {
     case OpRole::kRopeQ:
       return "q";
     case OpRole::kQbProj:
+    case OpRole::kQuantQb:
       return "q_b";
     case OpRole::kKvProj:
     case OpRole::kRingKv:
@@ -100,6 +103,7 @@ std::string_view RoleLabel(OpRole role) {
     case OpRole::kRopeK:
       return "k";
     case OpRole::kKvUpProj:
+    case OpRole::kQuantKvB:
       return "kv_b";
     case OpRole::kAbsorbUk:
       return "uk";
@@ -108,17 +112,26 @@ std::string_view RoleLabel(OpRole role) {
     case OpRole::kResidualAttn:
     case OpRole::kAttnReduce:
     case OpRole::kAttnGather:
+    case OpRole::kQuantAttn:
       return "attn";
     case OpRole::kResidualFfn:
     case OpRole::kFfnActivation:
     case OpRole::kFfnReduce:
+    case OpRole::kQuantFfn:
       return "ffn";
     case OpRole::kExpertGateUp:
     case OpRole::kSharedGateUp:
       return "gate_up";
     case OpRole::kExpertDown:
     case OpRole::kSharedDown:
+    case OpRole::kQuantDown:
       return "down";
+    case OpRole::kQuantOut:
+      return "out";
+    case OpRole::kQuantSharedDown:
+      return "shared_down";
+    case OpRole::kQuantExpertDown:
+      return "expert_down";
     case OpRole::kSharedActivation:
       return "shared";
     case OpRole::kExpertActivation:
@@ -227,6 +240,15 @@ OpKind RoleKind(OpRole role) {
     case OpRole::kSampleLocal:
     case OpRole::kSampleSelect:
       return OpKind::kSampling;
+    case OpRole::kQuantAttn:
+    case OpRole::kQuantQb:
+    case OpRole::kQuantKvB:
+    case OpRole::kQuantOut:
+    case OpRole::kQuantFfn:
+    case OpRole::kQuantDown:
+    case OpRole::kQuantSharedDown:
+    case OpRole::kQuantExpertDown:
+      return OpKind::kQuantize;
   }
   return {};
 }

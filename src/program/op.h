@@ -41,6 +41,7 @@ enum class OpKind : uint8_t {
   kFfnDown,       // dense FFN down projection
   kLmHead,        // final projection to the vocabulary (vocab-parallel under TP)
   kSampling,      // greedy sampling: argmax over the logits (under TP: local, select)
+  kQuantize,      // cast a GEMM's input to its quantised dtype with its scales (precision roles)
   // Communication.
   kComm,
 };
@@ -94,6 +95,15 @@ enum class OpRole : uint8_t {
   kSampleSelect,  // sampling "select": the best of the gathered shard maxima
   kMtpNorm,  // norm "mtp": an MTP module's enorm and hnorm (of the embedding and the hidden state)
   kMtpProj,  // ffn_up "mtp_eh": an MTP module's projection of [norm(embedding); norm(hidden)]
+  // Quantisation of a GEMM input (config/precision.h: gemm_inputs ≠ activations).
+  kQuantAttn,        // quantize "attn": the attention projections' input
+  kQuantQb,          // quantize "q_b": MLA's q_b input (the normed q_a output)
+  kQuantKvB,         // quantize "kv_b": MLA's prefill latent before its up-projection
+  kQuantOut,         // quantize "out": the attention output before o_proj
+  kQuantFfn,         // quantize "ffn": the FFN's input (dense up; shared and routed experts)
+  kQuantDown,        // quantize "down": the dense FFN's activation output
+  kQuantSharedDown,  // quantize "shared_down"
+  kQuantExpertDown,  // quantize "expert_down"
   // Communication, by what moves.
   kEmbeddingReduce,  // TP all-reduce "embedding"
   kAttnReduce,       // TP all-reduce "attn"

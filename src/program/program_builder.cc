@@ -117,6 +117,7 @@ class RankBuilder {
         m_(e_.model),
         pl_(pb.placement()),
         pb_(pb),
+        prec_(pb.precision()),
         geo_(m_, e_.parallel.tp, e_.parallel.ep),
         cache_(cache),
         rank_(rank),
@@ -131,12 +132,13 @@ class RankBuilder {
     c_tp_ = pl_.Coord(rank, Dim::kTp), c_sp_ = pl_.Coord(rank, Dim::kSp);
     c_ep_ = pl_.Coord(rank, Dim::kEp), c_dp_ = pl_.Coord(rank, Dim::kDp);
     c_pp_ = pl_.Coord(rank, Dim::kPp);
-    bpe_ = DTypeSize(e_.workload.dtype);
-    kvb_ = DTypeSize(e_.workload.kv_dtype);
-    // Tied embeddings: one matrix, at the embedding's dtype.
-    headb_ =
-        DTypeSize(m_.tie_embeddings ? e_.workload.EmbeddingDType() : e_.workload.LmHeadDType());
-    embb_ = DTypeSize(e_.workload.EmbeddingDType());
+    // Bytes per element of each dtype role (config/precision.h; tied
+    // embeddings: one matrix, at the embedding's dtype).
+    bpe_ = DTypeSize(prec_.activations);
+    kvb_ = DTypeSize(prec_.kv_cache);
+    headb_ = DTypeSize(prec_.lm_head);
+    embb_ = DTypeSize(prec_.embedding);
+    arb_ = DTypeSize(prec_.all_reduce);
     h_ = m_.hidden_size;
     seq_ = e_.workload.sequence_length;
     rep_tok_ = (!prefill_ && sp_ > 1) ? sp_ : 1;
@@ -349,12 +351,40 @@ class RankBuilder {
     return Compute(OpRole::kKvAppend, c, replication);
   }
 
+  // A layer GEMM y[m×n] = x[m×k] · W[k×n] (+ bias) under the dtype roles: the
+  // weights in their format with their scales, the input in the GEMM-input
+  // dtype (quantised by a Quantize op first), the output and bias in the
+  // activation dtype. Without roles: Gemm(m, k, n, bias, bpe_).
+  Cost LayerGemm(int64_t m, int64_t k, int64_t n, bool bias) const {
+    Cost c;
+    c.flops = 2 * m * k * n + (bias ? m * n : 0);
+    c.weight = prec_.WeightBytes(k, n) + (bias ? n * bpe_ : 0);
+    c.read = prec_.InputBytes(m, k) + c.weight;
+    c.written = m * n * bpe_;
+    c.m = m, c.n = n, c.k = k;
+    return c;
+  }
+
+  // The quantisation of a GEMM's m × k input (when the roles quantise GEMM
+  // inputs): it reads the input (twice for a dynamic per-tensor scale: the
+  // amax, then the cast) and writes it in the GEMM-input dtype with its scales.
+  void Quantize(OpRole role, int64_t tokens, int64_t k, int64_t replication,
+                std::initializer_list<int32_t> deps = {}) {
+    if (!prec_.QuantisedInputs()) return;
+    Cost c;
+    c.flops = 2 * tokens * k;  // |x| max and the scaling multiply
+    c.read = prec_.QuantReadPasses() * tokens * k * bpe_;
+    c.written = prec_.InputBytes(tokens, k);
+    c.m = tokens, c.n = k;
+    Compute(role, c, replication, deps);
+  }
+
   // All-reduce of `tokens` hidden states over the TP group (when tp > 1); the
   // next compute op waits for it.
   void TpAllReduce(OpRole role, int64_t tokens) {
     if (tp_ == 1) return;
     pending_.push_back(
-        Collect(Collective::kAllReduce, Dim::kTp, role, tokens * h_ * bpe_, {last_compute_}));
+        Collect(Collective::kAllReduce, Dim::kTp, role, tokens * h_ * arb_, {last_compute_}));
   }
 
   // ---- Phase structure.
@@ -597,13 +627,14 @@ class RankBuilder {
   void GqaAttention(int64_t requests, int64_t tokens) {
     const int64_t d = m_.head_dim;
     const bool bias = m_.qkv_bias;
+    Quantize(OpRole::kQuantAttn, tokens, h_, tp_ * rep_tok_);
     if (kv_rep_ == 1) {
-      Compute(OpRole::kQkvProj, Gemm(tokens, h_, (hq_ + 2 * hkv_) * d, bias, bpe_), rep_tok_);
+      Compute(OpRole::kQkvProj, LayerGemm(tokens, h_, (hq_ + 2 * hkv_) * d, bias), rep_tok_);
       Rope(OpRole::kRope, tokens, (hq_ + hkv_) * d, rep_tok_);
     } else {
       // KV heads replicate over tp: the k/v part is redundant work, so it gets its own ops.
-      Compute(OpRole::kQProj, Gemm(tokens, h_, hq_ * d, bias, bpe_), rep_tok_);
-      Compute(OpRole::kKvProj, Gemm(tokens, h_, 2 * hkv_ * d, bias, bpe_), kv_rep_ * rep_tok_);
+      Compute(OpRole::kQProj, LayerGemm(tokens, h_, hq_ * d, bias), rep_tok_);
+      Compute(OpRole::kKvProj, LayerGemm(tokens, h_, 2 * hkv_ * d, bias), kv_rep_ * rep_tok_);
       Rope(OpRole::kRopeQ, tokens, hq_ * d, rep_tok_);
       Rope(OpRole::kRopeK, tokens, hkv_ * d, kv_rep_ * rep_tok_);
     }
@@ -626,14 +657,16 @@ class RankBuilder {
     const int64_t qk = a.qk_nope_head_dim + a.qk_rope_head_dim;
     const int64_t latent = a.kv_lora_rank + a.qk_rope_head_dim;
     const bool bias = m_.qkv_bias;
+    Quantize(OpRole::kQuantAttn, tokens, h_, tp_ * rep_tok_);  // q_a (or q) and kv_a's input
     if (a.q_lora_rank > 0) {
-      Compute(OpRole::kQaProj, Gemm(tokens, h_, a.q_lora_rank, bias, bpe_), tp_ * rep_tok_);
+      Compute(OpRole::kQaProj, LayerGemm(tokens, h_, a.q_lora_rank, bias), tp_ * rep_tok_);
       Norm(OpRole::kQaNorm, tokens, a.q_lora_rank, tp_ * rep_tok_);
-      Compute(OpRole::kQbProj, Gemm(tokens, a.q_lora_rank, hq_ * qk, false, bpe_), rep_tok_);
+      Quantize(OpRole::kQuantQb, tokens, a.q_lora_rank, tp_ * rep_tok_);
+      Compute(OpRole::kQbProj, LayerGemm(tokens, a.q_lora_rank, hq_ * qk, false), rep_tok_);
     } else {
-      Compute(OpRole::kQProj, Gemm(tokens, h_, hq_ * qk, false, bpe_), rep_tok_);
+      Compute(OpRole::kQProj, LayerGemm(tokens, h_, hq_ * qk, false), rep_tok_);
     }
-    Compute(OpRole::kKvAProj, Gemm(tokens, h_, latent, bias, bpe_), tp_ * rep_tok_);
+    Compute(OpRole::kKvAProj, LayerGemm(tokens, h_, latent, bias), tp_ * rep_tok_);
     Norm(OpRole::kKvANorm, tokens, a.kv_lora_rank, tp_ * rep_tok_);
     Rope(OpRole::kRopeQ, tokens, hq_ * a.qk_rope_head_dim, rep_tok_);
     Rope(OpRole::kRopeK, tokens, a.qk_rope_head_dim, tp_ * rep_tok_);
@@ -645,21 +678,24 @@ class RankBuilder {
       if (sp_ > 1) {
         RingAttention(requests, tokens, shape, tokens * latent * bpe_);
       } else {
-        Compute(OpRole::kKvUpProj, Gemm(tokens, a.kv_lora_rank, up_width, false, bpe_), 1);
+        Quantize(OpRole::kQuantKvB, tokens, a.kv_lora_rank, tp_);
+        Compute(OpRole::kKvUpProj, LayerGemm(tokens, a.kv_lora_rank, up_width, false), 1);
         PrefillAttention(requests, tokens, shape);
       }
     } else {
       // Absorbed form: W_UK folded into the query, attention over the latent
       // cache (values = the latent itself), W_UV applied to the output.
+      // (Batched per head in the activation dtype: W_UK and W_UV keep the
+      // weight format's bytes, their inputs are not quantised.)
       Cost uk = Gemm(tokens, a.qk_nope_head_dim, hq_ * a.kv_lora_rank, false, bpe_);
       uk.flops = 2 * tokens * hq_ * a.qk_nope_head_dim * a.kv_lora_rank;
-      uk.weight = hq_ * a.qk_nope_head_dim * a.kv_lora_rank * bpe_;
+      uk.weight = prec_.WeightBytes(a.qk_nope_head_dim, hq_ * a.kv_lora_rank);
       uk.read = tokens * hq_ * a.qk_nope_head_dim * bpe_ + uk.weight;
       Compute(OpRole::kAbsorbUk, uk, rep_tok_);
       DecodeAttention(requests, AttnShape{latent, a.kv_lora_rank, 1}, latent);
       Cost uv = Gemm(tokens, a.kv_lora_rank, hq_ * a.v_head_dim, false, bpe_);
       uv.flops = 2 * tokens * hq_ * a.kv_lora_rank * a.v_head_dim;
-      uv.weight = hq_ * a.kv_lora_rank * a.v_head_dim * bpe_;
+      uv.weight = prec_.WeightBytes(a.kv_lora_rank, hq_ * a.v_head_dim);
       uv.read = tokens * hq_ * a.kv_lora_rank * bpe_ + uv.weight;
       Compute(OpRole::kAbsorbUv, uv, rep_tok_);
     }
@@ -671,7 +707,8 @@ class RankBuilder {
 
   // Row-parallel output projection; its bias is added once, by tp rank 0.
   void OutProj(int64_t tokens, int64_t v_head_dim) {
-    Cost c = Gemm(tokens, hq_ * v_head_dim, h_, m_.o_bias && c_tp_ == 0, bpe_);
+    Quantize(OpRole::kQuantOut, tokens, hq_ * v_head_dim, rep_tok_);
+    Cost c = LayerGemm(tokens, hq_ * v_head_dim, h_, m_.o_bias && c_tp_ == 0);
     Compute(OpRole::kOutProj, c, rep_tok_);
   }
 
@@ -714,10 +751,10 @@ class RankBuilder {
       if (mla) {
         // Every rank up-projects every block once: replicated sp times.
         const MlaSpec& a = m_.mla;
-        Compute(
-            OpRole::kKvUpProj,
-            Gemm(tokens, a.kv_lora_rank, hq_ * (a.qk_nope_head_dim + a.v_head_dim), false, bpe_),
-            sp_, {prev_recv});
+        Quantize(OpRole::kQuantKvB, tokens, a.kv_lora_rank, sp_ * tp_, {prev_recv});
+        Compute(OpRole::kKvUpProj,
+                LayerGemm(tokens, a.kv_lora_rank, hq_ * (a.qk_nope_head_dim + a.v_head_dim), false),
+                sp_, {prev_recv});
       }
       const int64_t src = (c_sp_ - j + sp_) % sp_;
       const int64_t pairs = requests * layout.CausalPairs(c_sp_, src);
@@ -779,16 +816,20 @@ class RankBuilder {
   // A column-split up (gate+up) projection, activation and row-split down
   // projection of `inter` intermediate width over tp; the down bias is added by
   // tp rank 0 only.
-  void SplitFfn(OpRole up, OpRole down, OpRole act, int64_t tokens, int64_t inter) {
+  // `quant_down`: the quantisation of the down projection's input.
+  void SplitFfn(OpRole up, OpRole down, OpRole act, OpRole quant_down, int64_t tokens,
+                int64_t inter) {
     const int64_t local = geo_.Intermediate(inter, c_tp_).count;
     const bool bias = m_.mlp_bias;
-    Compute(up, Gemm(tokens, h_, UpMatrices() * local, bias, bpe_), rep_tok_);
+    Compute(up, LayerGemm(tokens, h_, UpMatrices() * local, bias), rep_tok_);
     ActivationOp(act, tokens, local);
-    Compute(down, Gemm(tokens, local, h_, bias && c_tp_ == 0, bpe_), rep_tok_);
+    Quantize(quant_down, tokens, local, rep_tok_);
+    Compute(down, LayerGemm(tokens, local, h_, bias && c_tp_ == 0), rep_tok_);
   }
 
   void DenseFfn(int64_t tokens) {
-    SplitFfn(OpRole::kFfnUp, OpRole::kFfnDown, OpRole::kFfnActivation, tokens,
+    Quantize(OpRole::kQuantFfn, tokens, h_, tp_ * rep_tok_);
+    SplitFfn(OpRole::kFfnUp, OpRole::kFfnDown, OpRole::kFfnActivation, OpRole::kQuantDown, tokens,
              m_.intermediate_size);
   }
 
@@ -869,6 +910,9 @@ class RankBuilder {
       c.written = assignments * (kTokenIdBytes + kFp32);  // expert index and weight
       Compute(OpRole::kRouter, c, tp_ * rep_tok_);
     }
+    // The experts' input, quantised once for the shared and routed experts
+    // (the router scores the unquantised hidden states).
+    Quantize(OpRole::kQuantFfn, tokens, h_, tp_ * rep_tok_);
     {
       Cost c;
       c.read = tokens * h_ * bpe_ + assignments * (kTokenIdBytes + kFp32);
@@ -899,7 +943,8 @@ class RankBuilder {
     if (ep_ > 1) dispatch_ = AllToAll(OpRole::kDispatch, send, send_mask);
     if (moe.num_shared_experts > 0) {
       // Runs while the dispatch is in flight.
-      SplitFfn(OpRole::kSharedGateUp, OpRole::kSharedDown, OpRole::kSharedActivation, tokens,
+      SplitFfn(OpRole::kSharedGateUp, OpRole::kSharedDown, OpRole::kSharedActivation,
+               OpRole::kQuantSharedDown, tokens,
                moe.num_shared_experts * moe.expert_intermediate_size);
     }
   }
@@ -930,9 +975,9 @@ class RankBuilder {
     const bool bias = m_.mlp_bias;
     int64_t tokens = 0, active = 0;
     for (int64_t n : per_expert) tokens += n, active += n > 0 ? 1 : 0;
-    Cost gate_up = Gemm(tokens, h_, up, bias, bpe_);
-    gate_up.weight = active * (h_ * up + (bias ? up : 0)) * bpe_;
-    gate_up.read = tokens * h_ * bpe_ + gate_up.weight;
+    Cost gate_up = LayerGemm(tokens, h_, up, bias);
+    gate_up.weight = active * (prec_.WeightBytes(h_, up) + (bias ? up * bpe_ : 0));
+    gate_up.read = prec_.InputBytes(tokens, h_) + gate_up.weight;
     Compute(OpRole::kExpertGateUp, gate_up, rep_tok_);
     if (!std::equal(per_expert.begin(), per_expert.end(), last_->expert_tokens.begin(),
                     last_->expert_tokens.end())) {
@@ -940,10 +985,11 @@ class RankBuilder {
     }
     last_->expert_tokens.assign(per_expert.begin(), per_expert.end());
     ActivationOp(OpRole::kExpertActivation, tokens, local);
+    Quantize(OpRole::kQuantExpertDown, tokens, local, rep_tok_);
     const bool down_bias = bias && c_tp_ == 0;
-    Cost down = Gemm(tokens, local, h_, down_bias, bpe_);
-    down.weight = active * (local * h_ + (down_bias ? h_ : 0)) * bpe_;
-    down.read = tokens * local * bpe_ + down.weight;
+    Cost down = LayerGemm(tokens, local, h_, down_bias);
+    down.weight = active * (prec_.WeightBytes(local, h_) + (down_bias ? h_ * bpe_ : 0));
+    down.read = prec_.InputBytes(tokens, local) + down.weight;
     Compute(OpRole::kExpertDown, down, rep_tok_);
   }
 
@@ -980,6 +1026,7 @@ class RankBuilder {
   const ModelSpec& m_;
   const Placement& pl_;
   const ProgramBuilder& pb_;
+  const Precision& prec_;
   const ShardGeometry geo_;
   RoutingCache& cache_;
   const int64_t rank_;
@@ -990,6 +1037,7 @@ class RankBuilder {
   int64_t c_tp_ = 0, c_sp_ = 0, c_ep_ = 0, c_dp_ = 0, c_pp_ = 0;
   int64_t bpe_ = 2, kvb_ = 2, h_ = 0, seq_ = 0;
   int64_t headb_ = 2, embb_ = 2;  // LM head and embedding weights' bytes per element
+  int64_t arb_ = 2;               // TP all-reduce payload bytes per element
   int64_t rep_tok_ = 1;           // decode ops replicated over the sp group
   int64_t q_ = 1;        // decode: tokens per request in this pass (speculative verify: k + 1)
   int64_t context_ = 0;  // decode: cached tokens per request before this step
@@ -1080,6 +1128,7 @@ StatusOr<ProgramBuilder> ProgramBuilder::Create(const Experiment& experiment,
   ProgramBuilder b;
   b.experiment_ = experiment;
   b.placement_ = placement;
+  b.precision_ = PrecisionOf(experiment);
   if (p.sp > 1) {
     auto layout = SpLayout::Create(p.sp_variant, w.sequence_length, p.sp);
     if (!layout.ok())

@@ -68,6 +68,8 @@ class ProgramBuilder {
 
   const Experiment& experiment() const { return experiment_; }
   const Placement& placement() const { return placement_; }
+  // The experiment's dtype roles (PrecisionOf), resolved once.
+  const Precision& precision() const { return precision_; }
   // Micro-batches each replica's requests are split into (the same for all replicas).
   int64_t micro_batches() const { return micro_batches_; }
   // The ring-attention layout of the prompt; set when sp > 1.
@@ -92,6 +94,7 @@ class ProgramBuilder {
 
   Experiment experiment_;
   Placement placement_;
+  Precision precision_;
   int64_t micro_batches_ = 1;
   std::optional<SpLayout> sp_layout_;
   std::optional<ExpertRouting> routing_;

@@ -113,6 +113,14 @@ StatusOr<Request> PhaseRunner::PostComm(const Op& op, MicroBatch& mb, OpRecord* 
     case OpRole::kSampleSelect:
     case OpRole::kMtpNorm:
     case OpRole::kMtpProj:
+    case OpRole::kQuantAttn:
+    case OpRole::kQuantQb:
+    case OpRole::kQuantKvB:
+    case OpRole::kQuantOut:
+    case OpRole::kQuantFfn:
+    case OpRole::kQuantDown:
+    case OpRole::kQuantSharedDown:
+    case OpRole::kQuantExpertDown:
       break;
   }
   return Unimplemented("not implemented: comm op {} ({} over {}) in the CPU executor", OpName(op),

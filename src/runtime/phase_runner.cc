@@ -366,6 +366,17 @@ Status PhaseRunner::RunCompute(const Op& op, MicroBatch& mb) {
     case OpRole::kSampleLocal:
     case OpRole::kSampleSelect:
       return Sampling(op, mb);
+    // The executor computes in its own dtype (kExecutorDType): a GEMM input's
+    // quantisation is the simulator's cost only; its values stay as they are.
+    case OpRole::kQuantAttn:
+    case OpRole::kQuantQb:
+    case OpRole::kQuantKvB:
+    case OpRole::kQuantOut:
+    case OpRole::kQuantFfn:
+    case OpRole::kQuantDown:
+    case OpRole::kQuantSharedDown:
+    case OpRole::kQuantExpertDown:
+      return Status::Ok();
     case OpRole::kNone:
     case OpRole::kMtpNorm:  // MTP is simulated only
     case OpRole::kMtpProj:

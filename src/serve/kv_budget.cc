@@ -73,7 +73,7 @@ double ModelKvBytesPerToken(const Experiment& e) {
                             ? static_cast<double>(m.mla.kv_lora_rank + m.mla.qk_rope_head_dim)
                             : 2.0 * static_cast<double>(m.num_kv_heads * m.head_dim);
   return static_cast<double>(m.num_layers) * values *
-         static_cast<double>(DTypeSize(e.workload.kv_dtype));
+         static_cast<double>(DTypeSize(PrecisionOf(e).kv_cache));
 }
 
 }  // namespace shardscope::serve

@@ -59,10 +59,49 @@ StatusOr<ComputeModel> ComputeModel::Create(const DeviceSpec& device, DType dtyp
   }
   const double launch =
       calibration.launch_overhead >= 0 ? calibration.launch_overhead : device.launch_overhead;
-  return ComputeModel(peak, head_peak, dtype == DType::kFp8, head == DType::kFp8,
-                      device.memory_bandwidth, launch, std::max(0.0, shared_bandwidth),
-                      cache_resident ? calibration.cache_bandwidth : 0, device.launch_overhead,
-                      calibration);
+  ComputeModel model(peak, head_peak, dtype == DType::kFp8, head == DType::kFp8,
+                     device.memory_bandwidth, launch, std::max(0.0, shared_bandwidth),
+                     cache_resident ? calibration.cache_bandwidth : 0, device.launch_overhead,
+                     calibration);
+  model.SetPeaks(nullptr, peak, peak);
+  return model;
+}
+
+StatusOr<ComputeModel> ComputeModel::Create(const DeviceSpec& device, const Precision& precision,
+                                            const Calibration& calibration, double shared_bandwidth,
+                                            bool cache_resident) {
+  if (!precision.roles) {
+    return Create(device, precision.gemm_inputs, calibration, shared_bandwidth, precision.lm_head,
+                  cache_resident);
+  }
+  ASSIGN_OR_RETURN(ComputeModel model, Create(device, precision.activations, calibration,
+                                              shared_bandwidth, precision.lm_head, cache_resident));
+  const DType gemm = precision.GemmDType();
+  ASSIGN_OR_RETURN(double gemm_peak, device.PeakFlops(gemm));
+  if (gemm == DType::kFp8) gemm_peak *= device.fp8_gemm_efficiency;
+  // The Program carries the quantisation (kQuantize ops): no pass folded into GEMMs.
+  model.fp8_ = model.head_fp8_ = false;
+  model.roles_ = true;
+  if (precision.QuantReadPasses() == 2) model.quant_fixed_ = calibration.terms.fp8_quant_fixed;
+  model.SetPeaks(&precision, gemm_peak, model.peak_flops_);
+  return model;
+}
+
+void ComputeModel::SetPeaks(const Precision* roles, double gemm_peak, double act_peak) {
+  auto peak = [&](OpKind kind, OpRole role) {
+    if (kind == OpKind::kLmHead) return head_peak_flops_;
+    if (roles == nullptr) return peak_flops_;
+    const bool layer_gemm = ClassOf(kind) == OpClass::kGemm && kind != OpKind::kRouter &&
+                            role != OpRole::kAbsorbUk && role != OpRole::kAbsorbUv;
+    return layer_gemm ? gemm_peak : act_peak;
+  };
+  for (int k = 0; k < kNumKinds; ++k) {
+    kind_peak_[k] = peak(static_cast<OpKind>(k), OpRole::kNone);
+  }
+  for (size_t r = 0; r < role_peak_.size(); ++r) {
+    const auto role = static_cast<OpRole>(r);
+    role_peak_[r] = peak(RoleKind(role), role);
+  }
 }
 
 ComputeModel ComputeModel::WithoutLaunch() const {
@@ -116,13 +155,16 @@ double ComputeModel::Seconds(const Op& op) const {
   if (op.flops == 0 && op.bytes_read == 0 && op.bytes_written == 0) return 0;
   const double rows = Rows(op);  // once: it walks the op's expert counts
   const Efficiency& e = For(op.kind, rows);
-  const double peak = op.kind == OpKind::kLmHead ? head_peak_flops_ : peak_flops_;
+  const double peak = PeakFor(op);
   // From cache, only a kernel that packs its operands anyway pays the row ramp
   // (Efficiency::cache_ramp): the others' few rows were slow for want of bandwidth.
   const double flops_time = static_cast<double>(op.flops) / (peak * FlopsEfficiency(e, rows));
   const double bytes = static_cast<double>(op.bytes_read + op.bytes_written);
   const double memory_time = bytes / MemoryRate(e);
-  double t = std::max(flops_time, memory_time) + Launch(e) + QuantSeconds(op);
+  // A dynamic per-tensor quantisation op pays the measured per-pass cost (a
+  // memset, the amax and the cast kernels) where the calibration has it.
+  const double fixed = op.kind == OpKind::kQuantize && quant_fixed_ > 0 ? quant_fixed_ : Launch(e);
+  double t = std::max(flops_time, memory_time) + fixed + QuantSeconds(op);
   // Launched asynchronously, the host's issue interval shows only under
   // shorter kernels; replayed from a graph (WithoutLaunch) not at all.
   if (host_launch_ > 0 && !no_launch_) t = std::max(t, host_launch_);
@@ -132,7 +174,7 @@ double ComputeModel::Seconds(const Op& op) const {
 double ComputeModel::Seconds(const Op& op, double scale) const {
   const double t = Seconds(op);
   if (scale >= 1 || t == 0) return t * scale;
-  const double peak = op.kind == OpKind::kLmHead ? head_peak_flops_ : peak_flops_;
+  const double peak = PeakFor(op);
   const double bandwidth = std::max(memory_bandwidth_, cache_bandwidth_);
   const double floor = std::max(static_cast<double>(op.flops) / peak,
                                 static_cast<double>(op.bytes_read + op.bytes_written) / bandwidth);

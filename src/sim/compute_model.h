@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "cluster/cluster.h"
+#include "config/precision.h"
 #include "core/status.h"
 #include "program/op.h"
 #include "sim/calibration.h"
@@ -53,6 +54,18 @@ class ComputeModel {
                                        const Calibration& calibration, double shared_bandwidth = 0,
                                        std::optional<DType> head_dtype = std::nullopt,
                                        bool cache_resident = false);
+  // The same under an experiment's dtype roles (PrecisionOf). Without a
+  // `precision:` block (roles false) exactly the model above for its dtype and
+  // LM head dtype. With one: the layer GEMMs run at the peak of their compute
+  // dtype (Precision::GemmDType), FP8 ones at the device's fp8_gemm_efficiency
+  // of it; the LM head at its dtype's; the router, MLA's absorbed decode
+  // products, attention and every other op at the activations' (an FP8 KV
+  // cache is dequantised in the attention kernel); the quantisation pass is
+  // the Program's own op (kQuantize), paying calibration.terms.fp8_quant_fixed
+  // (when set) as its fixed cost.
+  static StatusOr<ComputeModel> Create(const DeviceSpec& device, const Precision& precision,
+                                       const Calibration& calibration, double shared_bandwidth = 0,
+                                       bool cache_resident = false);
 
   // The same model with no per-kernel launch overhead: kernels replayed from a
   // CUDA graph (the graph's replay is paid once per iteration by the caller).
@@ -68,6 +81,12 @@ class ComputeModel {
   double FlopsEfficiency(const Op& op) const;
 
   double peak_flops() const { return peak_flops_; }
+  // FLOP/s an op's FLOPs are measured against: its dtype's peak (for FP8 GEMMs
+  // under roles, times the device's fp8_gemm_efficiency).
+  double PeakFor(const Op& op) const {
+    return op.role == OpRole::kNone ? kind_peak_[static_cast<size_t>(op.kind)]
+                                    : role_peak_[static_cast<size_t>(op.role)];
+  }
   double memory_bandwidth() const { return memory_bandwidth_; }
   double launch_overhead() const { return launch_overhead_; }
   double shared_bandwidth() const { return shared_bandwidth_; }
@@ -124,6 +143,9 @@ class ComputeModel {
   }
   // Seconds of the quantisation and scaling ops before an FP8 GEMM (0: none).
   double QuantSeconds(const Op& op) const;
+  // Fills kind_peak_ and role_peak_: the legacy split (the LM head at its
+  // peak, everything else at peak_flops_) or, with `roles`, by dtype role.
+  void SetPeaks(const Precision* roles, double gemm_peak, double act_peak);
 
   double peak_flops_;
   double head_peak_flops_;  // the LM head's
@@ -136,6 +158,10 @@ class ComputeModel {
   bool no_launch_ = false;   // WithoutLaunch: no per-op launch at all
   double small_rows_;        // Calibration::small_gemm_rows
   Calibration calibration_;
+  bool roles_ = false;      // peaks by dtype role; quantisation in the Program
+  double quant_fixed_ = 0;  // s per kQuantize op instead of its class's launch; 0: the launch
+  std::array<double, kNumKinds> kind_peak_{};  // FLOP/s by kind (hand-built ops, no role)
+  std::array<double, 256> role_peak_{};        // FLOP/s by role (OpRole is 8-bit)
   std::array<Efficiency, kNumKinds> by_kind_;  // calibration_.For, looked up once
   std::array<Efficiency, kNumKinds> gemv_;     // the same for one row (matrix-vector)
   std::array<Efficiency, kNumKinds> small_;    // for 2 to small_rows_ rows

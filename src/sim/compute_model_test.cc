@@ -616,3 +616,59 @@ TEST(ComputeModelTest, AsyncLaunchHidesTheLaunchUnderLongerKernels) {
 }
 
 }  // namespace shardscope::sim
+
+namespace shardscope::sim {
+namespace {
+
+// Under W8A8 roles a layer GEMM runs at the FP8 peak times the device's FP8
+// GEMM efficiency, the LM head and the router at bf16's, attention at bf16's
+// (the activations'); a dynamic per-tensor quantisation op pays the
+// calibration's measured per-pass cost instead of its class's launch.
+TEST(ComputeModelTest, PeaksFollowTheDtypeRoles) {
+  DeviceSpec d = H100();
+  ASSERT_DOUBLE_EQ(d.fp8_gemm_efficiency, 0.85);
+  PrecisionSpec spec;
+  ASSERT_TRUE(ApplyPrecisionPreset("w8a8-fp8", &spec).ok());
+  const Precision w8a8 =
+      ResolvePrecision(spec, DType::kBf16, DType::kBf16, DType::kBf16, DType::kBf16);
+  Calibration cal = DefaultCalibration(d);
+  cal.terms.fp8_quant_fixed = 5e-6;
+  auto model = ComputeModel::Create(d, w8a8, cal);
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  const double fp8 = d.peak_flops.at(DType::kFp8), bf16 = d.peak_flops.at(DType::kBf16);
+  Op op = Gemm(4096, 8192, 8192);
+  op.role = OpRole::kFfnUp;
+  EXPECT_DOUBLE_EQ(model->PeakFor(op), fp8 * 0.85);
+  op.kind = OpKind::kLmHead, op.role = OpRole::kLmHead;
+  EXPECT_DOUBLE_EQ(model->PeakFor(op), bf16);
+  op.kind = OpKind::kRouter, op.role = OpRole::kRouter;
+  EXPECT_DOUBLE_EQ(model->PeakFor(op), bf16);
+  op.kind = OpKind::kKvUpProj, op.role = OpRole::kAbsorbUk;
+  EXPECT_DOUBLE_EQ(model->PeakFor(op), bf16);
+  op.kind = OpKind::kAttention, op.role = OpRole::kAttention;
+  EXPECT_DOUBLE_EQ(model->PeakFor(op), bf16);
+  // A compute-bound GEMM: 2 × 0.85 = 1.7 times as fast as in bf16.
+  auto plain = ComputeModel::Create(d, DType::kBf16, cal);
+  ASSERT_TRUE(plain.ok());
+  Op big = Gemm(8192, 8192, 8192);
+  big.role = OpRole::kFfnUp;
+  const double launch = d.launch_overhead;
+  EXPECT_NEAR((plain->Seconds(big) - launch) / (model->Seconds(big) - launch), 1.7, 1e-3);
+  // The quantisation op: its bytes at the elementwise rate plus the measured pass.
+  Op quant;
+  quant.kind = OpKind::kQuantize, quant.role = OpRole::kQuantFfn;
+  quant.m = 4096, quant.n = 8192;
+  quant.bytes_read = 2 * 2 * quant.m * quant.n;
+  quant.bytes_written = quant.m * quant.n + 4;
+  const double rate = d.memory_bandwidth * cal.classes.at(OpClass::kElementwise).memory;
+  EXPECT_NEAR(model->Seconds(quant), (5.0 * quant.m * quant.n + 4) / rate + 5e-6, 1e-12);
+  // Without roles (the legacy fields alone) the model is the dtype's.
+  const Precision legacy =
+      ResolvePrecision({}, DType::kFp8, DType::kFp8, DType::kBf16, DType::kFp8);
+  auto old = ComputeModel::Create(d, legacy, cal);
+  ASSERT_TRUE(old.ok());
+  EXPECT_DOUBLE_EQ(old->PeakFor(big), fp8);
+}
+
+}  // namespace
+}  // namespace shardscope::sim

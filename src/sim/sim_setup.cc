@@ -49,11 +49,9 @@ StatusOr<std::unique_ptr<const SimSetup>> MakeSimSetup(const Experiment& experim
   ASSIGN_OR_RETURN(
       ComputeModel compute,
       ComputeModel::Create(
-          experiment.cluster.device, experiment.workload.dtype, calibration,
+          experiment.cluster.device, PrecisionOf(experiment), calibration,
           SharedBandwidthPerDevice(NodeBandwidthCluster(experiment.cluster, calibration),
                                    ConcurrentDevicesPerNode(experiment)),
-          experiment.model.tie_embeddings ? experiment.workload.EmbeddingDType()
-                                          : experiment.workload.LmHeadDType(),
           calibration.cache_bandwidth > 0 && CacheResident(experiment)));
   ComputeModel replay = compute.WithoutLaunch();
   Topology topology = NetworkTopology(experiment.cluster, calibration);

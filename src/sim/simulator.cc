@@ -100,6 +100,21 @@ std::vector<std::string> ActiveTerms(const Experiment& experiment, const Calibra
   if (w.EmbeddingDType() != w.dtype) {
     out.push_back(fmt::format("embedding_dtype {}", DTypeName(w.EmbeddingDType())));
   }
+  if (experiment.precision.given()) {
+    const Precision p = PrecisionOf(experiment);
+    std::string schemes;
+    for (const std::string& s : experiment.precision.schemes)
+      schemes += (schemes.empty() ? "" : "+") + s;
+    out.push_back(fmt::format(
+        "precision {}: weights {} ({}), GEMM inputs {} ({}), GEMMs in {}{}, activations {}, "
+        "KV {}, all-reduce {}",
+        schemes.empty() ? "custom" : schemes, p.WeightName(), ScalesName(p.weight_scales),
+        DTypeName(p.gemm_inputs), ScalesName(p.input_scales), DTypeName(p.GemmDType()),
+        p.GemmDType() == DType::kFp8 ? fmt::format(" at {:.3g} of the peak's efficiency",
+                                                   experiment.cluster.device.fp8_gemm_efficiency)
+                                     : "",
+        DTypeName(p.activations), DTypeName(p.kv_cache), DTypeName(p.all_reduce)));
+  }
   return out;
 }
 

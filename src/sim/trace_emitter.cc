@@ -4,6 +4,7 @@
 
 #include "core/dtype.h"
 #include "run/op_event.h"
+#include "sim/compute_model.h"
 
 namespace shardscope::sim {
 namespace {
@@ -32,7 +33,15 @@ TraceEmitter::TraceEmitter(trace::TraceWriter* writer, const Experiment& experim
     : writer_(writer),
       experiment_(experiment),
       placement_(placement),
-      dtype_(DTypeName(experiment.workload.dtype)) {}
+      dtype_(DTypeName(experiment.workload.dtype)) {
+  if (experiment.precision.given()) {
+    const Precision p = PrecisionOf(experiment);
+    roles_ = true;
+    dtype_ = DTypeName(p.activations);
+    gemm_dtype_ = DTypeName(p.GemmDType());
+    head_dtype_ = DTypeName(p.lm_head);
+  }
+}
 
 void TraceEmitter::WriteHeader(const MemoryPlan& memory) {
   const bool tpu = experiment_.cluster.device.kind == DeviceKind::kTpu;
@@ -84,6 +93,15 @@ void TraceEmitter::WritePhase(const PhaseProgram& program, const PhaseResult& re
       e.step = step;
       e.dtype = dtype_;
       if (op.is_comm()) SetCommChoice(op, t, &e);
+      if (roles_ && ClassOf(op.kind) == OpClass::kGemm) {
+        // The dtype the GEMM computes in (the compute model's peak; calibrate reads it).
+        if (op.kind == OpKind::kLmHead) {
+          e.dtype = head_dtype_;
+        } else if (op.kind != OpKind::kRouter && op.role != OpRole::kAbsorbUk &&
+                   op.role != OpRole::kAbsorbUv) {
+          e.dtype = gemm_dtype_;
+        }
+      }
       writer_->AddOp(e);
       if (op.is_comm() && ToNs(t.start) > ToNs(t.post)) {
         // The wait for the last peer, on a track of its own.

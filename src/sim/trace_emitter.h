@@ -44,7 +44,10 @@ class TraceEmitter {
   trace::TraceWriter* const writer_;
   const Experiment& experiment_;
   const Placement& placement_;
-  std::string dtype_;
+  std::string dtype_;       // every op's, without dtype roles
+  bool roles_ = false;      // a `precision:` block: layer GEMMs and the LM head carry their own
+  std::string gemm_dtype_;  // Precision::GemmDType
+  std::string head_dtype_;
   const std::vector<ExpertReplicas>* replicas_ = nullptr;
   trace::OpEvent event_;  // reused: keeps its strings' and vectors' capacity
   trace::OpEvent wait_;   // the sync-wait event, likewise
