@@ -495,314 +495,317 @@ Status ReadMechanisms(const YamlMap& exp, const std::string& config_path, Experi
     return exp.context()
         .Child(e->speculative.enabled() ? "speculative" : "two_batch_overlap")
         .Error("is simulated only (backend: sim)");
-    // `precision:` (docs/configuration.md, "Precision"): a preset name, a list of
-    // them (applied in order), or a map of `scheme` (either form) and role fields.
-    Status ReadPrecision(const YamlMap& exp, Experiment* e) {
-      if (!exp.Has("precision")) return Status::Ok();
-      const YamlContext ctx = exp.context().Child("precision");
-      PrecisionSpec& spec = e->precision;
-      auto apply = [&](const YAML::Node& node, const YamlContext& at) -> Status {
-        std::vector<YAML::Node> names;
-        if (node.IsSequence()) {
-          for (const YAML::Node& n : node) names.push_back(n);
-        } else {
-          names.push_back(node);
-        }
-        if (names.empty()) return at.Error("names no scheme");
-        for (const YAML::Node& n : names) {
-          if (!n.IsScalar()) return at.Error("a scheme is a name (or a list of names)");
-          if (Status st = ApplyPrecisionPreset(n.Scalar(), &spec); !st.ok()) {
-            return at.Error(st.message());
-          }
-        }
-        return Status::Ok();
-      };
-      const YAML::Node node = exp.Get("precision");
-      if (!node.IsMap()) return apply(node, ctx);
-      ASSIGN_OR_RETURN(YamlMap p, exp.Map("precision"));
-      RETURN_IF_ERROR(
-          p.CheckKeys({"scheme", "weights", "weight_scales", "gemm_inputs", "input_scales",
-                       "activations", "kv_cache", "lm_head", "embedding", "all_reduce"}));
-      if (p.Has("scheme")) RETURN_IF_ERROR(apply(p.Get("scheme"), ctx.Child("scheme")));
-      auto text = [&](std::string_view key, auto parser, auto* out) -> Status {
-        if (!p.Has(key)) return Status::Ok();
-        std::string s;
-        RETURN_IF_ERROR(p.Required(key, &s));
-        auto v = parser(s);
-        if (!v.ok()) return ctx.Child(key).Error(v.status().message());
-        *out = *v;
-        return Status::Ok();
-      };
-      if (p.Has("weights")) {
-        std::pair<DType, int> format;
-        RETURN_IF_ERROR(text("weights", ParseWeightFormat, &format));
-        spec.weights = format.first;
-        spec.weight_bits = format.second;
-      }
-      RETURN_IF_ERROR(text("weight_scales", ParseScales, &spec.weight_scales));
-      RETURN_IF_ERROR(text("gemm_inputs", ParseDType, &spec.gemm_inputs));
-      RETURN_IF_ERROR(text("input_scales", ParseScales, &spec.input_scales));
-      RETURN_IF_ERROR(text("activations", ParseDType, &spec.activations));
-      RETURN_IF_ERROR(text("kv_cache", ParseDType, &spec.kv_cache));
-      RETURN_IF_ERROR(text("lm_head", ParseDType, &spec.lm_head));
-      RETURN_IF_ERROR(text("embedding", ParseDType, &spec.embedding));
-      RETURN_IF_ERROR(text("all_reduce", ParseDType, &spec.all_reduce));
-      if (spec.weight_scales && (spec.weight_scales->kind == ScaleKind::kToken ||
-                                 spec.weight_scales->kind == ScaleKind::kStaticTensor)) {
-        return ctx.Child("weight_scales")
-            .Error(
-                "per-token and static per-tensor scales are for GEMM inputs; weights take "
-                "none, tensor, channel, block_N or group_N");
-      }
-      if (spec.input_scales && (spec.input_scales->kind == ScaleKind::kChannel ||
-                                spec.input_scales->kind == ScaleKind::kBlock)) {
-        return ctx.Child("input_scales")
-            .Error("GEMM inputs take none, tensor, static_tensor, token or group_N scales");
-      }
-      return Status::Ok();
-    }
-
-    Status ReadClaims(const YamlMap& exp, Experiment* e) {
-      if (!exp.Has("claims")) return Status::Ok();
-      ASSIGN_OR_RETURN(YamlMap c, exp.Map("claims"));
-      RETURN_IF_ERROR(c.CheckKeys(KnownClaimKeys()));
-      for (const auto& kv : c.node()) {
-        std::string key = kv.first.Scalar();
-        double v = 0;
-        RETURN_IF_ERROR(c.OptionalPositive(key, &v));
-        e->claims[key] = v;
-      }
-      return Status::Ok();
-    }
-
-    StatusOr<Experiment> ReadExperiment(const YAML::Node& node, const YamlContext& ctx,
-                                        const std::string& path, Zoo* zoo) {
-      ASSIGN_OR_RETURN(YamlMap exp, YamlMap::From(node, ctx));
-      std::vector<std::string> known = kExperimentKeys;
-      known.insert(known.end(), ServingKeys().begin(), ServingKeys().end());  // served workloads
-      RETURN_IF_ERROR(exp.CheckKeys(known));
-      Experiment e;
-      e.source_file = path;
-      e.name = ctx.experiment;
-      RETURN_IF_ERROR(exp.Optional("description", &e.description));
-      ASSIGN_OR_RETURN(e.model, ResolveModel(exp.Get("model"), ctx.Child("model"), zoo, path));
-      ASSIGN_OR_RETURN(e.cluster, ResolveCluster(exp.Get("hardware"), ctx.Child("hardware"), zoo));
-      RETURN_IF_ERROR(ReadParallel(exp, &e));
-      RETURN_IF_ERROR(ReadWorkload(exp, &e));
-      RETURN_IF_ERROR(ReadGivenPrompts(exp, path, &e));
-      RETURN_IF_ERROR(CheckWorkloadSize(exp, e));
-      RETURN_IF_ERROR(ReadWeights(exp, path, &e.workload));
-      std::string backend = "sim";
-      RETURN_IF_ERROR(exp.Optional("backend", &backend));
-      auto b = ParseBackend(backend);
-      if (!b.ok()) return ctx.Child("backend").Error(b.status().message());
-      e.backend = *b;
-      RETURN_IF_ERROR(exp.Optional("enable_profiling", &e.enable_profiling));
-      RETURN_IF_ERROR(exp.OptionalAtLeast("trace_steps", 0, &e.trace_steps));
-      std::string compression = "none";
-      RETURN_IF_ERROR(exp.Optional("trace_compression", &compression));
-      auto c = ParseTraceCompression(compression);
-      if (!c.ok()) return ctx.Child("trace_compression").Error(c.status().message());
-      e.trace_compression = *c;
-      RETURN_IF_ERROR(ReadClaims(exp, &e));
-      RETURN_IF_ERROR(ReadCommunication(exp, &e));
-      RETURN_IF_ERROR(ReadPrecision(exp, &e));
-      // A preset that dispatches in FP8 (deepseek-fp8) sets the all-to-all's
-      // payload unless `communication.dispatch_dtype` names one.
-      if (e.precision.dispatch && !e.communication.dispatch_dtype) {
-        e.communication.dispatch_dtype = e.precision.dispatch;
-      }
-      EngineContext engine_context;
-      engine_context.tp = e.parallel.tp;
-      engine_context.device_memory_bytes = e.cluster.device.memory_bytes;
-      ASSIGN_OR_RETURN(e.serving, ReadServing(exp, e.model, path, engine_context));
-      RETURN_IF_ERROR(ReadMechanisms(exp, path, &e));
-      return e;
-    }
-
-    // One swept field of an experiment and its values.
-    struct SweepAxis {
-      const SweepField* field;
-      YAML::Node values;
-    };
-
-    // An experiment node's sweep: its axes in kSweepFields order and the node with
-    // the swept lists removed, so that each point clones only scalars (cloning the
-    // lists into every point made expansion quadratic in memory).
-    struct Sweep {
-      YAML::Node base;
-      std::vector<SweepAxis> axes;
-      int64_t points = 1;
-    };
-
-    StatusOr<Sweep> ReadSweep(const YAML::Node& node, const YamlContext& ctx, int64_t max_points) {
-      Sweep sweep;
-      sweep.base = YAML::Clone(node);
-      for (const SweepField& f : kSweepFields) {
-        YAML::Node holder = SectionNode(node, f);
-        // (IsDefined first: yaml-cpp throws on type queries of missing nodes.)
-        if (!holder.IsDefined() || !holder.IsMap()) continue;
-        if (!holder[f.key].IsDefined() || !holder[f.key].IsSequence()) continue;
-        YAML::Node values = holder[f.key];
-        YamlContext fctx = FieldContext(ctx, f);
-        if (values.size() == 0) return fctx.Error("sweep list is empty");
-        std::set<std::string> seen;
-        for (size_t i = 0; i < values.size(); ++i) {
-          if (!values[i].IsScalar())
-            return fctx.Index(i).Error("expected a number in the sweep list");
-          if (!seen.insert(values[i].Scalar()).second) {
-            return fctx.Error(fmt::format("sweep lists {} more than once", values[i].Scalar()));
-          }
-        }
-        const int64_t n = static_cast<int64_t>(values.size());
-        if (sweep.points > max_points / n) {  // also keeps the product from overflowing
-          return ctx.Error(fmt::format(
-              "the sweep expands to more than {} experiments (the limit); split it into several",
-              max_points));
-        }
-        sweep.points *= n;
-        SectionNode(sweep.base, f).remove(f.key);
-        sweep.axes.push_back({&f, values});
-      }
-      return sweep;
-    }
-
-    // The node of one point: the base with each axis set to its indexed value.
-    // The value is set as text, not as the list's node: assigning a node of another
-    // document makes yaml-cpp merge that document's node set into this one, and the
-    // list's document then carries every earlier point's nodes, which made loading a
-    // sweep quadratic in its points (4,000 points: 44 s).
-    YAML::Node SweepPointNode(const Sweep& sweep, const std::vector<size_t>& index) {
-      YAML::Node copy = YAML::Clone(sweep.base);
-      for (size_t a = 0; a < sweep.axes.size(); ++a) {
-        const SweepField& f = *sweep.axes[a].field;
-        SectionNode(copy, f)[f.key] = sweep.axes[a].values[index[a]].Scalar();
-      }
-      return copy;
-    }
-
-    // Calls `fn(point name, index)` for every point of the sweep, the last axis
-    // varying fastest; names are "<name>_<tag><value>…" in kSweepFields order.
-    Status ForEachSweepPoint(
-        const Sweep& sweep, const std::string& name,
-        const std::function<Status(const std::string&, const std::vector<size_t>&)>& fn) {
-      std::vector<size_t> index(sweep.axes.size(), 0);
-      for (int64_t p = 0; p < sweep.points; ++p) {
-        std::string point_name = name;
-        for (size_t a = 0; a < sweep.axes.size(); ++a) {
-          point_name += fmt::format("_{}{}", sweep.axes[a].field->tag,
-                                    sweep.axes[a].values[index[a]].Scalar());
-        }
-        RETURN_IF_ERROR(fn(point_name, index));
-        for (size_t a = sweep.axes.size(); a-- > 0;) {
-          if (++index[a] < sweep.axes[a].values.size()) break;
-          index[a] = 0;
-        }
-      }
-      return Status::Ok();
-    }
-
-  }  // namespace
-
-  StatusOr<std::vector<Experiment>> ExperimentsFromYaml(
-      const YAML::Node& root, const std::string& path, const LoaderOptions& options) {
-    YamlContext file_ctx{path, "", ""};
-    ASSIGN_OR_RETURN(YamlMap top, YamlMap::From(root, file_ctx));
-    RETURN_IF_ERROR(top.CheckKeys({"defaults", "experiments"}));
-    YAML::Node defaults = top.Get("defaults");
-    if (defaults.IsDefined() && !defaults.IsNull() && !defaults.IsMap()) {
-      return file_ctx.Child("defaults").Error("expected a map of experiment fields");
-    }
-    YAML::Node list = top.Get("experiments");
-    if (!list.IsDefined() || !list.IsSequence() || list.size() == 0) {
-      return file_ctx.Child("experiments").Error("expected a non-empty list of experiments");
-    }
-    // First every entry's name and sweep shape (cheap), so that the points to read
-    // are counted before the first is resolved; then the points.
-    struct Entry {
-      std::string name;
-      Sweep sweep;
-      bool whole;  // every point is read (else only the point named options.only)
-    };
-    std::vector<Entry> entries;
-    int64_t total = 0;                     // the points to resolve, for options.progress
-    std::vector<std::string> sweep_names;  // each entry's name, for messages
-    for (size_t i = 0; i < list.size(); ++i) {
-      YamlContext ictx = file_ctx.Child("experiments").Index(i);
-      if (!list[i].IsMap()) return ictx.Error("expected a map describing an experiment");
-      std::string name;
-      if (!list[i]["name"].IsDefined() || !list[i]["name"].IsScalar() ||
-          list[i]["name"].Scalar().empty()) {
-        return ictx.Child("name").Error("is required but missing");
-      }
-      name = list[i]["name"].Scalar();
-      // Names are printed in messages and tables: an escape sequence would reach the terminal.
-      for (const char c : name) {
-        const auto byte = static_cast<unsigned char>(c);
-        if (byte < 0x20 || byte == 0x7f) {
-          return ictx.Child("name").Error(fmt::format(
-              "contains the control character 0x{:02x}; a name must be printable text", byte));
-        }
-      }
-      YAML::Node merged =
-          MergeYaml(defaults.IsDefined() && defaults.IsMap() ? defaults : YAML::Node(), list[i]);
-      ASSIGN_OR_RETURN(Sweep sweep,
-                       ReadSweep(merged, YamlContext{path, name, ""}, options.max_experiments));
-      sweep_names.push_back(name);
-      const bool whole = options.only.empty() || options.only == name;
-      if (whole) total += sweep.points;
-      entries.push_back({name, std::move(sweep), whole});
-    }
-    if (total == 0) total = 1;  // options.only names one point of a sweep
-    Zoo zoo{ZooDir(options, path, "models"), ZooDir(options, path, "hardware"), {}};
-    std::vector<Experiment> out;
-    std::set<std::string> names;
-    for (const Entry& entry : entries) {
-      const YamlContext ctx{path, entry.name, ""};
-      RETURN_IF_ERROR(ForEachSweepPoint(
-          entry.sweep, entry.name,
-          [&](const std::string& exp_name, const std::vector<size_t>& index) -> Status {
-            if (!names.insert(exp_name).second) {
-              return ctx.Child("name").Error(
-                  fmt::format("duplicate experiment name '{}'", exp_name));
-            }
-            if (!entry.whole && options.only != exp_name) return Status::Ok();
-            YamlContext ectx{path, exp_name, ""};
-            ASSIGN_OR_RETURN(Experiment e,
-                             ReadExperiment(SweepPointNode(entry.sweep, index), ectx, path, &zoo));
-            e.sweep_name = entry.name;
-            out.push_back(std::move(e));
-            if (options.progress) options.progress(static_cast<int64_t>(out.size()), total);
-            return Status::Ok();
-          }));
-    }
-    if (out.empty() && !options.only.empty()) {
-      return NotFound("{}: no experiment named '{}' (experiments: {})", path, options.only,
-                      fmt::join(sweep_names, ", "));
-    }
-    return out;
   }
+  return Status::Ok();
+}
 
-  StatusOr<std::vector<Experiment>> LoadExperiments(const std::string& path,
-                                                    const LoaderOptions& options) {
-    ASSIGN_OR_RETURN(YAML::Node root, LoadYamlFile(path));
-    return ExperimentsFromYaml(root, path, options);
-  }
-
-  StatusOr<std::vector<Experiment>> SelectExperiments(
-      std::vector<Experiment> all, const std::string& name, const std::string& path) {
-    if (name.empty()) return all;
-    std::vector<Experiment> out;
-    for (auto& e : all) {
-      if (e.name == name || e.sweep_name == name) out.push_back(std::move(e));
+// `precision:` (docs/configuration.md, "Precision"): a preset name, a list of
+// them (applied in order), or a map of `scheme` (either form) and role fields.
+Status ReadPrecision(const YamlMap& exp, Experiment* e) {
+  if (!exp.Has("precision")) return Status::Ok();
+  const YamlContext ctx = exp.context().Child("precision");
+  PrecisionSpec& spec = e->precision;
+  auto apply = [&](const YAML::Node& node, const YamlContext& at) -> Status {
+    std::vector<YAML::Node> names;
+    if (node.IsSequence()) {
+      for (const YAML::Node& n : node) names.push_back(n);
+    } else {
+      names.push_back(node);
     }
-    if (!out.empty()) return out;
-    std::string known;
+    if (names.empty()) return at.Error("names no scheme");
+    for (const YAML::Node& n : names) {
+      if (!n.IsScalar()) return at.Error("a scheme is a name (or a list of names)");
+      if (Status st = ApplyPrecisionPreset(n.Scalar(), &spec); !st.ok()) {
+        return at.Error(st.message());
+      }
+    }
+    return Status::Ok();
+  };
+  const YAML::Node node = exp.Get("precision");
+  if (!node.IsMap()) return apply(node, ctx);
+  ASSIGN_OR_RETURN(YamlMap p, exp.Map("precision"));
+  RETURN_IF_ERROR(p.CheckKeys({"scheme", "weights", "weight_scales", "gemm_inputs", "input_scales",
+                               "activations", "kv_cache", "lm_head", "embedding", "all_reduce"}));
+  if (p.Has("scheme")) RETURN_IF_ERROR(apply(p.Get("scheme"), ctx.Child("scheme")));
+  auto text = [&](std::string_view key, auto parser, auto* out) -> Status {
+    if (!p.Has(key)) return Status::Ok();
+    std::string s;
+    RETURN_IF_ERROR(p.Required(key, &s));
+    auto v = parser(s);
+    if (!v.ok()) return ctx.Child(key).Error(v.status().message());
+    *out = *v;
+    return Status::Ok();
+  };
+  if (p.Has("weights")) {
+    std::pair<DType, int> format;
+    RETURN_IF_ERROR(text("weights", ParseWeightFormat, &format));
+    spec.weights = format.first;
+    spec.weight_bits = format.second;
+  }
+  RETURN_IF_ERROR(text("weight_scales", ParseScales, &spec.weight_scales));
+  RETURN_IF_ERROR(text("gemm_inputs", ParseDType, &spec.gemm_inputs));
+  RETURN_IF_ERROR(text("input_scales", ParseScales, &spec.input_scales));
+  RETURN_IF_ERROR(text("activations", ParseDType, &spec.activations));
+  RETURN_IF_ERROR(text("kv_cache", ParseDType, &spec.kv_cache));
+  RETURN_IF_ERROR(text("lm_head", ParseDType, &spec.lm_head));
+  RETURN_IF_ERROR(text("embedding", ParseDType, &spec.embedding));
+  RETURN_IF_ERROR(text("all_reduce", ParseDType, &spec.all_reduce));
+  if (spec.weight_scales && (spec.weight_scales->kind == ScaleKind::kToken ||
+                             spec.weight_scales->kind == ScaleKind::kStaticTensor)) {
+    return ctx.Child("weight_scales")
+        .Error(
+            "per-token and static per-tensor scales are for GEMM inputs; weights take "
+            "none, tensor, channel, block_N or group_N");
+  }
+  if (spec.input_scales && (spec.input_scales->kind == ScaleKind::kChannel ||
+                            spec.input_scales->kind == ScaleKind::kBlock)) {
+    return ctx.Child("input_scales")
+        .Error("GEMM inputs take none, tensor, static_tensor, token or group_N scales");
+  }
+  return Status::Ok();
+}
+
+Status ReadClaims(const YamlMap& exp, Experiment* e) {
+  if (!exp.Has("claims")) return Status::Ok();
+  ASSIGN_OR_RETURN(YamlMap c, exp.Map("claims"));
+  RETURN_IF_ERROR(c.CheckKeys(KnownClaimKeys()));
+  for (const auto& kv : c.node()) {
+    std::string key = kv.first.Scalar();
+    double v = 0;
+    RETURN_IF_ERROR(c.OptionalPositive(key, &v));
+    e->claims[key] = v;
+  }
+  return Status::Ok();
+}
+
+StatusOr<Experiment> ReadExperiment(const YAML::Node& node, const YamlContext& ctx,
+                                    const std::string& path, Zoo* zoo) {
+  ASSIGN_OR_RETURN(YamlMap exp, YamlMap::From(node, ctx));
+  std::vector<std::string> known = kExperimentKeys;
+  known.insert(known.end(), ServingKeys().begin(), ServingKeys().end());  // served workloads
+  RETURN_IF_ERROR(exp.CheckKeys(known));
+  Experiment e;
+  e.source_file = path;
+  e.name = ctx.experiment;
+  RETURN_IF_ERROR(exp.Optional("description", &e.description));
+  ASSIGN_OR_RETURN(e.model, ResolveModel(exp.Get("model"), ctx.Child("model"), zoo, path));
+  ASSIGN_OR_RETURN(e.cluster, ResolveCluster(exp.Get("hardware"), ctx.Child("hardware"), zoo));
+  RETURN_IF_ERROR(ReadParallel(exp, &e));
+  RETURN_IF_ERROR(ReadWorkload(exp, &e));
+  RETURN_IF_ERROR(ReadGivenPrompts(exp, path, &e));
+  RETURN_IF_ERROR(CheckWorkloadSize(exp, e));
+  RETURN_IF_ERROR(ReadWeights(exp, path, &e.workload));
+  std::string backend = "sim";
+  RETURN_IF_ERROR(exp.Optional("backend", &backend));
+  auto b = ParseBackend(backend);
+  if (!b.ok()) return ctx.Child("backend").Error(b.status().message());
+  e.backend = *b;
+  RETURN_IF_ERROR(exp.Optional("enable_profiling", &e.enable_profiling));
+  RETURN_IF_ERROR(exp.OptionalAtLeast("trace_steps", 0, &e.trace_steps));
+  std::string compression = "none";
+  RETURN_IF_ERROR(exp.Optional("trace_compression", &compression));
+  auto c = ParseTraceCompression(compression);
+  if (!c.ok()) return ctx.Child("trace_compression").Error(c.status().message());
+  e.trace_compression = *c;
+  RETURN_IF_ERROR(ReadClaims(exp, &e));
+  RETURN_IF_ERROR(ReadCommunication(exp, &e));
+  RETURN_IF_ERROR(ReadPrecision(exp, &e));
+  // A preset that dispatches in FP8 (deepseek-fp8) sets the all-to-all's
+  // payload unless `communication.dispatch_dtype` names one.
+  if (e.precision.dispatch && !e.communication.dispatch_dtype) {
+    e.communication.dispatch_dtype = e.precision.dispatch;
+  }
+  EngineContext engine_context;
+  engine_context.tp = e.parallel.tp;
+  engine_context.device_memory_bytes = e.cluster.device.memory_bytes;
+  ASSIGN_OR_RETURN(e.serving, ReadServing(exp, e.model, path, engine_context));
+  RETURN_IF_ERROR(ReadMechanisms(exp, path, &e));
+  return e;
+}
+
+// One swept field of an experiment and its values.
+struct SweepAxis {
+  const SweepField* field;
+  YAML::Node values;
+};
+
+// An experiment node's sweep: its axes in kSweepFields order and the node with
+// the swept lists removed, so that each point clones only scalars (cloning the
+// lists into every point made expansion quadratic in memory).
+struct Sweep {
+  YAML::Node base;
+  std::vector<SweepAxis> axes;
+  int64_t points = 1;
+};
+
+StatusOr<Sweep> ReadSweep(const YAML::Node& node, const YamlContext& ctx, int64_t max_points) {
+  Sweep sweep;
+  sweep.base = YAML::Clone(node);
+  for (const SweepField& f : kSweepFields) {
+    YAML::Node holder = SectionNode(node, f);
+    // (IsDefined first: yaml-cpp throws on type queries of missing nodes.)
+    if (!holder.IsDefined() || !holder.IsMap()) continue;
+    if (!holder[f.key].IsDefined() || !holder[f.key].IsSequence()) continue;
+    YAML::Node values = holder[f.key];
+    YamlContext fctx = FieldContext(ctx, f);
+    if (values.size() == 0) return fctx.Error("sweep list is empty");
     std::set<std::string> seen;
-    for (const auto& e : all) {
-      if (seen.insert(e.sweep_name).second) known += (known.empty() ? "" : ", ") + e.sweep_name;
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (!values[i].IsScalar()) return fctx.Index(i).Error("expected a number in the sweep list");
+      if (!seen.insert(values[i].Scalar()).second) {
+        return fctx.Error(fmt::format("sweep lists {} more than once", values[i].Scalar()));
+      }
     }
-    return NotFound("{}: no experiment named '{}' (experiments: {})", path, name, known);
+    const int64_t n = static_cast<int64_t>(values.size());
+    if (sweep.points > max_points / n) {  // also keeps the product from overflowing
+      return ctx.Error(fmt::format(
+          "the sweep expands to more than {} experiments (the limit); split it into several",
+          max_points));
+    }
+    sweep.points *= n;
+    SectionNode(sweep.base, f).remove(f.key);
+    sweep.axes.push_back({&f, values});
   }
+  return sweep;
+}
+
+// The node of one point: the base with each axis set to its indexed value.
+// The value is set as text, not as the list's node: assigning a node of another
+// document makes yaml-cpp merge that document's node set into this one, and the
+// list's document then carries every earlier point's nodes, which made loading a
+// sweep quadratic in its points (4,000 points: 44 s).
+YAML::Node SweepPointNode(const Sweep& sweep, const std::vector<size_t>& index) {
+  YAML::Node copy = YAML::Clone(sweep.base);
+  for (size_t a = 0; a < sweep.axes.size(); ++a) {
+    const SweepField& f = *sweep.axes[a].field;
+    SectionNode(copy, f)[f.key] = sweep.axes[a].values[index[a]].Scalar();
+  }
+  return copy;
+}
+
+// Calls `fn(point name, index)` for every point of the sweep, the last axis
+// varying fastest; names are "<name>_<tag><value>…" in kSweepFields order.
+Status ForEachSweepPoint(
+    const Sweep& sweep, const std::string& name,
+    const std::function<Status(const std::string&, const std::vector<size_t>&)>& fn) {
+  std::vector<size_t> index(sweep.axes.size(), 0);
+  for (int64_t p = 0; p < sweep.points; ++p) {
+    std::string point_name = name;
+    for (size_t a = 0; a < sweep.axes.size(); ++a) {
+      point_name +=
+          fmt::format("_{}{}", sweep.axes[a].field->tag, sweep.axes[a].values[index[a]].Scalar());
+    }
+    RETURN_IF_ERROR(fn(point_name, index));
+    for (size_t a = sweep.axes.size(); a-- > 0;) {
+      if (++index[a] < sweep.axes[a].values.size()) break;
+      index[a] = 0;
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<std::vector<Experiment>> ExperimentsFromYaml(const YAML::Node& root,
+                                                      const std::string& path,
+                                                      const LoaderOptions& options) {
+  YamlContext file_ctx{path, "", ""};
+  ASSIGN_OR_RETURN(YamlMap top, YamlMap::From(root, file_ctx));
+  RETURN_IF_ERROR(top.CheckKeys({"defaults", "experiments"}));
+  YAML::Node defaults = top.Get("defaults");
+  if (defaults.IsDefined() && !defaults.IsNull() && !defaults.IsMap()) {
+    return file_ctx.Child("defaults").Error("expected a map of experiment fields");
+  }
+  YAML::Node list = top.Get("experiments");
+  if (!list.IsDefined() || !list.IsSequence() || list.size() == 0) {
+    return file_ctx.Child("experiments").Error("expected a non-empty list of experiments");
+  }
+  // First every entry's name and sweep shape (cheap), so that the points to read
+  // are counted before the first is resolved; then the points.
+  struct Entry {
+    std::string name;
+    Sweep sweep;
+    bool whole;  // every point is read (else only the point named options.only)
+  };
+  std::vector<Entry> entries;
+  int64_t total = 0;                     // the points to resolve, for options.progress
+  std::vector<std::string> sweep_names;  // each entry's name, for messages
+  for (size_t i = 0; i < list.size(); ++i) {
+    YamlContext ictx = file_ctx.Child("experiments").Index(i);
+    if (!list[i].IsMap()) return ictx.Error("expected a map describing an experiment");
+    std::string name;
+    if (!list[i]["name"].IsDefined() || !list[i]["name"].IsScalar() ||
+        list[i]["name"].Scalar().empty()) {
+      return ictx.Child("name").Error("is required but missing");
+    }
+    name = list[i]["name"].Scalar();
+    // Names are printed in messages and tables: an escape sequence would reach the terminal.
+    for (const char c : name) {
+      const auto byte = static_cast<unsigned char>(c);
+      if (byte < 0x20 || byte == 0x7f) {
+        return ictx.Child("name").Error(fmt::format(
+            "contains the control character 0x{:02x}; a name must be printable text", byte));
+      }
+    }
+    YAML::Node merged =
+        MergeYaml(defaults.IsDefined() && defaults.IsMap() ? defaults : YAML::Node(), list[i]);
+    ASSIGN_OR_RETURN(Sweep sweep,
+                     ReadSweep(merged, YamlContext{path, name, ""}, options.max_experiments));
+    sweep_names.push_back(name);
+    const bool whole = options.only.empty() || options.only == name;
+    if (whole) total += sweep.points;
+    entries.push_back({name, std::move(sweep), whole});
+  }
+  if (total == 0) total = 1;  // options.only names one point of a sweep
+  Zoo zoo{ZooDir(options, path, "models"), ZooDir(options, path, "hardware"), {}};
+  std::vector<Experiment> out;
+  std::set<std::string> names;
+  for (const Entry& entry : entries) {
+    const YamlContext ctx{path, entry.name, ""};
+    RETURN_IF_ERROR(ForEachSweepPoint(
+        entry.sweep, entry.name,
+        [&](const std::string& exp_name, const std::vector<size_t>& index) -> Status {
+          if (!names.insert(exp_name).second) {
+            return ctx.Child("name").Error(fmt::format("duplicate experiment name '{}'", exp_name));
+          }
+          if (!entry.whole && options.only != exp_name) return Status::Ok();
+          YamlContext ectx{path, exp_name, ""};
+          ASSIGN_OR_RETURN(Experiment e,
+                           ReadExperiment(SweepPointNode(entry.sweep, index), ectx, path, &zoo));
+          e.sweep_name = entry.name;
+          out.push_back(std::move(e));
+          if (options.progress) options.progress(static_cast<int64_t>(out.size()), total);
+          return Status::Ok();
+        }));
+  }
+  if (out.empty() && !options.only.empty()) {
+    return NotFound("{}: no experiment named '{}' (experiments: {})", path, options.only,
+                    fmt::join(sweep_names, ", "));
+  }
+  return out;
+}
+
+StatusOr<std::vector<Experiment>> LoadExperiments(const std::string& path,
+                                                  const LoaderOptions& options) {
+  ASSIGN_OR_RETURN(YAML::Node root, LoadYamlFile(path));
+  return ExperimentsFromYaml(root, path, options);
+}
+
+StatusOr<std::vector<Experiment>> SelectExperiments(std::vector<Experiment> all,
+                                                    const std::string& name,
+                                                    const std::string& path) {
+  if (name.empty()) return all;
+  std::vector<Experiment> out;
+  for (auto& e : all) {
+    if (e.name == name || e.sweep_name == name) out.push_back(std::move(e));
+  }
+  if (!out.empty()) return out;
+  std::string known;
+  std::set<std::string> seen;
+  for (const auto& e : all) {
+    if (seen.insert(e.sweep_name).second) known += (known.empty() ? "" : ", ") + e.sweep_name;
+  }
+  return NotFound("{}: no experiment named '{}' (experiments: {})", path, name, known);
+}
 
 }  // namespace shardscope
