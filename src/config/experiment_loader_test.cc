@@ -1,9 +1,9 @@
 #include "config/experiment_loader.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -152,22 +152,18 @@ TEST(ExperimentLoaderTest, OnlyReadsTheNamedPointOrSweep) {
 // Loading a sweep was quadratic in its points (4,000 points: 44 s): each point
 // assigned the list's node, and yaml-cpp merged every earlier point's nodes into
 // it. 8× the points must now take about 8× the time, not 64×.
-TEST(ExperimentLoaderTest, SweepLoadingIsLinearInItsPoints) {
-  auto seconds = [](int n) {
-    double best = 1e9;
-    for (int run = 0; run < 2; ++run) {  // the best of two: the machine is shared
-      const auto t0 = std::chrono::steady_clock::now();
-      auto exps = LoadWith(BigSweep(n), LoaderOptions{});
-      const auto t1 = std::chrono::steady_clock::now();
-      EXPECT_TRUE(exps.ok()) << exps.status().message();
-      EXPECT_EQ(exps->size(), static_cast<size_t>(2 * n));
-      best = std::min(best, std::chrono::duration<double>(t1 - t0).count());
-    }
-    return best;
-  };
-  const double small = seconds(250);   // 500 points
-  const double large = seconds(2000);  // 4,000 points
-  EXPECT_LT(large, 20 * small) << "500 points: " << small << " s, 4,000 points: " << large << " s";
+// Every point of a long sweep holds its own value (the quadratic load of issue
+// 35 came from each point's node sharing the earlier points' data); the load's
+// speed is measured in docs/BENCHMARKS.md, not asserted here.
+TEST(ExperimentLoaderTest, EveryPointOfALongSweepHoldsItsOwnValues) {
+  auto exps = LoadWith(BigSweep(2000), LoaderOptions{});  // 4,000 points
+  ASSERT_TRUE(exps.ok()) << exps.status().message();
+  ASSERT_EQ(exps->size(), 4000u);
+  for (const Experiment& e : *exps) {
+    EXPECT_EQ(e.name,
+              fmt::format("big_b{}_seq{}", e.workload.batch_size, e.workload.sequence_length));
+  }
+  EXPECT_EQ(exps->back().workload.sequence_length, 2000);
 }
 
 // A long load can say how far it is: progress gets (read, total) after each
