@@ -84,7 +84,7 @@ TEST(OpTest, Totals) {
   EXPECT_EQ(t.comm_bytes[static_cast<int>(Dim::kTp)], 100);
   PhaseProgram p;
   a.replication = 4;
-  p.ranks = {RankProgram{0, {a}}, RankProgram{1, {a}}};
+  p.ranks = {RankProgram{0, {a}, {}}, RankProgram{1, {a}, {}}};
   EXPECT_DOUBLE_EQ(UniqueFlops(p), 5.0);
 }
 

@@ -69,7 +69,7 @@ struct CollectiveCall {
   int64_t bytes = 0;             // nccl-tests message size (op.h)
   int64_t root = 0;              // broadcast: position of the root in `devices`
   // All-to-all: per_peer[i][j] = bytes member i sends member j.
-  std::vector<std::vector<int64_t>> per_peer;
+  std::vector<std::vector<int64_t>> per_peer = {};
   // All-to-all: which kernels run it (a tuned cluster; AllToAllKind) and, for
   // the hierarchical kind, the (token, node) pairs per (token, expert) pair:
   // what deduplicating per node leaves of the bytes to a remote node.
@@ -78,7 +78,7 @@ struct CollectiveCall {
   // All-to-all, instead of per_peer when non-empty: row i's non-zero entries
   // (by position), borrowed (the ops' own peer_sends), which must outlive the
   // Decompose call. A decode step's rows have a few non-zeros of n.
-  std::vector<std::span<const PeerBytes>> sparse_rows;
+  std::vector<std::span<const PeerBytes>> sparse_rows = {};
 };
 
 // Decomposes `call`. `forced` kAuto picks by the closed forms; a forced

@@ -324,8 +324,9 @@ TEST(EngineTest, RecycledTimingsAreAllRewritten) {
       for (const Op& op : prog->ranks[r].ops) {
         const OpTiming& x = a->timings[r][op.id];
         EXPECT_EQ(x.comm, op.is_comm()) << "rank " << r << " op " << op.id;
-        if (!op.is_comm())
+        if (!op.is_comm()) {
           EXPECT_EQ(x.algorithm, Algorithm::kAuto) << "rank " << r << " op " << op.id;
+        }
       }
     }
     for (OpTiming& t : a->timings.flat) {

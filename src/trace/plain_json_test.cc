@@ -74,7 +74,9 @@ TEST(PlainJsonTest, MicrosEqualParseMicrosToNs) {
       const bool token_ok = token.find('x') == std::string_view::npos;
       const bool want_ok = token_ok && ParseMicrosToNs(token, &want);
       EXPECT_EQ(ok, want_ok) << t << after;
-      if (ok && want_ok) EXPECT_EQ(got, want) << t << after;
+      if (ok && want_ok) {
+        EXPECT_EQ(got, want) << t << after;
+      }
     }
   }
 }

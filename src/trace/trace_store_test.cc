@@ -18,7 +18,7 @@ std::string RunDirOf(const StoredTrace& t) {
 TEST(TraceStoreTest, LaysOutTracesAsTheSeedsSay) {
   ScratchDir dir;
   TraceStore store(dir.File("traces"));
-  RunKey key{"deepseek-v2-lite", "tensor", 8, 512};
+  RunKey key{"deepseek-v2-lite", "tensor", 8, 512, ""};
   StoredTrace stored;
   auto writer = store.Create(key, {{"experiment", {{"name", "tp4"}}}}, &stored);
   ASSERT_TRUE(writer.ok()) << writer.status().ToString();
@@ -47,7 +47,7 @@ TEST(TraceStoreTest, LaysOutTracesAsTheSeedsSay) {
 TEST(TraceStoreTest, TimestampsNeverCollide) {
   ScratchDir dir;
   TraceStore store(dir.path());
-  RunKey key{"m", "s", 1, 1};
+  RunKey key{"m", "s", 1, 1, ""};
   std::set<std::string> seen;
   for (int i = 0; i < 50; ++i) {
     StoredTrace stored;
@@ -66,13 +66,13 @@ TEST(TraceStoreTest, ListFiltersAndMarksIncompleteRuns) {
   TraceStore store(dir.path());
   for (const char* model : {"a", "b"}) {
     for (const char* strategy : {"tp", "pp"}) {
-      auto w = store.Create({model, strategy, 2, 16}, nlohmann::json::object());
+      auto w = store.Create({model, strategy, 2, 16, ""}, nlohmann::json::object());
       ASSERT_TRUE(w.ok());
       ASSERT_TRUE((*w)->Close().ok());
     }
   }
   StoredTrace pending;
-  auto open_writer = store.Create({"a", "tp", 4, 16}, nlohmann::json::object(), &pending);
+  auto open_writer = store.Create({"a", "tp", 4, 16, ""}, nlohmann::json::object(), &pending);
   ASSERT_TRUE(open_writer.ok());
   auto all = store.List();
   ASSERT_TRUE(all.ok());
@@ -97,7 +97,7 @@ TEST(TraceStoreTest, MissingRootIsEmpty) {
 TEST(TraceStoreTest, GzipTraceIsNamedListedAndPairedWithItsMetadata) {
   ScratchDir dir;
   TraceStore store(dir.path());
-  RunKey key{"m", "s", 2, 3};
+  RunKey key{"m", "s", 2, 3, ""};
   StoredTrace stored;
   auto writer = store.Create(key, nlohmann::json::object(), &stored, TraceCompression::kGzip);
   ASSERT_TRUE(writer.ok()) << writer.status().ToString();
@@ -136,7 +136,7 @@ nlohmann::json RunMetadataOf(const std::string& experiment, const std::string& h
 }
 
 void StoreRun(const TraceStore& store, const nlohmann::json& metadata) {
-  auto w = store.Create({"deepseek-v2-lite", "tensor", 2, 128}, metadata);
+  auto w = store.Create({"deepseek-v2-lite", "tensor", 2, 128, ""}, metadata);
   ASSERT_TRUE(w.ok()) << w.status().ToString();
   ASSERT_TRUE((*w)->Close().ok());
 }
@@ -198,7 +198,7 @@ TEST(TraceStoreTest, MetadataRecordsTheIdentityUpFront) {
   ScratchDir dir;
   TraceStore store(dir.path());
   StoredTrace stored;
-  auto w = store.Create({"m", "s", 1, 1}, RunMetadataOf("e", "h200", "fp16", "sim"), &stored);
+  auto w = store.Create({"m", "s", 1, 1, ""}, RunMetadataOf("e", "h200", "fp16", "sim"), &stored);
   ASSERT_TRUE(w.ok());
   ASSERT_TRUE((*w)->Close().ok());
   auto meta = nlohmann::json::parse(ReadWholeFile(stored.metadata_path));
@@ -215,7 +215,7 @@ TEST(TraceStoreTest, UnreadableMetadataIsAnErrorNamingTheFile) {
   ScratchDir dir;
   TraceStore store(dir.path());
   StoredTrace stored;
-  auto w = store.Create({"m", "s", 1, 1}, RunMetadataOf("e", "h200", "fp16", "sim"), &stored);
+  auto w = store.Create({"m", "s", 1, 1, ""}, RunMetadataOf("e", "h200", "fp16", "sim"), &stored);
   ASSERT_TRUE(w.ok());
   ASSERT_TRUE((*w)->Close().ok());
   WriteFile(stored.metadata_path, "{\"run\": ");
