@@ -5,27 +5,9 @@
 #include <algorithm>
 #include <cmath>
 
-namespace shardscope::analysis {
+#include "core/collective.h"
 
-double BusFactor(Collective c, int64_t n) {
-  if (n <= 0) return 0;
-  double nn = static_cast<double>(n);
-  switch (c) {
-    case Collective::kAllReduce:
-      return 2.0 * (nn - 1) / nn;
-    case Collective::kAllGather:
-    case Collective::kReduceScatter:
-    case Collective::kAllToAll:
-      return (nn - 1) / nn;
-    case Collective::kSend:
-    case Collective::kRecv:
-    case Collective::kBroadcast:
-      return 1.0;
-    case Collective::kNone:
-      return 0;
-  }
-  return 0;
-}
+namespace shardscope::analysis {
 
 void RunCollector::OnMetadata(const nlohmann::json& metadata) {
   if (metadata.is_object()) data_->metadata = metadata;

@@ -146,9 +146,6 @@ struct RunData {
 // Where an op of `bytes` > 0 falls in RunData::bandwidth_by_size.
 size_t SizeBucketIndex(Collective c, GroupDim dim, double bytes);
 
-// nccl-tests bus-bandwidth factor for a collective over n ranks.
-double BusFactor(Collective c, int64_t n);
-
 // Fills RunData from the reader's events.
 class RunCollector : public trace::TraceSink {
  public:

@@ -17,6 +17,7 @@
 #include "calibrate/deepep_log.h"
 #include "calibrate/nccl_tests_log.h"
 #include "cluster/cluster_yaml.h"
+#include "core/collective.h"
 #include "sim/rank_spread.h"
 #include "sim/sim_setup.h"
 
@@ -602,7 +603,7 @@ StatusOr<CalibrationResult> CalibrateTraces(const std::vector<std::string>& path
       f.why_not = fmt::format("too few calls ({} < {})", f.samples, options.min_samples);
     } else {
       f.fit = FitLink(ms);
-      f.busbw = analysis::BusFactor(f.collective, f.group_size) * f.fit.algbw;
+      f.busbw = BusFactor(f.collective, f.group_size) * f.fit.algbw;
       // The members' wait for the latest (ranks drift apart between
       // synchronisations; a simulator's ranks do not): the median over calls
       // whose members all showed up in the traces (the mean would follow a few
@@ -772,7 +773,7 @@ Status FitNcclTests(const CalibrateOptions& options, CalibrationResult* result) 
       f.why_not = "one message size: no line (run a sweep, -b … -e …)";
     } else {
       f.fit = FitLinkRobust(ms);
-      f.busbw = analysis::BusFactor(f.collective, f.group_size) * f.fit.algbw;
+      f.busbw = BusFactor(f.collective, f.group_size) * f.fit.algbw;
       if (!f.fit.latency_known) {
         f.why_not = "no line with a latency ≥ 0 through the rows";
       } else {

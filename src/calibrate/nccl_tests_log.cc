@@ -9,6 +9,8 @@
 #include <set>
 #include <sstream>
 
+#include "core/collective.h"
+
 namespace shardscope::calibrate {
 namespace {
 
@@ -67,20 +69,6 @@ std::string BinaryName(std::string_view token) {
     }
   }
   return "";
-}
-
-double BusFactorOf(Collective c, int64_t n) {
-  const double d = static_cast<double>(n);
-  switch (c) {
-    case Collective::kAllReduce:
-      return 2 * (d - 1) / d;
-    case Collective::kAllGather:
-    case Collective::kReduceScatter:
-    case Collective::kAllToAll:
-      return (d - 1) / d;
-    default:
-      return 1;
-  }
 }
 
 // The column layout of a table, from its header line.
@@ -343,7 +331,7 @@ class Parser {
       if (!whole) return InvalidArgument("{}:{}", file_, hint);
       if (f && ranks >= 3) {
         if (std::abs(*f - 1) < 0.01) return Collective::kSend;
-        if (std::abs(*f - BusFactorOf(Collective::kAllReduce, ranks)) < 0.01) {
+        if (std::abs(*f - BusFactor(Collective::kAllReduce, ranks)) < 0.01) {
           return Collective::kAllReduce;
         }
       }
@@ -423,7 +411,7 @@ class Parser {
     }
     // The bus factor nccl-tests printed must be this collective's over these ranks.
     if (std::optional<double> f = ObservedBusFactor()) {
-      const double want = BusFactorOf(table_->collective, table_->ranks);
+      const double want = BusFactor(table_->collective, table_->ranks);
       if (std::abs(*f / want - 1) > 0.01) {
         const int line = table_->line;
         const std::string what = fmt::format(

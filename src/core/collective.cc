@@ -37,4 +37,24 @@ std::optional<Collective> ParseCollective(std::string_view s) {
   return std::nullopt;
 }
 
+double BusFactor(Collective c, int64_t n) {
+  if (n <= 0) return 0;
+  const double d = static_cast<double>(n);
+  switch (c) {
+    case Collective::kAllReduce:
+      return 2 * (d - 1) / d;
+    case Collective::kAllGather:
+    case Collective::kReduceScatter:
+    case Collective::kAllToAll:
+      return (d - 1) / d;
+    case Collective::kSend:
+    case Collective::kRecv:
+    case Collective::kBroadcast:
+      return 1;
+    case Collective::kNone:
+      return 0;
+  }
+  return 0;
+}
+
 }  // namespace shardscope

@@ -30,6 +30,11 @@ std::string_view CollectiveShortName(Collective c);
 // "all-reduce"), and "alltoallv"; nullopt for anything else.
 std::optional<Collective> ParseCollective(std::string_view s);
 
+// nccl-tests' bus-bandwidth factor of a collective over n ranks (busbw = algbw ·
+// factor): 2(n−1)/n for all-reduce, (n−1)/n for all-gather, reduce-scatter and
+// all-to-all, 1 for send/recv and broadcast; 0 for kNone or n ≤ 0.
+double BusFactor(Collective c, int64_t n);
+
 }  // namespace shardscope
 
 #endif  // SHARDSCOPE_CORE_COLLECTIVE_H_

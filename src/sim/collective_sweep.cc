@@ -50,20 +50,6 @@ std::string Bottleneck(const Topology& topo, const CollectivePlan& plan) {
 
 }  // namespace
 
-double BusFactor(Collective collective, int64_t n) {
-  const double d = static_cast<double>(n);
-  switch (collective) {
-    case Collective::kAllReduce:
-      return 2 * (d - 1) / d;
-    case Collective::kAllGather:
-    case Collective::kReduceScatter:
-    case Collective::kAllToAll:
-      return (d - 1) / d;
-    default:
-      return 1;
-  }
-}
-
 StatusOr<int64_t> ParseByteSize(std::string_view text) {
   if (text.empty()) return InvalidArgument("a size must not be empty");
   size_t digits = 0;

@@ -44,9 +44,6 @@ struct SweepRow {
   std::string bottleneck;  // "nvlink", "nic" or "latency"
 };
 
-// nccl-tests' bus factor of the collective over n members.
-double BusFactor(Collective collective, int64_t n);
-
 // Parses nccl-tests-style sizes "8", "64K", "8G" (binary: K = 1024).
 StatusOr<int64_t> ParseByteSize(std::string_view text);
 

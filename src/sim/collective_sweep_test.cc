@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "cluster/cluster_yaml.h"
+#include "core/collective.h"
 
 namespace shardscope::sim {
 namespace {

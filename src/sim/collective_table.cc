@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "core/collective.h"
 #include "sim/sim_setup.h"
 
 namespace shardscope::sim {
