@@ -32,14 +32,14 @@ StatusOr<int64_t> WriteSyntheticTrace(const std::string& path, int64_t target_by
   OpEvent ar;
   ar.category = Category::kComm;
   ar.collective = Collective::kAllReduce;
-  ar.dim = GroupDim::kTp;
+  ar.dim = Dim::kTp;
   ar.kind = "all_reduce";
   ar.stream = 1;
   ar.dtype = "bf16";
   ar.bytes = 8 * 7168 * 2;
   OpEvent p2p;
   p2p.category = Category::kComm;
-  p2p.dim = GroupDim::kPp;
+  p2p.dim = Dim::kPp;
   p2p.stream = 2;
   p2p.bytes = 8 * 7168 * 2;
   const int64_t stage_ns = kLayersPerStage * (5 * 10'000 + 2 * 6'000);

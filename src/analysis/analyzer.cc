@@ -88,7 +88,7 @@ bool RecordedByShardScope(const nlohmann::json& m) {
 std::string RankScope(int32_t rank) { return fmt::format("rank {}", rank); }
 
 std::string GroupScope(const GroupInfo& group) {
-  std::string_view dim = trace::GroupDimName(group.dim);
+  std::string_view dim = DimName(group.dim);
   return fmt::format("group {}{}{}", dim, dim.empty() ? "" : " ", RankList(group.ranks));
 }
 
@@ -184,8 +184,8 @@ std::vector<SizeBandwidth> BandwidthBySize(const RunData& data) {
     const SizeBucketSums& b = data.bandwidth_by_size[i];
     if (b.ops == 0 || b.seconds <= 0) continue;
     const size_t k = i % kSizeBuckets, cd = i / kSizeBuckets;
-    out.push_back({static_cast<Collective>(cd / trace::kNumGroupDims),
-                   static_cast<GroupDim>(cd % trace::kNumGroupDims),
+    out.push_back({static_cast<Collective>(cd / trace::kNumDimPositions),
+                   trace::kDimListOrder[cd % trace::kNumDimPositions],
                    std::ldexp(1.0, static_cast<int>(k)), b.bytes / static_cast<double>(b.ops),
                    b.ops, b.bus_bytes / b.seconds});
   }
@@ -197,8 +197,8 @@ std::vector<CommChoice> CommChoices(const RunData& data) {
   for (const auto& [i, choices] : data.comm_choices) {
     const size_t k = i % kSizeBuckets, cd = i / kSizeBuckets;
     for (const auto& [choice, ops] : choices) {
-      out.push_back({static_cast<Collective>(cd / trace::kNumGroupDims),
-                     static_cast<GroupDim>(cd % trace::kNumGroupDims),
+      out.push_back({static_cast<Collective>(cd / trace::kNumDimPositions),
+                     trace::kDimListOrder[cd % trace::kNumDimPositions],
                      std::ldexp(1.0, static_cast<int>(k)), choice, ops});
     }
   }

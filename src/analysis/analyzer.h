@@ -26,7 +26,7 @@ namespace shardscope::analysis {
 // [2^k, 2^(k+1)) bytes: Σ bytes × bus factor / Σ duration (nccl-tests' busbw).
 struct SizeBandwidth {
   Collective collective = Collective::kNone;
-  GroupDim dim = GroupDim::kNone;
+  Dim dim = Dim::kNone;
   double bucket_bytes = 0;  // 2^k
   double mean_bytes = 0;    // mean message size of its ops
   int64_t ops = 0;
@@ -38,7 +38,7 @@ struct SizeBandwidth {
 // all_to_all): "ring/ll", "nvls_tree/simple", "hierarchical", …
 struct CommChoice {
   Collective collective = Collective::kNone;
-  GroupDim dim = GroupDim::kNone;
+  Dim dim = Dim::kNone;
   double bucket_bytes = 0;  // 2^k
   std::string choice;
   int64_t ops = 0;

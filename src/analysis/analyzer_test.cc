@@ -143,14 +143,14 @@ TEST(AnalyzerTest, ForcedFormatThatReadsNothingOfAnotherFormatIsAnError) {
 TEST(AnalyzerTest, TrafficIntervalsWithinAndAcrossParallelDimensions) {
   ScratchDir dir;
   trace::Trace t;
-  auto comm = [&](int64_t ts, int64_t dur, trace::GroupDim dim) {
+  auto comm = [&](int64_t ts, int64_t dur, Dim dim) {
     trace::OpEvent op;
     op.category = trace::Category::kComm;
     op.ts_ns = ts * 1000;
     op.dur_ns = dur * 1000;
     op.dim = dim;
     op.bytes = 100;
-    if (dim == trace::GroupDim::kTp) {
+    if (dim == Dim::kTp) {
       op.collective = Collective::kAllReduce;
       op.group = {0, 1};
     } else {
@@ -159,10 +159,10 @@ TEST(AnalyzerTest, TrafficIntervalsWithinAndAcrossParallelDimensions) {
     }
     t.ops.push_back(op);
   };
-  comm(0, 10, trace::GroupDim::kTp);
-  comm(15, 5, trace::GroupDim::kPp);
-  comm(30, 10, trace::GroupDim::kTp);
-  comm(42, 3, trace::GroupDim::kPp);
+  comm(0, 10, Dim::kTp);
+  comm(15, 5, Dim::kPp);
+  comm(30, 10, Dim::kTp);
+  comm(42, 3, Dim::kPp);
   std::string path = dir.File("dims.json");
   ASSERT_TRUE(trace::WriteTrace(t, path).ok());
   auto r = AnalyzeTraceFile(path);
@@ -195,7 +195,7 @@ TEST(AnalyzerTest, AnAllToAllThatSendsNothingIsSizedZero) {
     op.category = trace::Category::kComm;
     op.dur_ns = 1000;
     op.collective = Collective::kAllToAll;
-    op.dim = trace::GroupDim::kEp;
+    op.dim = Dim::kEp;
     op.group = {0, 1};
     op.bytes_per_peer = rank == 0 ? std::vector<int64_t>{0, 300} : std::vector<int64_t>{0, 0};
     op.bytes = rank == 0 ? 300 : 0;
@@ -225,7 +225,7 @@ TEST(AnalyzerTest, BusBandwidthAgainstMessageSize) {
     trace::OpEvent op;
     op.category = trace::Category::kComm;
     op.collective = Collective::kAllReduce;
-    op.dim = trace::GroupDim::kTp;
+    op.dim = Dim::kTp;
     op.group = {0, 1, 2, 3};
     op.bytes = bytes;
     op.dur_ns = dur_ns;
@@ -241,7 +241,7 @@ TEST(AnalyzerTest, BusBandwidthAgainstMessageSize) {
   EXPECT_DOUBLE_EQ(rows[0].busbw, 4096 * 1.5 / 10e-6);
   EXPECT_EQ(rows[1].bucket_bytes, 1 << 20);
   EXPECT_EQ(rows[1].ops, 2);
-  EXPECT_EQ(rows[1].dim, trace::GroupDim::kTp);
+  EXPECT_EQ(rows[1].dim, Dim::kTp);
   EXPECT_DOUBLE_EQ(rows[1].mean_bytes, 1 << 20);
   EXPECT_DOUBLE_EQ(rows[1].busbw, 2.0 * (1 << 20) * 1.5 / 400e-6);
 }
@@ -388,7 +388,7 @@ TEST(AnalyzerTest, OneThreadAndSeveralGiveTheSameOutput) {
           ar.name = "allreduce";
           ar.category = trace::Category::kComm;
           ar.collective = Collective::kAllReduce;
-          ar.dim = trace::GroupDim::kTp;
+          ar.dim = Dim::kTp;
           ar.phase = trace::Phase::kDecode;
           ar.step = step;
           ar.group = {r / 4 * 4, r / 4 * 4 + 1, r / 4 * 4 + 2, r / 4 * 4 + 3};
@@ -403,7 +403,7 @@ TEST(AnalyzerTest, OneThreadAndSeveralGiveTheSameOutput) {
         p2p.stream = 2;
         p2p.category = trace::Category::kComm;
         p2p.collective = r < 4 ? Collective::kSend : Collective::kRecv;
-        p2p.dim = trace::GroupDim::kPp;
+        p2p.dim = Dim::kPp;
         p2p.peer = r < 4 ? r + 4 : r - 4;
         p2p.bytes = 65536;
         p2p.phase = trace::Phase::kDecode;

@@ -124,7 +124,7 @@ int64_t AddOpCounts(const RunData& data, MetricSet* out) {
   int64_t comm_ops = 0;
   std::array<int64_t, trace::kNumCollectives> ops_by_collective{};
   std::array<double, trace::kNumCollectives> time_by_collective{};  // Σ op durations (s)
-  std::array<double, trace::kNumGroupDims> time_by_dim{};
+  std::array<double, trace::kNumDimPositions> time_by_dim{};        // by trace::DimPosition
   double op_time = 0;
   for (const auto& [rank, rd] : data.ranks) {
     int64_t n = 0;
@@ -135,7 +135,7 @@ int64_t AddOpCounts(const RunData& data, MetricSet* out) {
       op_time += seconds;
       ++ops_by_collective[static_cast<int>(op.coll)];
       time_by_collective[static_cast<int>(op.coll)] += seconds;
-      time_by_dim[static_cast<int>(op.dim)] += seconds;
+      time_by_dim[trace::DimPosition(op.dim)] += seconds;
     }
     out->Add("comm_ops", RankScope(rank), static_cast<double>(n), "count");
     comm_ops += n;
@@ -156,9 +156,9 @@ int64_t AddOpCounts(const RunData& data, MetricSet* out) {
              "sum over ranks");
     out->Add("comm_op_time", scope, time_by_collective[c], "s", "sum over ranks");
   }
-  for (int d = 0; d < trace::kNumGroupDims; ++d) {
+  for (int d = 0; d < trace::kNumDimPositions; ++d) {
     if (time_by_dim[d] <= 0) continue;
-    std::string_view name = trace::GroupDimName(GroupDim(d));
+    std::string_view name = DimName(trace::kDimListOrder[d]);
     out->Add("comm_op_time", fmt::format("dim {}", name.empty() ? "none" : name), time_by_dim[d],
              "s", "sum over ranks");
   }
@@ -202,8 +202,8 @@ void AddTrafficVolume(const RunData& data, int64_t comm_ops, const Sizing& sizin
       out->Add("payload_bytes", scope, data.payload_by_collective[c], "B", "sum over ranks");
     }
   }
-  for (int d = 0; d < trace::kNumGroupDims; ++d) {
-    std::string_view name = trace::GroupDimName(GroupDim(d));
+  for (int d = 0; d < trace::kNumDimPositions; ++d) {
+    std::string_view name = DimName(trace::kDimListOrder[d]);
     std::string scope = fmt::format("dim {}", name.empty() ? "none" : name);
     if (data.payload_by_dim[d] <= 0 && data.traffic_by_dim[d] <= 0) continue;
     if (!sizing.unsized) {
@@ -368,31 +368,31 @@ void AddTrafficIntervals(const RunData& data, MetricSet* out) {
   // Indexed by group id, dimension and pair of dimensions (a lookup per op, not a map
   // search); an entry with samples is reported, in index order as a map would list it.
   std::vector<Samples> by_group(data.groups.size());
-  std::array<Samples, trace::kNumGroupDims> within;
-  std::array<Samples, trace::kNumGroupDims * trace::kNumGroupDims> across;
+  std::array<Samples, trace::kNumDimPositions> within;  // by trace::DimPosition
+  std::array<Samples, trace::kNumDimPositions * trace::kNumDimPositions> across;
   auto add = [](Samples* s, const OpRec& a, const OpRec& b) {
     s->first.push_back(Seconds(b.ts - a.end));
     s->second.push_back(Seconds(b.ts - a.ts));
   };
   auto dim_of = [&](const OpRec& op) {
-    return op.group >= 0 ? data.groups[op.group].dim : GroupDim::kNone;
+    return op.group >= 0 ? data.groups[op.group].dim : Dim::kNone;
   };
   std::vector<const OpRec*> prev_in_group(data.groups.size());
   for (const auto& [rank, rd] : data.ranks) {
     std::vector<double> gaps, arrivals;
     std::fill(prev_in_group.begin(), prev_in_group.end(), nullptr);
-    std::array<const OpRec*, trace::kNumGroupDims> prev_in_dim{};
+    std::array<const OpRec*, trace::kNumDimPositions> prev_in_dim{};
     const OpRec* prev = nullptr;
     for (const OpRec& op : rd.ops) {
       if (op.cat != Category::kComm) continue;
-      const GroupDim dim = dim_of(op);
+      const Dim dim = dim_of(op);
       if (prev) {
         gaps.push_back(Seconds(op.ts - prev->end));
         arrivals.push_back(Seconds(op.ts - prev->ts));
-        const GroupDim prev_dim = dim_of(*prev);
-        if (dim != GroupDim::kNone && prev_dim != GroupDim::kNone && dim != prev_dim) {
-          add(&across[static_cast<size_t>(prev_dim) * trace::kNumGroupDims +
-                      static_cast<size_t>(dim)],
+        const Dim prev_dim = dim_of(*prev);
+        if (dim != Dim::kNone && prev_dim != Dim::kNone && dim != prev_dim) {
+          add(&across[trace::DimPosition(prev_dim) * trace::kNumDimPositions +
+                      trace::DimPosition(dim)],
               *prev, op);
         }
       }
@@ -402,9 +402,9 @@ void AddTrafficIntervals(const RunData& data, MetricSet* out) {
         if (last != nullptr) add(&by_group[static_cast<size_t>(op.group)], *last, op);
         last = &op;
       }
-      if (dim != GroupDim::kNone) {
-        const OpRec*& last = prev_in_dim[static_cast<size_t>(dim)];
-        if (last != nullptr) add(&within[static_cast<size_t>(dim)], *last, op);
+      if (dim != Dim::kNone) {
+        const OpRec*& last = prev_in_dim[trace::DimPosition(dim)];
+        if (last != nullptr) add(&within[trace::DimPosition(dim)], *last, op);
         last = &op;
       }
     }
@@ -427,7 +427,7 @@ void AddTrafficIntervals(const RunData& data, MetricSet* out) {
   for (size_t d = 0; d < within.size(); ++d) {
     Samples& v = within[d];
     if (v.first.empty()) continue;
-    const std::string scope = fmt::format("dim {}", GroupDimName(static_cast<GroupDim>(d)));
+    const std::string scope = fmt::format("dim {}", DimName(trace::kDimListOrder[d]));
     const char* how = "each rank's consecutive calls of the dimension, pooled over ranks";
     AddSummary("comm_gap", scope, &v.first, out, how);
     AddSummary("comm_interarrival", scope, &v.second, out, how);
@@ -435,10 +435,9 @@ void AddTrafficIntervals(const RunData& data, MetricSet* out) {
   for (size_t i = 0; i < across.size(); ++i) {
     Samples& v = across[i];
     if (v.first.empty()) continue;
-    const auto first = static_cast<GroupDim>(i / trace::kNumGroupDims);
-    const auto second = static_cast<GroupDim>(i % trace::kNumGroupDims);
-    const std::string scope =
-        fmt::format("dims {} -> {}", GroupDimName(first), GroupDimName(second));
+    const Dim first = trace::kDimListOrder[i / trace::kNumDimPositions];
+    const Dim second = trace::kDimListOrder[i % trace::kNumDimPositions];
+    const std::string scope = fmt::format("dims {} -> {}", DimName(first), DimName(second));
     const char* how = "a rank's call of the first dimension followed by one of the second";
     AddSummary("comm_gap", scope, &v.first, out, how);
     AddSummary("comm_interarrival", scope, &v.second, out, how);

@@ -15,7 +15,6 @@ namespace {
 
 using trace::Category;
 using trace::Collective;
-using trace::GroupDim;
 using trace::Phase;
 using trace::SpanKind;
 
@@ -45,7 +44,7 @@ trace::OpEvent Collective2(int32_t rank, Collective c, int64_t ts, int64_t dur, 
   op.stream = 1;
   op.category = Category::kComm;
   op.collective = c;
-  op.dim = GroupDim::kTp;
+  op.dim = Dim::kTp;
   op.group = {0, 1};
   op.ts_ns = ts;
   op.dur_ns = dur;

@@ -25,7 +25,7 @@ RankData& RunCollector::Rank(int32_t rank) {
   return *last_rank_data_;
 }
 
-int32_t RunCollector::InternGroup(GroupDim dim, const std::vector<int32_t>& ranks, bool p2p) {
+int32_t RunCollector::InternGroup(Dim dim, const std::vector<int32_t>& ranks, bool p2p) {
   for (int32_t id : recent_groups_) {
     if (id >= 0 && data_->groups[id].dim == dim && data_->groups[id].ranks == ranks) return id;
   }
@@ -55,10 +55,11 @@ double* RunCollector::TrafficCell(uint64_t key) {
   return cell;
 }
 
-size_t SizeBucketIndex(Collective c, GroupDim dim, double bytes) {
+size_t SizeBucketIndex(Collective c, Dim dim, double bytes) {
   const int k = std::clamp(static_cast<int>(std::floor(std::log2(std::max(bytes, 1.0)))), 0,
                            kSizeBuckets - 1);
-  return (static_cast<size_t>(c) * trace::kNumGroupDims + static_cast<size_t>(dim)) * kSizeBuckets +
+  return (static_cast<size_t>(c) * trace::kNumDimPositions + trace::DimPosition(dim)) *
+             kSizeBuckets +
          static_cast<size_t>(k);
 }
 
@@ -92,7 +93,7 @@ void RunCollector::AddTraffic(int32_t from, int32_t to, double bytes, const trac
       (static_cast<uint64_t>(static_cast<uint32_t>(from)) << 32) | static_cast<uint32_t>(to);
   *TrafficCell(key) += bytes;
   data_->traffic_by_collective[static_cast<int>(op.collective)] += bytes;
-  data_->traffic_by_dim[static_cast<int>(op.dim)] += bytes;
+  data_->traffic_by_dim[trace::DimPosition(op.dim)] += bytes;
   rd->bytes_sent += bytes;
 }
 
@@ -145,7 +146,7 @@ void RunCollector::OnOp(const trace::OpEvent& op) {
       rec.group = InternGroup(op.dim, op.group, false);
     }
     data_->payload_by_collective[static_cast<int>(op.collective)] += static_cast<double>(op.bytes);
-    data_->payload_by_dim[static_cast<int>(op.dim)] += static_cast<double>(op.bytes);
+    data_->payload_by_dim[trace::DimPosition(op.dim)] += static_cast<double>(op.bytes);
     // Wire traffic this rank sends, by the algorithm that moved it.
     const std::vector<int32_t>& g = op.group;
     int64_t n = static_cast<int64_t>(g.size());
@@ -202,7 +203,7 @@ void RunCollector::OnOp(const trace::OpEvent& op) {
               static_cast<float>(bytes * factor / (static_cast<double>(op.dur_ns) * 1e-9)));
           if (data_->bandwidth_by_size.empty()) {
             data_->bandwidth_by_size.resize(static_cast<size_t>(trace::kNumCollectives) *
-                                            trace::kNumGroupDims * kSizeBuckets);
+                                            trace::kNumDimPositions * kSizeBuckets);
           }
           const size_t bucket = SizeBucketIndex(op.collective, op.dim, bytes);
           SizeBucketSums& b = data_->bandwidth_by_size[bucket];

@@ -22,7 +22,6 @@ namespace shardscope::analysis {
 
 using trace::Category;
 using trace::Collective;
-using trace::GroupDim;
 using trace::Phase;
 
 struct OpRec {
@@ -34,7 +33,7 @@ struct OpRec {
   Category cat = Category::kCompute;
   Collective coll = Collective::kNone;
   Phase phase = Phase::kNone;
-  GroupDim dim = GroupDim::kNone;
+  Dim dim = Dim::kNone;
 };
 static_assert(sizeof(OpRec) == 32);
 
@@ -65,7 +64,7 @@ struct RankData {
 // A communication group: its ranks (ring order as traced) and dimension.
 struct GroupInfo {
   std::vector<int32_t> ranks;
-  GroupDim dim = GroupDim::kNone;
+  Dim dim = Dim::kNone;
   bool p2p = false;  // a send/recv pair
 };
 
@@ -110,12 +109,12 @@ struct RunData {
   // Wire bytes from rank i to rank j: key (i << 32) | j.
   std::unordered_map<uint64_t, double> traffic;
   std::array<double, trace::kNumCollectives> traffic_by_collective{};
-  std::array<double, trace::kNumGroupDims> traffic_by_dim{};
+  std::array<double, trace::kNumDimPositions> traffic_by_dim{};  // by trace::DimPosition
   std::array<double, trace::kNumCollectives> payload_by_collective{};
-  std::array<double, trace::kNumGroupDims> payload_by_dim{};
+  std::array<double, trace::kNumDimPositions> payload_by_dim{};  // by trace::DimPosition
   std::map<std::pair<int32_t, Collective>, BandwidthSums> bandwidth;
-  // Indexed (collective · kNumGroupDims + dim) · kSizeBuckets + k (SizeBucketIndex); empty
-  // until a sized comm op with a duration is seen.
+  // Indexed (collective · kNumDimPositions + DimPosition(dim)) · kSizeBuckets + k
+  // (SizeBucketIndex); empty until a sized comm op with a duration is seen.
   std::vector<SizeBucketSums> bandwidth_by_size;
   // How the ops of each such bucket ran, where the trace says (a simulated run's
   // args algorithm, protocol, all_to_all): bucket index → "nvls_tree/simple",
@@ -144,7 +143,7 @@ struct RunData {
 };
 
 // Where an op of `bytes` > 0 falls in RunData::bandwidth_by_size.
-size_t SizeBucketIndex(Collective c, GroupDim dim, double bytes);
+size_t SizeBucketIndex(Collective c, Dim dim, double bytes);
 
 // Fills RunData from the reader's events.
 class RunCollector : public trace::TraceSink {
@@ -169,7 +168,7 @@ class RunCollector : public trace::TraceSink {
   RankData& Rank(int32_t rank);
   // Makes room in rd->ops for one more op (set_size_hint).
   void GrowOps(RankData* rd);
-  int32_t InternGroup(GroupDim dim, const std::vector<int32_t>& ranks, bool p2p);
+  int32_t InternGroup(Dim dim, const std::vector<int32_t>& ranks, bool p2p);
   void AddExpertTokens(const trace::OpEvent& op);
   void AddTraffic(int32_t from, int32_t to, double bytes, const trace::OpEvent& op, RankData* rd);
 
@@ -181,8 +180,8 @@ class RunCollector : public trace::TraceSink {
   RunData* const data_;
   int32_t last_rank_ = -1;
   RankData* last_rank_data_ = nullptr;
-  std::map<std::pair<GroupDim, std::vector<int32_t>>, int32_t> group_index_;
-  std::pair<GroupDim, std::vector<int32_t>> scratch_key_;
+  std::map<std::pair<Dim, std::vector<int32_t>>, int32_t> group_index_;
+  std::pair<Dim, std::vector<int32_t>> scratch_key_;
   std::vector<int32_t> pair_;  // scratch: a send/recv pair
   std::string choice_;         // scratch: a comm op's "algorithm/protocol"
   // Ids of the last few groups interned (a rank's ops repeat the same groups).

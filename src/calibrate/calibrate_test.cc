@@ -118,7 +118,7 @@ std::string WriteSyntheticTrace(const std::string& path) {
         e.category = trace::Category::kComm;
         e.kind = "all_reduce";
         e.collective = Collective::kAllReduce;
-        e.dim = trace::GroupDim::kTp;
+        e.dim = Dim::kTp;
         e.group = {0, 1};
         e.seq = seq;
         e.bytes = static_cast<int64_t>(bytes);

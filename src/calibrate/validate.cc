@@ -30,7 +30,7 @@ class KindTimes : public trace::TraceSink {
     std::string name = op.kind.empty() ? "(no op kind)" : op.kind;
     if (op.is_comm()) {
       name = std::string(CollectiveName(op.collective));
-      if (op.dim != trace::GroupDim::kNone) name += "." + std::string(GroupDimName(op.dim));
+      if (op.dim != Dim::kNone) name += "." + std::string(DimName(op.dim));
     }
     seconds[{op.phase, name}] += static_cast<double>(op.dur_ns) * 1e-9;
     if (!op.is_comm()) compute[op.phase] += static_cast<double>(op.dur_ns) * 1e-9;

@@ -1,5 +1,7 @@
 #include "config/experiment.h"
 
+#include "core/enum_names.h"
+
 namespace shardscope {
 
 int64_t ParallelSpec::Size(Dim d) const {
@@ -14,33 +16,10 @@ int64_t ParallelSpec::Size(Dim d) const {
       return dp;
     case Dim::kPp:
       return pp;
+    case Dim::kNone:
+      break;
   }
   return 1;
-}
-
-std::string_view DimName(Dim d) {
-  switch (d) {
-    case Dim::kTp:
-      return "tp";
-    case Dim::kSp:
-      return "sp";
-    case Dim::kEp:
-      return "ep";
-    case Dim::kDp:
-      return "dp";
-    case Dim::kPp:
-      return "pp";
-  }
-  return "?";
-}
-
-StatusOr<Dim> ParseDim(std::string_view name) {
-  for (int i = 0; i < kNumDims; ++i) {
-    Dim d = static_cast<Dim>(i);
-    if (DimName(d) == name) return d;
-  }
-  return InvalidArgument("unknown parallelism dimension '{}' (expected tp, sp, ep, dp or pp)",
-                         name);
 }
 
 std::string_view BackendName(Backend b) {
@@ -62,37 +41,23 @@ StatusOr<Backend> ParseBackend(std::string_view name) {
   return InvalidArgument("unknown backend '{}' (expected sim, cpu or cuda)", name);
 }
 
-std::string_view SpVariantName(SpVariant v) {
-  switch (v) {
-    case SpVariant::kZigzag:
-      return "zigzag";
-    case SpVariant::kRing:
-      return "ring";
-    case SpVariant::kStripe:
-      return "stripe";
-  }
-  return "?";
-}
+namespace {
+
+constexpr auto kSpVariantNames = MakeEnumNames<SpVariant>(
+    {{SpVariant::kZigzag, "zigzag"}, {SpVariant::kRing, "ring"}, {SpVariant::kStripe, "stripe"}});
+constexpr auto kRoutingKindNames = MakeEnumNames<RoutingKind>({{RoutingKind::kUniform, "uniform"},
+                                                               {RoutingKind::kZipf, "zipf"},
+                                                               {RoutingKind::kFixed, "fixed"}});
+
+}  // namespace
+
+std::string_view SpVariantName(SpVariant v) { return kSpVariantNames.Name(v); }
 
 StatusOr<SpVariant> ParseSpVariant(std::string_view name) {
-  if (name == "zigzag") return SpVariant::kZigzag;
-  if (name == "ring") return SpVariant::kRing;
-  if (name == "stripe") return SpVariant::kStripe;
-  return InvalidArgument("unknown ring-attention variant '{}' (expected zigzag, ring or stripe)",
-                         name);
+  return kSpVariantNames.ParseOrError(name, "ring-attention variant");
 }
 
-std::string_view RoutingKindName(RoutingKind k) {
-  switch (k) {
-    case RoutingKind::kUniform:
-      return "uniform";
-    case RoutingKind::kZipf:
-      return "zipf";
-    case RoutingKind::kFixed:
-      return "fixed";
-  }
-  return "?";
-}
+std::string_view RoutingKindName(RoutingKind k) { return kRoutingKindNames.Name(k); }
 
 const std::vector<std::string>& KnownClaimKeys() {
   static const std::vector<std::string> kKeys = {"tps", "tpot_ms", "ttft_ms", "memory_per_gpu_gb",

@@ -15,17 +15,13 @@
 #include "config/precision.h"
 #include "config/serving.h"
 #include "core/dtype.h"
+#include "core/parallel_dim.h"
 #include "core/trace_compression.h"
 #include "model/model.h"
 
 namespace shardscope {
 
 enum class Backend { kSim, kCpu, kCuda };
-
-// Parallelism dimensions. The order of this enum is the default mesh order,
-// innermost first: tp ranks are adjacent devices.
-enum class Dim { kTp = 0, kSp, kEp, kDp, kPp };
-inline constexpr int kNumDims = 5;
 
 // Ring-attention load balancing over the prompt (see docs/configuration.md).
 enum class SpVariant {
@@ -138,8 +134,6 @@ struct Experiment {
   bool two_batch_overlap = false;
 };
 
-std::string_view DimName(Dim d);  // "tp", "sp", "ep", "dp", "pp"
-StatusOr<Dim> ParseDim(std::string_view name);
 std::string_view BackendName(Backend b);
 StatusOr<Backend> ParseBackend(std::string_view name);
 std::string_view SpVariantName(SpVariant v);

@@ -121,7 +121,7 @@ TEST(KinetoImporterTest, SyntheticTraceFollowsEveryRule) {
   EXPECT_EQ(ar->collective, Collective::kAllReduce);
   EXPECT_EQ(ar->bytes, 1024);
   EXPECT_EQ(ar->group, (std::vector<int32_t>{0, 1}));
-  EXPECT_EQ(ar->dim, trace::GroupDim::kTp);
+  EXPECT_EQ(ar->dim, Dim::kTp);
   EXPECT_EQ(ar->dtype, "fp32");
   // Generic kernel joined through correlation 11 → External id 500 → record_param_comms:
   // all-to-all of 64 bf16 = 128 B; ranks truncated → pg_config "0" = [0, 1]; split [1, 3]

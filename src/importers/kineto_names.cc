@@ -9,7 +9,6 @@ namespace shardscope::importers {
 
 using kineto::Trim;
 using trace::Collective;
-using trace::GroupDim;
 
 bool IsCommKernelName(std::string_view name, Collective* collective) {
   *collective = Collective::kNone;
@@ -251,15 +250,15 @@ HostRole RoleOfHostName(std::string_view name, Kind kind, std::string_view cat, 
   }
 }
 
-GroupDim DimOfDescription(std::string_view desc) {
+Dim DimOfDescription(std::string_view desc) {
   std::string word;
-  GroupDim found = GroupDim::kNone;
+  Dim found = Dim::kNone;
   auto check = [&] {
-    if (word == "tp") found = GroupDim::kTp;
-    if (word == "pp") found = GroupDim::kPp;
-    if (word == "dp") found = GroupDim::kDp;
-    if (word == "ep") found = GroupDim::kEp;
-    if (word == "sp" || word == "cp") found = GroupDim::kSp;
+    if (word == "tp") found = Dim::kTp;
+    if (word == "pp") found = Dim::kPp;
+    if (word == "dp") found = Dim::kDp;
+    if (word == "ep") found = Dim::kEp;
+    if (word == "sp" || word == "cp") found = Dim::kSp;
     word.clear();
   };
   for (char c : desc) {

@@ -106,7 +106,7 @@ HostRole RoleOfHostName(std::string_view name, Kind kind, std::string_view cat, 
 
 // A parallelism dimension from a process-group description ("mesh_tp", "tp",
 // "default_pg"): only when one of its words is exactly a dimension's name.
-trace::GroupDim DimOfDescription(std::string_view desc);
+Dim DimOfDescription(std::string_view desc);
 
 }  // namespace kineto
 }  // namespace shardscope::importers

@@ -103,8 +103,8 @@ TEST(KinetoRulesTest, CategoriesAndHostRoles) {
   EXPECT_EQ(kineto::RoleOfHostName("aten::linear", Kind::kHostOp, "cpu_op", &step),
             HostRole::kNone);
   EXPECT_EQ(kineto::RoleOfHostName("aten::add", Kind::kHostOp, "cpu_op", &step), HostRole::kNone);
-  EXPECT_EQ(kineto::DimOfDescription("mesh_tp"), trace::GroupDim::kTp);
-  EXPECT_EQ(kineto::DimOfDescription("default_pg"), trace::GroupDim::kNone);
+  EXPECT_EQ(kineto::DimOfDescription("mesh_tp"), Dim::kTp);
+  EXPECT_EQ(kineto::DimOfDescription("default_pg"), Dim::kNone);
 }
 
 }  // namespace

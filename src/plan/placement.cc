@@ -26,6 +26,8 @@ std::string_view SizeField(Dim d) {
       return "parallelism.dp_size";
     case Dim::kPp:
       return "parallelism.pp_size";
+    case Dim::kNone:
+      break;
   }
   return "parallelism";
 }

@@ -2,63 +2,50 @@
 
 #include <fmt/format.h>
 
+#include "core/enum_names.h"
+
 namespace shardscope {
 
-std::string_view OpKindName(OpKind kind) {
-  switch (kind) {
-    case OpKind::kEmbedding:
-      return "embedding";
-    case OpKind::kNorm:
-      return "norm";
-    case OpKind::kQkvProj:
-      return "qkv_proj";
-    case OpKind::kQProj:
-      return "q_proj";
-    case OpKind::kKvProj:
-      return "kv_proj";
-    case OpKind::kKvUpProj:
-      return "kv_up_proj";
-    case OpKind::kRope:
-      return "rope";
-    case OpKind::kKvAppend:
-      return "kv_append";
-    case OpKind::kAttention:
-      return "attention";
-    case OpKind::kAttentionDecode:
-      return "attention_decode";
-    case OpKind::kAttentionMerge:
-      return "attention_merge";
-    case OpKind::kOutProj:
-      return "out_proj";
-    case OpKind::kResidualAdd:
-      return "residual_add";
-    case OpKind::kRouter:
-      return "router";
-    case OpKind::kPermute:
-      return "permute";
-    case OpKind::kExpertGemm:
-      return "expert_gemm";
-    case OpKind::kSharedExpert:
-      return "shared_expert";
-    case OpKind::kUnpermute:
-      return "unpermute";
-    case OpKind::kFfnUp:
-      return "ffn_up";
-    case OpKind::kActivation:
-      return "activation";
-    case OpKind::kFfnDown:
-      return "ffn_down";
-    case OpKind::kLmHead:
-      return "lm_head";
-    case OpKind::kSampling:
-      return "sampling";
-    case OpKind::kQuantize:
-      return "quantize";
-    case OpKind::kComm:
-      return "comm";
-  }
-  return "?";
-}
+namespace {
+
+constexpr auto kOpKindNames = MakeEnumNames<OpKind>({{OpKind::kEmbedding, "embedding"},
+                                                     {OpKind::kNorm, "norm"},
+                                                     {OpKind::kQkvProj, "qkv_proj"},
+                                                     {OpKind::kQProj, "q_proj"},
+                                                     {OpKind::kKvProj, "kv_proj"},
+                                                     {OpKind::kKvUpProj, "kv_up_proj"},
+                                                     {OpKind::kRope, "rope"},
+                                                     {OpKind::kKvAppend, "kv_append"},
+                                                     {OpKind::kAttention, "attention"},
+                                                     {OpKind::kAttentionDecode, "attention_decode"},
+                                                     {OpKind::kAttentionMerge, "attention_merge"},
+                                                     {OpKind::kOutProj, "out_proj"},
+                                                     {OpKind::kResidualAdd, "residual_add"},
+                                                     {OpKind::kRouter, "router"},
+                                                     {OpKind::kPermute, "permute"},
+                                                     {OpKind::kExpertGemm, "expert_gemm"},
+                                                     {OpKind::kSharedExpert, "shared_expert"},
+                                                     {OpKind::kUnpermute, "unpermute"},
+                                                     {OpKind::kFfnUp, "ffn_up"},
+                                                     {OpKind::kActivation, "activation"},
+                                                     {OpKind::kFfnDown, "ffn_down"},
+                                                     {OpKind::kLmHead, "lm_head"},
+                                                     {OpKind::kSampling, "sampling"},
+                                                     {OpKind::kQuantize, "quantize"},
+                                                     {OpKind::kComm, "comm"}});
+static_assert(kOpKindNames.InEnumOrder() && kOpKindNames.entries().back().value == OpKind::kComm);
+
+constexpr auto kStreamNames = MakeEnumNames<Stream>({{Stream::kCompute, "compute"},
+                                                     {Stream::kCommTp, "comm.tp"},
+                                                     {Stream::kCommSp, "comm.sp"},
+                                                     {Stream::kCommEp, "comm.ep"},
+                                                     {Stream::kCommDp, "comm.dp"},
+                                                     {Stream::kCommPp, "comm.pp"}});
+static_assert(kStreamNames.InEnumOrder() && kStreamNames.entries().size() == kNumStreams);
+
+}  // namespace
+
+std::string_view OpKindName(OpKind kind) { return kOpKindNames.Name(kind); }
 
 std::string_view RoleLabel(OpRole role) {
   switch (role) {
@@ -253,33 +240,7 @@ OpKind RoleKind(OpRole role) {
   return {};
 }
 
-std::string_view StreamName(Stream s) {
-  switch (s) {
-    case Stream::kCompute:
-      return "compute";
-    case Stream::kCommTp:
-      return "comm.tp";
-    case Stream::kCommSp:
-      return "comm.sp";
-    case Stream::kCommEp:
-      return "comm.ep";
-    case Stream::kCommDp:
-      return "comm.dp";
-    case Stream::kCommPp:
-      return "comm.pp";
-  }
-  return "?";
-}
-
-std::string_view PhaseName(Phase p) {
-  switch (p) {
-    case Phase::kPrefill:
-      return "prefill";
-    case Phase::kDecode:
-      return "decode";
-  }
-  return "?";
-}
+std::string_view StreamName(Stream s) { return kStreamNames.Name(s); }
 
 Stream CommStream(Dim d) { return static_cast<Stream>(1 + static_cast<int>(d)); }
 

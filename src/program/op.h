@@ -11,10 +11,9 @@
 
 #include "config/experiment.h"
 #include "core/collective.h"
+#include "core/phase.h"
 
 namespace shardscope {
-
-enum class Phase { kPrefill, kDecode };
 
 enum class OpKind : uint8_t {
   // Compute.
@@ -208,7 +207,6 @@ std::vector<int64_t> BytesPerPeer(const Op& op, size_t group_size);
 
 std::string_view OpKindName(OpKind kind);
 std::string_view StreamName(Stream s);
-std::string_view PhaseName(Phase p);
 // The comm stream of a parallelism dimension (kCommTp for Dim::kTp, …).
 Stream CommStream(Dim d);
 // A stable, readable op name: "L3.attention", "L3.norm.input", "L3.attention.s2",

@@ -379,9 +379,9 @@ TEST(HtmlSectionsTest, BandwidthShowsTheAlgorithmAndProtocolPerCollective) {
   ASSERT_TRUE(runs.ok()) << runs.status().message();
   using analysis::CommChoice;
   runs->front().analysis.comm_choices = {
-      {Collective::kAllReduce, trace::GroupDim::kTp, 1 << 20, "ring/ll128", 12},
-      {Collective::kAllReduce, trace::GroupDim::kTp, 1 << 20, "tree/ll", 4},
-      {Collective::kAllToAll, trace::GroupDim::kEp, 1 << 10, "low_latency", 8}};
+      {Collective::kAllReduce, Dim::kTp, 1 << 20, "ring/ll128", 12},
+      {Collective::kAllReduce, Dim::kTp, 1 << 20, "tree/ll", 4},
+      {Collective::kAllToAll, Dim::kEp, 1 << 10, "low_latency", 8}};
   Section s = BandwidthSection(*runs);
   ASSERT_EQ(s.tables.size(), 1u);
   const Table& t = s.tables[0];

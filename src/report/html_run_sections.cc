@@ -41,7 +41,7 @@ Chart SizeChart(const ReportRun& r, std::string id, double peak) {
   for (const analysis::SizeBandwidth& b : r.analysis.bandwidth_by_size) {
     xs[b.bucket_bytes] = 0;
     std::string label(CollectiveName(b.collective));
-    if (b.dim != trace::GroupDim::kNone) label += fmt::format(" ({})", trace::GroupDimName(b.dim));
+    if (b.dim != Dim::kNone) label += fmt::format(" ({})", DimName(b.dim));
     lines[label][b.bucket_bytes] = b.busbw;
   }
   std::vector<double> x;
@@ -72,8 +72,8 @@ std::optional<Table> ChoiceTable(const ReportRun& r) {
   t.columns = {"collective", "dimension", "message size", "ops", "algorithm / protocol"};
   std::map<std::tuple<int, int, double>, std::pair<int64_t, std::string>> rows;
   for (const analysis::CommChoice& c : r.analysis.comm_choices) {
-    auto& [ops, text] =
-        rows[{static_cast<int>(c.collective), static_cast<int>(c.dim), c.bucket_bytes}];
+    auto& [ops, text] = rows[{static_cast<int>(c.collective),
+                              static_cast<int>(trace::DimPosition(c.dim)), c.bucket_bytes}];
     ops += c.ops;
     if (!text.empty()) text += ", ";
     text += fmt::format("{} ×{}", c.choice, c.ops);
@@ -81,7 +81,7 @@ std::optional<Table> ChoiceTable(const ReportRun& r) {
   for (const auto& [key, value] : rows) {
     const auto& [collective, dim, bucket] = key;
     t.rows.push_back({std::string(CollectiveName(static_cast<Collective>(collective))),
-                      std::string(trace::GroupDimName(static_cast<trace::GroupDim>(dim))),
+                      std::string(DimName(trace::kDimListOrder[static_cast<size_t>(dim)])),
                       fmt::format("{} – {}", FormatBytes(bucket), FormatBytes(2 * bucket)),
                       std::to_string(value.first), value.second});
   }

@@ -2,26 +2,6 @@
 
 namespace shardscope {
 
-trace::GroupDim ToTraceDim(Dim d) {
-  switch (d) {
-    case Dim::kTp:
-      return trace::GroupDim::kTp;
-    case Dim::kSp:
-      return trace::GroupDim::kSp;
-    case Dim::kEp:
-      return trace::GroupDim::kEp;
-    case Dim::kDp:
-      return trace::GroupDim::kDp;
-    case Dim::kPp:
-      return trace::GroupDim::kPp;
-  }
-  return trace::GroupDim::kNone;
-}
-
-trace::Phase ToTracePhase(Phase p) {
-  return p == Phase::kPrefill ? trace::Phase::kPrefill : trace::Phase::kDecode;
-}
-
 void FillOpEvent(const Op& op, const Placement& placement, trace::OpEvent* e,
                  const std::vector<ExpertReplicas>* replicas) {
   e->stream = static_cast<int32_t>(op.stream);
@@ -68,14 +48,14 @@ void FillOpEvent(const Op& op, const Placement& placement, trace::OpEvent* e,
   if (!op.is_comm()) {
     e->collective = trace::Collective::kNone;
     e->kind = std::string(OpKindName(op.kind));
-    e->dim = trace::GroupDim::kNone;
+    e->dim = Dim::kNone;
     e->seq = -1;
     e->bytes = 0;
     return;
   }
   e->collective = op.collective;
   e->kind = std::string(trace::CollectiveName(e->collective));
-  e->dim = ToTraceDim(op.dim);
+  e->dim = op.dim;
   e->seq = op.seq;
   e->bytes = op.bytes;
   if (op.collective == Collective::kSend || op.collective == Collective::kRecv) {

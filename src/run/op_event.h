@@ -14,9 +14,6 @@
 
 namespace shardscope {
 
-trace::GroupDim ToTraceDim(Dim d);
-trace::Phase ToTracePhase(Phase p);
-
 // Sets e's op fields: stream, name, category, kind, layer, micro-batch, ring
 // step, FLOPs, bytes, for comm ops the collective, dimension, seq, message
 // bytes, bytes per peer, peer or group ranks and root, and for routed-expert

@@ -156,7 +156,7 @@ StatusOr<RankEvents> ParseEvents(const std::string& text) {
       e.step = a[8], e.layer = a[9], e.micro_batch = a[10], e.sp_step = a[11];
       e.flops = a[12], e.bytes_read = a[13], e.bytes_written = a[14];
       e.collective = static_cast<trace::Collective>(a[15].get<int>());
-      e.dim = static_cast<trace::GroupDim>(a[16].get<int>());
+      e.dim = static_cast<Dim>(a[16].get<int>());
       e.group = a[17].get<std::vector<int32_t>>();
       e.peer = a[18], e.root = a[19], e.seq = a[20], e.bytes = a[21];
       e.bytes_per_peer = a[22].get<std::vector<int64_t>>();

@@ -73,7 +73,7 @@ void TraceEmitter::WriteHeader(const MemoryPlan& memory) {
 
 void TraceEmitter::WritePhase(const PhaseProgram& program, const PhaseResult& result,
                               const std::vector<double>& rank_start) {
-  const trace::Phase phase = ToTracePhase(program.phase);
+  const Phase phase = program.phase;
   const int32_t step = program.phase == Phase::kDecode ? static_cast<int32_t>(program.step) : -1;
   if (step >= 0 && experiment_.trace_steps >= 0 && step >= experiment_.trace_steps) return;
   if (step >= 0) written_decode_end_ = result.rank_end;

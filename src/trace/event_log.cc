@@ -18,7 +18,7 @@ struct OpFixed {
   Category category;
   Phase phase;
   Collective collective;
-  GroupDim dim;
+  Dim dim;
   bool has_request;  // RequestArgs follow the lists
 };
 static_assert(std::is_trivially_copyable_v<OpFixed>);

@@ -33,7 +33,7 @@ TEST(EventLogTest, ReplaysEveryEventAsRecorded) {
   op.bytes_read = 11;
   op.bytes_written = 12;
   op.collective = Collective::kAllToAll;
-  op.dim = GroupDim::kEp;
+  op.dim = Dim::kEp;
   op.group = {3, 4, 5};
   op.peer = 9;
   op.root = 4;

@@ -6,6 +6,8 @@
 #ifndef SHARDSCOPE_TRACE_TRACE_EVENT_H_
 #define SHARDSCOPE_TRACE_TRACE_EVENT_H_
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -16,6 +18,8 @@
 #include <vector>
 
 #include "core/collective.h"
+#include "core/parallel_dim.h"
+#include "core/phase.h"
 
 namespace shardscope::trace {
 
@@ -28,12 +32,28 @@ using ::shardscope::CollectiveName;
 using ::shardscope::kNumCollectives;
 using ::shardscope::ParseCollective;
 
-enum class Phase : uint8_t { kNone = 0, kPrefill, kDecode };
-inline constexpr int kNumPhases = 3;
+using ::shardscope::kNumPhases;  // core/phase.h
+using ::shardscope::ParsePhase;
+using ::shardscope::Phase;
+using ::shardscope::PhaseName;
 
-// Parallelism dimension of a communication group.
-enum class GroupDim : uint8_t { kNone = 0, kTp, kPp, kSp, kDp, kEp };
-inline constexpr int kNumGroupDims = 6;
+// The parallelism dimension of a communication group (core/parallel_dim.h).
+using ::shardscope::Dim;
+using ::shardscope::DimName;
+using ::shardscope::kNumDims;
+
+// The order the analyzer and the reports list dimensions in: none, tp, pp, sp,
+// dp, ep (not the mesh order of Dim's values), and a dimension's position in it,
+// which indexes their per-dimension tables.
+inline constexpr int kNumDimPositions = kNumDims + 1;
+inline constexpr std::array<Dim, kNumDimPositions> kDimListOrder = {Dim::kNone, Dim::kTp, Dim::kPp,
+                                                                    Dim::kSp,   Dim::kDp, Dim::kEp};
+constexpr size_t DimPosition(Dim d) {
+  for (size_t i = 0; i < kDimListOrder.size(); ++i) {
+    if (kDimListOrder[i] == d) return i;
+  }
+  return 0;
+}
 
 // Spans are not work: they mark a phase or one decode step on a rank.
 enum class SpanKind : uint8_t { kPhase = 0, kStep };
@@ -42,11 +62,7 @@ enum class SpanKind : uint8_t { kPhase = 0, kStep };
 inline constexpr int32_t kSpanStream = 1000;
 
 std::string_view CategoryName(Category c);
-std::string_view PhaseName(Phase p);        // "prefill", "decode", "" for kNone
-std::string_view GroupDimName(GroupDim d);  // "tp", …, "" for kNone
 std::optional<Category> ParseCategory(std::string_view s);
-std::optional<Phase> ParsePhase(std::string_view s);
-std::optional<GroupDim> ParseGroupDim(std::string_view s);
 
 // One op (kernel or communication call) of one rank: a Chrome "X" event.
 // A served request's lifetime, on its request span (trace_format.md,
@@ -85,7 +101,7 @@ struct OpEvent {
   int64_t bytes_read = 0;
   int64_t bytes_written = 0;
   Collective collective = Collective::kNone;
-  GroupDim dim = GroupDim::kNone;
+  Dim dim = Dim::kNone;
   std::vector<int32_t> group;           // global ranks of the group, in ring order
   int32_t peer = -1;                    // send/recv: the other global rank
   int32_t root = -1;                    // broadcast: the global rank that owns the data

@@ -316,9 +316,9 @@ void TraceWriter::AddOp(const OpEvent& op) {
     p = Lit(p, ",\"collective\":");
     p = JsonString(p, CollectiveName(op.collective));
   }
-  if (op.dim != GroupDim::kNone) {
+  if (op.dim != Dim::kNone) {
     p = Lit(p, ",\"dim\":");
-    p = JsonString(p, GroupDimName(op.dim));
+    p = JsonString(p, DimName(op.dim));
   }
   if (!op.group.empty()) {
     p = Lit(p, ",\"group\":");

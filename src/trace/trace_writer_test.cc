@@ -58,7 +58,7 @@ Trace RichTrace() {
   c.step = 3;
   c.sp_step = 1;
   c.collective = Collective::kAllToAll;
-  c.dim = GroupDim::kEp;
+  c.dim = Dim::kEp;
   c.group = {0, 1, 2};
   c.bytes = 600;
   c.bytes_per_peer = {100, 200, 300};
@@ -72,7 +72,7 @@ Trace RichTrace() {
   s.ts_ns = -5;
   s.dur_ns = 1'000'001;
   s.collective = Collective::kSend;
-  s.dim = GroupDim::kPp;
+  s.dim = Dim::kPp;
   s.peer = 0;
   s.root = 3;
   s.bytes = 1;
