@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <limits>
 
+#include "core/enum_names.h"
+
 namespace shardscope {
 namespace {
 
@@ -243,41 +245,30 @@ double ClusterSpec::LatencyBetween(int64_t a, int64_t b) const {
   return scale_out.latency;
 }
 
-std::string_view DeviceKindName(DeviceKind kind) {
-  switch (kind) {
-    case DeviceKind::kGpu:
-      return "gpu";
-    case DeviceKind::kTpu:
-      return "tpu";
-    case DeviceKind::kCpu:
-      return "cpu";
-  }
-  return "?";
-}
+namespace {
 
-std::string_view ScaleUpKindName(ScaleUpKind kind) {
-  switch (kind) {
-    case ScaleUpKind::kNone:
-      return "none";
-    case ScaleUpKind::kSwitched:
-      return "switched";
-    case ScaleUpKind::kTorus:
-      return "torus";
-  }
-  return "?";
-}
+constexpr auto kDeviceKindNames = MakeEnumNames<DeviceKind>(
+    {{DeviceKind::kGpu, "gpu"}, {DeviceKind::kTpu, "tpu"}, {DeviceKind::kCpu, "cpu"}});
+// The names first, then the aliases the parser accepts.
+constexpr auto kScaleUpKindNames = MakeEnumNames<ScaleUpKind>({{ScaleUpKind::kNone, "none"},
+                                                               {ScaleUpKind::kSwitched, "switched"},
+                                                               {ScaleUpKind::kTorus, "torus"},
+                                                               {ScaleUpKind::kSwitched, "nvswitch"},
+                                                               {ScaleUpKind::kSwitched, "nvlink"},
+                                                               {ScaleUpKind::kTorus, "ici"}});
+
+}  // namespace
+
+std::string_view DeviceKindName(DeviceKind kind) { return kDeviceKindNames.Name(kind); }
+
+std::string_view ScaleUpKindName(ScaleUpKind kind) { return kScaleUpKindNames.Name(kind); }
 
 StatusOr<DeviceKind> ParseDeviceKind(std::string_view name) {
-  if (name == "gpu") return DeviceKind::kGpu;
-  if (name == "tpu") return DeviceKind::kTpu;
-  if (name == "cpu") return DeviceKind::kCpu;
-  return InvalidArgument("unknown device kind '{}' (expected gpu, tpu or cpu)", name);
+  return kDeviceKindNames.ParseOrError(name, "device kind");
 }
 
 StatusOr<ScaleUpKind> ParseScaleUpKind(std::string_view name) {
-  if (name == "none") return ScaleUpKind::kNone;
-  if (name == "switched" || name == "nvswitch" || name == "nvlink") return ScaleUpKind::kSwitched;
-  if (name == "torus" || name == "ici") return ScaleUpKind::kTorus;
+  if (std::optional<ScaleUpKind> kind = kScaleUpKindNames.Parse(name)) return *kind;
   return InvalidArgument(
       "unknown scale-up kind '{}' (expected none, switched (nvswitch, nvlink) or torus (ici))",
       name);

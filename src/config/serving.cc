@@ -6,9 +6,21 @@
 
 #include "config/engine_profile.h"
 #include "config/request_file.h"
+#include "core/enum_names.h"
 
 namespace shardscope {
 namespace {
+
+constexpr auto kArrivalProcessNames =
+    MakeEnumNames<ArrivalProcess>({{ArrivalProcess::kPoisson, "poisson"},
+                                   {ArrivalProcess::kGamma, "gamma"},
+                                   {ArrivalProcess::kClosedLoop, "closed_loop"},
+                                   {ArrivalProcess::kFile, "file"}});
+constexpr auto kAdmissionNames = MakeEnumNames<Admission>(
+    {{Admission::kRecompute, "recompute"}, {Admission::kGuaranteedNoEvict, "guaranteed_no_evict"}});
+constexpr auto kRouterPolicyNames =
+    MakeEnumNames<RouterPolicy>({{RouterPolicy::kRoundRobin, "round_robin"},
+                                 {RouterPolicy::kLeastOutstanding, "least_outstanding"}});
 
 // The most requests one served run may simulate (`workload.requests`, or rate ×
 // duration_s when no count is given): 10 000 take about 9 s; far more would run
@@ -368,19 +380,7 @@ StatusOr<std::optional<ServingSpec>> ReadServing(const YamlMap& exp, const Model
   return std::optional<ServingSpec>(std::move(s));
 }
 
-std::string_view ArrivalProcessName(ArrivalProcess p) {
-  switch (p) {
-    case ArrivalProcess::kPoisson:
-      return "poisson";
-    case ArrivalProcess::kGamma:
-      return "gamma";
-    case ArrivalProcess::kClosedLoop:
-      return "closed_loop";
-    case ArrivalProcess::kFile:
-      return "file";
-  }
-  return "?";
-}
+std::string_view ArrivalProcessName(ArrivalProcess p) { return kArrivalProcessNames.Name(p); }
 
 double ServingPathSpec::IterationSeconds(int64_t batch, int64_t tokens, int64_t workers) const {
   return iteration + iteration_per_request * static_cast<double>(batch) +
@@ -388,13 +388,9 @@ double ServingPathSpec::IterationSeconds(int64_t batch, int64_t tokens, int64_t 
          token * static_cast<double>(tokens);
 }
 
-std::string_view AdmissionName(Admission a) {
-  return a == Admission::kRecompute ? "recompute" : "guaranteed_no_evict";
-}
+std::string_view AdmissionName(Admission a) { return kAdmissionNames.Name(a); }
 
-std::string_view RouterPolicyName(RouterPolicy p) {
-  return p == RouterPolicy::kRoundRobin ? "round_robin" : "least_outstanding";
-}
+std::string_view RouterPolicyName(RouterPolicy p) { return kRouterPolicyNames.Name(p); }
 
 nlohmann::json ServingToJson(const ServingSpec& s) {
   nlohmann::json arrivals = {{"process", ArrivalProcessName(s.arrivals.process)}};

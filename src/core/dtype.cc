@@ -1,6 +1,26 @@
 #include "core/dtype.h"
 
+#include "core/enum_names.h"
+
 namespace shardscope {
+namespace {
+
+// The names first, then the aliases the parser accepts.
+constexpr auto kDTypeNames = MakeEnumNames<DType>({{DType::kFp32, "fp32"},
+                                                   {DType::kTf32, "tf32"},
+                                                   {DType::kBf16, "bf16"},
+                                                   {DType::kFp16, "fp16"},
+                                                   {DType::kFp8, "fp8"},
+                                                   {DType::kInt8, "int8"},
+                                                   {DType::kFp32, "float32"},
+                                                   {DType::kFp32, "float"},
+                                                   {DType::kBf16, "bfloat16"},
+                                                   {DType::kFp16, "float16"},
+                                                   {DType::kFp16, "half"},
+                                                   {DType::kFp8, "float8"},
+                                                   {DType::kFp8, "fp8_e4m3"}});
+
+}  // namespace
 
 int64_t DTypeSize(DType dtype) {
   switch (dtype) {
@@ -17,31 +37,10 @@ int64_t DTypeSize(DType dtype) {
   return 0;
 }
 
-std::string_view DTypeName(DType dtype) {
-  switch (dtype) {
-    case DType::kFp32:
-      return "fp32";
-    case DType::kTf32:
-      return "tf32";
-    case DType::kBf16:
-      return "bf16";
-    case DType::kFp16:
-      return "fp16";
-    case DType::kFp8:
-      return "fp8";
-    case DType::kInt8:
-      return "int8";
-  }
-  return "?";
-}
+std::string_view DTypeName(DType dtype) { return kDTypeNames.Name(dtype); }
 
 StatusOr<DType> ParseDType(std::string_view name) {
-  if (name == "fp32" || name == "float32" || name == "float") return DType::kFp32;
-  if (name == "tf32") return DType::kTf32;
-  if (name == "bf16" || name == "bfloat16") return DType::kBf16;
-  if (name == "fp16" || name == "float16" || name == "half") return DType::kFp16;
-  if (name == "fp8" || name == "float8" || name == "fp8_e4m3") return DType::kFp8;
-  if (name == "int8") return DType::kInt8;
+  if (std::optional<DType> dtype = kDTypeNames.Parse(name)) return *dtype;
   return InvalidArgument("unknown dtype '{}' (expected fp32, tf32, bf16, fp16, fp8 or int8)", name);
 }
 

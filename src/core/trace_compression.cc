@@ -1,21 +1,21 @@
 #include "core/trace_compression.h"
 
+#include "core/enum_names.h"
+
 namespace shardscope {
+namespace {
+
+constexpr auto kTraceCompressionNames = MakeEnumNames<TraceCompression>(
+    {{TraceCompression::kNone, "none"}, {TraceCompression::kGzip, "gzip"}});
+
+}  // namespace
 
 std::string_view TraceCompressionName(TraceCompression c) {
-  switch (c) {
-    case TraceCompression::kNone:
-      return "none";
-    case TraceCompression::kGzip:
-      return "gzip";
-  }
-  return "none";
+  return kTraceCompressionNames.Name(c, "none");
 }
 
 StatusOr<TraceCompression> ParseTraceCompression(std::string_view name) {
-  if (name == "none") return TraceCompression::kNone;
-  if (name == "gzip") return TraceCompression::kGzip;
-  return InvalidArgument("unknown trace compression '{}' (expected none or gzip)", name);
+  return kTraceCompressionNames.ParseOrError(name, "trace compression");
 }
 
 }  // namespace shardscope

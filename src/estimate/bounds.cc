@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/enum_names.h"
 #include "core/units.h"
 #include "program/program_builder.h"
 
@@ -82,19 +83,13 @@ LinkBytes CommBytes(const Op& op, int64_t rank, const Placement& pl, const Clust
   }
 }
 
+constexpr auto kBoundKindNames = MakeEnumNames<BoundKind>({{BoundKind::kCompute, "compute"},
+                                                           {BoundKind::kMemory, "memory bandwidth"},
+                                                           {BoundKind::kNetwork, "network"}});
+
 }  // namespace
 
-std::string_view BoundKindName(BoundKind kind) {
-  switch (kind) {
-    case BoundKind::kCompute:
-      return "compute";
-    case BoundKind::kMemory:
-      return "memory bandwidth";
-    case BoundKind::kNetwork:
-      return "network";
-  }
-  return "?";
-}
+std::string_view BoundKindName(BoundKind kind) { return kBoundKindNames.Name(kind); }
 
 double PhaseBound::seconds() const { return std::max({compute, memory, network}); }
 

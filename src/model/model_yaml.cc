@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <system_error>
 
+#include "core/enum_names.h"
+
 namespace shardscope {
 namespace {
 
@@ -91,91 +93,48 @@ Status ReadRopeScaling(const YamlMap& map, RopeScaling* rs) {
   return Status::Ok();
 }
 
+constexpr auto kAttentionKindNames =
+    MakeEnumNames<AttentionKind>({{AttentionKind::kGqa, "gqa"}, {AttentionKind::kMla, "mla"}});
+constexpr auto kActivationNames =
+    MakeEnumNames<Activation>({{Activation::kSwiGlu, "swiglu"}, {Activation::kGelu, "gelu"}});
+constexpr auto kRouterKindNames = MakeEnumNames<RouterKind>(
+    {{RouterKind::kSoftmax, "softmax"}, {RouterKind::kSigmoidBias, "sigmoid_bias"}});
+constexpr auto kNormKindNames =
+    MakeEnumNames<NormKind>({{NormKind::kRmsNorm, "rmsnorm"}, {NormKind::kLayerNorm, "layernorm"}});
+constexpr auto kRopeScalingKindNames =
+    MakeEnumNames<RopeScalingKind>({{RopeScalingKind::kNone, "none"},
+                                    {RopeScalingKind::kLinear, "linear"},
+                                    {RopeScalingKind::kLlama3, "llama3"},
+                                    {RopeScalingKind::kYarn, "yarn"}});
+
 }  // namespace
 
-std::string_view AttentionKindName(AttentionKind kind) {
-  switch (kind) {
-    case AttentionKind::kGqa:
-      return "gqa";
-    case AttentionKind::kMla:
-      return "mla";
-  }
-  return "?";
-}
-
+std::string_view AttentionKindName(AttentionKind kind) { return kAttentionKindNames.Name(kind); }
 StatusOr<AttentionKind> ParseAttentionKind(std::string_view name) {
-  if (name == "gqa") return AttentionKind::kGqa;
-  if (name == "mla") return AttentionKind::kMla;
-  return InvalidArgument("unknown attention kind '{}' (expected gqa or mla)", name);
+  return kAttentionKindNames.ParseOrError(name, "attention kind");
 }
 
-std::string_view ActivationName(Activation activation) {
-  switch (activation) {
-    case Activation::kSwiGlu:
-      return "swiglu";
-    case Activation::kGelu:
-      return "gelu";
-  }
-  return "?";
-}
-
+std::string_view ActivationName(Activation activation) { return kActivationNames.Name(activation); }
 StatusOr<Activation> ParseActivation(std::string_view name) {
-  if (name == "swiglu") return Activation::kSwiGlu;
-  if (name == "gelu") return Activation::kGelu;
-  return InvalidArgument("unknown activation '{}' (expected swiglu or gelu)", name);
+  return kActivationNames.ParseOrError(name, "activation");
 }
 
-std::string_view RouterKindName(RouterKind kind) {
-  switch (kind) {
-    case RouterKind::kSoftmax:
-      return "softmax";
-    case RouterKind::kSigmoidBias:
-      return "sigmoid_bias";
-  }
-  return "?";
-}
-
+std::string_view RouterKindName(RouterKind kind) { return kRouterKindNames.Name(kind); }
 StatusOr<RouterKind> ParseRouterKind(std::string_view name) {
-  if (name == "softmax") return RouterKind::kSoftmax;
-  if (name == "sigmoid_bias") return RouterKind::kSigmoidBias;
-  return InvalidArgument("unknown router '{}' (expected softmax or sigmoid_bias)", name);
+  return kRouterKindNames.ParseOrError(name, "router");
 }
 
-std::string_view NormKindName(NormKind kind) {
-  switch (kind) {
-    case NormKind::kRmsNorm:
-      return "rmsnorm";
-    case NormKind::kLayerNorm:
-      return "layernorm";
-  }
-  return "?";
-}
-
+std::string_view NormKindName(NormKind kind) { return kNormKindNames.Name(kind); }
 StatusOr<NormKind> ParseNormKind(std::string_view name) {
-  if (name == "rmsnorm") return NormKind::kRmsNorm;
-  if (name == "layernorm") return NormKind::kLayerNorm;
-  return InvalidArgument("unknown norm '{}' (expected rmsnorm or layernorm)", name);
+  return kNormKindNames.ParseOrError(name, "norm");
 }
 
 std::string_view RopeScalingKindName(RopeScalingKind kind) {
-  switch (kind) {
-    case RopeScalingKind::kNone:
-      return "none";
-    case RopeScalingKind::kLinear:
-      return "linear";
-    case RopeScalingKind::kLlama3:
-      return "llama3";
-    case RopeScalingKind::kYarn:
-      return "yarn";
-  }
-  return "?";
+  return kRopeScalingKindNames.Name(kind);
 }
-
 StatusOr<RopeScalingKind> ParseRopeScalingKind(std::string_view name) {
-  if (name == "none" || name == "default") return RopeScalingKind::kNone;
-  if (name == "linear") return RopeScalingKind::kLinear;
-  if (name == "llama3") return RopeScalingKind::kLlama3;
-  if (name == "yarn") return RopeScalingKind::kYarn;
+  if (name == "default") return RopeScalingKind::kNone;
+  if (std::optional<RopeScalingKind> kind = kRopeScalingKindNames.Parse(name)) return *kind;
   return InvalidArgument(
       "unknown rope scaling '{}' (expected none, linear, llama3 or yarn; dynamic and longrope "
       "are not supported)",

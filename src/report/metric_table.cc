@@ -7,10 +7,14 @@
 #include <vector>
 
 #include "analysis/ccl_bench_names.h"
+#include "core/enum_names.h"
 #include "core/units.h"
 
 namespace shardscope::report {
 namespace {
+
+constexpr auto kTableFormatNames = MakeEnumNames<TableFormat>(
+    {{TableFormat::kMarkdown, "md"}, {TableFormat::kJson, "json"}, {TableFormat::kCsv, "csv"}});
 
 using analysis::Metric;
 using analysis::MetricSet;
@@ -66,10 +70,8 @@ std::string CsvField(std::string_view s) {
 }
 
 StatusOr<TableFormat> ParseTableFormat(std::string_view name) {
-  if (name == "md" || name == "markdown") return TableFormat::kMarkdown;
-  if (name == "json") return TableFormat::kJson;
-  if (name == "csv") return TableFormat::kCsv;
-  return InvalidArgument("unknown format '{}' (expected md, json or csv)", name);
+  if (name == "markdown") return TableFormat::kMarkdown;
+  return kTableFormatNames.ParseOrError(name, "format");
 }
 
 std::string FormatValue(double v, std::string_view unit) {

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/enum_names.h"
 #include "core/units.h"
 #include "estimate/bounds.h"
 #include "plan/memory.h"
@@ -13,23 +14,18 @@
 
 namespace shardscope::search {
 
-std::string_view OutcomeName(Outcome o) {
-  switch (o) {
-    case Outcome::kInvalidPlan:
-      return "plan";
-    case Outcome::kOverBudget:
-      return "device budget";
-    case Outcome::kNoMemoryFit:
-      return "memory";
-    case Outcome::kSloBound:
-      return "slo bound";
-    case Outcome::kDominated:
-      return "dominated";
-    case Outcome::kSimulated:
-      return "simulated";
-  }
-  return "?";
-}
+namespace {
+
+constexpr auto kOutcomeNames = MakeEnumNames<Outcome>({{Outcome::kInvalidPlan, "plan"},
+                                                       {Outcome::kOverBudget, "device budget"},
+                                                       {Outcome::kNoMemoryFit, "memory"},
+                                                       {Outcome::kSloBound, "slo bound"},
+                                                       {Outcome::kDominated, "dominated"},
+                                                       {Outcome::kSimulated, "simulated"}});
+
+}  // namespace
+
+std::string_view OutcomeName(Outcome o) { return kOutcomeNames.Name(o); }
 
 namespace {
 

@@ -3,29 +3,23 @@
 #include <algorithm>
 
 #include "config/experiment_loader.h"
+#include "core/enum_names.h"
 
 namespace shardscope::search {
 
-std::string_view ObjectiveName(Objective o) {
-  switch (o) {
-    case Objective::kThroughput:
-      return "throughput";
-    case Objective::kTtft:
-      return "ttft";
-    case Objective::kTpot:
-      return "tpot";
-    case Objective::kCost:
-      return "cost";
-  }
-  return "?";
-}
+namespace {
+
+constexpr auto kObjectiveNames = MakeEnumNames<Objective>({{Objective::kThroughput, "throughput"},
+                                                           {Objective::kTtft, "ttft"},
+                                                           {Objective::kTpot, "tpot"},
+                                                           {Objective::kCost, "cost"}});
+
+}  // namespace
+
+std::string_view ObjectiveName(Objective o) { return kObjectiveNames.Name(o); }
 
 StatusOr<Objective> ParseObjective(std::string_view name) {
-  for (Objective o :
-       {Objective::kThroughput, Objective::kTtft, Objective::kTpot, Objective::kCost}) {
-    if (name == ObjectiveName(o)) return o;
-  }
-  return InvalidArgument("unknown objective '{}' (expected throughput, ttft, tpot or cost)", name);
+  return kObjectiveNames.ParseOrError(name, "objective");
 }
 
 namespace {

@@ -5,14 +5,22 @@
 #include <cmath>
 #include <optional>
 
+#include "core/enum_names.h"
 #include "core/yaml_reader.h"
 
 namespace shardscope::sim {
 namespace {
 
-constexpr OpClass kAllClasses[] = {
-    OpClass::kGemm,   OpClass::kAttention, OpClass::kAttentionDecode, OpClass::kElementwise,
-    OpClass::kGather, OpClass::kGemv,      OpClass::kSmallGemm};
+constexpr auto kOpClassNames =
+    MakeEnumNames<OpClass>({{OpClass::kGemm, "gemm"},
+                            {OpClass::kAttention, "attention"},
+                            {OpClass::kAttentionDecode, "attention_decode"},
+                            {OpClass::kElementwise, "elementwise"},
+                            {OpClass::kGather, "gather"},
+                            {OpClass::kGemv, "gemv"},
+                            {OpClass::kSmallGemm, "small_gemm"}});
+static_assert(kOpClassNames.InEnumOrder() &&
+              kOpClassNames.entries().back().value == OpClass::kSmallGemm);
 
 std::string Lower(std::string_view s) {
   std::string out(s);
@@ -116,31 +124,11 @@ StatusOr<OpKind> ParseOpKind(std::string_view name) {
 }
 
 StatusOr<OpClass> ParseOpClass(std::string_view name) {
-  for (OpClass c : kAllClasses) {
-    if (OpClassName(c) == name) return c;
-  }
+  if (std::optional<OpClass> c = kOpClassNames.Parse(name)) return *c;
   return InvalidArgument("unknown op class '{}'", name);
 }
 
-std::string_view OpClassName(OpClass c) {
-  switch (c) {
-    case OpClass::kGemm:
-      return "gemm";
-    case OpClass::kAttention:
-      return "attention";
-    case OpClass::kAttentionDecode:
-      return "attention_decode";
-    case OpClass::kElementwise:
-      return "elementwise";
-    case OpClass::kGather:
-      return "gather";
-    case OpClass::kGemv:
-      return "gemv";
-    case OpClass::kSmallGemm:
-      return "small_gemm";
-  }
-  return "?";
-}
+std::string_view OpClassName(OpClass c) { return kOpClassNames.Name(c); }
 
 const Efficiency& Calibration::For(OpKind kind) const {
   auto k = kinds.find(kind);
@@ -168,7 +156,8 @@ Status Calibration::Validate() const {
     }
     return Status::Ok();
   };
-  for (OpClass c : kAllClasses) {
+  for (const EnumName<OpClass>& entry : kOpClassNames.entries()) {
+    const OpClass c = entry.value;
     if (!classes.count(c)) return InvalidArgument("op class '{}' has no entry", OpClassName(c));
     RETURN_IF_ERROR(check(classes.at(c), OpClassName(c)));
   }
