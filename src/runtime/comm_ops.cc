@@ -11,7 +11,7 @@ StatusOr<Request> PhaseRunner::PostComm(const Op& op, MicroBatch& mb, OpRecord* 
   auto sum = [&](const TensorRef& t) -> StatusOr<Request> {
     if (!t.contiguous()) return InternalError("all-reduce of a strided view");
     rec->bytes = t.bytes();
-    return c_.AllReduce(op.group_id, t.data, t.elements(), t.dtype, {});
+    return comm_.AllReduce(op.group_id, t.data, t.elements(), t.dtype, {});
   };
   switch (op.role) {
     case OpRole::kEmbeddingReduce:
@@ -23,28 +23,28 @@ StatusOr<Request> PhaseRunner::PostComm(const Op& op, MicroBatch& mb, OpRecord* 
     case OpRole::kArgMaxGather:
       mb.all_best.resize(mb.local_best.size() * static_cast<size_t>(tp_));
       rec->bytes = static_cast<int64_t>(mb.all_best.size() * sizeof(ArgMaxPair));
-      return c_.AllGather(op.group_id, mb.local_best.data(),
-                          static_cast<int64_t>(mb.local_best.size() * sizeof(ArgMaxPair)),
-                          mb.all_best.data(), {});
+      return comm_.AllGather(op.group_id, mb.local_best.data(),
+                             static_cast<int64_t>(mb.local_best.size() * sizeof(ArgMaxPair)),
+                             mb.all_best.data(), {});
     case OpRole::kAttnGather:
       RETURN_IF_ERROR(Act(&mb.gathered, {sp_, mb.packed.elements()}));
       rec->bytes = mb.gathered.bytes();
-      return c_.AllGather(op.group_id, mb.packed.data, mb.packed.bytes(), mb.gathered.data, {});
+      return comm_.AllGather(op.group_id, mb.packed.data, mb.packed.bytes(), mb.gathered.data, {});
     case OpRole::kTokenIds:
       rec->bytes = static_cast<int64_t>(mb.out_ids.size() * 4);
       if (op.collective == Collective::kBroadcast) {
         mb.ids_ready = true;
-        return c_.Broadcast(op.group_id, mb.out_ids.data(), rec->bytes, op.peer, {});
+        return comm_.Broadcast(op.group_id, mb.out_ids.data(), rec->bytes, op.peer, {});
       }
       if (!p2p) break;
       if (!send) mb.ids_ready = true;
-      return send ? c_.Send(op.peer, mb.out_ids.data(), rec->bytes, Tag(op), {})
-                  : c_.Recv(op.peer, mb.out_ids.data(), rec->bytes, Tag(op), {});
+      return send ? comm_.Send(op.peer, mb.out_ids.data(), rec->bytes, Tag(op), {})
+                  : comm_.Recv(op.peer, mb.out_ids.data(), rec->bytes, Tag(op), {});
     case OpRole::kActivations:
       if (!p2p) break;
       rec->bytes = mb.x.bytes();
-      return send ? c_.Send(op.peer, mb.x.data, rec->bytes, Tag(op), {})
-                  : c_.Recv(op.peer, mb.x.data, rec->bytes, Tag(op), {});
+      return send ? comm_.Send(op.peer, mb.x.data, rec->bytes, Tag(op), {})
+                  : comm_.Recv(op.peer, mb.x.data, rec->bytes, Tag(op), {});
     case OpRole::kRingKv: {
       if (!p2p) break;
       if (mb.blocks.empty()) return InternalError("ring send before the own K/V block exists");
@@ -54,16 +54,16 @@ StatusOr<Request> PhaseRunner::PostComm(const Op& op, MicroBatch& mb, OpRecord* 
         }
         const TensorRef& held = mb.blocks[static_cast<size_t>(op.sp_step)];
         rec->bytes = held.bytes();
-        return c_.Send(op.peer, held.data, rec->bytes, Tag(op), {});
+        return comm_.Send(op.peer, held.data, rec->bytes, Tag(op), {});
       }
       // Blocks all have the shape of this rank's own block (S/sp tokens per
       // request); each gets its own memory, so in-flight blocks stay valid.
       const TensorRef own = mb.blocks.front();
       mb.blocks.resize(static_cast<size_t>(op.sp_step) + 2);
       TensorRef& next = mb.blocks[static_cast<size_t>(op.sp_step) + 1];
-      ASSIGN_OR_RETURN(next, b_.NewTensor(own.dtype, own.shape));
+      ASSIGN_OR_RETURN(next, backend_.NewTensor(own.dtype, own.shape));
       rec->bytes = next.bytes();
-      return c_.Recv(op.peer, next.data, rec->bytes, Tag(op), {});
+      return comm_.Recv(op.peer, next.data, rec->bytes, Tag(op), {});
     }
     case OpRole::kDispatch:
       return Dispatch(op, mb, rec);
@@ -132,17 +132,17 @@ StatusOr<Request> PhaseRunner::Dispatch(const Op& op, MicroBatch& mb, OpRecord* 
   const int64_t n = static_cast<int64_t>(g.ranks.size());
   int64_t most = 0;
   for (int64_t j = 0; j < n; ++j) {
-    most = std::max<int64_t>(most, static_cast<int64_t>(pl_.ExpertsOfEpRank(j).size()));
+    most = std::max<int64_t>(most, static_cast<int64_t>(placement_.ExpertsOfEpRank(j).size()));
   }
   // Per member, the counts for each of its local experts (padded to `most`).
   std::vector<int64_t> send(static_cast<size_t>(n * most), 0);
   int64_t slot = 0;
   for (int64_t j = 0; j < n; ++j) {
-    const auto& experts = pl_.ExpertsOfEpRank(j);
+    const auto& experts = placement_.ExpertsOfEpRank(j);
     for (size_t i = 0; i < experts.size(); ++i) send[j * most + i] = mb.slot_counts[slot++];
   }
-  ASSIGN_OR_RETURN(std::vector<int64_t> recv, c_.ExchangeCounts(op.group_id, send, most));
-  const int64_t mine = static_cast<int64_t>(pl_.ExpertsOfEpRank(c_ep_).size());
+  ASSIGN_OR_RETURN(std::vector<int64_t> recv, comm_.ExchangeCounts(op.group_id, send, most));
+  const int64_t mine = static_cast<int64_t>(placement_.ExpertsOfEpRank(c_ep_).size());
   mb.recv_counts.assign(static_cast<size_t>(n * mine), 0);
   std::vector<int64_t> send_f(n), recv_f(n);
   int64_t total = 0;
@@ -152,8 +152,8 @@ StatusOr<Request> PhaseRunner::Dispatch(const Op& op, MicroBatch& mb, OpRecord* 
       mb.recv_counts[j * mine + i] = recv[j * most + i];
       rows += recv[j * most + i];
     }
-    recv_f[j] = rows * h_;
-    send_f[j] = mb.send_rows[j] * h_;
+    recv_f[j] = rows * hidden_;
+    send_f[j] = mb.send_rows[j] * hidden_;
     total += rows;
   }
   if (total > mb.moe_rows) return InternalError("{} rows arrive, room for {}", total, mb.moe_rows);
@@ -164,28 +164,29 @@ StatusOr<Request> PhaseRunner::Dispatch(const Op& op, MicroBatch& mb, OpRecord* 
     rec->bytes_per_peer.push_back(send_f[j] * size);
     rec->bytes += send_f[j] * size;
   }
-  return c_.AllToAllV(op.group_id, mb.perm.data, send_f, mb.recv.data, recv_f, mb.perm.dtype, {});
+  return comm_.AllToAllV(op.group_id, mb.perm.data, send_f, mb.recv.data, recv_f, mb.perm.dtype,
+                         {});
 }
 
 StatusOr<Request> PhaseRunner::Combine(const Op& op, MicroBatch& mb, OpRecord* rec) {
   const int64_t n = static_cast<int64_t>(EpGroup().ranks.size());
-  const int64_t mine = static_cast<int64_t>(pl_.ExpertsOfEpRank(c_ep_).size());
+  const int64_t mine = static_cast<int64_t>(placement_.ExpertsOfEpRank(c_ep_).size());
   std::vector<int64_t> send_f(n), recv_f(n);
   for (int64_t j = 0; j < n; ++j) {
     int64_t rows = 0;
     for (int64_t i = 0; i < mine; ++i) rows += mb.recv_counts[j * mine + i];
-    send_f[j] = rows * h_;
-    recv_f[j] = mb.send_rows[j] * h_;
+    send_f[j] = rows * hidden_;
+    recv_f[j] = mb.send_rows[j] * hidden_;
   }
-  RETURN_IF_ERROR(Act(&mb.combined, {mb.perm.dim(0), h_}));
+  RETURN_IF_ERROR(Act(&mb.combined, {mb.perm.dim(0), hidden_}));
   rec->bytes = 0;
   const int64_t size = DTypeSize(mb.combined.dtype);
   for (int64_t j = 0; j < n; ++j) {
     rec->bytes_per_peer.push_back(send_f[j] * size);
     rec->bytes += send_f[j] * size;
   }
-  return c_.AllToAllV(op.group_id, mb.combine_send.data, send_f, mb.combined.data, recv_f,
-                      mb.combined.dtype, {});
+  return comm_.AllToAllV(op.group_id, mb.combine_send.data, send_f, mb.combined.data, recv_f,
+                         mb.combined.dtype, {});
 }
 
 }  // namespace shardscope::runtime

@@ -5,7 +5,7 @@ namespace shardscope::runtime {
 
 Status PhaseRunner::HeadNorm(MicroBatch& mb) {
   const int64_t R = static_cast<int64_t>(mb.requests.size());
-  RETURN_IF_ERROR(Act(&mb.last_rows, {R, h_}));
+  RETURN_IF_ERROR(Act(&mb.last_rows, {R, hidden_}));
   for (int64_t r = 0; r < R; ++r) {
     int64_t row = -1;
     for (int64_t t = 0; t < mb.local; ++t) {
@@ -14,10 +14,11 @@ Status PhaseRunner::HeadNorm(MicroBatch& mb) {
       }
     }
     if (row < 0) return InternalError("the last prompt token of a request is not on this rank");
-    RETURN_IF_ERROR(b_.Copy(RowsOf(mb.x, row, 1), RowsOf(mb.last_rows, r, 1)));
+    RETURN_IF_ERROR(backend_.Copy(RowsOf(mb.x, row, 1), RowsOf(mb.last_rows, r, 1)));
   }
-  RETURN_IF_ERROR(Act(&mb.final_hn, {R, h_}));
-  return b_.RmsNorm(mb.last_rows, w_.final_norm(), static_cast<float>(m_.norm_eps), mb.final_hn);
+  RETURN_IF_ERROR(Act(&mb.final_hn, {R, hidden_}));
+  return backend_.RmsNorm(mb.last_rows, weights_.final_norm(), static_cast<float>(model_.norm_eps),
+                          mb.final_hn);
 }
 
 Status PhaseRunner::Sampling(const Op& op, MicroBatch& mb) {
@@ -25,7 +26,7 @@ Status PhaseRunner::Sampling(const Op& op, MicroBatch& mb) {
   if (op.role != OpRole::kSampleSelect) {
     mb.best_value.assign(static_cast<size_t>(R), 0.0f);
     std::vector<int32_t> idx(static_cast<size_t>(R));
-    RETURN_IF_ERROR(b_.ArgMax(mb.logits, w_.vocab().begin, mb.best_value, idx));
+    RETURN_IF_ERROR(backend_.ArgMax(mb.logits, weights_.vocab().begin, mb.best_value, idx));
     mb.local_best.resize(static_cast<size_t>(R));
     for (int64_t r = 0; r < R; ++r) mb.local_best[r] = {mb.best_value[r], idx[r]};
     if (op.role == OpRole::kSample) {
@@ -48,17 +49,17 @@ Status PhaseRunner::Sampling(const Op& op, MicroBatch& mb) {
 
 Status PhaseRunner::Sampled(MicroBatch& mb) {
   mb.ids_ready = true;
-  const int64_t V = w_.vocab().count;
+  const int64_t V = weights_.vocab().count;
   for (size_t r = 0; r < mb.requests.size(); ++r) {
     SampleRecord s;
     s.phase_index = phase_index_;
     s.request = mb.requests[r];
     s.token = mb.out_ids[r];
-    s.vocab_begin = w_.vocab().begin;
+    s.vocab_begin = weights_.vocab().begin;
     if (opt_.keep_logits) {
       s.logits.resize(static_cast<size_t>(V));
       RETURN_IF_ERROR(
-          b_.CopyToHost(RowsOf(mb.logits, static_cast<int64_t>(r), 1), s.logits.data()));
+          backend_.CopyToHost(RowsOf(mb.logits, static_cast<int64_t>(r), 1), s.logits.data()));
     }
     samples_->push_back(std::move(s));
   }

@@ -6,8 +6,8 @@
 namespace shardscope::runtime {
 
 Status PhaseRunner::Router(const Op& op, MicroBatch& mb) {
-  const BackendLayerWeights& lw = L(op);
-  const MoeSpec& moe = m_.moe;
+  const BackendLayerWeights& lw = LayerWeights(op);
+  const MoeSpec& moe = model_.moe;
   const int64_t T = mb.tokens;
   RETURN_IF_ERROR(Linear(mb.hn, lw.router, TensorRef(), &mb.router_logits));
   RouterOpArgs a;
@@ -22,52 +22,53 @@ Status PhaseRunner::Router(const Op& op, MicroBatch& mb) {
   a.scale = moe.routed_scaling_factor;
   mb.router_idx.assign(static_cast<size_t>(T * a.top_k), 0);
   RETURN_IF_ERROR(Act(&mb.router_w, {T * a.top_k}));
-  return b_.Router(a, mb.router_logits, bias, mb.router_idx, mb.router_w);
+  return backend_.Router(a, mb.router_logits, bias, mb.router_idx, mb.router_w);
 }
 
 Status PhaseRunner::MoeBuffers(MicroBatch& mb) {
-  const int64_t topk = m_.moe.experts_per_token;
+  const int64_t topk = model_.moe.experts_per_token;
   if (ep_ == 1) {
     mb.moe_rows = mb.tokens * topk;
   } else {
     // Member j of the EP group is replica (c_dp, j): its share of the batch, this micro-batch's
     // part.
-    const int64_t mine = static_cast<int64_t>(pl_.ExpertsOfEpRank(c_ep_).size());
+    const int64_t mine = static_cast<int64_t>(placement_.ExpertsOfEpRank(c_ep_).size());
     const int64_t replicas = dp_ * ep_;
     const int64_t mb_index = &mb - mbs_.data();
     mb.moe_rows = 0;
     for (int64_t j = 0; j < ep_; ++j) {
-      const int64_t share = SplitRange(e_.workload.batch_size, replicas, c_dp_ * ep_ + j).count;
+      const int64_t share =
+          SplitRange(experiment_.workload.batch_size, replicas, c_dp_ * ep_ + j).count;
       const int64_t tokens = SplitCount(share, prog_.micro_batches, mb_index) * mb.local;
       mb.moe_rows += tokens * std::min(topk, mine);
     }
   }
   const int64_t rows = mb.moe_rows;
-  RETURN_IF_ERROR(Act(&mb.recv_buf, {rows, h_}));
-  RETURN_IF_ERROR(Act(&mb.in_buf, {rows, h_}));
-  RETURN_IF_ERROR(Act(&mb.out_buf, {rows, h_}));
-  return Act(&mb.send_buf, {rows, h_});
+  RETURN_IF_ERROR(Act(&mb.recv_buf, {rows, hidden_}));
+  RETURN_IF_ERROR(Act(&mb.in_buf, {rows, hidden_}));
+  RETURN_IF_ERROR(Act(&mb.out_buf, {rows, hidden_}));
+  return Act(&mb.send_buf, {rows, hidden_});
 }
 
 Status PhaseRunner::Permute(MicroBatch& mb) {
   RETURN_IF_ERROR(MoeBuffers(mb));
-  const int64_t E = m_.moe.num_routed_experts, topk = m_.moe.experts_per_token;
+  const int64_t E = model_.moe.num_routed_experts, topk = model_.moe.experts_per_token;
   const int64_t n = ep_;
   std::vector<int32_t> slot_of(static_cast<size_t>(E));
   mb.send_rows.assign(static_cast<size_t>(n), 0);
   int32_t slot = 0;
   for (int64_t j = 0; j < n; ++j) {
-    for (int64_t x : pl_.ExpertsOfEpRank(j)) slot_of[static_cast<size_t>(x)] = slot++;
+    for (int64_t x : placement_.ExpertsOfEpRank(j)) slot_of[static_cast<size_t>(x)] = slot++;
   }
   std::vector<int32_t> slots(mb.router_idx.size());
   for (size_t a = 0; a < slots.size(); ++a) slots[a] = slot_of[mb.router_idx[a]];
-  RETURN_IF_ERROR(Act(&mb.perm, {mb.tokens * topk, h_}));
+  RETURN_IF_ERROR(Act(&mb.perm, {mb.tokens * topk, hidden_}));
   mb.row_of.assign(slots.size(), 0);
   mb.slot_counts.assign(static_cast<size_t>(E), 0);
-  RETURN_IF_ERROR(b_.Permute(mb.hn, slots, topk, mb.row_of, mb.slot_counts, mb.perm));
+  RETURN_IF_ERROR(backend_.Permute(mb.hn, slots, topk, mb.row_of, mb.slot_counts, mb.perm));
   slot = 0;
   for (int64_t j = 0; j < n; ++j) {
-    for (size_t i = 0; i < pl_.ExpertsOfEpRank(j).size(); ++i) {
+    for (size_t i = 0; i < placement_.ExpertsOfEpRank(j).size(); ++i) {
       mb.send_rows[j] += mb.slot_counts[slot++];
     }
   }
@@ -75,7 +76,7 @@ Status PhaseRunner::Permute(MicroBatch& mb) {
 }
 
 Status PhaseRunner::ExpertGateUp(const Op& op, MicroBatch& mb) {
-  const BackendLayerWeights& lw = L(op);
+  const BackendLayerWeights& lw = LayerWeights(op);
   const int64_t mine = static_cast<int64_t>(lw.experts.size());
   // Rows per local expert, gathered expert-major from source-major arrivals.
   const int64_t n = ep_ > 1 ? ep_ : 1;
@@ -100,7 +101,8 @@ Status PhaseRunner::ExpertGateUp(const Op& op, MicroBatch& mb) {
   for (int64_t j = 0; j < n; ++j) {
     for (int64_t i = 0; i < mine; ++i) {
       const int64_t c = counts[j * mine + i];
-      if (c > 0) RETURN_IF_ERROR(b_.Copy(RowsOf(in, src, c), RowsOf(mb.expert_in, exp_off[i], c)));
+      if (c > 0)
+        RETURN_IF_ERROR(backend_.Copy(RowsOf(in, src, c), RowsOf(mb.expert_in, exp_off[i], c)));
       exp_off[i] += c, src += c;
     }
   }
@@ -121,7 +123,7 @@ Status PhaseRunner::ExpertGateUp(const Op& op, MicroBatch& mb) {
 }
 
 Status PhaseRunner::ExpertDown(const Op& op, MicroBatch& mb) {
-  const BackendLayerWeights& lw = L(op);
+  const BackendLayerWeights& lw = LayerWeights(op);
   const int64_t mine = static_cast<int64_t>(lw.experts.size());
   const int64_t rows = mb.expert_act.dim(0);
   mb.expert_out = RowsOf(mb.out_buf, 0, rows);
@@ -130,7 +132,7 @@ Status PhaseRunner::ExpertDown(const Op& op, MicroBatch& mb) {
     const BackendExpertWeights& f = lw.experts[static_cast<size_t>(i)];
     const int64_t c = mb.expert_rows[i];
     if (c > 0) {
-      RETURN_IF_ERROR(Linear(RowsOf(mb.expert_act, row, c), f.down, 0, h_, f.down_bias,
+      RETURN_IF_ERROR(Linear(RowsOf(mb.expert_act, row, c), f.down, 0, hidden_, f.down_bias,
                              RowsOf(mb.expert_out, row, c)));
     }
     row += c;
@@ -145,7 +147,7 @@ Status PhaseRunner::ExpertDown(const Op& op, MicroBatch& mb) {
         const int64_t c = mb.recv_counts[j * mine + i];
         if (c > 0) {
           RETURN_IF_ERROR(
-              b_.Copy(RowsOf(mb.expert_out, exp_off[i], c), RowsOf(mb.combine_send, dst, c)));
+              backend_.Copy(RowsOf(mb.expert_out, exp_off[i], c), RowsOf(mb.combine_send, dst, c)));
         }
         exp_off[i] += c, dst += c;
       }

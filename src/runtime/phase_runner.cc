@@ -12,13 +12,13 @@ PhaseRunner::PhaseRunner(const Experiment& e, const Placement& pl, int64_t rank,
                          Communicator& c, const BackendWeights& w, Executor::State& st,
                          const ExecutorOptions& options, const PhaseProgram& program,
                          std::vector<OpRecord>* records, std::vector<SampleRecord>* samples)
-    : e_(e),
-      m_(e.model),
-      pl_(pl),
+    : experiment_(e),
+      model_(e.model),
+      placement_(pl),
       rank_(rank),
-      b_(b),
-      c_(c),
-      w_(w),
+      backend_(b),
+      comm_(c),
+      weights_(w),
       st_(st),
       opt_(options),
       prog_(program),
@@ -30,27 +30,27 @@ PhaseRunner::PhaseRunner(const Experiment& e, const Placement& pl, int64_t rank,
   c_ep_ = pl.Coord(rank, Dim::kEp), c_dp_ = pl.Coord(rank, Dim::kDp);
   prefill_ = program.phase == Phase::kPrefill;
   phase_index_ = prefill_ ? 0 : static_cast<int32_t>(program.step + 1);
-  h_ = m_.hidden_size;
+  hidden_ = model_.hidden_size;
   seq_ = e.workload.sequence_length;
-  const ShardGeometry geo(m_, tp_, ep_);
+  const ShardGeometry geo(model_, tp_, ep_);
   hq_ = geo.q_heads();
-  mla_ = m_.attention == AttentionKind::kMla;
+  mla_ = model_.attention == AttentionKind::kMla;
   if (mla_) {
-    nope_ = m_.mla.qk_nope_head_dim, rope_ = m_.mla.qk_rope_head_dim;
-    r_ = m_.mla.kv_lora_rank, vd_ = m_.mla.v_head_dim;
+    nope_ = model_.mla.qk_nope_head_dim, rope_ = model_.mla.qk_rope_head_dim;
+    kv_lora_rank_ = model_.mla.kv_lora_rank, vd_ = model_.mla.v_head_dim;
     qk_ = nope_ + rope_;
-    latent_ = r_ + rope_;
+    latent_ = kv_lora_rank_ + rope_;
     rope_spec_.style = RopeStyle::kInterleaved;
   } else {
-    d_ = m_.head_dim;
+    head_dim_ = model_.head_dim;
     hkv_ = geo.kv_heads();
-    qk_ = vd_ = d_;
+    qk_ = vd_ = head_dim_;
     rope_spec_.style = RopeStyle::kHalfSplit;
   }
-  rope_spec_.theta = m_.rope_theta;
-  rope_spec_.scaling = m_.rope_scaling;
+  rope_spec_.theta = model_.rope_theta;
+  rope_spec_.scaling = model_.rope_scaling;
   double scale = 1.0 / std::sqrt(static_cast<double>(qk_));
-  const RopeScaling& rs = m_.rope_scaling;
+  const RopeScaling& rs = model_.rope_scaling;
   if (mla_ && rs.kind == RopeScalingKind::kYarn && rs.mscale_all_dim > 0) {
     // DeepSeek's MLA: softmax scale × mscale(factor, mscale_all_dim)².
     const double ms = YarnMscale(rs.factor, rs.mscale_all_dim);
@@ -63,7 +63,7 @@ PhaseRunner::PhaseRunner(const Experiment& e, const Placement& pl, int64_t rank,
 
 Status PhaseRunner::Run() {
   if (sp_ > 1) {
-    ASSIGN_OR_RETURN(layout_, SpLayout::Create(e_.parallel.sp_variant, seq_, sp_));
+    ASSIGN_OR_RETURN(layout_, SpLayout::Create(experiment_.parallel.sp_variant, seq_, sp_));
   }
   RETURN_IF_ERROR(SetUpMicroBatches());
   const RankProgram& rp = prog_.ranks[static_cast<size_t>(rank_)];
@@ -105,7 +105,7 @@ Status PhaseRunner::Failed(const Op& op, const Status& s) const {
 Status PhaseRunner::SetUpMicroBatches() {
   const int64_t replicas = dp_ * ep_;
   const int64_t replica = c_dp_ * ep_ + c_ep_;
-  const Range share = SplitRange(e_.workload.batch_size, replicas, replica);
+  const Range share = SplitRange(experiment_.workload.batch_size, replicas, replica);
   const int64_t count = share.count;
   int64_t first = share.begin;
   mbs_.resize(static_cast<size_t>(prog_.micro_batches));
@@ -126,9 +126,10 @@ Status PhaseRunner::SetUpMicroBatches() {
       if (prefill_) {
         for (int64_t p : local_pos) {
           b.pos.push_back(p);
-          const auto& given = e_.workload.prompts;
-          b.ids.push_back(given.empty() ? PromptToken(e_.workload.seed, req, p, m_.vocab_size)
-                                        : given[static_cast<size_t>(req)][static_cast<size_t>(p)]);
+          const auto& given = experiment_.workload.prompts;
+          b.ids.push_back(given.empty()
+                              ? PromptToken(experiment_.workload.seed, req, p, model_.vocab_size)
+                              : given[static_cast<size_t>(req)][static_cast<size_t>(p)]);
         }
       } else {
         b.pos.push_back(prog_.context_len);
@@ -137,7 +138,7 @@ Status PhaseRunner::SetUpMicroBatches() {
       }
     }
     b.out_ids.assign(b.requests.size(), -1);
-    RETURN_IF_ERROR(Act(&b.x, {b.tokens, h_}));
+    RETURN_IF_ERROR(Act(&b.x, {b.tokens, hidden_}));
   }
   return Status::Ok();
 }
@@ -165,7 +166,7 @@ Status PhaseRunner::RunOp(const Op& op) {
     pending_records_.push_back(std::move(rec));
     inflight_[static_cast<size_t>(op.id)] = std::move(f);
   } else {
-    if (op.layer >= 0 && !w_.has_layer(op.layer)) {
+    if (op.layer >= 0 && !weights_.has_layer(op.layer)) {
       return InternalError("layer {} is not on this rank's stage", op.layer);
     }
     // Issued now; as long as the backend's own clock says.
@@ -211,16 +212,16 @@ Status PhaseRunner::Complete(int32_t id) {
 
 Status PhaseRunner::Act(TensorRef* t, std::vector<int64_t> shape) {
   if (!t->empty() && t->row_stride == 0 && t->shape == shape) return Status::Ok();
-  ASSIGN_OR_RETURN(*t, b_.NewTensor(dtype_, std::move(shape)));
+  ASSIGN_OR_RETURN(*t, backend_.NewTensor(dtype_, std::move(shape)));
   return Status::Ok();
 }
 
 Status PhaseRunner::Linear(const TensorRef& x, const TensorRef& w, int64_t col, int64_t n,
                            const TensorRef& bias, const TensorRef& y) {
   const bool all = col == 0 && n == w.dim(1);
-  RETURN_IF_ERROR(b_.Gemm(x, all ? w : View(w, 0, w.dim(0), col, n), y));
+  RETURN_IF_ERROR(backend_.Gemm(x, all ? w : View(w, 0, w.dim(0), col, n), y));
   if (bias.empty()) return Status::Ok();
-  return b_.AddBias(all ? bias : Flat(bias, col, {n}), y);
+  return backend_.AddBias(all ? bias : Flat(bias, col, {n}), y);
 }
 
 Status PhaseRunner::Linear(const TensorRef& x, const TensorRef& w, const TensorRef& bias,
@@ -231,67 +232,68 @@ Status PhaseRunner::Linear(const TensorRef& x, const TensorRef& w, const TensorR
 
 Status PhaseRunner::Norm(const TensorRef& x, const TensorRef& w, TensorRef* y) {
   RETURN_IF_ERROR(Act(y, x.shape));
-  return b_.RmsNorm(x, w, static_cast<float>(m_.norm_eps), *y);
+  return backend_.RmsNorm(x, w, static_cast<float>(model_.norm_eps), *y);
 }
 
 Status PhaseRunner::Activation(const TensorRef& up, const TensorRef& act) {
-  if (m_.activation == Activation::kSwiGlu) return b_.SwiGlu(up, act);
-  return b_.Gelu(up, act);
+  if (model_.activation == Activation::kSwiGlu) return backend_.SwiGlu(up, act);
+  return backend_.Gelu(up, act);
 }
 
 Status PhaseRunner::Activation(const TensorRef& up, TensorRef* act) {
-  const bool glu = m_.activation == Activation::kSwiGlu;
+  const bool glu = model_.activation == Activation::kSwiGlu;
   RETURN_IF_ERROR(Act(act, {up.dim(0), glu ? up.dim(1) / 2 : up.dim(1)}));
   return Activation(up, *act);
 }
 
 Status PhaseRunner::RunCompute(const Op& op, MicroBatch& mb) {
   const int64_t T = mb.tokens;
-  const float eps = static_cast<float>(m_.norm_eps);
+  const float eps = static_cast<float>(model_.norm_eps);
   switch (op.role) {
     case OpRole::kEmbedding:
       for (int32_t id : mb.ids) {
         if (id < 0) return InternalError("no input token for a request (missing prefill?)");
       }
-      return b_.Embedding(mb.ids, w_.embedding(), w_.vocab().begin, mb.x);
+      return backend_.Embedding(mb.ids, weights_.embedding(), weights_.vocab().begin, mb.x);
     case OpRole::kInputNorm:
-      return Norm(mb.x, L(op).input_norm, &mb.hn);
+      return Norm(mb.x, LayerWeights(op).input_norm, &mb.hn);
     case OpRole::kPostAttentionNorm:
-      return Norm(mb.x, L(op).post_norm, &mb.hn);
+      return Norm(mb.x, LayerWeights(op).post_norm, &mb.hn);
     case OpRole::kQaNorm:
-      return b_.RmsNorm(mb.qa, L(op).q_a_norm, eps, mb.qa);
+      return backend_.RmsNorm(mb.qa, LayerWeights(op).q_a_norm, eps, mb.qa);
     case OpRole::kKvANorm: {
-      const TensorRef c_kv = View(mb.kv_a, 0, T, 0, r_);
-      return b_.RmsNorm(c_kv, L(op).kv_a_norm, eps, c_kv);
+      const TensorRef c_kv = View(mb.kv_a, 0, T, 0, kv_lora_rank_);
+      return backend_.RmsNorm(c_kv, LayerWeights(op).kv_a_norm, eps, c_kv);
     }
     case OpRole::kFinalNorm:
       return HeadNorm(mb);
     case OpRole::kQkvProj: {
-      const BackendLayerWeights& lw = L(op);
+      const BackendLayerWeights& lw = LayerWeights(op);
       return Linear(mb.hn, lw.qkv, lw.qkv_bias, &mb.qkv);
     }
     case OpRole::kQProj: {
-      const BackendLayerWeights& lw = L(op);
+      const BackendLayerWeights& lw = LayerWeights(op);
       if (!mla_) {  // GQA with replicated KV heads: the q columns alone
         RETURN_IF_ERROR(Act(&mb.qkv, {T, lw.qkv.dim(1)}));
-        return Linear(mb.hn, lw.qkv, 0, hq_ * d_, lw.qkv_bias, View(mb.qkv, 0, T, 0, hq_ * d_));
+        return Linear(mb.hn, lw.qkv, 0, hq_ * head_dim_, lw.qkv_bias,
+                      View(mb.qkv, 0, T, 0, hq_ * head_dim_));
       }
       return Linear(mb.hn, lw.q, TensorRef(), &mb.qkv);
     }
     case OpRole::kQaProj: {
-      const BackendLayerWeights& lw = L(op);
+      const BackendLayerWeights& lw = LayerWeights(op);
       return Linear(mb.hn, lw.q_a, lw.q_a_bias, &mb.qa);
     }
     case OpRole::kQbProj:
-      return Linear(mb.qa, L(op).q_b, TensorRef(), &mb.qkv);
+      return Linear(mb.qa, LayerWeights(op).q_b, TensorRef(), &mb.qkv);
     case OpRole::kKvProj: {
       if (mla_) break;
-      const BackendLayerWeights& lw = L(op);
-      const int64_t at = hq_ * d_, n = 2 * hkv_ * d_;
+      const BackendLayerWeights& lw = LayerWeights(op);
+      const int64_t at = hq_ * head_dim_, n = 2 * hkv_ * head_dim_;
       return Linear(mb.hn, lw.qkv, at, n, lw.qkv_bias, View(mb.qkv, 0, T, at, n));
     }
     case OpRole::kKvAProj: {
-      const BackendLayerWeights& lw = L(op);
+      const BackendLayerWeights& lw = LayerWeights(op);
       return Linear(mb.hn, lw.kv_a, lw.kv_a_bias, &mb.kv_a);
     }
     case OpRole::kRope:
@@ -311,15 +313,15 @@ Status PhaseRunner::RunCompute(const Op& op, MicroBatch& mb) {
     case OpRole::kAttentionMerge:
       return Merge(mb);
     case OpRole::kOutProj: {
-      const BackendLayerWeights& lw = L(op);
+      const BackendLayerWeights& lw = LayerWeights(op);
       return Linear(mb.attn, lw.o, lw.o_bias, &mb.proj);
     }
     case OpRole::kResidualAttn:
-      return b_.Add(mb.proj, mb.x);
+      return backend_.Add(mb.proj, mb.x);
     case OpRole::kResidualFfn:
-      return b_.Add(mb.ffn_out, mb.x);
+      return backend_.Add(mb.ffn_out, mb.x);
     case OpRole::kFfnUp: {
-      const BackendExpertWeights& f = L(op).ffn;
+      const BackendExpertWeights& f = LayerWeights(op).ffn;
       return Linear(mb.hn, f.gate_up, f.gate_up_bias, &mb.up);
     }
     case OpRole::kFfnActivation:
@@ -327,14 +329,14 @@ Status PhaseRunner::RunCompute(const Op& op, MicroBatch& mb) {
     case OpRole::kSharedActivation:
       return Activation(mb.sh_up, &mb.sh_act);
     case OpRole::kExpertActivation: {
-      const bool glu = m_.activation == Activation::kSwiGlu;
+      const bool glu = model_.activation == Activation::kSwiGlu;
       const int64_t width = glu ? mb.expert_up.dim(1) / 2 : mb.expert_up.dim(1);
       RETURN_IF_ERROR(Act(&mb.act_buf, {mb.moe_rows, width}));
       mb.expert_act = Flat(mb.act_buf, 0, {mb.expert_up.dim(0), width});
       return Activation(mb.expert_up, mb.expert_act);
     }
     case OpRole::kFfnDown: {
-      const BackendExpertWeights& f = L(op).ffn;
+      const BackendExpertWeights& f = LayerWeights(op).ffn;
       return Linear(mb.act, f.down, f.down_bias, &mb.ffn_out);
     }
     case OpRole::kRouter:
@@ -342,11 +344,11 @@ Status PhaseRunner::RunCompute(const Op& op, MicroBatch& mb) {
     case OpRole::kPermute:
       return Permute(mb);
     case OpRole::kSharedGateUp: {
-      const BackendExpertWeights& f = L(op).shared;
+      const BackendExpertWeights& f = LayerWeights(op).shared;
       return Linear(mb.hn, f.gate_up, f.gate_up_bias, &mb.sh_up);
     }
     case OpRole::kSharedDown: {
-      const BackendExpertWeights& f = L(op).shared;
+      const BackendExpertWeights& f = LayerWeights(op).shared;
       return Linear(mb.sh_act, f.down, f.down_bias, &mb.shared_out);
     }
     case OpRole::kExpertGateUp:
@@ -355,13 +357,13 @@ Status PhaseRunner::RunCompute(const Op& op, MicroBatch& mb) {
       return ExpertDown(op, mb);
     case OpRole::kUnpermute: {
       const TensorRef& y = ep_ > 1 ? mb.combined : mb.expert_out;
-      RETURN_IF_ERROR(Act(&mb.ffn_out, {T, h_}));
-      return b_.Unpermute(y, mb.row_of, mb.router_w, m_.moe.experts_per_token, mb.shared_out,
-                          mb.ffn_out);
+      RETURN_IF_ERROR(Act(&mb.ffn_out, {T, hidden_}));
+      return backend_.Unpermute(y, mb.row_of, mb.router_w, model_.moe.experts_per_token,
+                                mb.shared_out, mb.ffn_out);
     }
     case OpRole::kLmHead:
-      RETURN_IF_ERROR(Act(&mb.logits, {mb.final_hn.dim(0), w_.vocab().count}));
-      return b_.Gemm(mb.final_hn, w_.lm_head(), mb.logits);
+      RETURN_IF_ERROR(Act(&mb.logits, {mb.final_hn.dim(0), weights_.vocab().count}));
+      return backend_.Gemm(mb.final_hn, weights_.lm_head(), mb.logits);
     case OpRole::kSample:
     case OpRole::kSampleLocal:
     case OpRole::kSampleSelect:

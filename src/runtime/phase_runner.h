@@ -102,25 +102,25 @@ class PhaseRunner {
   // Records the op this rank is in; clears the record when the phase ends.
   class PositionGuard {
    public:
-    PositionGuard(OpPosition* p, const RankProgram* program, int32_t phase_index) : p_(p) {
-      if (p_ == nullptr) return;
-      p_->op.store(-1, std::memory_order_relaxed);
-      p_->program.store(program, std::memory_order_relaxed);
-      p_->phase_index.store(phase_index, std::memory_order_relaxed);
+    PositionGuard(OpPosition* p, const RankProgram* program, int32_t phase_index) : position_(p) {
+      if (position_ == nullptr) return;
+      position_->op.store(-1, std::memory_order_relaxed);
+      position_->program.store(program, std::memory_order_relaxed);
+      position_->phase_index.store(phase_index, std::memory_order_relaxed);
     }
     ~PositionGuard() {
-      if (p_ != nullptr) p_->program.store(nullptr, std::memory_order_relaxed);
+      if (position_ != nullptr) position_->program.store(nullptr, std::memory_order_relaxed);
     }
     PositionGuard(const PositionGuard&) = delete;
     PositionGuard& operator=(const PositionGuard&) = delete;
     void Enter(int32_t op) {
-      if (p_ == nullptr) return;
-      p_->op.store(op, std::memory_order_relaxed);
-      p_->entered.fetch_add(1, std::memory_order_relaxed);
+      if (position_ == nullptr) return;
+      position_->op.store(op, std::memory_order_relaxed);
+      position_->entered.fetch_add(1, std::memory_order_relaxed);
     }
 
    private:
-    OpPosition* const p_;
+    OpPosition* const position_;
   };
 
   Status Failed(const Op& op, const Status& s) const;
@@ -147,7 +147,7 @@ class PhaseRunner {
   // One case per role and no default: -Werror=switch names a role left out.
   StatusOr<Request> PostComm(const Op& op, MicroBatch& mb, OpRecord* rec);
 
-  const Group& EpGroup() const { return pl_.GroupOf(rank_, Dim::kEp); }
+  const Group& EpGroup() const { return placement_.GroupOf(rank_, Dim::kEp); }
 
   StatusOr<Request> Dispatch(const Op& op, MicroBatch& mb, OpRecord* rec);
 
@@ -155,7 +155,7 @@ class PhaseRunner {
 
   // ---- Compute.
 
-  const BackendLayerWeights& L(const Op& op) const { return w_.layer(op.layer); }
+  const BackendLayerWeights& LayerWeights(const Op& op) const { return weights_.layer(op.layer); }
 
   // `*t` as an activation of `shape`: the memory it has when its shape is the
   // same (the previous layer's), else new memory of the step arena.
@@ -227,13 +227,13 @@ class PhaseRunner {
 
   Status Sampled(MicroBatch& mb);
 
-  const Experiment& e_;
-  const ModelSpec& m_;
-  const Placement& pl_;
+  const Experiment& experiment_;
+  const ModelSpec& model_;
+  const Placement& placement_;
   const int64_t rank_;
-  Backend& b_;
-  Communicator& c_;
-  const BackendWeights& w_;
+  Backend& backend_;
+  Communicator& comm_;
+  const BackendWeights& weights_;
   Executor::State& st_;
   const ExecutorOptions& opt_;
   const PhaseProgram& prog_;
@@ -244,8 +244,8 @@ class PhaseRunner {
   int64_t c_tp_ = 0, c_sp_ = 0, c_ep_ = 0, c_dp_ = 0;
   bool prefill_ = true, mla_ = false;
   int32_t phase_index_ = 0;
-  int64_t h_ = 0, seq_ = 0, hq_ = 0, hkv_ = 1, d_ = 0;
-  int64_t nope_ = 0, rope_ = 0, r_ = 0, vd_ = 0, qk_ = 0, latent_ = 0;
+  int64_t hidden_ = 0, seq_ = 0, hq_ = 0, hkv_ = 1, head_dim_ = 0;
+  int64_t nope_ = 0, rope_ = 0, kv_lora_rank_ = 0, vd_ = 0, qk_ = 0, latent_ = 0;
   float scale_ = 1.0f;
   DType dtype_ = DType::kFp32;  // activations (the weights' dtype)
   std::unique_ptr<OpTimer> timer_;
