@@ -41,7 +41,7 @@ constexpr auto kStreamNames = MakeEnumNames<Stream>({{Stream::kCompute, "compute
                                                      {Stream::kCommEp, "comm.ep"},
                                                      {Stream::kCommDp, "comm.dp"},
                                                      {Stream::kCommPp, "comm.pp"}});
-static_assert(kStreamNames.InEnumOrder() && kStreamNames.entries().size() == kNumStreams);
+static_assert(kStreamNames.InEnumOrder() && kStreamNames.entries().size() == size_t{kNumStreams});
 
 }  // namespace
 
