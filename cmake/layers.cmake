@@ -70,8 +70,9 @@ function(shardscope_layer name)
   endif()
 endfunction()
 
-# After every layer is declared: links each test binary to its TEST_DEPS and
-# adds its include check (its layer's folders plus theirs).
+# After every layer is declared: links each test binary to its TEST_DEPS (and
+# to the test-only layer `testing`, when declared) and adds its include check
+# (its layer's folders plus theirs).
 function(shardscope_finish_layers)
   get_property(names GLOBAL PROPERTY SHARDSCOPE_LAYER_TESTS)
   foreach(name IN LISTS names)
@@ -79,6 +80,10 @@ function(shardscope_finish_layers)
     get_property(deps GLOBAL PROPERTY SHARDSCOPE_LAYER_TEST_DEPS_${name})
     get_property(allowed GLOBAL PROPERTY SHARDSCOPE_LAYER_ALLOWED_${name})
     get_property(dir GLOBAL PROPERTY SHARDSCOPE_LAYER_DIR_${name})
+    # Every layer's tests may use the test-only library src/testing (scratch dirs).
+    if(TARGET shardscope_testing AND NOT name STREQUAL "testing")
+      list(APPEND deps testing)
+    endif()
     foreach(dep IN LISTS deps)
       get_property(dep_allowed GLOBAL PROPERTY SHARDSCOPE_LAYER_ALLOWED_${dep})
       if(NOT dep_allowed)

@@ -220,7 +220,7 @@ TEST(CliTest, RunRefusesAFileAsStoreAndAGpuClusterOnTheCpuBackend) {
               std::string::npos)
         << gpu.err;
   }
-  Result dir = RunCli("plan --config " + fs::path(::testing::TempDir()).string());
+  Result dir = RunCli("plan --config " + shardscope::testing::FreshTempDir("cli_dir").string());
   EXPECT_EQ(dir.exit_code, 2);
   EXPECT_NE(dir.err.find("is a directory, not a YAML file"), std::string::npos) << dir.err;
 }
@@ -241,8 +241,7 @@ experiments:
     warmup_iterations: 0
     measured_iterations: 1
 )");
-  fs::path store = fs::path(::testing::TempDir()) / "cpu_store";
-  fs::remove_all(store);
+  const fs::path store = shardscope::testing::FreshTempDir("cpu_store") / "store";
   Result r = RunCli("run --json --config " + cfg.string() + " --out " + store.string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
@@ -412,11 +411,8 @@ std::string CpuTp2Yaml(int iterations) {
 
 // A fresh directory for one test, with tmp/ to serve as the run's TMPDIR.
 fs::path Scratch(const std::string& name) {
-  fs::path d =
-      fs::path(::testing::TempDir()) / ("cli_cpu_" + std::to_string(getpid()) + "_" + name);
-  fs::remove_all(d);
+  const fs::path d = shardscope::testing::FreshTempDir("cli_cpu_" + name);
   fs::create_directories(d / "tmp");
-  shardscope::testing::TestFiles::Get().Add(d);
   return d;
 }
 
@@ -830,9 +826,7 @@ TEST(CliTest, AnalyzeKinetoEightRankDirectoryAsOneRun) {
   EXPECT_LE(traffic, payload * 2 * 7 / 8);
 
   // Seven of the eight ranks: analysed, the missing one reported.
-  fs::path part = fs::path(::testing::TempDir()) / ("dlrm_7_" + std::to_string(getpid()));
-  fs::remove_all(part);
-  fs::create_directories(part);
+  const fs::path part = shardscope::testing::FreshTempDir("dlrm_7");
   for (const auto& e : fs::directory_iterator(dir)) {
     if (e.path().filename().string().rfind("worker5_", 0) != 0) {
       fs::copy_file(e.path(), part / e.path().filename());
@@ -844,7 +838,6 @@ TEST(CliTest, AnalyzeKinetoEightRankDirectoryAsOneRun) {
             std::string::npos)
       << seven.err;
   EXPECT_NE(seven.out.find("| missing_ranks |  | 1 |"), std::string::npos) << seven.out;
-  fs::remove_all(part);
 
   Result bad = RunCli("analyze --trace-format perfetto " + dir.string());
   EXPECT_NE(bad.exit_code, 0);

@@ -10,10 +10,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
-#include <system_error>
 #include <vector>
+
+#include "testing/scratch_dir.h"
 
 namespace shardscope::testing {
 
@@ -30,47 +32,20 @@ inline std::string ReadWholeFile(const std::filesystem::path& p) {
   return s.str();
 }
 
-// Paths a test process made under the temp dir, removed when it exits
-// (SHARDSCOPE_KEEP_TEST_FILES=1 keeps them, to look at a failure's files).
-class TestFiles {
- public:
-  static TestFiles& Get() {
-    static TestFiles files;
-    return files;
-  }
-  void Add(std::filesystem::path p) { paths_.push_back(std::move(p)); }
-  ~TestFiles() {
-    if (std::getenv("SHARDSCOPE_KEEP_TEST_FILES") != nullptr) return;
-    for (const std::filesystem::path& p : paths_) {
-      std::error_code ignored;
-      std::filesystem::remove_all(p, ignored);
-    }
-  }
-
- private:
-  TestFiles() = default;
-  std::vector<std::filesystem::path> paths_;
-};
-
-// A fresh, empty folder under the test temp dir (ctest runs tests in parallel
-// processes, so the pid and a counter keep every call's files apart), removed
-// when the process exits. A folder of that name can only be left by an
-// earlier process with the same pid (pids are reused): it is removed, so no
-// test sees another's files.
-inline std::filesystem::path FreshTempDir(const std::string& prefix) {
-  static int calls = 0;
-  std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) /
-                              (prefix + std::to_string(getpid()) + "_" + std::to_string(calls++));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  TestFiles::Get().Add(dir);
-  return dir;
+// A fresh, empty folder (testing/scratch_dir.h) that lives until the process
+// exits, so that a test can keep handing its path around; removed then, unless
+// SHARDSCOPE_KEEP_TEST_FILES is set (its path is then printed).
+inline std::filesystem::path FreshTempDir(std::string prefix) {
+  static std::vector<std::unique_ptr<ScratchDir>> dirs;
+  while (!prefix.empty() && prefix.back() == '_') prefix.pop_back();
+  dirs.push_back(std::make_unique<ScratchDir>(prefix));
+  return dirs.back()->path();
 }
 
 // `prefix` goes before the binary (environment assignments, a timeout).
 inline CliResult RunShardscope(const std::string& args, const std::string& prefix = "") {
-  std::filesystem::path dir = FreshTempDir("cli_run_");
-  std::filesystem::path out = dir / "stdout", err = dir / "stderr";
+  ScratchDir dir("cli_run");
+  const std::filesystem::path out = dir.File("stdout"), err = dir.File("stderr");
   std::string cmd = prefix + std::string(SHARDSCOPE_BINARY) + " " + args + " >" + out.string() +
                     " 2>" + err.string();
   int status = std::system(cmd.c_str());
@@ -78,8 +53,6 @@ inline CliResult RunShardscope(const std::string& args, const std::string& prefi
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   r.out = ReadWholeFile(out);
   r.err = ReadWholeFile(err);
-  std::error_code ignored;
-  std::filesystem::remove_all(dir, ignored);
   return r;
 }
 

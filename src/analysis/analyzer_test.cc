@@ -6,13 +6,14 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "testing/scratch_dir.h"
 #include "trace/test_util.h"
 #include "trace/trace_writer.h"
 
 namespace shardscope::analysis {
 namespace {
 
-using trace::ScratchDir;
+using testing::ScratchDir;
 using trace::WriteFile;
 
 TEST(AnalyzerTest, BadFilesAreClearErrors) {

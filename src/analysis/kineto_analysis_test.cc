@@ -11,12 +11,13 @@
 
 #include "analysis/analyzer.h"
 #include "importers/test_traces.h"
+#include "testing/scratch_dir.h"
 #include "trace/test_util.h"
 
 namespace shardscope::analysis {
 namespace {
 
-using trace::ScratchDir;
+using testing::ScratchDir;
 using trace::WriteFile;
 
 const std::string kTestData = importers::SharedTestData("kineto");

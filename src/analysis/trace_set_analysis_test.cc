@@ -12,6 +12,7 @@
 #include "analysis/analyzer.h"
 #include "importers/test_traces.h"
 #include "importers/trace_set.h"
+#include "testing/scratch_dir.h"
 #include "trace/test_util.h"
 #include "trace/trace_writer.h"
 
@@ -22,7 +23,7 @@ using importers::ClockAlignment;
 using importers::GroupTraceFiles;
 using importers::ImportTraceSet;
 using importers::KinetoRankTrace;
-using trace::ScratchDir;
+using testing::ScratchDir;
 using trace::WriteFile;
 
 const std::string kDlrm = importers::SharedTestData("kineto/param_dlrm_8rank");

@@ -16,6 +16,7 @@
 #include "plan/plan_loader.h"
 #include "plan/test_experiments.h"
 #include "runtime/hf_checkpoint_test_util.h"
+#include "testing/scratch_dir.h"
 #include "trace/trace_reader.h"
 #include "trace/trace_store.h"
 
@@ -36,8 +37,7 @@ class CpuRunTest : public ::testing::Test {
   void SetUp() override {
     binary_ = Binary();
     if (!fs::exists(binary_)) GTEST_SKIP() << "shardscope binary not built";
-    dir_ = fs::temp_directory_path() / ("shardscope_cpu_run_" + std::to_string(getpid()));
-    fs::create_directories(dir_);
+    dir_ = scratch_.path();
     config_ = (dir_ / "experiments.yaml").string();
     std::ofstream(config_) << "defaults:\n  hardware: h100-sxm\n  seed: 3\n"
                               "experiments:\n"
@@ -53,11 +53,8 @@ class CpuRunTest : public ::testing::Test {
     options_.warmup_iterations = 0;
     options_.measured_iterations = 1;
   }
-  void TearDown() override {
-    if (!dir_.empty()) fs::remove_all(dir_);
-  }
-
   std::string binary_, config_;
+  shardscope::testing::ScratchDir scratch_{"cpu_run"};
   fs::path dir_;
   Experiment experiment_;
   CpuRunOptions options_;
@@ -139,10 +136,8 @@ TEST_F(CpuRunTest, AFailingRankStopsTheJobAndLeavesNoTrace) {
 TEST(CpuRunCheckpointTest, ExperimentCheckpointFieldRunsOnTwoRanks) {
   const std::string binary = Binary();
   if (!fs::exists(binary)) GTEST_SKIP() << "shardscope binary not built";
-  const fs::path dir =
-      fs::path(::testing::TempDir()) / ("cpu_run_ckpt_" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  shardscope::testing::ScratchDir scratch("cpu_run_ckpt");
+  const fs::path dir = scratch.path();
   const std::string config = (dir / "experiments.yaml").string();
   std::ofstream(config) << "experiments:\n"
                            "  - name: ckpt_tp2\n    model: tiny-dense\n    hardware: h100-sxm\n"
@@ -173,17 +168,14 @@ TEST(CpuRunCheckpointTest, ExperimentCheckpointFieldRunsOnTwoRanks) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   ASSERT_EQ(r->tokens.size(), 2u);
   for (int64_t q = 0; q < 2; ++q) EXPECT_EQ(r->tokens[q], want[q]) << "request " << q;
-  fs::remove_all(dir);
 }
 
 // A checkpoint that cannot serve the model is bad input found by the launcher,
 // before mpirun starts (`mpirun` here names no program: starting it would fail
 // differently), once, naming the file and the tensor.
 TEST(CpuRunCheckpointTest, ABadCheckpointIsRejectedBeforeTheRanksStart) {
-  const fs::path dir =
-      fs::path(::testing::TempDir()) / ("cpu_run_bad_ckpt_" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  shardscope::testing::ScratchDir scratch("cpu_run_bad_ckpt");
+  const fs::path dir = scratch.path();
   Experiment e = shardscope::testing::ZooExperiment("tiny-dense", "h100-sxm", {}, 2, 8, 3);
   e.parallel.tp = 2;
   e.source_file = (dir / "experiments.yaml").string();
@@ -218,16 +210,13 @@ TEST(CpuRunCheckpointTest, ABadCheckpointIsRejectedBeforeTheRanksStart) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find(file.string()), std::string::npos) << r.status().message();
   EXPECT_EQ(r.status().message().find("mpirun"), std::string::npos) << r.status().message();
-  fs::remove_all(dir);
 }
 
 // issue 35: a checkpoint of all-NaN weights generated token 0 without a word; it is
 // refused before mpirun, naming the tensor.
 TEST(CpuRunCheckpointTest, AnAllNaNCheckpointIsRejectedNamingTheTensor) {
-  const fs::path dir =
-      fs::path(::testing::TempDir()) / ("cpu_run_nan_ckpt_" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  shardscope::testing::ScratchDir scratch("cpu_run_nan_ckpt");
+  const fs::path dir = scratch.path();
   Experiment e = shardscope::testing::ZooExperiment("tiny-dense", "h100-sxm", {}, 2, 8, 3);
   e.parallel.tp = 2;
   e.source_file = (dir / "experiments.yaml").string();
@@ -254,7 +243,6 @@ TEST(CpuRunCheckpointTest, AnAllNaNCheckpointIsRejectedNamingTheTensor) {
   EXPECT_NE(r.status().message().find("values are NaN or infinite"), std::string::npos);
   EXPECT_NE(r.status().message().find("tensor 'model."), std::string::npos) << r.status().message();
   EXPECT_EQ(r.status().message().find("mpirun"), std::string::npos) << r.status().message();
-  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "analysis/analyzer.h"
 #include "backends/run_output.h"
 #include "plan/test_experiments.h"
+#include "testing/scratch_dir.h"
 
 namespace shardscope::backends {
 namespace {
@@ -36,9 +37,8 @@ ParallelSpec Par(int64_t tp, int64_t pp, int64_t ep) {
 }
 
 TEST(SimBackendTest, ReportedLatencyEqualsTheAnalyzersOverItsTrace) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("shardscope_sim_backend_" + std::to_string(getpid()));
-  fs::create_directories(dir);
+  testing::ScratchDir scratch("sim_backend");
+  const fs::path dir = scratch.path();
   struct Case {
     const char* model;
     ParallelSpec par;
@@ -70,7 +70,6 @@ TEST(SimBackendTest, ReportedLatencyEqualsTheAnalyzersOverItsTrace) {
     EXPECT_GT(r->latency.ttft, 0);
     EXPECT_GT(r->latency.tpot, 0);
   }
-  fs::remove_all(dir);
 }
 
 TEST(SimBackendTest, SameFiguresWithoutATrace) {

@@ -3,7 +3,7 @@
 // efficiencies, row ramp and fixed cost (compute_fit.h), per collective and
 // group size a latency and bandwidth line (comm_fit.h), and the overhead terms
 // a trace shows. Classes with too few samples keep the defaults, saying why.
-// What is fitted and how: docs/fidelity.md, "`shardscope calibrate`".
+// What is fitted and how: docs/calibration.md, "From traces".
 #ifndef SHARDSCOPE_CALIBRATE_CALIBRATE_H_
 #define SHARDSCOPE_CALIBRATE_CALIBRATE_H_
 

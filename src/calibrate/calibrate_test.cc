@@ -12,6 +12,7 @@
 #include "plan/test_experiments.h"
 #include "sim/compute_model.h"
 #include "sim/simulator.h"
+#include "testing/scratch_dir.h"
 #include "trace/trace_writer.h"
 
 namespace shardscope::calibrate {
@@ -135,14 +136,9 @@ std::string WriteSyntheticTrace(const std::string& path) {
 
 class CalibrateTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("calibrate_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-            "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  void SetUp() override { dir_ = scratch_.path(); }
   std::string Path(const std::string& name) const { return (dir_ / name).string(); }
+  testing::ScratchDir scratch_{"calibrate_test"};
   fs::path dir_;
 };
 

@@ -9,6 +9,7 @@
 #include "calibrate/measured_routing.h"
 #include "plan/test_experiments.h"
 #include "sim/simulator.h"
+#include "testing/scratch_dir.h"
 
 namespace shardscope::calibrate {
 namespace {
@@ -35,13 +36,8 @@ const ValidationRow* Row(const ValidationResult& r, const std::string& scope,
 
 class ValidateTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("validate_test_" +
-            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  void SetUp() override { dir_ = scratch_.path(); }
+  testing::ScratchDir scratch_{"validate_test"};
   fs::path dir_;
 };
 
@@ -167,13 +163,14 @@ TEST_F(ValidateTest, MissingMeasuredTraceIsAnError) {
 namespace shardscope::calibrate {
 namespace {
 
-// Simulates `e` with fixed routing `weights` into a trace under the temp dir's
-// `dir`, the "measured" run; its path, or "" on failure.
+// Simulates `e` with fixed routing `weights` into a trace under the process's
+// scratch dir's `dir`, the "measured" run; its path, or "" on failure.
 std::string SkewedTrace(const Experiment& e, std::vector<double> weights, const std::string& dir) {
   Experiment skewed = e;
   skewed.workload.routing.kind = RoutingKind::kFixed;
   skewed.workload.routing.fixed_weights = std::move(weights);
-  const fs::path folder = fs::temp_directory_path() / dir;
+  static testing::ScratchDir scratch("validate_test");
+  const fs::path folder = fs::path(scratch.path()) / dir;
   fs::create_directories(folder);
   sim::SimOptions o;
   o.trace_file = (folder / "measured.trace").string();

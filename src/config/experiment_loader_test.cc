@@ -7,19 +7,16 @@
 #include <filesystem>
 #include <fstream>
 
-#include "core/yaml_reader.h"
+#include "testing/config/experiments_text.h"
+#include "testing/scratch_dir.h"
 
 namespace shardscope {
 namespace {
 
-StatusOr<std::vector<Experiment>> Load(const std::string& text) {
-  auto node = ParseYaml(text, "exp.yaml");
-  if (!node.ok()) return node.status();
-  return ExperimentsFromYaml(*node, "exp.yaml");
-}
+using testing::LoadExperimentsText;
 
 TEST(ExperimentLoaderTest, DefaultsZooAndOverrides) {
-  auto exps = Load(R"(
+  auto exps = LoadExperimentsText(R"(
 defaults: {hardware: h100-sxm, dtype: bf16, tokens_to_generate: 16, seed: 7}
 experiments:
   - name: a
@@ -49,7 +46,7 @@ experiments:
 }
 
 TEST(ExperimentLoaderTest, CommunicationChoicesAndPayloadDtypes) {
-  auto exps = Load(R"(
+  auto exps = LoadExperimentsText(R"(
 defaults: {hardware: h100-sxm, model: deepseek-v2-lite, parallelism: {ep_size: 2}, batch_size: 2, sequence_length: 8}
 experiments:
   - name: fp8
@@ -77,10 +74,11 @@ experiments:
                           "communication: {all_to_all: {prefill: ring}}",
                           "communication: {dispatch_dtype: fp4}", "communication: {alg: ring}"}) {
     SCOPED_TRACE(bad);
-    auto e = Load(std::string("defaults: {hardware: h100-sxm, model: deepseek-v2-lite, "
-                              "parallelism: {ep_size: 2}, batch_size: 2, sequence_length: "
-                              "8}\nexperiments:\n  - name: x\n    ") +
-                  bad + "\n");
+    auto e = LoadExperimentsText(
+        std::string("defaults: {hardware: h100-sxm, model: deepseek-v2-lite, "
+                    "parallelism: {ep_size: 2}, batch_size: 2, sequence_length: "
+                    "8}\nexperiments:\n  - name: x\n    ") +
+        bad + "\n");
     ASSERT_FALSE(e.ok());
     EXPECT_NE(e.status().message().find("field 'communication."), std::string::npos)
         << e.status().message();
@@ -88,7 +86,7 @@ experiments:
 }
 
 TEST(ExperimentLoaderTest, SweepsExpandAndSelect) {
-  auto exps = Load(R"(
+  auto exps = LoadExperimentsText(R"(
 defaults: {hardware: h100-sxm}
 experiments:
   - name: moe
@@ -114,12 +112,6 @@ experiments:
   EXPECT_NE(none.status().message().find("experiments: moe"), std::string::npos);
 }
 
-StatusOr<std::vector<Experiment>> LoadWith(const std::string& text, const LoaderOptions& o) {
-  auto node = ParseYaml(text, "exp.yaml");
-  if (!node.ok()) return node.status();
-  return ExperimentsFromYaml(*node, "exp.yaml", o);
-}
-
 // A sweep of `n` sequence lengths 1..n (and two batch sizes).
 std::string BigSweep(int n) {
   std::string text =
@@ -133,18 +125,18 @@ std::string BigSweep(int n) {
 TEST(ExperimentLoaderTest, OnlyReadsTheNamedPointOrSweep) {
   LoaderOptions o;
   o.only = "big_b2_seq700";
-  auto one = LoadWith(BigSweep(2000), o);  // 4,000 points; one is read
+  auto one = LoadExperimentsText(BigSweep(2000), "exp.yaml", o);  // 4,000 points; one is read
   ASSERT_TRUE(one.ok()) << one.status().message();
   ASSERT_EQ(one->size(), 1u);
   EXPECT_EQ((*one)[0].workload.batch_size, 2);
   EXPECT_EQ((*one)[0].workload.sequence_length, 700);
   EXPECT_EQ((*one)[0].sweep_name, "big");
   o.only = "big";
-  auto all = LoadWith(BigSweep(3), o);
+  auto all = LoadExperimentsText(BigSweep(3), "exp.yaml", o);
   ASSERT_TRUE(all.ok());
   EXPECT_EQ(all->size(), 6u);
   o.only = "nope";
-  auto none = LoadWith(BigSweep(3), o);
+  auto none = LoadExperimentsText(BigSweep(3), "exp.yaml", o);
   ASSERT_FALSE(none.ok());
   EXPECT_EQ(none.status().message(), "exp.yaml: no experiment named 'nope' (experiments: big)");
 }
@@ -156,7 +148,7 @@ TEST(ExperimentLoaderTest, OnlyReadsTheNamedPointOrSweep) {
 // 35 came from each point's node sharing the earlier points' data); the load's
 // speed is measured in docs/BENCHMARKS.md, not asserted here.
 TEST(ExperimentLoaderTest, EveryPointOfALongSweepHoldsItsOwnValues) {
-  auto exps = LoadWith(BigSweep(2000), LoaderOptions{});  // 4,000 points
+  auto exps = LoadExperimentsText(BigSweep(2000), "exp.yaml", LoaderOptions{});  // 4,000 points
   ASSERT_TRUE(exps.ok()) << exps.status().message();
   ASSERT_EQ(exps->size(), 4000u);
   for (const Experiment& e : *exps) {
@@ -172,14 +164,14 @@ TEST(ExperimentLoaderTest, SweepLoadingReportsProgress) {
   std::vector<std::pair<int64_t, int64_t>> calls;
   LoaderOptions o;
   o.progress = [&](int64_t read, int64_t total) { calls.emplace_back(read, total); };
-  ASSERT_TRUE(LoadWith(BigSweep(3), o).ok());
+  ASSERT_TRUE(LoadExperimentsText(BigSweep(3), "exp.yaml", o).ok());
   ASSERT_EQ(calls.size(), 6u);
   for (size_t i = 0; i < calls.size(); ++i) {
     EXPECT_EQ(calls[i], std::make_pair(static_cast<int64_t>(i + 1), int64_t{6}));
   }
   calls.clear();
   o.only = "big_b2_seq3";  // one point of the sweep
-  ASSERT_TRUE(LoadWith(BigSweep(3), o).ok());
+  ASSERT_TRUE(LoadExperimentsText(BigSweep(3), "exp.yaml", o).ok());
   ASSERT_EQ(calls.size(), 1u);
   EXPECT_EQ(calls[0], std::make_pair(int64_t{1}, int64_t{1}));
 }
@@ -192,27 +184,27 @@ TEST(ExperimentLoaderTest, SweepLimitIsCheckedBeforeExpanding) {
       "    batch_size: [1, 2]\n    sequence_length: [";
   for (int i = 1; i <= 6000; ++i) text += (i > 1 ? "," : "") + std::to_string(i);
   text += "]\n";
-  auto exps = Load(text);
+  auto exps = LoadExperimentsText(text);
   ASSERT_FALSE(exps.ok());
   EXPECT_EQ(exps.status().message(),
             "exp.yaml: experiment 'huge': the sweep expands to more than 10000 experiments (the "
             "limit); split it into several");
   LoaderOptions o;
   o.max_experiments = 5;
-  EXPECT_FALSE(LoadWith(BigSweep(3), o).ok());
+  EXPECT_FALSE(LoadExperimentsText(BigSweep(3), "exp.yaml", o).ok());
   o.max_experiments = 6;
-  EXPECT_TRUE(LoadWith(BigSweep(3), o).ok());
+  EXPECT_TRUE(LoadExperimentsText(BigSweep(3), "exp.yaml", o).ok());
 }
 
 TEST(ExperimentLoaderTest, SweepRejectsRepeatedAndNonScalarValues) {
-  auto repeated = Load(R"(
+  auto repeated = LoadExperimentsText(R"(
 experiments:
   - {name: r, model: llama-3.1-8b, hardware: h100-sxm, batch_size: 1, sequence_length: [8, 16, 8]}
 )");
   ASSERT_FALSE(repeated.ok());
   EXPECT_EQ(repeated.status().message(),
             "exp.yaml: experiment 'r': field 'sequence_length': sweep lists 8 more than once");
-  auto nested = Load(R"(
+  auto nested = LoadExperimentsText(R"(
 experiments:
   - {name: n, model: llama-3.1-8b, hardware: h100-sxm, batch_size: [1, [2]], sequence_length: 8}
 )");
@@ -222,7 +214,7 @@ experiments:
 }
 
 TEST(ExperimentLoaderTest, StrategyNamesAndLayerwise) {
-  auto exps = Load(R"(
+  auto exps = LoadExperimentsText(R"(
 experiments:
   - name: lw
     model: seed-dense-16l
@@ -294,7 +286,7 @@ TEST(ExperimentLoaderTest, MalformedInputsNameFileExperimentAndField) {
   };
   for (const BadCase& c : cases) {
     std::string text = std::string("experiments:\n  - name: bad\n    ") + c.body;
-    auto exps = Load(text);
+    auto exps = LoadExperimentsText(text);
     ASSERT_FALSE(exps.ok()) << c.label;
     const std::string& msg = exps.status().message();
     EXPECT_EQ(msg.rfind("exp.yaml: experiment 'bad': ", 0), 0u) << c.label << ": " << msg;
@@ -306,7 +298,7 @@ TEST(ExperimentLoaderTest, MalformedInputsNameFileExperimentAndField) {
 // Plans are checked above this layer (plan/plan_loader.h): the loader reads a
 // plan that does not fit its model as written.
 TEST(ExperimentLoaderTest, ReadsPlansWithoutValidatingThem) {
-  auto exps = Load(R"(
+  auto exps = LoadExperimentsText(R"(
 experiments:
   - {name: x, model: llama-3.1-8b, hardware: h100-sxm, parallelism: {tp_size: 3}, batch_size: 1, sequence_length: 8}
 )");
@@ -315,21 +307,22 @@ experiments:
 }
 
 TEST(ExperimentLoaderTest, DuplicateNamesAndEmptyLists) {
-  auto dup = Load(R"(
+  auto dup = LoadExperimentsText(R"(
 experiments:
   - {name: x, model: llama-3.1-8b, hardware: h100-sxm, parallelism: {tp_size: 1}, batch_size: 1, sequence_length: 8}
   - {name: x, model: llama-3.1-8b, hardware: h100-sxm, parallelism: {tp_size: 1}, batch_size: 1, sequence_length: 8}
 )");
   ASSERT_FALSE(dup.ok());
   EXPECT_NE(dup.status().message().find("duplicate experiment name 'x'"), std::string::npos);
-  auto empty = Load("experiments: []\n");
+  auto empty = LoadExperimentsText("experiments: []\n");
   ASSERT_FALSE(empty.ok());
   EXPECT_NE(empty.status().message().find("field 'experiments'"), std::string::npos);
 }
 
 TEST(ExperimentLoaderTest, HuggingFaceConfigRelativeToTheFile) {
   namespace fs = std::filesystem;
-  fs::path dir = fs::path(::testing::TempDir()) / "hf_exp";
+  testing::ScratchDir scratch("hf_exp");
+  const fs::path dir = scratch.path();
   fs::create_directories(dir / "llama");
   std::ofstream(dir / "llama" / "config.json") << R"({
     "architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "intermediate_size": 14336,
@@ -367,7 +360,8 @@ experiments:
 
 TEST(ExperimentLoaderTest, CheckpointWeightsRelativeToTheFile) {
   namespace fs = std::filesystem;
-  fs::path dir = fs::path(::testing::TempDir()) / "ckpt_exp";
+  testing::ScratchDir scratch("ckpt_exp");
+  const fs::path dir = scratch.path();
   fs::create_directories(dir / "ckpt");
   std::ofstream(dir / "ckpt" / "model.safetensors") << "x";
   auto write = [&](const std::string& weights) {
@@ -406,7 +400,7 @@ TEST(ExperimentLoaderTest, DefaultConfigLoads) {
 // issue 17: batch 1e12 × prompt 1e8 overflowed 64-bit token counts and simulated
 // nonsense (negative compute time) with exit 0.
 TEST(ExperimentLoaderTest, TokenCountsThatOverflowAreRejected) {
-  auto e = Load(R"(
+  auto e = LoadExperimentsText(R"(
 experiments:
   - {name: big, model: seed-dense-16l, hardware: h100-sxm, parallelism: {tp_size: 1},
      batch_size: 1000000000000, sequence_length: 100000000}
@@ -418,7 +412,7 @@ experiments:
             std::string::npos)
       << e.status().message();
   // A large but representable workload still loads.
-  EXPECT_TRUE(Load(R"(
+  EXPECT_TRUE(LoadExperimentsText(R"(
 experiments:
   - {name: ok, model: seed-dense-16l, hardware: h100-sxm, parallelism: {tp_size: 1},
      batch_size: 1000000, sequence_length: 1000000}
@@ -428,7 +422,7 @@ experiments:
 
 // issue 17: a sequence beyond the model's trained context was accepted.
 TEST(ExperimentLoaderTest, PositionsBeyondTheModelsContextAreRejected) {
-  auto e = Load(R"(
+  auto e = LoadExperimentsText(R"(
 experiments:
   - {name: long, model: llama-3.1-8b, hardware: h100-sxm, parallelism: {tp_size: 1},
      batch_size: 1, sequence_length: 131072, tokens_to_generate: 2}
@@ -439,7 +433,7 @@ experiments:
             "tokens_to_generate = 131072 + 2 = 131074 exceeds the 131072 positions model "
             "'llama-3.1-8b' was trained for (max_position_embeddings; override it in the "
             "experiment's model to simulate beyond)");
-  EXPECT_TRUE(Load(R"(
+  EXPECT_TRUE(LoadExperimentsText(R"(
 experiments:
   - {name: long, model: {base: llama-3.1-8b, max_position_embeddings: 200000},
      hardware: h100-sxm, parallelism: {tp_size: 1}, batch_size: 1, sequence_length: 131072,
@@ -450,7 +444,7 @@ experiments:
 
 // issue 17: a missing HF config named neither the experiment nor the field.
 TEST(ExperimentLoaderTest, MissingHfConfigNamesTheField) {
-  auto e = Load(R"(
+  auto e = LoadExperimentsText(R"(
 experiments:
   - {name: hf, model: {hf_config: nothere/config.json}, hardware: h100-sxm,
      parallelism: {tp_size: 1}, batch_size: 1, sequence_length: 8}

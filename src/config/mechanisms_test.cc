@@ -6,21 +6,19 @@
 #include <fstream>
 
 #include "config/experiment_loader.h"
-#include "core/yaml_reader.h"
+#include "testing/config/experiments_text.h"
+#include "testing/scratch_dir.h"
 
 namespace shardscope {
 namespace {
 
 StatusOr<std::vector<Experiment>> Load(const std::string& experiment) {
-  auto node = ParseYaml(R"(
+  return testing::LoadExperimentsText(R"(
 defaults: {model: deepseek-v3, hardware: h800, batch_size: 144, sequence_length: 8,
            parallelism: {ep_size: 144}}
 experiments:
   - name: x
-    )" + experiment + "\n",
-                        "exp.yaml");
-  if (!node.ok()) return node.status();
-  return ExperimentsFromYaml(*node, "exp.yaml");
+    )" + experiment + "\n");
 }
 
 std::string ErrorOf(const std::string& experiment) {
@@ -85,8 +83,8 @@ TEST(MechanismsTest, BadFieldsAreNamed) {
 
 TEST(MechanismsTest, ExpertLoadFileRelativeToTheExperimentsFile) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::path(::testing::TempDir()) / "eplb_load";
-  fs::create_directories(dir);
+  testing::ScratchDir scratch("eplb_load");
+  const fs::path dir = scratch.path();
   auto write = [&](const std::string& load) {
     std::ofstream(dir / "load.csv", std::ios::trunc) << load;
     std::ofstream(dir / "exp.yaml", std::ios::trunc) << R"(

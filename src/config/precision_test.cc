@@ -3,20 +3,17 @@
 #include <gtest/gtest.h>
 
 #include "config/experiment_loader.h"
-#include "core/yaml_reader.h"
+#include "testing/config/experiments_text.h"
 
 namespace shardscope {
 namespace {
 
 StatusOr<std::vector<Experiment>> Load(const std::string& precision) {
-  auto node = ParseYaml(
+  return testing::LoadExperimentsText(
       "defaults: {hardware: h100-sxm, model: llama-3.1-8b, parallelism: {strategy: tensor, "
       "tp_size: 1}, batch_size: 1, sequence_length: 128}\n"
       "experiments:\n  - name: p\n" +
-          precision,
-      "exp.yaml");
-  if (!node.ok()) return node.status();
-  return ExperimentsFromYaml(*node, "exp.yaml");
+      precision);
 }
 
 Precision Legacy(DType d) { return ResolvePrecision({}, d, d, d, d); }

@@ -5,19 +5,15 @@
 #include <filesystem>
 #include <fstream>
 
-#include "config/experiment_loader.h"
+#include "testing/config/experiments_text.h"
+#include "testing/scratch_dir.h"
 
 namespace shardscope {
 namespace {
 
 namespace fs = std::filesystem;
 
-StatusOr<std::vector<Experiment>> Load(const std::string& text,
-                                       const std::string& path = "exp.yaml") {
-  auto node = ParseYaml(text, path);
-  if (!node.ok()) return node.status();
-  return ExperimentsFromYaml(*node, path);
-}
+using testing::LoadExperimentsText;
 
 std::string Tiny(const std::string& body) {
   return "experiments:\n  - name: p\n    model: tiny-dense\n    hardware: local-cpu\n"
@@ -46,7 +42,7 @@ TEST(PromptsTest, FileErrorsNameTheLine) {
 }
 
 TEST(PromptsTest, GivenPromptsSetBatchAndSequence) {
-  auto e = Load(Tiny("    prompts: [[1, 2, 3], [4, 5, 6]]\n"));
+  auto e = LoadExperimentsText(Tiny("    prompts: [[1, 2, 3], [4, 5, 6]]\n"));
   ASSERT_TRUE(e.ok()) << e.status().message();
   EXPECT_EQ((*e)[0].workload.batch_size, 2);
   EXPECT_EQ((*e)[0].workload.sequence_length, 3);
@@ -76,27 +72,26 @@ TEST(PromptsTest, ConfigErrorsNameTheField) {
        "exp.yaml: experiment 'p': field 'prompts[0]': expected a non-empty list of token ids"},
   };
   for (const Case& c : cases) {
-    auto e = Load(Tiny(c.body));
+    auto e = LoadExperimentsText(Tiny(c.body));
     ASSERT_FALSE(e.ok()) << c.body;
     EXPECT_EQ(e.status().message(), c.message);
   }
 }
 
 TEST(PromptsTest, FileRelativeToTheConfig) {
-  const fs::path dir = fs::path(::testing::TempDir()) / "prompts_test";
-  fs::create_directories(dir);
+  testing::ScratchDir scratch("prompts_test");
+  const fs::path dir = scratch.path();
   std::ofstream(dir / "p.txt") << "1 2\n3 4\n";
-  auto e = Load(Tiny("    prompts: p.txt\n"), (dir / "exp.yaml").string());
+  auto e = LoadExperimentsText(Tiny("    prompts: p.txt\n"), (dir / "exp.yaml").string());
   ASSERT_TRUE(e.ok()) << e.status().message();
   EXPECT_EQ((*e)[0].workload.prompts, (Prompts{{1, 2}, {3, 4}}));
-  auto missing = Load(Tiny("    prompts: none.txt\n"), (dir / "exp.yaml").string());
+  auto missing = LoadExperimentsText(Tiny("    prompts: none.txt\n"), (dir / "exp.yaml").string());
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find("cannot read the prompts file"), std::string::npos);
   std::ofstream(dir / "bad.txt") << "1 2\n3 999\n";
-  auto bad = Load(Tiny("    prompts: bad.txt\n"), (dir / "exp.yaml").string());
+  auto bad = LoadExperimentsText(Tiny("    prompts: bad.txt\n"), (dir / "exp.yaml").string());
   EXPECT_NE(bad.status().message().find("bad.txt:2: token id 999"), std::string::npos)
       << bad.status().message();
-  fs::remove_all(dir);
 }
 
 }  // namespace

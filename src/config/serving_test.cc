@@ -7,7 +7,8 @@
 
 #include "config/engine_profile.h"
 #include "config/experiment_loader.h"
-#include "core/yaml_reader.h"
+#include "testing/config/experiments_text.h"
+#include "testing/scratch_dir.h"
 
 namespace shardscope {
 namespace {
@@ -21,9 +22,7 @@ experiments:
 
 StatusOr<std::vector<Experiment>> Load(const std::string& body,
                                        const std::string& path = "exp.yaml") {
-  auto node = ParseYaml(std::string(kHead) + body, path);
-  if (!node.ok()) return node.status();
-  return ExperimentsFromYaml(*node, path);
+  return testing::LoadExperimentsText(std::string(kHead) + body, path);
 }
 
 TEST(ServingTest, ReadsWorkloadSchedulerAndSlo) {
@@ -201,9 +200,8 @@ TEST(ServingTest, ErrorsNameTheField) {
 }
 
 TEST(ServingTest, RequestFileRelativeToTheConfigAndItsErrors) {
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("serving_test_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
+  testing::ScratchDir scratch("serving_test");
+  const std::filesystem::path dir = scratch.path();
   std::ofstream(dir / "good.csv") << "arrival_time_s,prompt_tokens,output_tokens\n0,10,2\n1,20,3\n";
   std::ofstream(dir / "long.csv")
       << "arrival_time_s,prompt_tokens,output_tokens\n0,10,2\n1,131000,100\n";
@@ -221,7 +219,6 @@ TEST(ServingTest, RequestFileRelativeToTheConfigAndItsErrors) {
   auto missing = Load("    workload: {arrivals: {process: file, path: nope.csv}}\n", config);
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find("nope.csv"), std::string::npos);
-  std::filesystem::remove_all(dir);
 }
 
 constexpr const char* kWorkload =

@@ -8,13 +8,16 @@
 #include <fstream>
 #include <string>
 
+#include "testing/scratch_dir.h"
+
 namespace shardscope {
 namespace {
 
 namespace fs = std::filesystem;
 
 fs::path TempPath(const std::string& name) {
-  return fs::path(::testing::TempDir()) / ("small_file_" + std::to_string(getpid()) + "_" + name);
+  static testing::ScratchDir scratch("small_file");
+  return fs::path(scratch.path()) / name;
 }
 
 TEST(SmallFileTest, ReadsARegularFileWhole) {
@@ -56,7 +59,8 @@ TEST(SmallFileTest, FifoIsRefusedWithoutBlocking) {
 }
 
 TEST(SmallFileTest, DirectoryIsRefused) {
-  StatusOr<std::string> r = ReadSmallFile(::testing::TempDir());
+  testing::ScratchDir dir;
+  StatusOr<std::string> r = ReadSmallFile(dir.path());
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("is a directory, not a regular file"), std::string::npos);
 }

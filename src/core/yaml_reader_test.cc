@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "testing/scratch_dir.h"
+
 namespace shardscope {
 namespace {
 
@@ -67,9 +69,10 @@ TEST(YamlReaderTest, MalformedAndMissingFiles) {
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find("/nonexistent/x.yaml"), std::string::npos);
   // issue 17: `--config DIR` read the directory as an empty file.
-  auto dir = LoadYamlFile(::testing::TempDir());
+  testing::ScratchDir scratch;
+  auto dir = LoadYamlFile(scratch.path());
   ASSERT_FALSE(dir.ok());
-  EXPECT_EQ(dir.status().message(), ::testing::TempDir() + ": is a directory, not a YAML file");
+  EXPECT_EQ(dir.status().message(), scratch.path() + ": is a directory, not a YAML file");
 }
 
 TEST(YamlReaderTest, MergeOverridesRecursively) {

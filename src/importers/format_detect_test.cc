@@ -5,13 +5,14 @@
 #include <filesystem>
 
 #include "importers/test_traces.h"
+#include "testing/scratch_dir.h"
 #include "trace/test_util.h"
 #include "trace/trace_writer.h"
 
 namespace shardscope::importers {
 namespace {
 
-using trace::ScratchDir;
+using testing::ScratchDir;
 using trace::WriteFile;
 
 const std::string kTestData = SharedTestData("");

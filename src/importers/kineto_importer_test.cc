@@ -9,14 +9,15 @@
 #include <nlohmann/json.hpp>
 
 #include "importers/test_traces.h"
+#include "testing/scratch_dir.h"
 #include "trace/test_util.h"
 
 namespace shardscope::importers {
 namespace {
 
+using testing::ScratchDir;
 using trace::Category;
 using trace::Collective;
-using trace::ScratchDir;
 using trace::WriteFile;
 
 const std::string kTestData = SharedTestData("kineto");

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "importers/test_traces.h"
+#include "testing/scratch_dir.h"
 #include "trace/test_util.h"
 
 namespace shardscope::importers {
@@ -26,7 +27,7 @@ struct Imported {
 };
 
 Imported ImportText(const std::string& text, bool jsonl) {
-  trace::ScratchDir dir;
+  testing::ScratchDir dir;
   std::string path = dir.File(jsonl ? "t.jsonl" : "t.json");
   trace::WriteFile(path, text);
   Imported out;

@@ -9,6 +9,7 @@
 
 #include "importers/test_traces.h"
 #include "importers/xspace_importer.h"
+#include "testing/scratch_dir.h"
 #include "trace/test_util.h"
 
 namespace shardscope::importers {
@@ -65,7 +66,7 @@ void WriteGzip(const std::string& path, const std::string& content) {
 }
 
 StatusOr<trace::ReadStats> ImportText(const std::string& json, trace::Trace* t) {
-  trace::ScratchDir dir;
+  testing::ScratchDir dir;
   std::string path = dir.File("t.trace.json");
   trace::WriteFile(path, json);
   trace::TraceBuilder builder(t);
@@ -196,7 +197,7 @@ TEST(XlaJsonImporterTest, RealXplaneAsTraceViewerJsonMatchesXspace) {
   std::string data = trace::ReadWholeFile(kXplane);
   auto devices = DecodeXspace(data, kXplane, &decode_stats);
   ASSERT_TRUE(devices.ok()) << devices.status().ToString();
-  trace::ScratchDir dir;
+  testing::ScratchDir dir;
   std::string path = dir.File("tpu.trace.json.gz");
   WriteGzip(path, ToTraceViewerJson(*devices));
 

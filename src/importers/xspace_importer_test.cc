@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "importers/test_traces.h"
+#include "testing/scratch_dir.h"
 #include "trace/test_util.h"
 
 namespace shardscope::importers {
@@ -73,7 +74,7 @@ std::string SyntheticXspace() {
 }
 
 StatusOr<trace::ReadStats> ImportBytes(const std::string& bytes, trace::Trace* t) {
-  trace::ScratchDir dir;
+  testing::ScratchDir dir;
   std::string path = dir.File("x.xplane.pb");
   trace::WriteFile(path, bytes);
   trace::TraceBuilder builder(t);

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "model/model_yaml.h"
+#include "testing/scratch_dir.h"
 
 namespace shardscope {
 namespace {
@@ -173,9 +174,10 @@ constexpr char kQwen25_32B[] = R"({
   "vocab_size": 152064
 })";
 
-// Writes `text` to <tmp>/<dir>/config.json and returns the file's path.
+// Writes `text` to <scratch>/<dir>/config.json and returns the file's path.
 std::string WriteConfig(const std::string& dir, const std::string& text) {
-  std::filesystem::path d = std::filesystem::path(::testing::TempDir()) / "shardscope_hf" / dir;
+  static testing::ScratchDir scratch("shardscope_hf");
+  std::filesystem::path d = std::filesystem::path(scratch.path()) / dir;
   std::filesystem::create_directories(d);
   std::ofstream(d / "config.json") << text;
   return (d / "config.json").string();
@@ -376,7 +378,8 @@ TEST(HfConfigTest, MalformedJsonNamesFileAndByte) {
 }
 
 TEST(HfConfigTest, MissingFileIsNotFound) {
-  StatusOr<ModelSpec> m = ModelFromHfConfig(::testing::TempDir() + "/nowhere/config.json");
+  testing::ScratchDir dir;
+  StatusOr<ModelSpec> m = ModelFromHfConfig(dir.File("nowhere/config.json"));
   ASSERT_FALSE(m.ok());
   EXPECT_EQ(m.status().code(), StatusCode::kNotFound);
 }

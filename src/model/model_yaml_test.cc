@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "model/params.h"
+#include "testing/scratch_dir.h"
 
 namespace shardscope {
 namespace {
@@ -197,8 +198,8 @@ TEST(ModelYamlTest, HeadDimRequiredWhenHiddenIsNotAMultipleOfHeads) {
 }
 
 TEST(ModelYamlTest, LoadModelFileNamesModelAfterFileAndReportsMissingFiles) {
-  std::string dir = ::testing::TempDir() + "/shardscope_model_yaml";
-  std::filesystem::create_directories(dir);
+  testing::ScratchDir scratch("shardscope_model_yaml");
+  const std::string dir = scratch.path();
   std::string text = kTinyGqa;
   text.erase(text.find("name: t\n"), 8);
   std::ofstream(dir + "/my-model.yaml") << text;

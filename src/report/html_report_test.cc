@@ -14,6 +14,7 @@
 #include "report/html_sections.h"
 #include "report/html_timeline.h"
 #include "report/metric_table.h"
+#include "testing/scratch_dir.h"
 #include "trace/test_util.h"
 
 namespace shardscope::report {
@@ -36,7 +37,7 @@ class HtmlReportTest : public ::testing::Test {
     if (!LoadChartJs().ok())
       GTEST_SKIP() << "Chart.js not installed (apt-get install libjs-chart.js)";
   }
-  trace::ScratchDir dir_;
+  testing::ScratchDir dir_;
 };
 
 TEST_F(HtmlReportTest, EmbedsTheTracesFiguresAndIsSelfContained) {

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "plan/test_experiments.h"
+#include "testing/scratch_dir.h"
 #include "trace/trace_reader.h"
 
 namespace shardscope::run {
@@ -17,15 +18,13 @@ namespace fs = std::filesystem;
 class RunRecorderTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("shardscope_recorder_" + std::to_string(getpid()));
-    fs::create_directories(dir_);
+    dir_ = scratch_.path();
     ParallelSpec p;
     p.tp = 2;
     p.strategy = "tp2";
     experiment_ = testing::ZooExperiment("tiny-dense", "h100-sxm", p, 2, 16);
   }
-  void TearDown() override { fs::remove_all(dir_); }
-
+  testing::ScratchDir scratch_{"recorder"};
   fs::path dir_;
   Experiment experiment_;
 };

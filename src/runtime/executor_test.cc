@@ -14,6 +14,7 @@
 #include "runtime/arena.h"
 #include "runtime/hf_checkpoint_test_util.h"
 #include "runtime/local_communicator.h"
+#include "testing/scratch_dir.h"
 
 namespace shardscope::runtime {
 namespace {
@@ -177,8 +178,8 @@ TEST(ExecutorTest, ABackendErrorStopsTheRunNamingTheRankAndOp) {
 // output. Doubling q_b in a checkpoint must change the logits.
 TEST(ExecutorTest, MlaQueriesGoThroughTheQaNorm) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::path(::testing::TempDir()) / "executor_test_qlora";
-  fs::remove_all(dir);
+  shardscope::testing::ScratchDir scratch("executor_test_qlora");
+  const fs::path dir = scratch.path();
   Experiment e = shardscope::testing::ZooExperiment("tiny-moe-mla", "local-cpu", {}, 1, 6, 1);
   e.model.mla.q_lora_rank = 32;
   ASSERT_TRUE(
@@ -202,7 +203,6 @@ TEST(ExecutorTest, MlaQueriesGoThroughTheQaNorm) {
   const std::vector<SampleRecord> a = testing::RunSingle(e);
   e.workload.checkpoint = (dir / "b").string();
   const std::vector<SampleRecord> b = testing::RunSingle(e);
-  fs::remove_all(dir);
   ASSERT_EQ(a.size(), 1u);
   ASSERT_EQ(b.size(), 1u);
   ASSERT_EQ(a[0].logits.size(), b[0].logits.size());

@@ -24,6 +24,7 @@
 #include "runtime/executor.h"
 #include "runtime/hf_checkpoint_test_util.h"
 #include "runtime/local_communicator.h"
+#include "testing/scratch_dir.h"
 
 namespace shardscope::runtime {
 namespace {
@@ -64,14 +65,7 @@ class PatternCheckpoint {
 
 class HfCheckpointTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::path(::testing::TempDir()) /
-           ("hf_ckpt_" + std::to_string(getpid()) + "_" + info->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  void SetUp() override { dir_ = scratch_.path(); }
 
   // An experiment of `model` with plan `p` (the cluster from the zoo, any model).
   static Experiment Make(const ModelSpec& model, ParallelSpec p = {}, int64_t batch = 2,
@@ -103,6 +97,7 @@ class HfCheckpointTest : public ::testing::Test {
     return Weights::Create(e, *pl, RankAt(*pl, tp_coord, ep_coord));
   }
 
+  shardscope::testing::ScratchDir scratch_{"hf_ckpt"};
   fs::path dir_;
 };
 

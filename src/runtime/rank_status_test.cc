@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "testing/scratch_dir.h"
+
 namespace shardscope::runtime {
 namespace {
 
@@ -27,11 +29,9 @@ Op Compute(int32_t id, OpKind kind, int32_t layer, OpRole role = OpRole::kNone) 
 class RankStatusTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) / ("rank_status_" + std::to_string(getpid()));
-    fs::remove_all(dir_);
+    dir_ = fs::path(scratch_.path()) / "status";
     program_.ops = {Compute(0, OpKind::kEmbedding, -1), Compute(1, OpKind::kAttention, 0)};
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   // Starts a record for rank 3 positioned at op 1 of decode step 4.
   std::unique_ptr<RankStatus> StartAtOp1() {
@@ -42,6 +42,7 @@ class RankStatusTest : public ::testing::Test {
     return status;
   }
 
+  testing::ScratchDir scratch_{"rank_status"};
   fs::path dir_;
   RankProgram program_;
 };

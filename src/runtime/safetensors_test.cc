@@ -12,6 +12,8 @@
 #include <fstream>
 #include <limits>
 
+#include "testing/scratch_dir.h"
+
 namespace shardscope::runtime {
 namespace {
 
@@ -19,13 +21,7 @@ namespace fs = std::filesystem;
 
 class SafetensorsTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::path(::testing::TempDir()) / ("st_" + std::to_string(getpid()) + "_" + info->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  void SetUp() override { dir_ = scratch_.path(); }
 
   // A file of the given header text and data bytes; the length prefix is the header's
   // size unless `length` says otherwise.
@@ -46,6 +42,7 @@ class SafetensorsTest : public ::testing::Test {
     return r.ok() ? "" : r.status().message();
   }
 
+  testing::ScratchDir scratch_{"safetensors"};
   fs::path dir_;
 };
 

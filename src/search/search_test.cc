@@ -12,6 +12,7 @@
 #include "plan/plan_loader.h"
 #include "report/plan_report.h"
 #include "search/search_report.h"
+#include "testing/scratch_dir.h"
 
 namespace shardscope::search {
 namespace {
@@ -20,12 +21,10 @@ namespace fs = std::filesystem;
 
 // Writes `text` as an experiments file and loads experiment `name` for search.
 SearchInput Load(const std::string& text, const std::string& name = "s") {
-  static int n = 0;
-  fs::path p = fs::path(::testing::TempDir()) /
-               ("search_test_" + std::to_string(getpid()) + "_" + std::to_string(n++) + ".yaml");
+  testing::ScratchDir scratch("search_test");
+  const std::string p = scratch.File("exp.yaml");
   std::ofstream(p) << text;
-  auto in = LoadSearchInput(p.string(), name);
-  fs::remove(p);
+  auto in = LoadSearchInput(p, name);
   EXPECT_TRUE(in.ok()) << in.status().message();
   if (!in.ok()) std::abort();
   return *in;
@@ -331,11 +330,10 @@ TEST(SearchReportTest, TheBestPlanIsAReadyExperiment) {
   ASSERT_TRUE(r.ok());
   auto yaml = BestPlanYaml(*r, in.experiment_yaml);
   ASSERT_TRUE(yaml.ok()) << yaml.status().message();
-  fs::path p =
-      fs::path(::testing::TempDir()) / ("search_best_" + std::to_string(getpid()) + ".yaml");
+  testing::ScratchDir scratch("search_best");
+  const std::string p = scratch.File("best.yaml");
   std::ofstream(p) << *yaml;
-  auto loaded = LoadValidExperiments(p.string());
-  fs::remove(p);
+  auto loaded = LoadValidExperiments(p);
   ASSERT_TRUE(loaded.ok()) << loaded.status().message() << "\n" << *yaml;
   ASSERT_EQ(loaded->size(), 1u);
   const Experiment& e = loaded->front();

@@ -14,6 +14,7 @@
 #include "plan/test_experiments.h"
 #include "serve/iteration_cost.h"
 #include "sim/simulator.h"
+#include "testing/scratch_dir.h"
 #include "trace/trace_reader.h"
 
 namespace shardscope::serve {
@@ -63,10 +64,10 @@ ServeOptions Options() {
   return o;
 }
 
-// A trace file of this process in the temp dir, and Options() writing it.
+// A trace file in this process's scratch dir, and Options() writing it.
 std::string TracePath(const std::string& prefix) {
-  return (std::filesystem::temp_directory_path() / (prefix + std::to_string(::getpid()) + ".trace"))
-      .string();
+  static testing::ScratchDir scratch("serving_simulator_test");
+  return scratch.File(prefix + ".trace");
 }
 ServeOptions TracedOptions(const std::string& path) {
   ServeOptions o = Options();
@@ -112,7 +113,8 @@ TEST(ServingSimulatorTest, RateToZeroGivesBatchOneTtftAndTpot) {
 // cold start falls on the replica's first iteration only. Under CUDA graphs
 // the decode steps are the fixed batch's too (both replay).
 TEST(ServingSimulatorTest, CalibratedServingTermsAtRateZero) {
-  const std::string path = ::testing::TempDir() + "/serving_terms.yaml";
+  testing::ScratchDir scratch;
+  const std::string path = scratch.File("serving_terms.yaml");
   std::ofstream(path) << "request_overhead_us: 3000\nresponse_overhead_us: 700\n"
                          "iteration_overhead_us: 40\ncold_start_us: 90000\n"
                          "cuda_graphs: true\ngraph_replay_us: 9\n";
@@ -155,7 +157,8 @@ TEST(ServingSimulatorTest, CalibratedServingTermsAtRateZero) {
 // first token by the response overhead, and they have no TPOT (nor a gap).
 // The per-request rows say the same, null where a figure does not exist.
 TEST(ServingSimulatorTest, EosFirstRequestsPrefillAndHaveNoTpot) {
-  const std::string path = ::testing::TempDir() + "/eos_terms.yaml";
+  testing::ScratchDir scratch;
+  const std::string path = scratch.File("eos_terms.yaml");
   std::ofstream(path) << "response_overhead_us: 700\n";
   ArrivalSpec file;
   file.process = ArrivalProcess::kFile;
@@ -264,7 +267,8 @@ TEST(ServingSimulatorTest, PrefixCacheHitsSkipComputeNotMemory) {
 // A closed loop of one: the next request arrives when the previous response is
 // sent, after its last token and the response overhead; arrivals stay in order.
 TEST(ServingSimulatorTest, ClosedLoopRefillsAfterTheResponseOverhead) {
-  const std::string path = ::testing::TempDir() + "/response_terms.yaml";
+  testing::ScratchDir scratch;
+  const std::string path = scratch.File("response_terms.yaml");
   std::ofstream(path) << "response_overhead_us: 500\nrequest_overhead_us: 200\n";
   ArrivalSpec loop;
   loop.process = ArrivalProcess::kClosedLoop;
@@ -563,7 +567,8 @@ TEST(ServingSimulatorTest, AnalyzeOfTheTraceGivesTheSimulatorsRequestMetrics) {
 
   // issue 33: every serving-path term on, the response overhead above all
   // (TPOT and the inter-token gaps end at the last token, E2E at the response).
-  const std::string terms = ::testing::TempDir() + "/analyze_terms.yaml";
+  testing::ScratchDir scratch;
+  const std::string terms = scratch.File("analyze_terms.yaml");
   std::ofstream(terms) << "request_overhead_us: 3000\nresponse_overhead_us: 4000\n"
                           "iteration_overhead_us: 40\ncold_start_us: 20000\n";
   ExpectAnalyzeAgrees(replicas, "overheads", true, terms);
@@ -867,7 +872,8 @@ TEST(IterationCostTest, MixedIterationReadsTheWeightsOnce) {
 // do not scale) — not at two of the four world ranks' factors.
 TEST(IterationCostTest, RankSpreadActsWithinEachReplica) {
   const Experiment e = Served(Poisson(1), 512, 64, 8, /*dp=*/2);
-  const std::string spread = ::testing::TempDir() + "/serve_spread.yaml";
+  testing::ScratchDir scratch;
+  const std::string spread = scratch.File("serve_spread.yaml");
   std::ofstream(spread) << "rank_speed_spread: 0.04\n";
   auto plain = IterationCost::Create(e, "", sim::Algorithm::kAuto, 0);
   auto spread_cost = IterationCost::Create(e, spread, sim::Algorithm::kAuto, 0);

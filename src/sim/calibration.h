@@ -2,8 +2,9 @@
 // each kind of op reaches, as the compute model uses it, and the terms the
 // roofline leaves out. Defaults per device family are cited in calibration.cc;
 // a measured table (YAML or JSON, docs/sim.md; fitted by `shardscope calibrate`,
-// docs/fidelity.md) replaces any entry. Every efficiency is in (0, 1], so a
-// simulated op is never faster than physics allows. Plain value type.
+// docs/calibration.md; its error, docs/fidelity.md) replaces any entry. Every
+// efficiency is in (0, 1], so a simulated op is never faster than physics
+// allows. Plain value type.
 #ifndef SHARDSCOPE_SIM_CALIBRATION_H_
 #define SHARDSCOPE_SIM_CALIBRATION_H_
 

@@ -7,6 +7,7 @@
 
 #include "cluster/cluster_yaml.h"
 #include "plan/test_experiments.h"
+#include "testing/scratch_dir.h"
 
 namespace shardscope::sim {
 namespace {
@@ -62,7 +63,8 @@ TEST(ComputeModelTest, EmptyOpTakesNoTime) {
 
 TEST(ComputeModelTest, CalibrationFileOverridesAndRejectsEfficiencyAboveOne) {
   const DeviceSpec d = H100();
-  const std::string path = ::testing::TempDir() + "/calib.yaml";
+  testing::ScratchDir scratch;
+  const std::string path = scratch.File("calib.yaml");
   {
     std::ofstream f(path);
     f << "ops:\n  gemm: {flops_efficiency: 0.5, half_rows: 0}\n  attention: {memory_efficiency: "
@@ -187,7 +189,8 @@ TEST(ComputeModelTest, SmallGemmRowsHaveTheirOwnClass) {
 TEST(ComputeModelTest, CalibrationFileSetsTheSmallGemmRows) {
   const DeviceSpec d = H100();
   EXPECT_EQ(DefaultCalibration(d).small_gemm_rows, 0);
-  const std::string path = ::testing::TempDir() + "/small.yaml";
+  testing::ScratchDir scratch;
+  const std::string path = scratch.File("small.yaml");
   std::ofstream(path) << "small_gemm_rows: 16\nops:\n  small_gemm: {memory_efficiency: 0.4}\n"
                          "  gemm: {ramp_from_cache: true, cache_flops_efficiency: 0.6}\n";
   auto c = LoadCalibration(path, DefaultCalibration(d));
@@ -342,7 +345,8 @@ TEST(ComputeModelTest, GraphReplayedKernelsPayNoLaunch) {
 
 TEST(ComputeModelTest, CalibrationFileReadsTheTermsAndRejectsNegativeOnes) {
   const DeviceSpec d = H100();
-  const std::string path = ::testing::TempDir() + "/terms.yaml";
+  testing::ScratchDir scratch;
+  const std::string path = scratch.File("terms.yaml");
   {
     std::ofstream f(path);
     f << "request_overhead_us: 1500\nresponse_overhead_us: 200\niteration_overhead_us: 30\n"
@@ -418,7 +422,8 @@ TEST(ComputeModelTest, RankScaleSlowsAndSpeedsUpWithinTheRoofline) {
 // and field.
 TEST(ComputeModelTest, CalibrationFileReadsMeasuredCollectives) {
   const DeviceSpec d = H100();
-  const std::string path = ::testing::TempDir() + "/collectives.yaml";
+  testing::ScratchDir scratch;
+  const std::string path = scratch.File("collectives.yaml");
   auto load = [&](const std::string& text) {
     std::ofstream(path) << text;
     return LoadCalibration(path, DefaultCalibration(d));
@@ -551,7 +556,8 @@ TEST(ComputeModelTest, CacheResidentWhenEveryRanksWeightsAndKvFitTheCache) {
 
 TEST(ComputeModelTest, CalibrationFileReadsLaunchPerClassAndCacheBandwidth) {
   const DeviceSpec d = LocalCpu();
-  const std::string path = ::testing::TempDir() + "/launch.yaml";
+  testing::ScratchDir scratch;
+  const std::string path = scratch.File("launch.yaml");
   std::ofstream(path) << "ops:\n  gemm: {flops_efficiency: 0.9, launch_us: 3}\n"
                          "  norm: {launch_us: 0.25}\ncache_bandwidth_gb_s: 40\n"
                          "iteration_overhead_per_op_us: 0.2\n";

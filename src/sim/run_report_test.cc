@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "plan/test_experiments.h"
+#include "testing/scratch_dir.h"
 
 namespace shardscope::sim {
 namespace {
@@ -41,7 +42,8 @@ TEST(RunReportTest, APlanThatDoesNotFitIsMarkedInTheTableAndJson) {
 // The summary says which fidelity terms were on, and says nothing of them when
 // none is (its output then is what it always was).
 TEST(RunReportTest, SaysWhichFidelityTermsWereOn) {
-  const std::string path = ::testing::TempDir() + "/report_terms.yaml";
+  testing::ScratchDir scratch;
+  const std::string path = scratch.File("report_terms.yaml");
   std::ofstream(path) << "iteration_overhead_us: 30\ncuda_graphs: true\ngraph_replay_us: 10\n";
   ParallelSpec p;
   SimOptions o;

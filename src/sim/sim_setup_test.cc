@@ -8,6 +8,7 @@
 
 #include "cluster/cluster_yaml.h"
 #include "sim/collectives.h"
+#include "testing/scratch_dir.h"
 
 namespace shardscope::sim {
 namespace {
@@ -73,12 +74,10 @@ TEST(SimSetupTest, AnNcclTestsLineIsTheCollectivesTimeBothWays) {
 
 // A calibration file with `text`, loaded over the H800's defaults.
 StatusOr<Calibration> Load(const std::string& name, const std::string& text) {
-  const std::string path =
-      (std::filesystem::temp_directory_path() / ("sim_setup_test_" + name + ".yaml")).string();
+  testing::ScratchDir scratch("sim_setup_test");
+  const std::string path = scratch.File(name + ".yaml");
   std::ofstream(path) << text;
-  auto c = LoadCalibration(path, DefaultCalibration(Zoo("h800").device));
-  std::filesystem::remove(path);
-  return c;
+  return LoadCalibration(path, DefaultCalibration(Zoo("h800").device));
 }
 
 TEST(SimSetupTest, CalibrationFileReadsExchangeAndSource) {

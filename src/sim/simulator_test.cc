@@ -15,6 +15,7 @@
 #include "sim/engine.h"
 #include "sim/sim_setup.h"
 #include "sim/topology.h"
+#include "testing/scratch_dir.h"
 
 namespace shardscope::sim {
 namespace {
@@ -85,9 +86,10 @@ TEST(SimulatorTest, SameExperimentGivesByteIdenticalTraces) {
   e.workload.routing.kind = RoutingKind::kZipf;
   e.workload.seed = 7;
   std::string traces[2];
+  testing::ScratchDir scratch;
   for (int i = 0; i < 2; ++i) {
     SimOptions o;
-    o.trace_file = ::testing::TempDir() + "/det_" + std::to_string(i) + ".trace";
+    o.trace_file = scratch.File("det_" + std::to_string(i) + ".trace");
     auto r = SimulateExperiment(e, o);
     ASSERT_TRUE(r.ok()) << r.status().message();
     traces[i] = ReadFile(o.trace_file);
@@ -100,7 +102,8 @@ TEST(SimulatorTest, WritesIntoTheStoreAndTruncatesDecodeOnlyWhenAsked) {
   Experiment e = ZooExperiment("tiny-dense", "h100-sxm", Par(2, 2, 1, 1), 4, 32, 6);
   e.parallel.strategy = "tp2_pp2";
   SimOptions o;
-  o.trace_root = ::testing::TempDir() + "/store";
+  testing::ScratchDir scratch;
+  o.trace_root = scratch.File("store");
   o.max_decode_steps = 2;
   auto r = SimulateExperiment(e, o);
   ASSERT_TRUE(r.ok()) << r.status().message();
@@ -137,8 +140,8 @@ TEST(SimulatorTest, TruncatedDecodeInterpolatesToTheLastStep) {
 TEST(SimulatorTest, CancelledStopsBeforeTheNextPhaseAndLeavesNoTrace) {
   Experiment e = ZooExperiment("tiny-dense", "h100-sxm", Par(2, 1, 1, 1), 4, 32, 6);
   SimOptions o;
-  const std::string store = ::testing::TempDir() + "/cancel_store";
-  std::filesystem::remove_all(store);
+  testing::ScratchDir scratch;
+  const std::string store = scratch.File("cancel_store");
   o.trace_root = store;
   int phases = 0;
   o.cancelled = [&] { return ++phases > 3; };  // prefill and two decode steps, then stop
@@ -158,7 +161,8 @@ namespace shardscope::sim {
 namespace {
 
 std::string TermsFile(const std::string& name, const std::string& text) {
-  const std::string path = ::testing::TempDir() + "/" + name;
+  static testing::ScratchDir scratch("simulator_terms");
+  const std::string path = scratch.File(name);
   std::ofstream(path) << text;
   return path;
 }
@@ -381,8 +385,8 @@ TEST(SimulatorTest, CpuRanksDoNotOverlapCommWithCompute) {
 TEST(SimulatorTest, CancelledAtTheLastQuestionStillLeavesNoTrace) {
   Experiment e = ZooExperiment("tiny-dense", "h100-sxm", Par(2, 1, 1, 1), 4, 32, 6);
   SimOptions o;
-  const std::string store = ::testing::TempDir() + "/cancel_last_store";
-  std::filesystem::remove_all(store);
+  testing::ScratchDir scratch;
+  const std::string store = scratch.File("cancel_last_store");
   o.trace_root = store;
   int asked = 0, reported = 0, reported_before_last_question = -1;
   o.progress = [&](const std::string&) { ++reported; };

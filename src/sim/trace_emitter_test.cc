@@ -6,6 +6,7 @@
 
 #include "plan/test_experiments.h"
 #include "sim/simulator.h"
+#include "testing/scratch_dir.h"
 #include "trace/trace_reader.h"
 
 namespace shardscope::sim {
@@ -41,7 +42,8 @@ StatusOr<StepCounter> Simulate(int64_t trace_steps, const std::string& file, Sim
 }
 
 TEST(TraceEmitterTest, TraceStepsBoundsTheTracedDecodeStepsNotTheSimulatedOnes) {
-  const std::string dir = ::testing::TempDir();
+  testing::ScratchDir scratch;
+  const std::string dir = scratch.path();
   SimResult all, bounded;
   StatusOr<StepCounter> full = Simulate(-1, dir + "/steps_all.trace", &all);
   StatusOr<StepCounter> two = Simulate(2, dir + "/steps_two.trace", &bounded);

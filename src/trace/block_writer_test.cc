@@ -7,10 +7,13 @@
 
 #include <cstring>
 
+#include "testing/scratch_dir.h"
 #include "trace/test_util.h"
 
 namespace shardscope::trace {
 namespace {
+
+using testing::ScratchDir;
 
 // Writes `n` blocks of distinct text through a BlockWriter to `path`; returns the text.
 std::string WriteBlocks(const std::string& path, const BlockWriterOptions& options, int n) {

@@ -3,10 +3,13 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include "testing/scratch_dir.h"
 #include "trace/test_util.h"
 
 namespace shardscope::trace {
 namespace {
+
+using testing::ScratchDir;
 
 // One gzip member of `text`, made by zlib.
 std::string GzipMember(const std::string& text) {

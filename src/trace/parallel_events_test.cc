@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "testing/scratch_dir.h"
 #include "trace/event_log.h"
 #include "trace/test_util.h"
 #include "trace/trace_reader.h"
@@ -13,6 +14,8 @@
 
 namespace shardscope::trace {
 namespace {
+
+using testing::ScratchDir;
 
 struct Outcome {
   Trace trace;

@@ -2,10 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include "testing/scratch_dir.h"
 #include "trace/test_util.h"
 
 namespace shardscope::trace {
 namespace {
+
+using testing::ScratchDir;
 
 TEST(RunIdentityTest, ReadsTheExperimentJsonWhereRunHasNoFields) {
   // The layout of metadata written before the store recorded "run.experiment" & co.

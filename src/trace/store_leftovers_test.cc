@@ -8,6 +8,8 @@
 #include <fstream>
 #include <string>
 
+#include "testing/scratch_dir.h"
+
 namespace shardscope::trace {
 namespace {
 
@@ -24,8 +26,8 @@ int64_t DeadPid() {
 
 // issue 35: a run killed with SIGKILL left a hidden temp trace that nothing showed or removed.
 TEST(StoreLeftoversTest, FindsTheTempFilesOfDeadWritersOnly) {
-  const fs::path root = fs::path(::testing::TempDir()) / ("leftovers_" + std::to_string(getpid()));
-  fs::remove_all(root);
+  testing::ScratchDir scratch("leftovers");
+  const fs::path root = scratch.path();
   const fs::path run = root / "tiny-dense" / "single" / "batch_1_seq_8";
   fs::create_directories(run);
   const int64_t dead = DeadPid();
@@ -49,7 +51,6 @@ TEST(StoreLeftoversTest, FindsTheTempFilesOfDeadWritersOnly) {
   EXPECT_TRUE(fs::exists(writing)) << "a file still being written was removed";
   EXPECT_TRUE(FindLeftovers(root.string())->empty());
   EXPECT_TRUE(FindLeftovers((root / "missing").string())->empty());
-  fs::remove_all(root);
 }
 
 }  // namespace

@@ -5,11 +5,14 @@
 #include <string>
 #include <vector>
 
+#include "testing/scratch_dir.h"
 #include "trace/test_util.h"
 #include "trace/trace_writer.h"
 
 namespace shardscope::trace {
 namespace {
+
+using testing::ScratchDir;
 
 StatusOr<ReadStats> ReadString(const std::string& text, Trace* trace, size_t chunk = 1 << 20,
                                bool batch = true) {

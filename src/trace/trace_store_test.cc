@@ -5,11 +5,14 @@
 #include <filesystem>
 #include <set>
 
+#include "testing/scratch_dir.h"
 #include "trace/test_util.h"
 #include "trace/trace_reader.h"
 
 namespace shardscope::trace {
 namespace {
+
+using testing::ScratchDir;
 
 std::string RunDirOf(const StoredTrace& t) {
   return std::filesystem::path(t.trace_path).parent_path().string();

@@ -6,11 +6,14 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "testing/scratch_dir.h"
 #include "trace/test_util.h"
 #include "trace/trace_reader.h"
 
 namespace shardscope::trace {
 namespace {
+
+using testing::ScratchDir;
 
 // A trace that uses every field, odd strings and extreme numbers.
 Trace RichTrace() {

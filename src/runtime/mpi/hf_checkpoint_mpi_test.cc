@@ -11,11 +11,14 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
+#include <string>
 
 #include "plan/test_experiments.h"
 #include "runtime/executor.h"
 #include "runtime/hf_checkpoint_test_util.h"
 #include "runtime/mpi/plan_run_test_util.h"
+#include "testing/scratch_dir.h"
 
 namespace shardscope::runtime {
 namespace {
@@ -31,14 +34,17 @@ class HfCheckpointMpiTest : public ::testing::Test {
   void SetUp() override {
     MPI_Comm_size(MPI_COMM_WORLD, &world_);
     MPI_Comm_rank(MPI_COMM_WORLD, &me_);
-    // One directory for all ranks: rank 0's pid.
-    int64_t pid = getpid();
-    MPI_Bcast(&pid, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
-    dir_ = fs::path(::testing::TempDir()) / ("hf_ckpt_mpi_" + std::to_string(pid));
+    // One directory for all ranks: rank 0's scratch dir, its path sent to the others.
+    std::string path = me_ == 0 ? scratch_.emplace("hf_ckpt_mpi").path() : std::string();
+    int size = static_cast<int>(path.size());
+    MPI_Bcast(&size, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    path.resize(size);
+    MPI_Bcast(path.data(), size, MPI_CHAR, 0, MPI_COMM_WORLD);
+    dir_ = path;
   }
   void TearDown() override {
     MPI_Barrier(MPI_COMM_WORLD);
-    if (me_ == 0) fs::remove_all(dir_);
+    scratch_.reset();
   }
 
   void Check(const std::string& model, ParallelSpec p) {
@@ -78,6 +84,7 @@ class HfCheckpointMpiTest : public ::testing::Test {
   }
 
   int world_ = 1, me_ = 0;
+  std::optional<shardscope::testing::ScratchDir> scratch_;  // rank 0's
   fs::path dir_;
 };
 
