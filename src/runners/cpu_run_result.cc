@@ -2,8 +2,8 @@
 // the experiment digest the ranks check and the run result's JSON form.
 #include <nlohmann/json.hpp>
 
-#include "backends/cpu_run.h"
 #include "config/experiment_json.h"
+#include "runners/cpu_run.h"
 
 namespace shardscope::runtime {
 

@@ -1,20 +1,20 @@
-#include "backends/registry.h"
+#include "runners/registry.h"
 
 #include <gtest/gtest.h>
 
-namespace shardscope::backends {
+namespace shardscope::runners {
 namespace {
 
 TEST(RegistryTest, CreatesSimAndCpuByName) {
   for (std::string_view name : {"sim", "cpu"}) {
-    auto b = CreateBackend(name, run::RunOptions{});
+    auto b = CreateRunner(name, run::RunOptions{});
     ASSERT_TRUE(b.ok()) << name << ": " << b.status().message();
     EXPECT_EQ((*b)->name(), name);
   }
 }
 
 TEST(RegistryTest, CudaIsKnownButNotBuilt) {
-  auto b = CreateBackend("cuda", run::RunOptions{});
+  auto b = CreateRunner("cuda", run::RunOptions{});
   ASSERT_FALSE(b.ok());
   EXPECT_EQ(b.status().code(), StatusCode::kUnimplemented);
   EXPECT_NE(b.status().message().find("built without CUDA backend; see issue 14"),
@@ -23,7 +23,7 @@ TEST(RegistryTest, CudaIsKnownButNotBuilt) {
 }
 
 TEST(RegistryTest, AnUnknownNameListsTheKnownOnes) {
-  auto b = CreateBackend("tpu", run::RunOptions{});
+  auto b = CreateRunner("tpu", run::RunOptions{});
   ASSERT_FALSE(b.ok());
   EXPECT_EQ(b.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(b.status().message().find("'tpu'"), std::string::npos);
@@ -33,10 +33,10 @@ TEST(RegistryTest, AnUnknownNameListsTheKnownOnes) {
 TEST(RegistryTest, TheSimulatorChecksItsOptions) {
   run::RunOptions o;
   o.allreduce = "butterfly";
-  auto b = CreateBackend("sim", o);
+  auto b = CreateRunner("sim", o);
   ASSERT_FALSE(b.ok());
   EXPECT_NE(b.status().message().find("butterfly"), std::string::npos) << b.status().message();
 }
 
 }  // namespace
-}  // namespace shardscope::backends
+}  // namespace shardscope::runners

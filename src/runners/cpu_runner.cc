@@ -1,4 +1,4 @@
-#include "backends/cpu_backend.h"
+#include "runners/cpu_runner.h"
 
 #include <fmt/ranges.h>
 
@@ -11,7 +11,7 @@
 #include "plan/placement.h"
 #include "program/program_builder.h"
 
-namespace shardscope::backends {
+namespace shardscope::runners {
 namespace {
 
 // `name` with each layer number ("L12") written "L<n>", so that the names of a
@@ -75,7 +75,7 @@ Status CheckFaultOp(const runtime::FaultSpec& f, const Experiment& e) {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<CpuBackend>> CpuBackend::Create(const run::RunOptions& options) {
+StatusOr<std::unique_ptr<CpuRunner>> CpuRunner::Create(const run::RunOptions& options) {
   // The rank count is the experiment's world size: a second -np made mpirun fail with
   // a message of its own ("error: error: …").
   for (const std::string& arg : options.mpirun_args) {
@@ -89,11 +89,11 @@ StatusOr<std::unique_ptr<CpuBackend>> CpuBackend::Create(const run::RunOptions& 
     }
   }
   ASSIGN_OR_RETURN(runtime::FaultSpec fault, runtime::FaultSpecFromEnv());
-  return std::make_unique<CpuBackend>(std::move(fault));
+  return std::make_unique<CpuRunner>(std::move(fault));
 }
 
-Status CpuBackend::Supports(const Experiment& experiment) const {
-  RETURN_IF_ERROR(runtime::CpuBackendBuilt(experiment));
+Status CpuRunner::Supports(const Experiment& experiment) const {
+  RETURN_IF_ERROR(runtime::CpuRunnerBuilt(experiment));
   // The ranks run on this machine's cores: a GPU or TPU cluster would label the
   // trace and the simulated comparison with hardware that did not run.
   const DeviceSpec& device = experiment.cluster.device;
@@ -120,7 +120,7 @@ Status CpuBackend::Supports(const Experiment& experiment) const {
   return Status::Ok();
 }
 
-StatusOr<run::RunResult> CpuBackend::Run(const Experiment& e, const run::RunOptions& o) {
+StatusOr<run::RunResult> CpuRunner::Run(const Experiment& e, const run::RunOptions& o) {
   runtime::CpuRunOptions co;
   co.config_path = o.config_path;
   co.trace_root = o.trace_root;
@@ -156,4 +156,4 @@ StatusOr<run::RunResult> CpuBackend::Run(const Experiment& e, const run::RunOpti
   return r;
 }
 
-}  // namespace shardscope::backends
+}  // namespace shardscope::runners

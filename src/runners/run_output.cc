@@ -1,12 +1,12 @@
-#include "backends/run_output.h"
+#include "runners/run_output.h"
 
 #include <fmt/ranges.h>
 
-#include "backends/cpu_backend.h"
-#include "backends/sim_backend.h"
 #include "core/units.h"
+#include "runners/cpu_runner.h"
+#include "runners/sim_runner.h"
 
-namespace shardscope::backends {
+namespace shardscope::runners {
 namespace {
 
 std::vector<sim::RunReport> SimReports(const std::vector<run::RunResult>& results) {
@@ -85,4 +85,4 @@ nlohmann::json RunResultsJson(const std::vector<run::RunResult>& results) {
   return out;
 }
 
-}  // namespace shardscope::backends
+}  // namespace shardscope::runners

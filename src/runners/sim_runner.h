@@ -1,19 +1,19 @@
-// The simulator as a run backend: simulates the experiment, computes its
+// The simulator as a runner (backend "sim"): simulates the experiment, computes its
 // bounds, memory and claim rows (sim/run_report.h) and returns them as the
 // RunResult's SimRunDetail; a served experiment (Experiment::serving) is
 // simulated request by request (serve/) and returned as a ServeRunDetail. Deterministic: the same
 // experiment and options give byte-identical traces.
-#ifndef SHARDSCOPE_BACKENDS_SIM_BACKEND_H_
-#define SHARDSCOPE_BACKENDS_SIM_BACKEND_H_
+#ifndef SHARDSCOPE_RUNNERS_SIM_RUNNER_H_
+#define SHARDSCOPE_RUNNERS_SIM_RUNNER_H_
 
 #include <memory>
 #include <utility>
 
-#include "run/backend.h"
+#include "run/runner.h"
 #include "serve/serving_report.h"
 #include "sim/run_report.h"
 
-namespace shardscope::backends {
+namespace shardscope::runners {
 
 // What only the simulator reports: its figures beside bounds, memory and claims.
 class SimRunDetail : public run::RunDetail {
@@ -32,11 +32,11 @@ class ServeRunDetail : public run::RunDetail {
 // Decode steps simulated when RunOptions::max_decode_steps is −1 (docs/sim.md).
 inline constexpr int64_t kDefaultMaxDecodeSteps = 1024;
 
-class SimBackend : public run::Backend {
+class SimRunner : public run::Runner {
  public:
   // Fails on an unknown options.allreduce algorithm.
-  static StatusOr<std::unique_ptr<SimBackend>> Create(const run::RunOptions& options);
-  explicit SimBackend(int64_t max_decode_steps = -1) : max_decode_steps_(max_decode_steps) {}
+  static StatusOr<std::unique_ptr<SimRunner>> Create(const run::RunOptions& options);
+  explicit SimRunner(int64_t max_decode_steps = -1) : max_decode_steps_(max_decode_steps) {}
 
   std::string_view name() const override { return "sim"; }
   // A served experiment with --decode-steps is an error naming the flag: a
@@ -49,6 +49,6 @@ class SimBackend : public run::Backend {
   const int64_t max_decode_steps_;  // RunOptions::max_decode_steps at creation (−1: not set)
 };
 
-}  // namespace shardscope::backends
+}  // namespace shardscope::runners
 
-#endif  // SHARDSCOPE_BACKENDS_SIM_BACKEND_H_
+#endif  // SHARDSCOPE_RUNNERS_SIM_RUNNER_H_

@@ -1,6 +1,6 @@
-#include "backends/sim_backend.h"
+#include "runners/sim_runner.h"
 
-namespace shardscope::backends {
+namespace shardscope::runners {
 namespace {
 
 // A served workload: per-request figures; the run's latency holds the mean
@@ -36,18 +36,18 @@ Status ServedRejectsDecodeSteps(const Experiment& e, int64_t max_decode_steps) {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<SimBackend>> SimBackend::Create(const run::RunOptions& options) {
+StatusOr<std::unique_ptr<SimRunner>> SimRunner::Create(const run::RunOptions& options) {
   RETURN_IF_ERROR(sim::ParseAlgorithm(options.allreduce).status());
   RETURN_IF_ERROR(ParseProtocol(options.protocol).status());
   RETURN_IF_ERROR(ParseAllToAllKind(options.all_to_all).status());
-  return std::make_unique<SimBackend>(options.max_decode_steps);
+  return std::make_unique<SimRunner>(options.max_decode_steps);
 }
 
-Status SimBackend::Supports(const Experiment& e) const {
+Status SimRunner::Supports(const Experiment& e) const {
   return ServedRejectsDecodeSteps(e, max_decode_steps_);
 }
 
-StatusOr<run::RunResult> SimBackend::Run(const Experiment& experiment, const run::RunOptions& o) {
+StatusOr<run::RunResult> SimRunner::Run(const Experiment& experiment, const run::RunOptions& o) {
   // --protocol and --all-to-all replace the experiment's `communication:`
   // choices (auto: keep them), so the engine, the bounds, the serving
   // simulator and the trace's metadata all see the same ones.
@@ -91,4 +91,4 @@ StatusOr<run::RunResult> SimBackend::Run(const Experiment& experiment, const run
   return r;
 }
 
-}  // namespace shardscope::backends
+}  // namespace shardscope::runners

@@ -1,12 +1,12 @@
 // The CPU backend's checks made before mpirun starts: each bad input is one clear
 // error (exit 2 on the command line), not a failure of every rank (exit 1).
-#include "backends/cpu_backend.h"
+#include "runners/cpu_runner.h"
 
 #include <gtest/gtest.h>
 
 #include "plan/test_experiments.h"
 
-namespace shardscope::backends {
+namespace shardscope::runners {
 namespace {
 
 Experiment TinyTp2() {
@@ -19,12 +19,12 @@ Experiment TinyTp2() {
 }
 
 // issue 35: `--mpirun-args '-np 5'` gave mpirun two rank counts ("error: error: …").
-TEST(CpuBackendTest, MpirunArgsSettingTheRankCountAreRefused) {
+TEST(CpuRunnerTest, MpirunArgsSettingTheRankCountAreRefused) {
   for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
            {"-np", "5"}, {"--map-by", "node", "-n", "2"}, {"--np=4"}}) {
     run::RunOptions o;
     o.mpirun_args = args;
-    auto b = CpuBackend::Create(o);
+    auto b = CpuRunner::Create(o);
     ASSERT_FALSE(b.ok());
     EXPECT_EQ(b.status().code(), StatusCode::kInvalidArgument);
     EXPECT_NE(b.status().message().find("sets the number of ranks"), std::string::npos)
@@ -32,14 +32,14 @@ TEST(CpuBackendTest, MpirunArgsSettingTheRankCountAreRefused) {
   }
   run::RunOptions fine;
   fine.mpirun_args = {"--map-by", "node"};
-  EXPECT_TRUE(CpuBackend::Create(fine).ok());
+  EXPECT_TRUE(CpuRunner::Create(fine).ok());
 }
 
 // issue 35: a LayerNorm model on backend cpu was refused by the ranks after mpirun started.
-TEST(CpuBackendTest, LayerNormModelIsRefusedBeforeMpirun) {
+TEST(CpuRunnerTest, LayerNormModelIsRefusedBeforeMpirun) {
   Experiment e = TinyTp2();
   e.model.norm = NormKind::kLayerNorm;
-  const Status s = CpuBackend(runtime::FaultSpec{}).Supports(e);
+  const Status s = CpuRunner(runtime::FaultSpec{}).Supports(e);
   if (s.code() == StatusCode::kUnimplemented &&
       s.message().find("LayerNorm") == std::string::npos) {
     GTEST_SKIP() << "backend cpu not built: " << s.message();
@@ -52,10 +52,10 @@ TEST(CpuBackendTest, LayerNormModelIsRefusedBeforeMpirun) {
 }
 
 // issue 35: a fault naming a rank the job does not have never fired and said nothing.
-TEST(CpuBackendTest, FaultOnARankThatDoesNotExistIsRefused) {
+TEST(CpuRunnerTest, FaultOnARankThatDoesNotExistIsRefused) {
   auto fault = runtime::ParseFaultSpec("rank=5,op=0");
   ASSERT_TRUE(fault.ok()) << fault.status().message();
-  const Status s = CpuBackend(*fault).Supports(TinyTp2());
+  const Status s = CpuRunner(*fault).Supports(TinyTp2());
   if (s.code() == StatusCode::kUnimplemented) GTEST_SKIP() << "backend cpu not built";
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("SHARDSCOPE_FAULT: experiment 'tiny_tp2': rank 5 does not exist "
@@ -63,16 +63,16 @@ TEST(CpuBackendTest, FaultOnARankThatDoesNotExistIsRefused) {
             std::string::npos)
       << s.message();
   auto rank1 = runtime::ParseFaultSpec("rank=1,op=0");
-  EXPECT_TRUE(CpuBackend(*rank1).Supports(TinyTp2()).ok());
+  EXPECT_TRUE(CpuRunner(*rank1).Supports(TinyTp2()).ok());
 }
 
 // issue 35: a fault naming an op the rank does not run never fired and said nothing;
 // it is refused listing the ops there are (layer numbers folded into L<n>).
-TEST(CpuBackendTest, FaultOnAnOpThatDoesNotExistIsRefusedListingTheOps) {
+TEST(CpuRunnerTest, FaultOnAnOpThatDoesNotExistIsRefusedListingTheOps) {
   auto check = [](const std::string& spec) {
     auto fault = runtime::ParseFaultSpec(spec);
     EXPECT_TRUE(fault.ok()) << fault.status().message();
-    return CpuBackend(*fault).Supports(TinyTp2());
+    return CpuRunner(*fault).Supports(TinyTp2());
   };
   const Status bad_name = check("rank=1,op=L99.attention");
   if (bad_name.code() == StatusCode::kUnimplemented) GTEST_SKIP() << "backend cpu not built";
@@ -98,4 +98,4 @@ TEST(CpuBackendTest, FaultOnAnOpThatDoesNotExistIsRefusedListingTheOps) {
 }
 
 }  // namespace
-}  // namespace shardscope::backends
+}  // namespace shardscope::runners

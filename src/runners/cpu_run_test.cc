@@ -2,7 +2,7 @@
 // the trace lands in the store with backend cpu, and a failing rank stops the
 // job naming the rank and the op, leaving no trace. Skipped when the
 // shardscope binary is not built beside this test.
-#include "backends/cpu_run.h"
+#include "runners/cpu_run.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

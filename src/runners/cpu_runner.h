@@ -1,15 +1,15 @@
-// The CPU executor as a run backend: real ranks over MPI (backends/cpu_run.h).
+// The CPU executor as a runner (backend "cpu"): real ranks over MPI (runners/cpu_run.h).
 // In a build without MPI or OpenBLAS, Supports() says so and Run() fails the
 // same way.
-#ifndef SHARDSCOPE_BACKENDS_CPU_BACKEND_H_
-#define SHARDSCOPE_BACKENDS_CPU_BACKEND_H_
+#ifndef SHARDSCOPE_RUNNERS_CPU_RUNNER_H_
+#define SHARDSCOPE_RUNNERS_CPU_RUNNER_H_
 
 #include <memory>
 
-#include "backends/cpu_run.h"
-#include "run/backend.h"
+#include "run/runner.h"
+#include "runners/cpu_run.h"
 
-namespace shardscope::backends {
+namespace shardscope::runners {
 
 // What only the CPU backend reports: the measured generations and the tokens.
 class CpuRunDetail : public run::RunDetail {
@@ -18,12 +18,12 @@ class CpuRunDetail : public run::RunDetail {
   const runtime::CpuRunResult cpu;
 };
 
-class CpuBackend : public run::Backend {
+class CpuRunner : public run::Runner {
  public:
   // Reads the fault to inject from SHARDSCOPE_FAULT (tests; docs/runtime.md,
   // "Faults"); fails on a malformed one.
-  static StatusOr<std::unique_ptr<CpuBackend>> Create(const run::RunOptions& options);
-  explicit CpuBackend(runtime::FaultSpec fault) : fault_(std::move(fault)) {}
+  static StatusOr<std::unique_ptr<CpuRunner>> Create(const run::RunOptions& options);
+  explicit CpuRunner(runtime::FaultSpec fault) : fault_(std::move(fault)) {}
 
   std::string_view name() const override { return "cpu"; }
   Status Supports(const Experiment& experiment) const override;
@@ -36,6 +36,6 @@ class CpuBackend : public run::Backend {
   const runtime::FaultSpec fault_;
 };
 
-}  // namespace shardscope::backends
+}  // namespace shardscope::runners
 
-#endif  // SHARDSCOPE_BACKENDS_CPU_BACKEND_H_
+#endif  // SHARDSCOPE_RUNNERS_CPU_RUNNER_H_

@@ -1,8 +1,8 @@
 // What `shardscope run` prints for its runs: the simulated ones in one table
 // with their claims (sim/run_report.h), then one line per CPU run; or the same
 // as a JSON array.
-#ifndef SHARDSCOPE_BACKENDS_RUN_OUTPUT_H_
-#define SHARDSCOPE_BACKENDS_RUN_OUTPUT_H_
+#ifndef SHARDSCOPE_RUNNERS_RUN_OUTPUT_H_
+#define SHARDSCOPE_RUNNERS_RUN_OUTPUT_H_
 
 #include <nlohmann/json.hpp>
 #include <string>
@@ -10,11 +10,11 @@
 
 #include "run/run_result.h"
 
-namespace shardscope::backends {
+namespace shardscope::runners {
 
 std::string RunResultsText(const std::vector<run::RunResult>& results);
 nlohmann::json RunResultsJson(const std::vector<run::RunResult>& results);
 
-}  // namespace shardscope::backends
+}  // namespace shardscope::runners
 
-#endif  // SHARDSCOPE_BACKENDS_RUN_OUTPUT_H_
+#endif  // SHARDSCOPE_RUNNERS_RUN_OUTPUT_H_

@@ -1,6 +1,6 @@
 // The simulator through the backend interface, and the agreement of its
 // reported TTFT/TPOT/throughput with the analyzer's over the trace it wrote.
-#include "backends/sim_backend.h"
+#include "runners/sim_runner.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -9,10 +9,10 @@
 #include <filesystem>
 
 #include "analysis/analyzer.h"
-#include "backends/run_output.h"
 #include "plan/test_experiments.h"
+#include "runners/run_output.h"
 
-namespace shardscope::backends {
+namespace shardscope::runners {
 namespace {
 
 namespace fs = std::filesystem;
@@ -35,7 +35,7 @@ ParallelSpec Par(int64_t tp, int64_t pp, int64_t ep) {
   return p;
 }
 
-TEST(SimBackendTest, ReportedLatencyEqualsTheAnalyzersOverItsTrace) {
+TEST(SimRunnerTest, ReportedLatencyEqualsTheAnalyzersOverItsTrace) {
   const fs::path dir =
       fs::temp_directory_path() / ("shardscope_sim_backend_" + std::to_string(getpid()));
   fs::create_directories(dir);
@@ -48,7 +48,7 @@ TEST(SimBackendTest, ReportedLatencyEqualsTheAnalyzersOverItsTrace) {
     const Experiment e = testing::ZooExperiment(c.model, "h100-sxm", c.par, 4, 64, 5);
     run::RunOptions o;
     o.trace_file = (dir / (std::string(c.model) + ".trace")).string();
-    auto backend = SimBackend::Create(o);
+    auto backend = SimRunner::Create(o);
     ASSERT_TRUE(backend.ok());
     auto r = (*backend)->Run(e, o);
     ASSERT_TRUE(r.ok()) << r.status().message();
@@ -73,11 +73,11 @@ TEST(SimBackendTest, ReportedLatencyEqualsTheAnalyzersOverItsTrace) {
   fs::remove_all(dir);
 }
 
-TEST(SimBackendTest, SameFiguresWithoutATrace) {
+TEST(SimRunnerTest, SameFiguresWithoutATrace) {
   const Experiment e = testing::ZooExperiment("tiny-dense", "h100-sxm", Par(2, 1, 1), 2, 32, 3);
   run::RunOptions o;
   o.write_trace = false;
-  auto backend = SimBackend::Create(o);
+  auto backend = SimRunner::Create(o);
   ASSERT_TRUE(backend.ok());
   auto r = (*backend)->Run(e, o);
   ASSERT_TRUE(r.ok()) << r.status().message();
@@ -106,10 +106,10 @@ Experiment Served() {
 
 // issue 33: `run --json` of a served experiment has a row per request, with
 // --no-trace too, and its figures are the statistics' own.
-TEST(SimBackendTest, ServedRunsListEveryRequestWithoutATrace) {
+TEST(SimRunnerTest, ServedRunsListEveryRequestWithoutATrace) {
   run::RunOptions o;
   o.write_trace = false;
-  auto backend = SimBackend::Create(o);
+  auto backend = SimRunner::Create(o);
   ASSERT_TRUE(backend.ok());
   auto r = (*backend)->Run(Served(), o);
   ASSERT_TRUE(r.ok()) << r.status().message();
@@ -132,11 +132,11 @@ TEST(SimBackendTest, ServedRunsListEveryRequestWithoutATrace) {
 
 // issue 33: --decode-steps on a served experiment is an error naming the flag,
 // found before anything runs (Supports), and again if Run is called anyway.
-TEST(SimBackendTest, DecodeStepsOnAServedExperimentIsAnError) {
+TEST(SimRunnerTest, DecodeStepsOnAServedExperimentIsAnError) {
   run::RunOptions o;
   o.write_trace = false;
   o.max_decode_steps = 8;
-  auto backend = SimBackend::Create(o);
+  auto backend = SimRunner::Create(o);
   ASSERT_TRUE(backend.ok());
   const Status s = (*backend)->Supports(Served());
   ASSERT_FALSE(s.ok());
@@ -150,4 +150,4 @@ TEST(SimBackendTest, DecodeStepsOnAServedExperimentIsAnError) {
 }
 
 }  // namespace
-}  // namespace shardscope::backends
+}  // namespace shardscope::runners

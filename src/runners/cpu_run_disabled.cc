@@ -1,7 +1,7 @@
 // The CPU backend of a build without MPI or OpenBLAS (SHARDSCOPE_WITH_MPI=OFF or
 // SHARDSCOPE_WITH_BLAS=OFF): it says so instead of running. CMake compiles this
 // file in place of cpu_run.cc.
-#include "backends/cpu_run.h"
+#include "runners/cpu_run.h"
 
 namespace shardscope::runtime {
 namespace {
@@ -16,7 +16,7 @@ Status NotBuilt(const Experiment& experiment) {
 
 }  // namespace
 
-Status CpuBackendBuilt(const Experiment& experiment) { return NotBuilt(experiment); }
+Status CpuRunnerBuilt(const Experiment& experiment) { return NotBuilt(experiment); }
 
 StatusOr<CpuRunResult> RunCpuExperiment(const Experiment& experiment, const CpuRunOptions&) {
   return NotBuilt(experiment);

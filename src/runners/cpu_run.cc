@@ -1,4 +1,4 @@
-#include "backends/cpu_run.h"
+#include "runners/cpu_run.h"
 
 #include <cblas.h>
 #include <fcntl.h>
@@ -496,7 +496,7 @@ struct TempFiles {
 
 }  // namespace
 
-Status CpuBackendBuilt(const Experiment&) { return Status::Ok(); }
+Status CpuRunnerBuilt(const Experiment&) { return Status::Ok(); }
 
 StatusOr<CpuRunResult> RunCpuWorker(const Experiment& experiment, const CpuRunOptions& options) {
   ASSIGN_OR_RETURN(auto session, MpiSession::Init(nullptr, nullptr));

@@ -7,8 +7,8 @@
 // naming the rank and the op; the trace is written only after every rank
 // succeeded, so a failed or interrupted run leaves nothing in the store.
 // docs/runtime.md, "Faults" and "Launch".
-#ifndef SHARDSCOPE_BACKENDS_CPU_RUN_H_
-#define SHARDSCOPE_BACKENDS_CPU_RUN_H_
+#ifndef SHARDSCOPE_RUNNERS_CPU_RUN_H_
+#define SHARDSCOPE_RUNNERS_CPU_RUN_H_
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -75,7 +75,7 @@ StatusOr<CpuRunResult> RunCpuWorker(const Experiment& experiment, const CpuRunOp
 
 // Ok when this build has the CPU backend (MPI and OpenBLAS); otherwise a
 // kUnimplemented error naming `experiment` and how to get it.
-Status CpuBackendBuilt(const Experiment& experiment);
+Status CpuRunnerBuilt(const Experiment& experiment);
 
 // A digest of the experiment as the ranks must reload it (FNV-1a of its JSON, hex).
 std::string ExperimentDigest(const Experiment& experiment);
@@ -85,4 +85,4 @@ StatusOr<CpuRunResult> CpuRunResultFromJson(const nlohmann::json& j);
 
 }  // namespace shardscope::runtime
 
-#endif  // SHARDSCOPE_BACKENDS_CPU_RUN_H_
+#endif  // SHARDSCOPE_RUNNERS_CPU_RUN_H_
