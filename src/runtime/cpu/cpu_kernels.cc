@@ -10,7 +10,7 @@
 #include <numeric>
 
 #include "runtime/cpu/small_gemm.h"
-#include "runtime/kernels.h"
+#include "runtime/device/kernels.h"
 
 namespace shardscope::runtime {
 namespace {

@@ -5,7 +5,7 @@
 #include <limits>
 #include <random>
 
-#include "runtime/kernels.h"
+#include "runtime/device/kernels.h"
 
 namespace shardscope::runtime {
 namespace {

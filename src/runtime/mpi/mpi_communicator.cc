@@ -6,7 +6,7 @@
 #include <limits>
 #include <thread>
 
-#include "runtime/dtype_convert.h"
+#include "runtime/device/dtype_convert.h"
 
 namespace shardscope::runtime {
 namespace {

@@ -11,7 +11,7 @@
 #include <memory>
 #include <utility>
 
-#include "runtime/communicator.h"
+#include "runtime/comm/communicator.h"
 
 namespace shardscope::runtime {
 

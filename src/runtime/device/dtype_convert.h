@@ -2,8 +2,8 @@
 // tensors (fp32, bf16, fp16) and checkpoint files: round to nearest even, NaN
 // kept NaN, overflow to ±inf. Backends that compute in fp32 convert at the
 // edges with these; the safetensors reader too. Pure functions.
-#ifndef SHARDSCOPE_RUNTIME_DTYPE_CONVERT_H_
-#define SHARDSCOPE_RUNTIME_DTYPE_CONVERT_H_
+#ifndef SHARDSCOPE_RUNTIME_DEVICE_DTYPE_CONVERT_H_
+#define SHARDSCOPE_RUNTIME_DEVICE_DTYPE_CONVERT_H_
 
 #include <cstdint>
 
@@ -30,4 +30,4 @@ float RoundTo(DType dtype, float f);
 
 }  // namespace shardscope::runtime
 
-#endif  // SHARDSCOPE_RUNTIME_DTYPE_CONVERT_H_
+#endif  // SHARDSCOPE_RUNTIME_DEVICE_DTYPE_CONVERT_H_

@@ -4,15 +4,15 @@
 // arena of its own, so no op allocates in the steady state) and outputs
 // converted back. It checks every op's shapes; subclasses give the fp32 loops
 // (the reference loops, the OpenBLAS kernels). The host clock, synchronous.
-#ifndef SHARDSCOPE_RUNTIME_FP32_HOST_BACKEND_H_
-#define SHARDSCOPE_RUNTIME_FP32_HOST_BACKEND_H_
+#ifndef SHARDSCOPE_RUNTIME_DEVICE_FP32_HOST_BACKEND_H_
+#define SHARDSCOPE_RUNTIME_DEVICE_FP32_HOST_BACKEND_H_
 
 #include <cstdint>
 #include <memory>
 #include <span>
 #include <vector>
 
-#include "runtime/backend.h"
+#include "runtime/device/backend.h"
 
 namespace shardscope::runtime {
 
@@ -111,4 +111,4 @@ class Fp32HostBackend : public Backend {
 
 }  // namespace shardscope::runtime
 
-#endif  // SHARDSCOPE_RUNTIME_FP32_HOST_BACKEND_H_
+#endif  // SHARDSCOPE_RUNTIME_DEVICE_FP32_HOST_BACKEND_H_

@@ -2,14 +2,14 @@
 // memory once, as typed tensors of a persistent arena the executor owns — what
 // the op families read. Same fields as LayerWeights; an absent tensor (a bias
 // the model lacks) is an empty TensorRef. Immutable after Upload.
-#ifndef SHARDSCOPE_RUNTIME_BACKEND_WEIGHTS_H_
-#define SHARDSCOPE_RUNTIME_BACKEND_WEIGHTS_H_
+#ifndef SHARDSCOPE_RUNTIME_WEIGHTS_BACKEND_WEIGHTS_H_
+#define SHARDSCOPE_RUNTIME_WEIGHTS_BACKEND_WEIGHTS_H_
 
 #include <cstdint>
 #include <vector>
 
-#include "runtime/backend.h"
-#include "runtime/weights.h"
+#include "runtime/device/backend.h"
+#include "runtime/weights/weights.h"
 
 namespace shardscope::runtime {
 
@@ -51,4 +51,4 @@ class BackendWeights {
 
 }  // namespace shardscope::runtime
 
-#endif  // SHARDSCOPE_RUNTIME_BACKEND_WEIGHTS_H_
+#endif  // SHARDSCOPE_RUNTIME_WEIGHTS_BACKEND_WEIGHTS_H_

@@ -1,4 +1,4 @@
-#include "runtime/safetensors.h"
+#include "runtime/weights/safetensors.h"
 
 #include <fcntl.h>
 #include <fmt/ranges.h>

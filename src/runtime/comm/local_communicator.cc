@@ -1,10 +1,10 @@
-#include "runtime/local_communicator.h"
+#include "runtime/comm/local_communicator.h"
 
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
 
-#include "runtime/dtype_convert.h"
+#include "runtime/device/dtype_convert.h"
 
 namespace shardscope::runtime {
 namespace {

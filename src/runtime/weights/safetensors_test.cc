@@ -1,7 +1,7 @@
 // The safetensors reader and writer: conversions against hand-derived bit
 // patterns, whole and block reads (transposed too) of every float dtype, sharded
 // checkpoints, and each malformed case failing with the file, tensor and field.
-#include "runtime/safetensors.h"
+#include "runtime/weights/safetensors.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

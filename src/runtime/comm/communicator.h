@@ -6,8 +6,8 @@
 // ranks); a NCCL one will follow for GPUs. One communicator per rank; not
 // thread-safe. Buffers passed to a call must stay alive and untouched (sends:
 // unmodified, receives: unread) until its request completes.
-#ifndef SHARDSCOPE_RUNTIME_COMMUNICATOR_H_
-#define SHARDSCOPE_RUNTIME_COMMUNICATOR_H_
+#ifndef SHARDSCOPE_RUNTIME_COMM_COMMUNICATOR_H_
+#define SHARDSCOPE_RUNTIME_COMM_COMMUNICATOR_H_
 
 #include <cstdint>
 #include <memory>
@@ -132,4 +132,4 @@ class Communicator : public ControlPlane, public DataPlane {};
 
 }  // namespace shardscope::runtime
 
-#endif  // SHARDSCOPE_RUNTIME_COMMUNICATOR_H_
+#endif  // SHARDSCOPE_RUNTIME_COMM_COMMUNICATOR_H_

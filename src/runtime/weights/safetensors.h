@@ -6,8 +6,8 @@
 // row × column blocks of them as fp32 (from F32, BF16 or F16), so a rank touches
 // only the pages of its shard. The writer produces the same format (tests,
 // exports). A reader is immutable after Open; concurrent reads are safe.
-#ifndef SHARDSCOPE_RUNTIME_SAFETENSORS_H_
-#define SHARDSCOPE_RUNTIME_SAFETENSORS_H_
+#ifndef SHARDSCOPE_RUNTIME_WEIGHTS_SAFETENSORS_H_
+#define SHARDSCOPE_RUNTIME_WEIGHTS_SAFETENSORS_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "runtime/dtype_convert.h"  // Bf16ToFloat, F16ToFloat, FloatToBf16, FloatToF16
+#include "runtime/device/dtype_convert.h"  // Bf16ToFloat, F16ToFloat, FloatToBf16, FloatToF16
 
 namespace shardscope::runtime {
 
@@ -139,4 +139,4 @@ Status WriteSafetensorsCheckpoint(const std::string& dir,
 
 }  // namespace shardscope::runtime
 
-#endif  // SHARDSCOPE_RUNTIME_SAFETENSORS_H_
+#endif  // SHARDSCOPE_RUNTIME_WEIGHTS_SAFETENSORS_H_

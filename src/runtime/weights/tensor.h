@@ -1,8 +1,8 @@
 // Tensor: a dense, row-major fp32 array with a shape, owning its memory (host
 // memory for the CPU backend). Move-only, so a buffer handed to an in-flight
 // transfer has exactly one owner. Not thread-safe.
-#ifndef SHARDSCOPE_RUNTIME_TENSOR_H_
-#define SHARDSCOPE_RUNTIME_TENSOR_H_
+#ifndef SHARDSCOPE_RUNTIME_WEIGHTS_TENSOR_H_
+#define SHARDSCOPE_RUNTIME_WEIGHTS_TENSOR_H_
 
 #include <cstdint>
 #include <initializer_list>
@@ -61,4 +61,4 @@ class Tensor {
 
 }  // namespace shardscope::runtime
 
-#endif  // SHARDSCOPE_RUNTIME_TENSOR_H_
+#endif  // SHARDSCOPE_RUNTIME_WEIGHTS_TENSOR_H_

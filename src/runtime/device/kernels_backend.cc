@@ -3,7 +3,7 @@
 // tensor is never copied.
 #include <utility>
 
-#include "runtime/fp32_host_backend.h"
+#include "runtime/device/fp32_host_backend.h"
 
 namespace shardscope::runtime {
 namespace {

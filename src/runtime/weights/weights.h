@@ -6,8 +6,8 @@
 // (seed, name, i, j)), or read from a Hugging Face safetensors checkpoint
 // (hf_checkpoint.h). Matrices are [in × out] (y = x · W). Immutable after
 // Create; thread-compatible.
-#ifndef SHARDSCOPE_RUNTIME_WEIGHTS_H_
-#define SHARDSCOPE_RUNTIME_WEIGHTS_H_
+#ifndef SHARDSCOPE_RUNTIME_WEIGHTS_WEIGHTS_H_
+#define SHARDSCOPE_RUNTIME_WEIGHTS_WEIGHTS_H_
 
 #include <cstdint>
 #include <memory>
@@ -18,7 +18,7 @@
 #include "core/status.h"
 #include "plan/placement.h"
 #include "plan/shard_geometry.h"
-#include "runtime/tensor.h"
+#include "runtime/weights/tensor.h"
 
 namespace shardscope::runtime {
 
@@ -117,4 +117,4 @@ int32_t PromptToken(uint64_t seed, int64_t request, int64_t pos, int64_t vocab);
 
 }  // namespace shardscope::runtime
 
-#endif  // SHARDSCOPE_RUNTIME_WEIGHTS_H_
+#endif  // SHARDSCOPE_RUNTIME_WEIGHTS_WEIGHTS_H_

@@ -1,4 +1,4 @@
-#include "runtime/arena.h"
+#include "runtime/device/arena.h"
 
 #include <gtest/gtest.h>
 

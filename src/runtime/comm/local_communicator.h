@@ -2,10 +2,10 @@
 // without MPI — the single-rank reference runs and unit tests use it. Every
 // group has one member, so collectives copy or do nothing; point-to-point
 // calls fail (a one-rank plan has none). Not thread-safe.
-#ifndef SHARDSCOPE_RUNTIME_LOCAL_COMMUNICATOR_H_
-#define SHARDSCOPE_RUNTIME_LOCAL_COMMUNICATOR_H_
+#ifndef SHARDSCOPE_RUNTIME_COMM_LOCAL_COMMUNICATOR_H_
+#define SHARDSCOPE_RUNTIME_COMM_LOCAL_COMMUNICATOR_H_
 
-#include "runtime/communicator.h"
+#include "runtime/comm/communicator.h"
 
 namespace shardscope::runtime {
 
@@ -48,4 +48,4 @@ class LocalCommunicator final : public Communicator {
 
 }  // namespace shardscope::runtime
 
-#endif  // SHARDSCOPE_RUNTIME_LOCAL_COMMUNICATOR_H_
+#endif  // SHARDSCOPE_RUNTIME_COMM_LOCAL_COMMUNICATOR_H_

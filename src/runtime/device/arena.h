@@ -4,8 +4,8 @@
 // the step's total, so that every later step of the same size allocates
 // nothing from the system. Memory comes from a MemorySource (host malloc for
 // the CPU backend; device memory for a GPU one). Not thread-safe.
-#ifndef SHARDSCOPE_RUNTIME_ARENA_H_
-#define SHARDSCOPE_RUNTIME_ARENA_H_
+#ifndef SHARDSCOPE_RUNTIME_DEVICE_ARENA_H_
+#define SHARDSCOPE_RUNTIME_DEVICE_ARENA_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -83,4 +83,4 @@ class Arena {
 
 }  // namespace shardscope::runtime
 
-#endif  // SHARDSCOPE_RUNTIME_ARENA_H_
+#endif  // SHARDSCOPE_RUNTIME_DEVICE_ARENA_H_

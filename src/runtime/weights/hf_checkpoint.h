@@ -7,8 +7,8 @@
 // (Qwen2: with q/k/v biases); docs/runtime.md ("Checkpoints") has the table.
 // No permutation is needed: our GQA RoPE is half-split like HF Llama's, and our
 // MLA RoPE is interleaved like DeepSeek's checkpoints. Immutable; thread-safe reads.
-#ifndef SHARDSCOPE_RUNTIME_HF_CHECKPOINT_H_
-#define SHARDSCOPE_RUNTIME_HF_CHECKPOINT_H_
+#ifndef SHARDSCOPE_RUNTIME_WEIGHTS_HF_CHECKPOINT_H_
+#define SHARDSCOPE_RUNTIME_WEIGHTS_HF_CHECKPOINT_H_
 
 #include <cstdint>
 #include <memory>
@@ -17,7 +17,7 @@
 
 #include "core/status.h"
 #include "model/model.h"
-#include "runtime/weights.h"
+#include "runtime/weights/weights.h"
 
 namespace shardscope::runtime {
 
@@ -53,4 +53,4 @@ StatusOr<std::unique_ptr<WeightSource>> OpenHfCheckpoint(const std::string& path
 
 }  // namespace shardscope::runtime
 
-#endif  // SHARDSCOPE_RUNTIME_HF_CHECKPOINT_H_
+#endif  // SHARDSCOPE_RUNTIME_WEIGHTS_HF_CHECKPOINT_H_

@@ -1,4 +1,4 @@
-#include "runtime/dtype_convert.h"
+#include "runtime/device/dtype_convert.h"
 
 #include <bit>
 #include <cmath>

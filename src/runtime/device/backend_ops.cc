@@ -1,4 +1,4 @@
-#include "runtime/backend_ops.h"
+#include "runtime/device/backend_ops.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 #include <numeric>
 #include <random>
 
-#include "runtime/dtype_convert.h"
+#include "runtime/device/dtype_convert.h"
 
 namespace shardscope::runtime {
 namespace {

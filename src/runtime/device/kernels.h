@@ -6,8 +6,8 @@
 // plain loops in cpu/cpu_kernels_test.cc. Also the rotary-embedding math
 // (RopeSpec, RopeInvFreq) that the executor and the backends share.
 // Implementations are stateless and thread-compatible.
-#ifndef SHARDSCOPE_RUNTIME_KERNELS_H_
-#define SHARDSCOPE_RUNTIME_KERNELS_H_
+#ifndef SHARDSCOPE_RUNTIME_DEVICE_KERNELS_H_
+#define SHARDSCOPE_RUNTIME_DEVICE_KERNELS_H_
 
 #include <cstdint>
 #include <memory>
@@ -153,4 +153,4 @@ inline void LmHead(Kernels& k, const float* x, int64_t tokens, int64_t h, const 
 
 }  // namespace shardscope::runtime
 
-#endif  // SHARDSCOPE_RUNTIME_KERNELS_H_
+#endif  // SHARDSCOPE_RUNTIME_DEVICE_KERNELS_H_

@@ -1,4 +1,4 @@
-#include "runtime/kernels.h"
+#include "runtime/device/kernels.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,9 +1,9 @@
-#include "runtime/backend.h"
+#include "runtime/device/backend.h"
 
 #include <string>
 #include <utility>
 
-#include "runtime/dtype_convert.h"
+#include "runtime/device/dtype_convert.h"
 
 namespace shardscope::runtime {
 

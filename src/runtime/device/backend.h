@@ -12,8 +12,8 @@
 // them. The reference backend (reference_backend.h) is the plain loops every
 // backend is tested against (cpu/backend_ops_test.cc). One backend per rank;
 // not thread-safe.
-#ifndef SHARDSCOPE_RUNTIME_BACKEND_H_
-#define SHARDSCOPE_RUNTIME_BACKEND_H_
+#ifndef SHARDSCOPE_RUNTIME_DEVICE_BACKEND_H_
+#define SHARDSCOPE_RUNTIME_DEVICE_BACKEND_H_
 
 #include <cstdint>
 #include <memory>
@@ -23,8 +23,8 @@
 
 #include "core/dtype.h"
 #include "core/status.h"
-#include "runtime/arena.h"
-#include "runtime/kernels.h"
+#include "runtime/device/arena.h"
+#include "runtime/device/kernels.h"
 
 namespace shardscope::runtime {
 
@@ -252,4 +252,4 @@ std::unique_ptr<Backend> NewKernelsBackend(std::string_view name, std::unique_pt
 
 }  // namespace shardscope::runtime
 
-#endif  // SHARDSCOPE_RUNTIME_BACKEND_H_
+#endif  // SHARDSCOPE_RUNTIME_DEVICE_BACKEND_H_

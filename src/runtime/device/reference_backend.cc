@@ -1,4 +1,4 @@
-#include "runtime/reference_backend.h"
+#include "runtime/device/reference_backend.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 #include <numeric>
 #include <vector>
 
-#include "runtime/fp32_host_backend.h"
+#include "runtime/device/fp32_host_backend.h"
 
 namespace shardscope::runtime {
 namespace {

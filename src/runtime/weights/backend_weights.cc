@@ -1,4 +1,4 @@
-#include "runtime/backend_weights.h"
+#include "runtime/weights/backend_weights.h"
 
 #include <algorithm>
 

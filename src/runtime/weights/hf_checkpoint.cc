@@ -1,4 +1,4 @@
-#include "runtime/hf_checkpoint.h"
+#include "runtime/weights/hf_checkpoint.h"
 
 #include <fmt/ranges.h>
 
@@ -7,7 +7,7 @@
 #include <mutex>
 #include <set>
 
-#include "runtime/safetensors.h"
+#include "runtime/weights/safetensors.h"
 
 namespace shardscope::runtime {
 namespace {

@@ -5,14 +5,14 @@
 // results such as indices, all as floats); TimeOp times it with the backend's
 // own timer. Used by cpu/backend_ops_test.cc (every op of every registered
 // backend, every storage dtype) and bench/backend_ops_bench.cc.
-#ifndef SHARDSCOPE_RUNTIME_BACKEND_OPS_H_
-#define SHARDSCOPE_RUNTIME_BACKEND_OPS_H_
+#ifndef SHARDSCOPE_RUNTIME_DEVICE_BACKEND_OPS_H_
+#define SHARDSCOPE_RUNTIME_DEVICE_BACKEND_OPS_H_
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "runtime/backend.h"
+#include "runtime/device/backend.h"
 
 namespace shardscope::runtime {
 
@@ -58,4 +58,4 @@ StatusOr<int64_t> TimeOp(const OpCase& c, DType dtype, Backend& backend, int rep
 
 }  // namespace shardscope::runtime
 
-#endif  // SHARDSCOPE_RUNTIME_BACKEND_OPS_H_
+#endif  // SHARDSCOPE_RUNTIME_DEVICE_BACKEND_OPS_H_

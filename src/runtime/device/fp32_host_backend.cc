@@ -1,9 +1,9 @@
-#include "runtime/fp32_host_backend.h"
+#include "runtime/device/fp32_host_backend.h"
 
 #include <chrono>
 #include <string>
 
-#include "runtime/dtype_convert.h"
+#include "runtime/device/dtype_convert.h"
 
 namespace shardscope::runtime {
 namespace {

@@ -1,11 +1,11 @@
-#include "runtime/weights.h"
+#include "runtime/weights/weights.h"
 
 #include <cmath>
 #include <set>
 #include <utility>
 
 #include "program/program_builder.h"
-#include "runtime/hf_checkpoint.h"
+#include "runtime/weights/hf_checkpoint.h"
 
 namespace shardscope::runtime {
 namespace {
