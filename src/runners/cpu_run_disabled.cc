@@ -1,6 +1,6 @@
 // The CPU backend of a build without MPI or OpenBLAS (SHARDSCOPE_WITH_MPI=OFF or
 // SHARDSCOPE_WITH_BLAS=OFF): it says so instead of running. CMake compiles this
-// file in place of cpu_run.cc.
+// file in place of cpu_run_worker.cc and cpu_run_launcher.cc.
 #include "runners/cpu_run.h"
 
 namespace shardscope::runtime {
