@@ -16,10 +16,10 @@
 #include "plan/placement.h"
 #include "program/program_builder.h"
 #include "runtime/comm/local_communicator.h"
+#include "runtime/cpu/cpu_kernels.h"
 #include "runtime/cpu/small_gemm.h"
 #include "runtime/device/arena.h"
 #include "runtime/device/backend.h"
-#include "runtime/device/kernels.h"
 #include "runtime/executor.h"
 
 namespace shardscope::runtime {

@@ -1,39 +1,23 @@
-// Kernels: a table of fp32 operations on host pointers — what the CPU backend
-// (cpu/cpu_kernels.cc: OpenBLAS, SmallGemm) is built from; the executor does not call it,
-// it runs on runtime::Backend (backend.h), whose NewKernelsBackend forwards the
-// fp32 ops here. Matrices are row-major with explicit row strides, so a kernel
+// Kernels: the CPU backend's private table of fp32 operations on host
+// pointers (cpu_kernels.cc: OpenBLAS, SmallGemm), behind runtime::Backend
+// (runtime/device/backend.h) through NewKernelsBackend (kernels_backend.cc).
+// Nothing outside runtime/cpu/ calls it: the executor and the op harness run
+// on the Backend. Matrices are row-major with explicit row strides, so a kernel
 // can read one head or one half of a fused projection in place. Tested against
-// plain loops in cpu/cpu_kernels_test.cc. Also the rotary-embedding math
-// (RopeSpec, RopeInvFreq) that the executor and the backends share.
-// Implementations are stateless and thread-compatible.
-#ifndef SHARDSCOPE_RUNTIME_DEVICE_KERNELS_H_
-#define SHARDSCOPE_RUNTIME_DEVICE_KERNELS_H_
+// plain loops in cpu_kernels_test.cc. Implementations are stateless and
+// thread-compatible.
+#ifndef SHARDSCOPE_RUNTIME_CPU_CPU_KERNELS_H_
+#define SHARDSCOPE_RUNTIME_CPU_CPU_KERNELS_H_
 
 #include <cstdint>
 #include <memory>
+#include <string_view>
 #include <vector>
 
-#include "model/model.h"
+#include "runtime/device/backend.h"
+#include "runtime/device/rope.h"
 
 namespace shardscope::runtime {
-
-// Rotary embedding. kHalfSplit pairs element i with i + d/2 (Llama, NeoX);
-// kInterleaved pairs 2i with 2i + 1 (GPT-J; DeepSeek's MLA rope part).
-enum class RopeStyle { kHalfSplit, kInterleaved };
-
-struct RopeSpec {
-  RopeStyle style = RopeStyle::kHalfSplit;
-  double theta = 10000.0;
-  RopeScaling scaling;  // the model's rope_scaling; YaRN with factor ≤ 1 is off
-};
-
-// Per-pair inverse frequencies (rot_dim / 2 of them) and the cos/sin magnitude
-// YaRN applies (1 otherwise): YaRN exactly as DeepSeek's reference computes it,
-// linear and llama3 as transformers' rope initialisers do.
-std::vector<double> RopeInvFreq(const RopeSpec& spec, int64_t rot_dim);
-double RopeMscale(const RopeSpec& spec);
-// DeepSeek's yarn_get_mscale(scale, mscale): 1 for scale ≤ 1.
-double YarnMscale(double scale, double mscale);
 
 // Causal attention of one request's queries over a block of its keys: key j is
 // visible to query i when kpos[j] ≤ qpos[i]. Heads are contiguous inside a row
@@ -73,8 +57,6 @@ struct DecodeAttentionArgs {
   int64_t out_stride = 0;
   float* lse = nullptr;  // [requests, hq]; may be null
 };
-
-enum class RouterScore { kSoftmax, kSigmoidBias };
 
 struct RouterArgs {
   RouterScore kind = RouterScore::kSoftmax;
@@ -144,6 +126,10 @@ class Kernels {
 // The CPU backend (OpenBLAS GEMM, plain loops elsewhere).
 std::unique_ptr<Kernels> NewCpuKernels();
 
+// A backend over a table of fp32 Kernels, named `name`: Fp32HostBackend's fp32
+// loops forwarded to it with the views' strides.
+std::unique_ptr<Backend> NewKernelsBackend(std::string_view name, std::unique_ptr<Kernels> kernels);
+
 // The LM head: logits[tokens×vocab_local] = x · w (w: h × vocab_local). A GEMM, named
 // so that the op table reads like the model.
 inline void LmHead(Kernels& k, const float* x, int64_t tokens, int64_t h, const float* w,
@@ -153,4 +139,4 @@ inline void LmHead(Kernels& k, const float* x, int64_t tokens, int64_t h, const 
 
 }  // namespace shardscope::runtime
 
-#endif  // SHARDSCOPE_RUNTIME_DEVICE_KERNELS_H_
+#endif  // SHARDSCOPE_RUNTIME_CPU_CPU_KERNELS_H_

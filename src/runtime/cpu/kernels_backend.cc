@@ -1,8 +1,9 @@
 // NewKernelsBackend: the fp32 loops of Fp32HostBackend forwarded to a Kernels
-// table (cpu/: OpenBLAS), views passed with their strides, so that an fp32
+// table (cpu_kernels.cc: OpenBLAS), views passed with their strides, so that an fp32
 // tensor is never copied.
 #include <utility>
 
+#include "runtime/cpu/cpu_kernels.h"
 #include "runtime/device/fp32_host_backend.h"
 
 namespace shardscope::runtime {

@@ -9,38 +9,11 @@ namespace shardscope::runtime {
 
 std::string_view BackendOpName(BackendOp op) {
   switch (op) {
-    case BackendOp::kGemm:
-      return "gemm";
-    case BackendOp::kAdd:
-      return "add";
-    case BackendOp::kAddBias:
-      return "add_bias";
-    case BackendOp::kRmsNorm:
-      return "rms_norm";
-    case BackendOp::kRope:
-      return "rope";
-    case BackendOp::kSwiGlu:
-      return "swiglu";
-    case BackendOp::kGelu:
-      return "gelu";
-    case BackendOp::kAttention:
-      return "attention";
-    case BackendOp::kDecodeAttention:
-      return "decode_attention";
-    case BackendOp::kAttentionMerge:
-      return "attention_merge";
-    case BackendOp::kRouter:
-      return "router";
-    case BackendOp::kPermute:
-      return "permute";
-    case BackendOp::kUnpermute:
-      return "unpermute";
-    case BackendOp::kEmbedding:
-      return "embedding";
-    case BackendOp::kArgMax:
-      return "argmax";
-    case BackendOp::kCopy:
-      return "copy";
+#define SHARDSCOPE_BACKEND_OP_CASE(e, name) \
+  case BackendOp::e:                        \
+    return name;
+    SHARDSCOPE_BACKEND_OPS(SHARDSCOPE_BACKEND_OP_CASE)
+#undef SHARDSCOPE_BACKEND_OP_CASE
   }
   return "?";
 }

@@ -24,45 +24,38 @@
 #include "core/dtype.h"
 #include "core/status.h"
 #include "runtime/device/arena.h"
-#include "runtime/device/kernels.h"
+#include "runtime/device/rope.h"
 
 namespace shardscope::runtime {
 
-// The ops of the backend interface.
-enum class BackendOp {
-  kGemm,
-  kAdd,
-  kAddBias,
-  kRmsNorm,
-  kRope,
-  kSwiGlu,
-  kGelu,
-  kAttention,
-  kDecodeAttention,
-  kAttentionMerge,
-  kRouter,
-  kPermute,
-  kUnpermute,
-  kEmbedding,
-  kArgMax,
-  kCopy,
-};
-inline constexpr BackendOp kAllBackendOps[] = {BackendOp::kGemm,
-                                               BackendOp::kAdd,
-                                               BackendOp::kAddBias,
-                                               BackendOp::kRmsNorm,
-                                               BackendOp::kRope,
-                                               BackendOp::kSwiGlu,
-                                               BackendOp::kGelu,
-                                               BackendOp::kAttention,
-                                               BackendOp::kDecodeAttention,
-                                               BackendOp::kAttentionMerge,
-                                               BackendOp::kRouter,
-                                               BackendOp::kPermute,
-                                               BackendOp::kUnpermute,
-                                               BackendOp::kEmbedding,
-                                               BackendOp::kArgMax,
-                                               BackendOp::kCopy};
+// The ops of the backend interface, listed once: X(enumerator, name) for the
+// enum, the list of all ops (the harness's coverage check) and their names.
+// clang-format off
+#define SHARDSCOPE_BACKEND_OPS(X) \
+  X(kGemm, "gemm") \
+  X(kAdd, "add") \
+  X(kAddBias, "add_bias") \
+  X(kRmsNorm, "rms_norm") \
+  X(kRope, "rope") \
+  X(kSwiGlu, "swiglu") \
+  X(kGelu, "gelu") \
+  X(kAttention, "attention") \
+  X(kDecodeAttention, "decode_attention") \
+  X(kAttentionMerge, "attention_merge") \
+  X(kRouter, "router") \
+  X(kPermute, "permute") \
+  X(kUnpermute, "unpermute") \
+  X(kEmbedding, "embedding") \
+  X(kArgMax, "argmax") \
+  X(kCopy, "copy")
+// clang-format on
+
+#define SHARDSCOPE_BACKEND_OP_ENUMERATOR(e, name) e,
+enum class BackendOp { SHARDSCOPE_BACKEND_OPS(SHARDSCOPE_BACKEND_OP_ENUMERATOR) };
+#undef SHARDSCOPE_BACKEND_OP_ENUMERATOR
+#define SHARDSCOPE_BACKEND_OP_VALUE(e, name) BackendOp::e,
+inline constexpr BackendOp kAllBackendOps[] = {SHARDSCOPE_BACKEND_OPS(SHARDSCOPE_BACKEND_OP_VALUE)};
+#undef SHARDSCOPE_BACKEND_OP_VALUE
 std::string_view BackendOpName(BackendOp op);
 
 // A typed tensor: a handle to backend memory (owned by the arena it came from,
@@ -135,7 +128,9 @@ struct DecodeAttentionOpArgs {
   float scale = 1.0f;
 };
 
-// The router's top-k: RouterArgs without the bias pointer (a tensor of the op).
+enum class RouterScore { kSoftmax, kSigmoidBias };
+
+// The router's top-k (the bias is a tensor of the op).
 struct RouterOpArgs {
   RouterScore kind = RouterScore::kSoftmax;
   int64_t top_k = 1;
@@ -246,9 +241,6 @@ class Backend {
 // builds with OpenBLAS (the runtime_cpu layer), declared here so that code
 // below that layer can run on it, as tests and the launcher do.
 std::unique_ptr<Backend> NewCpuBackend();
-
-// A backend over a table of fp32 Kernels (cpu/: OpenBLAS), named `name`.
-std::unique_ptr<Backend> NewKernelsBackend(std::string_view name, std::unique_ptr<Kernels> kernels);
 
 }  // namespace shardscope::runtime
 

@@ -1,4 +1,4 @@
-#include "runtime/device/kernels.h"
+#include "runtime/device/rope.h"
 
 #include <algorithm>
 #include <cmath>
