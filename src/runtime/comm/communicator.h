@@ -70,34 +70,49 @@ class ControlPlane {
 // transfers, on typed buffers (counts in elements of `dtype`: fp32, bf16 or
 // fp16) or raw bytes, posted non-blocking on a stream. The fp32 overloads
 // without a dtype are shorthands (tests); the executor passes its tensors' dtype.
+// The public calls are not virtual: implementations override the protected
+// Post… calls, so every overload stays callable on a concrete communicator.
 class DataPlane {
  public:
   virtual ~DataPlane() = default;
 
   // Element-wise sum of `count` elements over the group, in place.
-  virtual StatusOr<Request> AllReduce(int64_t group, void* data, int64_t count, DType dtype,
-                                      CommStream stream) = 0;
+  StatusOr<Request> AllReduce(int64_t group, void* data, int64_t count, DType dtype,
+                              CommStream stream) {
+    return PostAllReduce(group, data, count, dtype, stream);
+  }
   // Each member contributes `bytes` bytes; recv gets them in member order (group size × bytes).
-  virtual StatusOr<Request> AllGather(int64_t group, const void* send, int64_t bytes, void* recv,
-                                      CommStream stream) = 0;
+  StatusOr<Request> AllGather(int64_t group, const void* send, int64_t bytes, void* recv,
+                              CommStream stream) {
+    return PostAllGather(group, send, bytes, recv, stream);
+  }
   // Sums send (group size × count elements) and leaves member i's block i in recv.
-  virtual StatusOr<Request> ReduceScatter(int64_t group, const void* send, void* recv,
-                                          int64_t count, DType dtype, CommStream stream) = 0;
+  StatusOr<Request> ReduceScatter(int64_t group, const void* send, void* recv, int64_t count,
+                                  DType dtype, CommStream stream) {
+    return PostReduceScatter(group, send, recv, count, dtype, stream);
+  }
   // All-to-all-v: send_counts[i] elements to member i (consecutive in send),
   // recv_counts[i] from member i (consecutive in recv).
-  virtual StatusOr<Request> AllToAllV(int64_t group, const void* send,
-                                      const std::vector<int64_t>& send_counts, void* recv,
-                                      const std::vector<int64_t>& recv_counts, DType dtype,
-                                      CommStream stream) = 0;
+  StatusOr<Request> AllToAllV(int64_t group, const void* send,
+                              const std::vector<int64_t>& send_counts, void* recv,
+                              const std::vector<int64_t>& recv_counts, DType dtype,
+                              CommStream stream) {
+    return PostAllToAllV(group, send, send_counts, recv, recv_counts, dtype, stream);
+  }
   // `bytes` from the global rank `root` to every member.
-  virtual StatusOr<Request> Broadcast(int64_t group, void* data, int64_t bytes, int64_t root,
-                                      CommStream stream) = 0;
+  StatusOr<Request> Broadcast(int64_t group, void* data, int64_t bytes, int64_t root,
+                              CommStream stream) {
+    return PostBroadcast(group, data, bytes, root, stream);
+  }
   // Point-to-point with a global rank; the n-th send from a to b with a tag
   // matches the n-th recv at b from a with that tag.
-  virtual StatusOr<Request> Send(int64_t peer, const void* data, int64_t bytes, int tag,
-                                 CommStream stream) = 0;
-  virtual StatusOr<Request> Recv(int64_t peer, void* data, int64_t bytes, int tag,
-                                 CommStream stream) = 0;
+  StatusOr<Request> Send(int64_t peer, const void* data, int64_t bytes, int tag,
+                         CommStream stream) {
+    return PostSend(peer, data, bytes, tag, stream);
+  }
+  StatusOr<Request> Recv(int64_t peer, void* data, int64_t bytes, int tag, CommStream stream) {
+    return PostRecv(peer, data, bytes, tag, stream);
+  }
 
   // fp32 on the default stream.
   StatusOr<Request> AllReduce(int64_t group, float* data, int64_t count) {
@@ -123,11 +138,28 @@ class DataPlane {
   StatusOr<Request> Recv(int64_t peer, void* data, int64_t bytes, int tag) {
     return Recv(peer, data, bytes, tag, {});
   }
+
+ protected:
+  // What implementations define: the calls above, posted on `stream`.
+  virtual StatusOr<Request> PostAllReduce(int64_t group, void* data, int64_t count, DType dtype,
+                                          CommStream stream) = 0;
+  virtual StatusOr<Request> PostAllGather(int64_t group, const void* send, int64_t bytes,
+                                          void* recv, CommStream stream) = 0;
+  virtual StatusOr<Request> PostReduceScatter(int64_t group, const void* send, void* recv,
+                                              int64_t count, DType dtype, CommStream stream) = 0;
+  virtual StatusOr<Request> PostAllToAllV(int64_t group, const void* send,
+                                          const std::vector<int64_t>& send_counts, void* recv,
+                                          const std::vector<int64_t>& recv_counts, DType dtype,
+                                          CommStream stream) = 0;
+  virtual StatusOr<Request> PostBroadcast(int64_t group, void* data, int64_t bytes, int64_t root,
+                                          CommStream stream) = 0;
+  virtual StatusOr<Request> PostSend(int64_t peer, const void* data, int64_t bytes, int tag,
+                                     CommStream stream) = 0;
+  virtual StatusOr<Request> PostRecv(int64_t peer, void* data, int64_t bytes, int tag,
+                                     CommStream stream) = 0;
 };
 
-// A rank's communicator: both planes. Implementations bring the DataPlane
-// shorthands into scope (`using DataPlane::AllReduce;` …) so that they stay
-// callable on the concrete type.
+// A rank's communicator: both planes.
 class Communicator : public ControlPlane, public DataPlane {};
 
 }  // namespace shardscope::runtime

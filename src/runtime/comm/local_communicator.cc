@@ -27,20 +27,21 @@ Status LocalCommunicator::AddGroups(const Placement& placement) {
   return Status::Ok();
 }
 
-StatusOr<Request> LocalCommunicator::AllReduce(int64_t, void*, int64_t, DType dtype, CommStream) {
+StatusOr<Request> LocalCommunicator::PostAllReduce(int64_t, void*, int64_t, DType dtype,
+                                                   CommStream) {
   if (!IsStorageDType(dtype))
     return Unimplemented("not implemented: {} all-reduce", DTypeName(dtype));
   return Done();
 }
 
-StatusOr<Request> LocalCommunicator::AllGather(int64_t, const void* send, int64_t bytes, void* recv,
-                                               CommStream) {
+StatusOr<Request> LocalCommunicator::PostAllGather(int64_t, const void* send, int64_t bytes,
+                                                   void* recv, CommStream) {
   if (send != recv) std::memmove(recv, send, static_cast<size_t>(bytes));
   return Done();
 }
 
-StatusOr<Request> LocalCommunicator::ReduceScatter(int64_t, const void* send, void* recv,
-                                                   int64_t count, DType dtype, CommStream) {
+StatusOr<Request> LocalCommunicator::PostReduceScatter(int64_t, const void* send, void* recv,
+                                                       int64_t count, DType dtype, CommStream) {
   if (!IsStorageDType(dtype)) {
     return Unimplemented("not implemented: {} reduce-scatter", DTypeName(dtype));
   }
@@ -54,23 +55,23 @@ StatusOr<std::vector<int64_t>> LocalCommunicator::ExchangeCounts(int64_t,
   return send;
 }
 
-StatusOr<Request> LocalCommunicator::AllToAllV(int64_t, const void* send,
-                                               const std::vector<int64_t>& send_counts, void* recv,
-                                               const std::vector<int64_t>&, DType dtype,
-                                               CommStream) {
+StatusOr<Request> LocalCommunicator::PostAllToAllV(int64_t, const void* send,
+                                                   const std::vector<int64_t>& send_counts,
+                                                   void* recv, const std::vector<int64_t>&,
+                                                   DType dtype, CommStream) {
   std::memmove(recv, send, static_cast<size_t>(send_counts.at(0) * DTypeSize(dtype)));
   return Done();
 }
 
-StatusOr<Request> LocalCommunicator::Broadcast(int64_t, void*, int64_t, int64_t, CommStream) {
+StatusOr<Request> LocalCommunicator::PostBroadcast(int64_t, void*, int64_t, int64_t, CommStream) {
   return Done();
 }
 
-StatusOr<Request> LocalCommunicator::Send(int64_t peer, const void*, int64_t, int, CommStream) {
+StatusOr<Request> LocalCommunicator::PostSend(int64_t peer, const void*, int64_t, int, CommStream) {
   return InternalError("one-rank world: no peer {} to send to", peer);
 }
 
-StatusOr<Request> LocalCommunicator::Recv(int64_t peer, void*, int64_t, int, CommStream) {
+StatusOr<Request> LocalCommunicator::PostRecv(int64_t peer, void*, int64_t, int, CommStream) {
   return InternalError("one-rank world: no peer {} to receive from", peer);
 }
 
