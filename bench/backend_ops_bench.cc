@@ -8,9 +8,9 @@
 #include <cstring>
 #include <memory>
 
-#include "runtime/backend_ops.h"
 #include "runtime/cpu/cpu_backend.h"
-#include "runtime/reference_backend.h"
+#include "runtime/device/backend_ops.h"
+#include "runtime/device/reference_backend.h"
 
 int main(int argc, char** argv) {
   using namespace shardscope;

@@ -15,12 +15,12 @@
 #include "model/model_yaml.h"
 #include "plan/placement.h"
 #include "program/program_builder.h"
-#include "runtime/arena.h"
-#include "runtime/backend.h"
+#include "runtime/comm/local_communicator.h"
+#include "runtime/cpu/cpu_kernels.h"
 #include "runtime/cpu/small_gemm.h"
+#include "runtime/device/arena.h"
+#include "runtime/device/backend.h"
 #include "runtime/executor.h"
-#include "runtime/kernels.h"
-#include "runtime/local_communicator.h"
 
 namespace shardscope::runtime {
 namespace {

@@ -14,7 +14,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "runtime/arena.h"
+#include "runtime/device/arena.h"
 
 namespace {
 

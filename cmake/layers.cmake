@@ -7,7 +7,8 @@
 # its own folder and of the folders of its dependencies, transitively; a build-time
 # check (cmake/check_layer.cmake) fails the build otherwise. The folder's
 # *_test.cc (but *_mpi_test.cc) become one test binary `NAME_test`, which may also
-# use the layers in TEST_DEPS. EXCLUDE drops files (by name) from both.
+# use the layers in TEST_DEPS. EXCLUDE drops files (by name) from both, and
+# headers from the library's include check.
 
 function(shardscope_layer name)
   cmake_parse_arguments(L "" "DIR" "DEPS;LIBS;EXCLUDE;TEST_DEPS" ${ARGN})
@@ -32,6 +33,7 @@ function(shardscope_layer name)
   foreach(ex IN LISTS L_EXCLUDE)
     list(FILTER sources EXCLUDE REGEX "/${ex}$")
     list(FILTER tests EXCLUDE REGEX "/${ex}$")
+    list(FILTER headers EXCLUDE REGEX "/${ex}$")
   endforeach()
   list(FILTER sources EXCLUDE REGEX "_test\\.cc$")
   list(FILTER tests EXCLUDE REGEX "_mpi_test\\.cc$")

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "fuzz/fuzz_file.h"
-#include "runtime/safetensors.h"
+#include "runtime/weights/safetensors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace shardscope::runtime;

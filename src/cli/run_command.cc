@@ -1,5 +1,5 @@
-// `shardscope run`: parse flags, create each experiment's backend from the
-// registry, run, print the results (backends/run_output.h).
+// `shardscope run`: parse flags, create each experiment's runner from the
+// registry, run, print the results (runners/run_output.h).
 #include <signal.h>
 #include <unistd.h>
 
@@ -9,16 +9,16 @@
 #include <memory>
 #include <sstream>
 
-#include "backends/registry.h"
-#include "backends/run_output.h"
 #include "cli/cli.h"
 #include "cli/experiments_arg.h"
+#include "runners/registry.h"
+#include "runners/run_output.h"
 #include "trace/trace_store.h"
 
 namespace shardscope::cli {
 namespace {
 
-// SIGINT, SIGTERM or SIGHUP while experiments run: a flag the backends poll
+// SIGINT, SIGTERM or SIGHUP while experiments run: a flag the runners poll
 // between phases (run::RunOptions::cancelled), so the run stops cleanly and
 // leaves nothing in the store. The previous handlers come back on destruction.
 volatile sig_atomic_t g_interrupted = 0;
@@ -64,9 +64,9 @@ std::vector<std::string> SplitAtSpaces(const std::string& s) {
 
 void PrintResults(const std::vector<run::RunResult>& results, bool json) {
   if (json) {
-    std::cout << backends::RunResultsJson(results).dump(2) << "\n";
+    std::cout << runners::RunResultsJson(results).dump(2) << "\n";
   } else {
-    std::cout << backends::RunResultsText(results);
+    std::cout << runners::RunResultsText(results);
   }
 }
 
@@ -87,9 +87,9 @@ int RunRun(RunFlags f) {
     if (!root.ok()) return ReportError(root.WithPrefix("--out"));
   }
   // Every experiment's backend must exist and support it before any runs.
-  auto created = backends::CreateBackendsFor(&*selected, f.backend, options);
+  auto created = runners::CreateRunnersFor(&*selected, f.backend, options);
   if (!created.ok()) return ReportError(created.status());
-  backends::BackendSet& backends = *created;
+  runners::RunnerSet& runners = *created;
   InterruptFlag interrupt;
   options.cancelled = &InterruptFlag::raised;
   const bool tty = isatty(STDERR_FILENO);
@@ -114,7 +114,7 @@ int RunRun(RunFlags f) {
                                  what, std::chrono::duration<double>(now - start).count());
       };
     }
-    auto r = backends.at(std::string(BackendName(e.backend)))->Run(e, o);
+    auto r = runners.at(std::string(BackendName(e.backend)))->Run(e, o);
     if (tty) std::cerr << "\r\033[K" << std::flush;
     if (!r.ok()) {
       // The experiments that ran before are in the store: say what they gave.

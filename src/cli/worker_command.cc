@@ -3,9 +3,9 @@
 // its YAML, checks it is the one the launcher meant, and runs this rank.
 #include <iostream>
 
-#include "backends/cpu_run.h"
 #include "cli/cli.h"
 #include "plan/plan_loader.h"
+#include "runners/cpu_run.h"
 
 namespace shardscope::cli {
 namespace {

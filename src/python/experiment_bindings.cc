@@ -6,13 +6,13 @@
 #include <string>
 #include <vector>
 
-#include "backends/registry.h"
-#include "backends/run_output.h"
 #include "config/experiment_json.h"
 #include "plan/plan_loader.h"
 #include "python/bindings.h"
 #include "python/py_convert.h"
 #include "report/plan_report.h"
+#include "runners/registry.h"
+#include "runners/run_output.h"
 #include "trace/trace_store.h"
 
 namespace shardscope::python {
@@ -76,14 +76,14 @@ py::tuple Check(const std::string& config, const std::string& name, bool skip_in
 // `shardscope run`: every selected experiment on `backend` ("": each one's own).
 StatusOr<nlohmann::json> RunSelected(Selection& s, const std::string& backend,
                                      const run::RunOptions& options) {
-  ASSIGN_OR_RETURN(backends::BackendSet backends,
-                   backends::CreateBackendsFor(&s.experiments, backend, options));
+  ASSIGN_OR_RETURN(runners::RunnerSet runners,
+                   runners::CreateRunnersFor(&s.experiments, backend, options));
   nlohmann::json out = nlohmann::json::array();
   for (const Experiment& e : s.experiments) {
-    auto r = backends.at(std::string(BackendName(e.backend)))->Run(e, options);
+    auto r = runners.at(std::string(BackendName(e.backend)))->Run(e, options);
     if (!r.ok()) return r.status().WithPrefix(fmt::format("experiment '{}'", e.name));
     // One at a time: RunResultsJson groups by backend, this keeps the file's order.
-    out.push_back(backends::RunResultsJson({*r})[0]);
+    out.push_back(runners::RunResultsJson({*r})[0]);
   }
   return out;
 }

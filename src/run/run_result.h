@@ -27,7 +27,7 @@ struct RunOptions {
   // ring, tree, hierarchical, nvls, nvls_tree), NCCL protocol (auto, ll, ll128,
   // simple) and MoE all-to-all kind of both phases (auto, nccl, hierarchical,
   // low_latency) — auto: the experiment's `communication:` choice — and the
-  // decode steps to simulate (−1: all, up to backends::kDefaultMaxDecodeSteps;
+  // decode steps to simulate (−1: all, up to runners::kDefaultMaxDecodeSteps;
   // the rest interpolated, docs/sim.md).
   std::string calibration_file;
   std::string allreduce = "auto";
@@ -50,7 +50,7 @@ struct RunOptions {
 };
 
 // A backend's own figures beside the common ones, for its report (e.g. the
-// simulator's bounds and claims); backends/ defines the kinds.
+// simulator's bounds and claims); runners/ defines the kinds.
 class RunDetail {
  public:
   virtual ~RunDetail() = default;

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "plan/placement.h"
-#include "runtime/communicator.h"
+#include "runtime/comm/communicator.h"
 #include "runtime/executor.h"
 #include "trace/trace_event.h"
 

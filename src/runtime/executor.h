@@ -26,10 +26,10 @@
 #include "plan/placement.h"
 #include "program/program.h"
 #include "program/program_builder.h"
-#include "runtime/backend.h"
-#include "runtime/backend_weights.h"
-#include "runtime/communicator.h"
+#include "runtime/comm/communicator.h"
+#include "runtime/device/backend.h"
 #include "runtime/fault_injection.h"
+#include "runtime/weights/backend_weights.h"
 
 namespace shardscope::runtime {
 

@@ -11,9 +11,9 @@
 
 #include "plan/test_experiments.h"
 #include "program/program_builder.h"
-#include "runtime/arena.h"
+#include "runtime/comm/local_communicator.h"
+#include "runtime/device/arena.h"
 #include "runtime/hf_checkpoint_test_util.h"
-#include "runtime/local_communicator.h"
 #include "testing/scratch_dir.h"
 
 namespace shardscope::runtime {

@@ -8,7 +8,7 @@
 // fields. `weights: {checkpoint: ...}` through `shardscope run` on 2 ranks is in
 // backends/cpu_run_checkpoint_test.cc.
 // The MPI plans (TP2, PP2, EP2, ...) are in hf_checkpoint_mpi_test.cc.
-#include "runtime/hf_checkpoint.h"
+#include "runtime/weights/hf_checkpoint.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -21,9 +21,9 @@
 #include "config/experiment_loader.h"
 #include "plan/test_experiments.h"
 #include "program/program_builder.h"
+#include "runtime/comm/local_communicator.h"
 #include "runtime/executor.h"
 #include "runtime/hf_checkpoint_test_util.h"
-#include "runtime/local_communicator.h"
 #include "testing/scratch_dir.h"
 
 namespace shardscope::runtime {

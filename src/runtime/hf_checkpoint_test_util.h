@@ -13,10 +13,10 @@
 
 #include "plan/placement.h"
 #include "program/program_builder.h"
+#include "runtime/comm/local_communicator.h"
 #include "runtime/executor.h"
-#include "runtime/local_communicator.h"
-#include "runtime/safetensors.h"
-#include "runtime/weights.h"
+#include "runtime/weights/safetensors.h"
+#include "runtime/weights/weights.h"
 
 namespace shardscope::runtime::testing {
 

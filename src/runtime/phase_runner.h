@@ -13,8 +13,8 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/backend_weights.h"
 #include "runtime/executor.h"
+#include "runtime/weights/backend_weights.h"
 
 namespace shardscope::runtime {
 

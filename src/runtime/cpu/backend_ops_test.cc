@@ -1,12 +1,12 @@
 // The backend op harness (ggml's test-backend-ops): every op of every
 // registered backend, in every storage dtype, against the reference backend
 // within the dtype's NMSE tolerance; and the steady state allocates nothing.
-#include "runtime/backend_ops.h"
+#include "runtime/device/backend_ops.h"
 
 #include <gtest/gtest.h>
 
 #include "runtime/cpu/cpu_backend.h"
-#include "runtime/reference_backend.h"
+#include "runtime/device/reference_backend.h"
 
 namespace shardscope::runtime {
 namespace {

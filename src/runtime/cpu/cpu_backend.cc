@@ -1,5 +1,7 @@
 #include "runtime/cpu/cpu_backend.h"
 
+#include "runtime/cpu/cpu_kernels.h"
+
 namespace shardscope::runtime {
 
 std::unique_ptr<Backend> NewCpuBackend() { return NewKernelsBackend("cpu", NewCpuKernels()); }

@@ -10,11 +10,11 @@
 #include <string_view>
 #include <vector>
 
-#include "runtime/backend.h"
+#include "runtime/device/backend.h"
 
 namespace shardscope::runtime {
 
-// NewCpuBackend() is declared in runtime/backend.h.
+// NewCpuBackend() is declared in runtime/device/backend.h.
 
 // The backends of this build by name ("cpu"; a CUDA build adds "cuda"); the
 // reference backend is not among them (it is what they are compared with).

@@ -2,6 +2,8 @@
 // attention) on OpenBLAS — sgemv for one row, sgemm for many — and on
 // SmallGemm for 2–32 rows (kSmallGemmMaxRows: small-batch decode steps), plain
 // loops for the rest. fp32 throughout.
+#include "runtime/cpu/cpu_kernels.h"
+
 #include <cblas.h>
 
 #include <algorithm>
@@ -10,7 +12,6 @@
 #include <numeric>
 
 #include "runtime/cpu/small_gemm.h"
-#include "runtime/kernels.h"
 
 namespace shardscope::runtime {
 namespace {

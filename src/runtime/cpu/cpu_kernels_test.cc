@@ -1,11 +1,11 @@
 // Each CPU kernel against a plain reference loop (double accumulation).
+#include "runtime/cpu/cpu_kernels.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 #include <random>
-
-#include "runtime/kernels.h"
 
 namespace shardscope::runtime {
 namespace {

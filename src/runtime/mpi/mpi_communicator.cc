@@ -6,7 +6,7 @@
 #include <limits>
 #include <thread>
 
-#include "runtime/dtype_convert.h"
+#include "runtime/device/dtype_convert.h"
 
 namespace shardscope::runtime {
 namespace {
@@ -197,8 +197,8 @@ StatusOr<const MpiCommunicator::GroupComm*> MpiCommunicator::Find(int64_t group)
   return it->second.get();
 }
 
-StatusOr<Request> MpiCommunicator::AllReduce(int64_t group, void* data, int64_t count, DType dtype,
-                                             CommStream) {
+StatusOr<Request> MpiCommunicator::PostAllReduce(int64_t group, void* data, int64_t count,
+                                                 DType dtype, CommStream) {
   ASSIGN_OR_RETURN(const GroupComm* g, Find(group));
   ASSIGN_OR_RETURN(int n, ToInt(count, "all-reduce"));
   ASSIGN_OR_RETURN(MpiSum sum, SumOf(dtype, "all-reduce"));
@@ -208,8 +208,8 @@ StatusOr<Request> MpiCommunicator::AllReduce(int64_t group, void* data, int64_t 
   return Request(std::move(r));
 }
 
-StatusOr<Request> MpiCommunicator::AllGather(int64_t group, const void* send, int64_t bytes,
-                                             void* recv, CommStream) {
+StatusOr<Request> MpiCommunicator::PostAllGather(int64_t group, const void* send, int64_t bytes,
+                                                 void* recv, CommStream) {
   ASSIGN_OR_RETURN(const GroupComm* g, Find(group));
   ASSIGN_OR_RETURN(int n, ToInt(bytes, "all-gather"));
   auto r = std::make_unique<MpiRequest>();
@@ -218,8 +218,8 @@ StatusOr<Request> MpiCommunicator::AllGather(int64_t group, const void* send, in
   return Request(std::move(r));
 }
 
-StatusOr<Request> MpiCommunicator::ReduceScatter(int64_t group, const void* send, void* recv,
-                                                 int64_t count, DType dtype, CommStream) {
+StatusOr<Request> MpiCommunicator::PostReduceScatter(int64_t group, const void* send, void* recv,
+                                                     int64_t count, DType dtype, CommStream) {
   ASSIGN_OR_RETURN(const GroupComm* g, Find(group));
   ASSIGN_OR_RETURN(int n, ToInt(count, "reduce-scatter"));
   ASSIGN_OR_RETURN(MpiSum sum, SumOf(dtype, "reduce-scatter"));
@@ -244,10 +244,11 @@ StatusOr<std::vector<int64_t>> MpiCommunicator::ExchangeCounts(int64_t group,
   return recv;
 }
 
-StatusOr<Request> MpiCommunicator::AllToAllV(int64_t group, const void* send,
-                                             const std::vector<int64_t>& send_counts, void* recv,
-                                             const std::vector<int64_t>& recv_counts, DType dtype,
-                                             CommStream) {
+StatusOr<Request> MpiCommunicator::PostAllToAllV(int64_t group, const void* send,
+                                                 const std::vector<int64_t>& send_counts,
+                                                 void* recv,
+                                                 const std::vector<int64_t>& recv_counts,
+                                                 DType dtype, CommStream) {
   ASSIGN_OR_RETURN(const GroupComm* g, Find(group));
   ASSIGN_OR_RETURN(MpiSum elem, SumOf(dtype, "all-to-all-v"));  // its element type
   const size_t n = g->ranks.size();
@@ -273,8 +274,8 @@ StatusOr<Request> MpiCommunicator::AllToAllV(int64_t group, const void* send,
   return Request(std::move(r));
 }
 
-StatusOr<Request> MpiCommunicator::Broadcast(int64_t group, void* data, int64_t bytes, int64_t root,
-                                             CommStream) {
+StatusOr<Request> MpiCommunicator::PostBroadcast(int64_t group, void* data, int64_t bytes,
+                                                 int64_t root, CommStream) {
   ASSIGN_OR_RETURN(const GroupComm* g, Find(group));
   ASSIGN_OR_RETURN(int n, ToInt(bytes, "broadcast"));
   int root_pos = -1;
@@ -287,8 +288,8 @@ StatusOr<Request> MpiCommunicator::Broadcast(int64_t group, void* data, int64_t 
   return Request(std::move(r));
 }
 
-StatusOr<Request> MpiCommunicator::Send(int64_t peer, const void* data, int64_t bytes, int tag,
-                                        CommStream) {
+StatusOr<Request> MpiCommunicator::PostSend(int64_t peer, const void* data, int64_t bytes, int tag,
+                                            CommStream) {
   ASSIGN_OR_RETURN(int n, ToInt(bytes, "send"));
   auto r = std::make_unique<MpiRequest>();
   MPI_CHECK(MPI_Isend(data, n, MPI_BYTE, static_cast<int>(peer), tag, world_.get(), r->get()),
@@ -296,8 +297,8 @@ StatusOr<Request> MpiCommunicator::Send(int64_t peer, const void* data, int64_t 
   return Request(std::move(r));
 }
 
-StatusOr<Request> MpiCommunicator::Recv(int64_t peer, void* data, int64_t bytes, int tag,
-                                        CommStream) {
+StatusOr<Request> MpiCommunicator::PostRecv(int64_t peer, void* data, int64_t bytes, int tag,
+                                            CommStream) {
   ASSIGN_OR_RETURN(int n, ToInt(bytes, "recv"));
   auto r = std::make_unique<MpiRequest>();
   MPI_CHECK(MPI_Irecv(data, n, MPI_BYTE, static_cast<int>(peer), tag, world_.get(), r->get()),

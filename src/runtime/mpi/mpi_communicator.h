@@ -11,7 +11,7 @@
 #include <memory>
 #include <utility>
 
-#include "runtime/communicator.h"
+#include "runtime/comm/communicator.h"
 
 namespace shardscope::runtime {
 
@@ -59,34 +59,29 @@ class MpiCommunicator final : public Communicator {
   int64_t rank() const override { return rank_; }
   int64_t world_size() const override { return size_; }
   Status AddGroups(const Placement& placement) override;
-  using DataPlane::AllGather;
-  using DataPlane::AllReduce;
-  using DataPlane::AllToAllV;
-  using DataPlane::Broadcast;
-  using DataPlane::Recv;
-  using DataPlane::ReduceScatter;
-  using DataPlane::Send;
-  StatusOr<Request> AllReduce(int64_t group, void* data, int64_t count, DType dtype,
-                              CommStream stream) override;
-  StatusOr<Request> AllGather(int64_t group, const void* send, int64_t bytes, void* recv,
-                              CommStream stream) override;
-  StatusOr<Request> ReduceScatter(int64_t group, const void* send, void* recv, int64_t count,
-                                  DType dtype, CommStream stream) override;
   StatusOr<std::vector<int64_t>> ExchangeCounts(int64_t group, const std::vector<int64_t>& send,
                                                 int64_t per_member = 1) override;
-  StatusOr<Request> AllToAllV(int64_t group, const void* send,
-                              const std::vector<int64_t>& send_counts, void* recv,
-                              const std::vector<int64_t>& recv_counts, DType dtype,
-                              CommStream stream) override;
-  StatusOr<Request> Broadcast(int64_t group, void* data, int64_t bytes, int64_t root,
-                              CommStream stream) override;
-  StatusOr<Request> Send(int64_t peer, const void* data, int64_t bytes, int tag,
-                         CommStream stream) override;
-  StatusOr<Request> Recv(int64_t peer, void* data, int64_t bytes, int tag,
-                         CommStream stream) override;
   Status Barrier() override;
   StatusOr<std::vector<std::string>> GatherToRoot(const std::string& bytes) override;
   [[noreturn]] void Abort(const std::string& message) override;
+
+ protected:
+  StatusOr<Request> PostAllReduce(int64_t group, void* data, int64_t count, DType dtype,
+                                  CommStream stream) override;
+  StatusOr<Request> PostAllGather(int64_t group, const void* send, int64_t bytes, void* recv,
+                                  CommStream stream) override;
+  StatusOr<Request> PostReduceScatter(int64_t group, const void* send, void* recv, int64_t count,
+                                      DType dtype, CommStream stream) override;
+  StatusOr<Request> PostAllToAllV(int64_t group, const void* send,
+                                  const std::vector<int64_t>& send_counts, void* recv,
+                                  const std::vector<int64_t>& recv_counts, DType dtype,
+                                  CommStream stream) override;
+  StatusOr<Request> PostBroadcast(int64_t group, void* data, int64_t bytes, int64_t root,
+                                  CommStream stream) override;
+  StatusOr<Request> PostSend(int64_t peer, const void* data, int64_t bytes, int tag,
+                             CommStream stream) override;
+  StatusOr<Request> PostRecv(int64_t peer, void* data, int64_t bytes, int tag,
+                             CommStream stream) override;
 
  private:
   struct GroupComm {

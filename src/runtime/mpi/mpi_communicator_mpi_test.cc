@@ -5,7 +5,7 @@
 
 #include "plan/placement.h"
 #include "plan/test_experiments.h"
-#include "runtime/dtype_convert.h"
+#include "runtime/device/dtype_convert.h"
 #include "runtime/mpi/mpi_communicator.h"
 
 namespace shardscope::runtime {

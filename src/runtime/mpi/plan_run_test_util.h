@@ -16,8 +16,8 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/comm/local_communicator.h"
 #include "runtime/executor.h"
-#include "runtime/local_communicator.h"
 #include "runtime/mpi/mpi_communicator.h"
 
 namespace shardscope::runtime::testing {
