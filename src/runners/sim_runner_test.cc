@@ -3,7 +3,6 @@
 #include "runners/sim_runner.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
