@@ -21,6 +21,7 @@ packages=(
   python3-pandas python3-pytest python3-matplotlib   # its DataFrames, tests, plots
   chromium              # the report's browser test (skipped without it)
   clang-format mypy     # `make lint` (CI): C++ formatting, Python types (no ruff in Debian 12)
+  clang-tidy            # `make lint`: function size and a few bug checks (.clang-tidy)
 )
 
 missing=()

@@ -46,13 +46,11 @@ void AddStepTime(const Context& ctx, MetricSet* out) {
   out->Add("step_time.count", "", static_cast<double>(s.count), "count", "distinct step ids");
 }
 
-}  // namespace
-
-void AddLatencyMetrics(const Context& ctx, MetricSet* out) {
-  // Prefill windows and decode-step ends, from spans when the trace has them, else from ops;
-  // the figures themselves are run/latency.h's, as every backend reports them.
-  // Only decode step spans are decode steps: foreign traces' step annotations (phase none)
-  // feed step_time alone.
+// Prefill windows and decode-step ends, from spans when the trace has them, else from ops;
+// the figures themselves are run/latency.h's, as every backend reports them.
+// Only decode step spans are decode steps: foreign traces' step annotations (phase none)
+// feed step_time alone.
+run::LatencyWindows<int64_t> LatencyWindowsOf(const Context& ctx) {
   run::LatencyWindows<int64_t> windows;
   bool prefill_spans = false, step_spans = false;
   for (const auto& [rank, rd] : ctx.data->ranks) {
@@ -81,6 +79,45 @@ void AddLatencyMetrics(const Context& ctx, MetricSet* out) {
       }
     }
   }
+  return windows;
+}
+
+// TPOT over numbered decode steps, with the per-step distribution and the decode throughput.
+void AddStepTpot(const Context& ctx, const run::LatencyWindows<int64_t>& windows,
+                 const run::Latency& latency, const run::Throughput& throughput,
+                 const std::string& lacks_batch, MetricSet* out) {
+  const int64_t steps = static_cast<int64_t>(windows.step_ends().size());
+  const double decode_time = latency.decode_seconds;
+  out->Add("tpot", "", latency.tpot, "s", "(last decode step end − TTFT end) / decode steps");
+  out->Add("decode_steps", "", static_cast<double>(steps), "count");
+  out->Add("generated_tokens", "", static_cast<double>(steps + 1), "tokens",
+           "per request: the prefill's token + one per decode step");
+  out->Add("decode_time", "", decode_time, "s");
+  std::vector<double> per_step;
+  int64_t prev = windows.prefill_end();
+  for (const auto& [step, end] : windows.step_ends()) {
+    per_step.push_back(Seconds(end - prev));
+    prev = end;
+  }
+  Summary s = Summarize(&per_step);
+  out->Add("tpot_step.mean", "", s.mean, "s");
+  out->Add("tpot_step.min", "", s.min, "s");
+  out->Add("tpot_step.p50", "", s.p50, "s");
+  out->Add("tpot_step.p90", "", s.p90, "s");
+  out->Add("tpot_step.p99", "", s.p99, "s");
+  out->Add("tpot_step.max", "", s.max, "s");
+  if (ctx.info.batch_size) {
+    out->Add("decode_throughput", "", throughput.decode_tokens_per_s, "tokens/s",
+             "batch / TPOT (= batch × decode steps / decode time)");
+  } else {
+    out->AddUnavailable("decode_throughput", "", "tokens/s", lacks_batch);
+  }
+}
+
+}  // namespace
+
+void AddLatencyMetrics(const Context& ctx, MetricSet* out) {
+  const run::LatencyWindows<int64_t> windows = LatencyWindowsOf(ctx);
   const RunInfo& info = ctx.info;
   const int64_t unnumbered_steps =
       info.tokens_to_generate ? std::max<int64_t>(*info.tokens_to_generate - 1, 0) : 0;
@@ -118,31 +155,7 @@ void AddLatencyMetrics(const Context& ctx, MetricSet* out) {
     out->AddUnavailable("tpot", "", "s", no_tpot);
     out->AddUnavailable("decode_throughput", "", "tokens/s", no_tpot);
   } else if (steps > 0) {
-    const double decode_time = latency.decode_seconds;
-    out->Add("tpot", "", latency.tpot, "s", "(last decode step end − TTFT end) / decode steps");
-    out->Add("decode_steps", "", static_cast<double>(steps), "count");
-    out->Add("generated_tokens", "", static_cast<double>(steps + 1), "tokens",
-             "per request: the prefill's token + one per decode step");
-    out->Add("decode_time", "", decode_time, "s");
-    std::vector<double> per_step;
-    int64_t prev = windows.prefill_end();
-    for (const auto& [step, end] : windows.step_ends()) {
-      per_step.push_back(Seconds(end - prev));
-      prev = end;
-    }
-    Summary s = Summarize(&per_step);
-    out->Add("tpot_step.mean", "", s.mean, "s");
-    out->Add("tpot_step.min", "", s.min, "s");
-    out->Add("tpot_step.p50", "", s.p50, "s");
-    out->Add("tpot_step.p90", "", s.p90, "s");
-    out->Add("tpot_step.p99", "", s.p99, "s");
-    out->Add("tpot_step.max", "", s.max, "s");
-    if (info.batch_size) {
-      out->Add("decode_throughput", "", throughput.decode_tokens_per_s, "tokens/s",
-               "batch / TPOT (= batch × decode steps / decode time)");
-    } else {
-      out->AddUnavailable("decode_throughput", "", "tokens/s", lacks_batch);
-    }
+    AddStepTpot(ctx, windows, latency, throughput, lacks_batch, out);
   } else if (latency.has_decode) {
     out->Add("tpot", "", latency.tpot, "s",
              "(decode end − TTFT end) / (workload.tokens_to_generate − 1)");

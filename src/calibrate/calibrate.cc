@@ -329,70 +329,46 @@ StatusOr<std::optional<ClusterSpec>> HardwareCluster(const CalibrateOptions& opt
   return std::optional<ClusterSpec>(*hw);
 }
 
-// The fits from traces. `others`: microbenchmark logs follow, so fitting
-// nothing here is no error.
-StatusOr<CalibrationResult> CalibrateTraces(const std::vector<std::string>& paths,
-                                            const CalibrateOptions& options, bool others) {
-  ASSIGN_OR_RETURN(TraceSamples samples, CollectSamples(paths));
-  CalibrationResult result;
-  result.files = samples.files;
-  result.shape_mean = options.shape_mean;
-  result.unused = samples.unused;
-  std::optional<ClusterSpec> cluster = samples.cluster;
-  ASSIGN_OR_RETURN(std::optional<ClusterSpec> hardware, HardwareCluster(options));
-  if (hardware) cluster = hardware;
-  result.cluster = cluster;
-  if (samples.dtype) result.dtype = *samples.dtype;
-  std::string no_roofs;
-  if (!cluster) {
-    no_roofs = "the traces name no device (no ShardScope metadata): pass --hardware";
-    result.calibration = sim::DefaultCalibration(DeviceSpec{});
-  } else {
-    result.device = cluster->device.name;
-    result.calibration = sim::DefaultCalibration(cluster->device);
-    StatusOr<double> peak = cluster->device.PeakFlops(result.dtype);
-    if (!peak.ok()) {
-      no_roofs = peak.status().message();
-    } else if (!(cluster->device.memory_bandwidth > 0)) {
-      no_roofs = fmt::format("device '{}' has no memory bandwidth", cluster->device.name);
-    } else {
-      result.roofs = {*peak, cluster->device.memory_bandwidth};
-    }
-  }
-  result.calibration.source = "shardscope calibrate";
-  const double default_launch = cluster ? cluster->device.launch_overhead : 0;
-
-  // ---- Compute: group ops by class (shape regime) and by kind.
-  // Ops of cache-resident ranks (ComputeOpSample::resident) take part in the
-  // class fits once the cache bandwidth is searched (below); the launch and the
-  // node's bus are fitted on the others first.
-  std::map<sim::OpClass, std::vector<const ComputeOpSample*>> by_class, resident_by_class;
+// ---- Compute: the ops grouped by class (shape regime) and by kind.
+struct ComputeGroups {
   std::map<OpKind, std::vector<const ComputeOpSample*>> by_kind;
+  // The classes fitted, each with its shapes and prior.
+  std::vector<sim::OpClass> fit_classes;
+  std::vector<std::vector<ShapeSample>> groups;    // from memory
+  std::vector<std::vector<ShapeSample>> resident;  // cache-resident
+  std::vector<sim::Efficiency> priors;
+};
+
+// Groups the compute ops and adds a ClassFit per class to `result` (with why
+// not, where a class is not fitted). Ops of cache-resident ranks
+// (ComputeOpSample::resident) take part in the class fits once the cache
+// bandwidth is searched; the launch and the node's bus are fitted on the
+// others first. `no_roofs`: why there are no roofs ("" when there are).
+ComputeGroups GroupComputeOps(const TraceSamples& samples, const CalibrateOptions& options,
+                              bool tensor_cores, const std::string& no_roofs,
+                              CalibrationResult* result) {
+  ComputeGroups g;
+  std::map<sim::OpClass, std::vector<const ComputeOpSample*>> by_class, resident_by_class;
   // On a GPU, GEMMs with a dimension tensor cores cannot take run slower
   // kernels the model has no term for (no alignment): left out, counted.
-  const bool tensor_cores = cluster && cluster->device.kind == DeviceKind::kGpu;
   std::map<sim::OpClass, int64_t> misaligned;
   for (const ComputeOpSample& s : samples.compute) {
-    const sim::OpClass c = sim::ClassOfShape(s.kind, s.rows, result.calibration.small_gemm_rows);
+    const sim::OpClass c = sim::ClassOfShape(s.kind, s.rows, result->calibration.small_gemm_rows);
     if (tensor_cores && s.misaligned) {
       ++misaligned[c];
       continue;
     }
     (s.resident ? resident_by_class : by_class)[c].push_back(&s);
-    by_kind[s.kind].push_back(&s);
-    result.cache.samples += s.resident;
+    g.by_kind[s.kind].push_back(&s);
+    result->cache.samples += s.resident;
   }
-  std::vector<sim::OpClass> fit_classes;
-  std::vector<std::vector<ShapeSample>> groups;    // from memory
-  std::vector<std::vector<ShapeSample>> resident;  // cache-resident
-  std::vector<sim::Efficiency> priors;
   for (sim::OpClass c : kClasses) {
     // The small-GEMM regime exists only where the device's calibration gives it rows.
-    if (c == sim::OpClass::kSmallGemm && !(result.calibration.small_gemm_rows > 0)) continue;
+    if (c == sim::OpClass::kSmallGemm && !(result->calibration.small_gemm_rows > 0)) continue;
     ClassFit f;
     f.name = std::string(sim::OpClassName(c));
     f.samples = static_cast<int64_t>(by_class[c].size() + resident_by_class[c].size());
-    f.prior = f.result = result.calibration.classes.at(c);
+    f.prior = f.result = result->calibration.classes.at(c);
     if (misaligned[c] > 0) {
       f.note = fmt::format(
           "{} ops of misaligned shapes left out (k, m or n not a multiple of 16 bytes: slower "
@@ -405,185 +381,242 @@ StatusOr<CalibrationResult> CalibrateTraces(const std::vector<std::string>& path
     } else if (!no_roofs.empty()) {
       f.why_not = no_roofs;
     } else {
-      fit_classes.push_back(c);
-      groups.push_back(Shapes(by_class[c], options.shape_mean, f.prior.cache_ramp));
-      resident.push_back(Shapes(resident_by_class[c], options.shape_mean, f.prior.cache_ramp));
-      priors.push_back(f.prior);
-      f.shapes = static_cast<int64_t>(groups.back().size() + resident.back().size());
+      g.fit_classes.push_back(c);
+      g.groups.push_back(Shapes(by_class[c], options.shape_mean, f.prior.cache_ramp));
+      g.resident.push_back(Shapes(resident_by_class[c], options.shape_mean, f.prior.cache_ramp));
+      g.priors.push_back(f.prior);
+      f.shapes = static_cast<int64_t>(g.groups.back().size() + g.resident.back().size());
     }
-    result.classes.push_back(f);
+    result->classes.push_back(f);
   }
   if (samples.compute.empty()) {
-    for (ClassFit& f : result.classes) {
+    for (ClassFit& f : result->classes) {
       f.why_not =
           "no compute op with a ShardScope op kind and FLOPs or bytes in the traces (foreign "
           "kernels have shapes only when a matrix product with Input Dims launched them)";
     }
   }
-  double launch = default_launch;
-  if (!groups.empty()) {
-    launch = FitLaunch(fit_classes, groups, result.roofs, priors);
-    // Runs whose ranks shared a node's memory bus measure that bus: fit its
-    // bandwidth (as a factor on the cluster's figure), then the launch again.
-    if (cluster && cluster->node_memory_bandwidth > 0 && AnyShared(groups)) {
-      if (std::optional<double> k =
-              FitNodeScale(fit_classes, &groups, result.roofs, launch, priors)) {
-        result.node_bandwidth_fitted = true;
-        result.calibration.node_memory_bandwidth = *k * cluster->node_memory_bandwidth;
-        launch = FitLaunch(fit_classes, groups, result.roofs, priors);
-      } else {
-        result.node_bandwidth_why_not = fmt::format(
-            "no matrix product of one shape was measured both alone on the node and with its "
-            "other devices busy: the cluster file's {:.3g} GB/s kept",
-            cluster->node_memory_bandwidth * 1e-9);
-      }
+  return g;
+}
+
+// The launch shared by the classes (`default_launch` when none is fitted).
+// Runs whose ranks shared a node's memory bus measure that bus: its bandwidth
+// is fitted (as a factor on the cluster's figure, scaling `g`'s samples), then
+// the launch again.
+double FitSharedLaunch(ComputeGroups* g, const std::optional<ClusterSpec>& cluster,
+                       double default_launch, CalibrationResult* result) {
+  if (g->groups.empty()) return default_launch;
+  double launch = FitLaunch(g->fit_classes, g->groups, result->roofs, g->priors);
+  if (cluster && cluster->node_memory_bandwidth > 0 && AnyShared(g->groups)) {
+    if (std::optional<double> k =
+            FitNodeScale(g->fit_classes, &g->groups, result->roofs, launch, g->priors)) {
+      result->node_bandwidth_fitted = true;
+      result->calibration.node_memory_bandwidth = *k * cluster->node_memory_bandwidth;
+      launch = FitLaunch(g->fit_classes, g->groups, result->roofs, g->priors);
+    } else {
+      result->node_bandwidth_why_not = fmt::format(
+          "no matrix product of one shape was measured both alone on the node and with its "
+          "other devices busy: the cluster file's {:.3g} GB/s kept",
+          cluster->node_memory_bandwidth * 1e-9);
     }
-    result.launch_fitted = true;
-    result.calibration.launch_overhead = launch;
   }
-  // Efficiencies from the ops that read memory; then each class's launch and
-  // the cache bandwidth from all ops (the resident ones are what show small
-  // ops' fixed cost); then the efficiencies again with those launches, and
-  // the launches and cache once more.
-  std::vector<std::vector<ShapeSample>> all = groups;
-  for (size_t i = 0; i < all.size(); ++i) {
-    all[i].insert(all[i].end(), resident[i].begin(), resident[i].end());
-  }
-  const bool fit_cache = result.cache.samples >= options.min_samples && !fit_classes.empty();
-  if (result.cache.samples == 0) {
-    result.cache.why_not = "no run's working set fit the device's last-level cache";
-  } else if (result.cache.samples < options.min_samples) {
-    result.cache.why_not = fmt::format("too few cache-resident ops ({} < {})", result.cache.samples,
-                                       options.min_samples);
-  } else if (fit_classes.empty()) {
-    result.cache.why_not = no_roofs.empty() ? "no op class fitted" : no_roofs;
-  }
-  const double prior_cache = result.calibration.cache_bandwidth;  // the defaults'
-  std::vector<EfficiencyFit> fits(fit_classes.size());
-  std::vector<double> launches(fit_classes.size(), launch);
+  result->launch_fitted = true;
+  result->calibration.launch_overhead = launch;
+  return launch;
+}
+
+// Each fitted class's efficiencies, launch and own cache rate (index as
+// ComputeGroups::fit_classes).
+struct ClassResults {
+  std::vector<EfficiencyFit> fits;
+  std::vector<double> launches;
   std::vector<double> caches;    // each class's own cache rate (FitLaunchesAndCache)
   std::vector<double> ceilings;  // and its FLOP ceiling from the cache
+};
+
+// Whether the cache bandwidth can be fitted; sets why not in `result`.
+bool CacheFittable(const ComputeGroups& g, const CalibrateOptions& options,
+                   const std::string& no_roofs, CalibrationResult* result) {
+  if (result->cache.samples == 0) {
+    result->cache.why_not = "no run's working set fit the device's last-level cache";
+  } else if (result->cache.samples < options.min_samples) {
+    result->cache.why_not = fmt::format("too few cache-resident ops ({} < {})",
+                                        result->cache.samples, options.min_samples);
+  } else if (g.fit_classes.empty()) {
+    result->cache.why_not = no_roofs.empty() ? "no op class fitted" : no_roofs;
+  }
+  return result->cache.samples >= options.min_samples && !g.fit_classes.empty();
+}
+
+// Efficiencies from the ops that read memory; then each class's launch and
+// the cache bandwidth from all ops (`all`: the resident ones are what show
+// small ops' fixed cost); then the efficiencies again with those launches, and
+// the launches and cache once more.
+ClassResults FitClassEfficiencies(const ComputeGroups& g,
+                                  const std::vector<std::vector<ShapeSample>>& all,
+                                  const CalibrateOptions& options, double launch, bool fit_cache,
+                                  CalibrationResult* result) {
+  ClassResults c;
+  c.fits.resize(g.fit_classes.size());
+  c.launches.assign(g.fit_classes.size(), launch);
   for (int round = 0; round < 2; ++round) {
-    for (size_t i = 0; i < fit_classes.size(); ++i) {
+    for (size_t i = 0; i < g.fit_classes.size(); ++i) {
       // gemv is one row by definition: no ramp to fit.
-      fits[i] = FitEfficiency(groups[i].empty() ? all[i] : groups[i], result.roofs, launches[i],
-                              priors[i], fit_classes[i] != sim::OpClass::kGemv);
+      c.fits[i] =
+          FitEfficiency(g.groups[i].empty() ? all[i] : g.groups[i], result->roofs, c.launches[i],
+                        g.priors[i], g.fit_classes[i] != sim::OpClass::kGemv);
     }
     std::vector<sim::Efficiency> efficiencies;
-    for (const EfficiencyFit& f : fits) efficiencies.push_back(f.efficiency);
-    const double cache = FitLaunchesAndCache(all, result.roofs, efficiencies, fit_cache,
-                                             options.min_samples, &launches, &caches, &ceilings);
-    if (fit_cache) result.roofs.cache_bandwidth = cache;
+    for (const EfficiencyFit& f : c.fits) efficiencies.push_back(f.efficiency);
+    const double cache =
+        FitLaunchesAndCache(all, result->roofs, efficiencies, fit_cache, options.min_samples,
+                            &c.launches, &c.caches, &c.ceilings);
+    if (fit_cache) result->roofs.cache_bandwidth = cache;
   }
-  if (fit_cache) {
-    result.cache.fitted = true;
-    result.cache.bandwidth = result.roofs.cache_bandwidth;
-    result.calibration.cache_bandwidth = result.cache.bandwidth;
-    for (const auto& g : resident) result.cache.shapes += static_cast<int64_t>(g.size());
-  }
-  for (size_t i = 0; i < fit_classes.size(); ++i) {
-    ClassFit& f = *std::find_if(
-        result.classes.begin(), result.classes.end(),
-        [&](const ClassFit& x) { return x.name == sim::OpClassName(fit_classes[i]); });
-    const EfficiencyFit& fit = fits[i];
-    f.fitted = true;
-    f.result = fit.efficiency;
-    f.result.cache_ramp = f.prior.cache_ramp;  // the kernel's, not fitted
-    f.result.launch = launches[i];
-    f.result.cache = caches[i];
-    f.result.cache_flops = ceilings[i];
-    f.flops_bound = fit.flops_bound;
-    f.memory_bound = fit.memory_bound;
-    // The defaults as the simulator applies them: their launch and cache bandwidth.
-    DeviceRoofs prior_roofs = result.roofs;
-    prior_roofs.cache_bandwidth = prior_cache;
-    f.prior_residual = ComputeResidual(
-        all[i], prior_roofs, f.prior.launch >= 0 ? f.prior.launch : default_launch, f.prior);
-    f.residual = ComputeResidual(all[i], result.roofs, launches[i], f.result);
-    auto note = [&f](std::string_view n) {
-      f.note += (f.note.empty() ? "" : "; ") + std::string(n);
-    };
-    if (fit.flops_bound == 0) note("no op FLOP-bound: flops_efficiency not measured");
-    if (fit.memory_bound == 0) note("no op memory-bound: memory_efficiency not measured");
-    if (!fit.fit_half_rows) note("rows unknown: half_rows not measured");
-    if (!resident[i].empty()) {
-      int64_t n = 0;
-      for (const ShapeSample& r : resident[i]) n += r.count;
-      note(caches[i] > 0
-               ? fmt::format(
-                     "{} ops from cache (launch, own cache bandwidth {:.3g} GB/s{})", n,
-                     caches[i] * 1e-9,
-                     ceilings[i] > 0 ? fmt::format(", FLOP efficiency {:.3g}", ceilings[i]) : "")
-               : fmt::format("{} ops from cache (launch, cache bandwidth)", n));
-    }
-    result.calibration.classes[fit_classes[i]] = f.result;
-  }
-  if (result.cache.fitted) {
-    std::vector<ShapeSample> cached;
-    std::vector<sim::Efficiency> with;
-    DeviceRoofs from_memory = result.roofs;
-    from_memory.cache_bandwidth = 0;
-    double sq0 = 0, sq = 0, w = 0, model0 = 0, model = 0, measured = 0;
-    for (size_t i = 0; i < fit_classes.size(); ++i) {
-      const sim::Efficiency& e = result.calibration.classes.at(fit_classes[i]);
-      for (const ShapeSample& r : resident[i]) {
-        const double weight = r.weight > 0 ? r.weight : static_cast<double>(r.count) * r.seconds;
-        const double m0 = ModelSeconds(e, from_memory, e.launch, r);
-        const double m = ModelSeconds(e, result.roofs, e.launch, r);
-        sq0 += weight * std::pow((m0 - r.seconds) / r.seconds, 2);
-        sq += weight * std::pow((m - r.seconds) / r.seconds, 2);
-        w += weight;
-        model0 += static_cast<double>(r.count) * m0;
-        model += static_cast<double>(r.count) * m;
-        measured += static_cast<double>(r.count) * r.seconds;
-      }
-    }
-    if (w > 0 && measured > 0) {
-      result.cache.prior_residual = {std::sqrt(sq0 / w), 0, (model0 - measured) / measured};
-      result.cache.residual = {std::sqrt(sq / w), 0, (model - measured) / measured};
-    }
-  }
-  // Per-kind overrides of the non-GEMM classes (GEMM kinds keep their shape
-  // regimes), where a kind's own fit cuts its loss by more than kKindGain.
-  if (result.launch_fitted) {
-    for (auto& [kind, ops] : by_kind) {
-      const sim::OpClass c = sim::ClassOf(kind);
-      // GEMM kinds keep their shape regimes; a class of one kind needs no override.
-      const bool alone = std::all_of(by_kind.begin(), by_kind.end(), [&](const auto& other) {
-        return other.first == kind || sim::ClassOf(other.first) != c;
-      });
-      if (c == sim::OpClass::kGemm || alone ||
-          static_cast<int64_t>(ops.size()) < options.min_samples) {
-        continue;
-      }
-      const std::vector<ShapeSample> shapes = Shapes(ops, options.shape_mean);
-      const sim::Efficiency& class_e = result.calibration.classes.at(c);
-      const double class_launch = class_e.launch >= 0 ? class_e.launch : launch;
-      const EfficiencyFit own = FitClassLaunch(shapes, result.roofs, class_launch, class_e, true);
-      const double class_loss = FitLoss(shapes, result.roofs, class_launch, class_e);
-      if (own.loss >= kKindGain * class_loss) continue;
-      ClassFit f;
-      f.name = std::string(OpKindName(kind));
-      f.is_kind = true;
-      f.samples = static_cast<int64_t>(ops.size());
-      f.shapes = static_cast<int64_t>(shapes.size());
-      f.fitted = true;
-      f.prior = class_e;
-      f.result = own.efficiency;
-      f.flops_bound = own.flops_bound;
-      f.memory_bound = own.memory_bound;
-      f.prior_residual = ComputeResidual(shapes, result.roofs, class_launch, class_e);
-      f.residual = ComputeResidual(shapes, result.roofs, own.efficiency.launch, own.efficiency);
-      f.note = fmt::format("override of class {}", sim::OpClassName(c));
-      result.calibration.kinds[kind] = own.efficiency;
-      result.classes.push_back(f);
-    }
-  }
+  return c;
+}
 
-  // ---- Communication: per (collective, group size).
+// Writes fitted class i into its ClassFit and the calibration. `prior_cache`:
+// the defaults' cache bandwidth.
+void RecordClassFit(const ComputeGroups& g, const std::vector<ShapeSample>& all,
+                    const ClassResults& c, size_t i, double prior_cache, double default_launch,
+                    CalibrationResult* result) {
+  ClassFit& f = *std::find_if(
+      result->classes.begin(), result->classes.end(),
+      [&](const ClassFit& x) { return x.name == sim::OpClassName(g.fit_classes[i]); });
+  const EfficiencyFit& fit = c.fits[i];
+  f.fitted = true;
+  f.result = fit.efficiency;
+  f.result.cache_ramp = f.prior.cache_ramp;  // the kernel's, not fitted
+  f.result.launch = c.launches[i];
+  f.result.cache = c.caches[i];
+  f.result.cache_flops = c.ceilings[i];
+  f.flops_bound = fit.flops_bound;
+  f.memory_bound = fit.memory_bound;
+  // The defaults as the simulator applies them: their launch and cache bandwidth.
+  DeviceRoofs prior_roofs = result->roofs;
+  prior_roofs.cache_bandwidth = prior_cache;
+  f.prior_residual = ComputeResidual(
+      all, prior_roofs, f.prior.launch >= 0 ? f.prior.launch : default_launch, f.prior);
+  f.residual = ComputeResidual(all, result->roofs, c.launches[i], f.result);
+  auto note = [&f](std::string_view n) { f.note += (f.note.empty() ? "" : "; ") + std::string(n); };
+  if (fit.flops_bound == 0) note("no op FLOP-bound: flops_efficiency not measured");
+  if (fit.memory_bound == 0) note("no op memory-bound: memory_efficiency not measured");
+  if (!fit.fit_half_rows) note("rows unknown: half_rows not measured");
+  if (!g.resident[i].empty()) {
+    int64_t n = 0;
+    for (const ShapeSample& r : g.resident[i]) n += r.count;
+    note(c.caches[i] > 0
+             ? fmt::format(
+                   "{} ops from cache (launch, own cache bandwidth {:.3g} GB/s{})", n,
+                   c.caches[i] * 1e-9,
+                   c.ceilings[i] > 0 ? fmt::format(", FLOP efficiency {:.3g}", c.ceilings[i]) : "")
+             : fmt::format("{} ops from cache (launch, cache bandwidth)", n));
+  }
+  result->calibration.classes[g.fit_classes[i]] = f.result;
+}
+
+// The cache-resident ops' residuals with the fitted cache bandwidth and
+// without it (as read from memory).
+void CacheResidual(const ComputeGroups& g, CalibrationResult* result) {
+  DeviceRoofs from_memory = result->roofs;
+  from_memory.cache_bandwidth = 0;
+  double sq0 = 0, sq = 0, w = 0, model0 = 0, model = 0, measured = 0;
+  for (size_t i = 0; i < g.fit_classes.size(); ++i) {
+    const sim::Efficiency& e = result->calibration.classes.at(g.fit_classes[i]);
+    for (const ShapeSample& r : g.resident[i]) {
+      const double weight = r.weight > 0 ? r.weight : static_cast<double>(r.count) * r.seconds;
+      const double m0 = ModelSeconds(e, from_memory, e.launch, r);
+      const double m = ModelSeconds(e, result->roofs, e.launch, r);
+      sq0 += weight * std::pow((m0 - r.seconds) / r.seconds, 2);
+      sq += weight * std::pow((m - r.seconds) / r.seconds, 2);
+      w += weight;
+      model0 += static_cast<double>(r.count) * m0;
+      model += static_cast<double>(r.count) * m;
+      measured += static_cast<double>(r.count) * r.seconds;
+    }
+  }
+  if (w > 0 && measured > 0) {
+    result->cache.prior_residual = {std::sqrt(sq0 / w), 0, (model0 - measured) / measured};
+    result->cache.residual = {std::sqrt(sq / w), 0, (model - measured) / measured};
+  }
+}
+
+// Per-kind overrides of the non-GEMM classes (GEMM kinds keep their shape
+// regimes), where a kind's own fit cuts its loss by more than kKindGain.
+void FitKindOverrides(const ComputeGroups& g, const CalibrateOptions& options, double launch,
+                      CalibrationResult* result) {
+  for (const auto& entry : g.by_kind) {
+    const OpKind kind = entry.first;
+    const std::vector<const ComputeOpSample*>& ops = entry.second;
+    const sim::OpClass c = sim::ClassOf(kind);
+    // GEMM kinds keep their shape regimes; a class of one kind needs no override.
+    const bool alone = std::all_of(g.by_kind.begin(), g.by_kind.end(), [&](const auto& other) {
+      return other.first == kind || sim::ClassOf(other.first) != c;
+    });
+    if (c == sim::OpClass::kGemm || alone ||
+        static_cast<int64_t>(ops.size()) < options.min_samples) {
+      continue;
+    }
+    const std::vector<ShapeSample> shapes = Shapes(ops, options.shape_mean);
+    const sim::Efficiency& class_e = result->calibration.classes.at(c);
+    const double class_launch = class_e.launch >= 0 ? class_e.launch : launch;
+    const EfficiencyFit own = FitClassLaunch(shapes, result->roofs, class_launch, class_e, true);
+    const double class_loss = FitLoss(shapes, result->roofs, class_launch, class_e);
+    if (own.loss >= kKindGain * class_loss) continue;
+    ClassFit f;
+    f.name = std::string(OpKindName(kind));
+    f.is_kind = true;
+    f.samples = static_cast<int64_t>(ops.size());
+    f.shapes = static_cast<int64_t>(shapes.size());
+    f.fitted = true;
+    f.prior = class_e;
+    f.result = own.efficiency;
+    f.flops_bound = own.flops_bound;
+    f.memory_bound = own.memory_bound;
+    f.prior_residual = ComputeResidual(shapes, result->roofs, class_launch, class_e);
+    f.residual = ComputeResidual(shapes, result->roofs, own.efficiency.launch, own.efficiency);
+    f.note = fmt::format("override of class {}", sim::OpClassName(c));
+    result->calibration.kinds[kind] = own.efficiency;
+    result->classes.push_back(f);
+  }
+}
+
+// The compute fits: the classes' launch, efficiencies and cache rates, the
+// cache and node bandwidths, and per-kind overrides.
+void FitCompute(const TraceSamples& samples, const CalibrateOptions& options,
+                const std::optional<ClusterSpec>& cluster, const std::string& no_roofs,
+                CalibrationResult* result) {
+  const double default_launch = cluster ? cluster->device.launch_overhead : 0;
+  const bool tensor_cores = cluster && cluster->device.kind == DeviceKind::kGpu;
+  ComputeGroups g = GroupComputeOps(samples, options, tensor_cores, no_roofs, result);
+  const double launch = FitSharedLaunch(&g, cluster, default_launch, result);
+  std::vector<std::vector<ShapeSample>> all = g.groups;
+  for (size_t i = 0; i < all.size(); ++i) {
+    all[i].insert(all[i].end(), g.resident[i].begin(), g.resident[i].end());
+  }
+  const bool fit_cache = CacheFittable(g, options, no_roofs, result);
+  const double prior_cache = result->calibration.cache_bandwidth;  // the defaults'
+  const ClassResults c = FitClassEfficiencies(g, all, options, launch, fit_cache, result);
+  if (fit_cache) {
+    result->cache.fitted = true;
+    result->cache.bandwidth = result->roofs.cache_bandwidth;
+    result->calibration.cache_bandwidth = result->cache.bandwidth;
+    for (const auto& r : g.resident) result->cache.shapes += static_cast<int64_t>(r.size());
+  }
+  for (size_t i = 0; i < g.fit_classes.size(); ++i) {
+    RecordClassFit(g, all[i], c, i, prior_cache, default_launch, result);
+  }
+  if (result->cache.fitted) CacheResidual(g, result);
+  if (result->launch_fitted) FitKindOverrides(g, options, launch, result);
+}
+
+// ---- Communication: per (collective, group size).
+void FitCommunication(const std::vector<CommCallSample>& comm, const CalibrateOptions& options,
+                      const std::optional<ClusterSpec>& cluster, CalibrationResult* result) {
   std::map<std::pair<Collective, int32_t>, std::map<double, std::vector<double>>> calls;
   std::map<std::pair<Collective, int32_t>, std::vector<double>> waits;  // calls of ≥ 2 members
-  for (const CommCallSample& s : samples.comm) {
+  for (const CommCallSample& s : comm) {
     calls[{s.collective, s.group_size}][s.bytes].push_back(s.seconds);
     if (s.members >= 2) waits[{s.collective, s.group_size}].push_back(s.wait);
   }
@@ -617,7 +650,7 @@ StatusOr<CalibrationResult> CalibrateTraces(const std::vector<std::string>& path
       // step (TP's sampling all-gather at the step's end, whose members wait
       // out the whole step's drift): its wait does not carry over.
       if (f.fit.latency_known && f.fit.algbw > 0) {
-        result.calibration.terms.collectives[key] = {f.fit.latency, f.fit.algbw, f.wait, false};
+        result->calibration.terms.collectives[key] = {f.fit.latency, f.fit.algbw, f.wait, false};
       }
       // Only a clean line over several sizes says what the links deliver;
       // small-message calls dominated by latency or waits do not.
@@ -630,105 +663,172 @@ StatusOr<CalibrationResult> CalibrateTraces(const std::vector<std::string>& path
             kMinSizes, 100 * kMaxCommRms);
       }
     }
-    result.collectives.push_back(f);
+    result->collectives.push_back(f);
   }
   if (!efficiencies.empty()) {
-    result.network_fitted = true;
-    result.calibration.network_efficiency = std::clamp(Median(efficiencies), 1e-3, 1.0);
+    result->network_fitted = true;
+    result->calibration.network_efficiency = std::clamp(Median(efficiencies), 1e-3, 1.0);
   }
+}
 
-  // The overhead terms a trace shows. The minimum kernel time: the shortest
-  // compute kernel measured (a floor no modelled op goes under). The iteration
-  // cost: the median host gap between consecutive decode steps of a rank.
-  {
-    TermFit k{"min_kernel_us", static_cast<int64_t>(samples.kernel_seconds.size())};
-    if (k.samples < options.min_samples) {
-      k.why_not = fmt::format("too few compute kernels ({} < {})", k.samples, options.min_samples);
+// ---- Overhead: the terms a trace shows.
+
+// The minimum kernel time: the shortest compute kernel measured (a floor no
+// modelled op goes under).
+TermFit FitMinKernel(const TraceSamples& samples, const CalibrateOptions& options,
+                     CalibrationResult* result) {
+  TermFit k{"min_kernel_us", static_cast<int64_t>(samples.kernel_seconds.size())};
+  if (k.samples < options.min_samples) {
+    k.why_not = fmt::format("too few compute kernels ({} < {})", k.samples, options.min_samples);
+  } else {
+    k.fitted = true;
+    k.seconds = *std::min_element(samples.kernel_seconds.begin(), samples.kernel_seconds.end());
+    k.note = fmt::format("the shortest of {} compute kernels", k.samples);
+    result->calibration.terms.min_kernel = k.seconds;
+  }
+  return k;
+}
+
+// The iteration cost: the host gap between consecutive decode steps of a rank,
+// as fixed + per op (FitStepGaps). Adds both terms to `result`.
+void FitIterationOverhead(const TraceSamples& samples, const CalibrateOptions& options,
+                          CalibrationResult* result) {
+  TermFit g{"iteration_overhead_us", static_cast<int64_t>(samples.step_gaps.size())};
+  TermFit per_op{"iteration_overhead_per_op_us", g.samples};
+  if (g.samples == 0) {
+    g.why_not = per_op.why_not = "no consecutive decode steps (foreign traces name no steps)";
+  } else if (g.samples < options.min_samples) {
+    g.why_not = per_op.why_not =
+        fmt::format("too few step gaps ({} < {})", g.samples, options.min_samples);
+  } else {
+    const StepGapFit fit = FitStepGaps(samples.step_gaps, samples.step_gap_ops);
+    g.fitted = true;
+    g.seconds = fit.fixed;
+    result->calibration.terms.iteration_overhead = fit.fixed;
+    if (fit.sizes < 2) {
+      g.note = fmt::format("median host gap between consecutive decode steps ({} gaps)", g.samples);
+      per_op.why_not = "every step had the same ops: no per-op part to separate";
     } else {
-      k.fitted = true;
-      k.seconds = *std::min_element(samples.kernel_seconds.begin(), samples.kernel_seconds.end());
-      k.note = fmt::format("the shortest of {} compute kernels", k.samples);
-      result.calibration.terms.min_kernel = k.seconds;
-    }
-    result.terms.push_back(k);
-    TermFit g{"iteration_overhead_us", static_cast<int64_t>(samples.step_gaps.size())};
-    TermFit per_op{"iteration_overhead_per_op_us", g.samples};
-    if (g.samples == 0) {
-      g.why_not = per_op.why_not = "no consecutive decode steps (foreign traces name no steps)";
-    } else if (g.samples < options.min_samples) {
-      g.why_not = per_op.why_not =
-          fmt::format("too few step gaps ({} < {})", g.samples, options.min_samples);
-    } else {
-      const StepGapFit fit = FitStepGaps(samples.step_gaps, samples.step_gap_ops);
-      g.fitted = true;
-      g.seconds = fit.fixed;
-      result.calibration.terms.iteration_overhead = fit.fixed;
-      if (fit.sizes < 2) {
-        g.note =
-            fmt::format("median host gap between consecutive decode steps ({} gaps)", g.samples);
-        per_op.why_not = "every step had the same ops: no per-op part to separate";
-      } else {
-        g.note = per_op.note = fmt::format(
-            "host gap between consecutive decode steps = fixed + per op × the step's ops (least "
-            "squares over the median gap of {} step sizes, {} gaps)",
-            fit.sizes, g.samples);
-        per_op.fitted = true;
-        per_op.seconds = fit.per_op;
-        result.calibration.terms.iteration_overhead_per_op = fit.per_op;
-      }
-    }
-    result.terms.push_back(g);
-    result.terms.push_back(per_op);
-    // The ranks' spread: the mean over phases of multi-rank runs of the slowest
-    // rank's excess over the ranks' mean on the same ops, in units of the
-    // expected largest of as many normal draws (sim/rank_spread.h), so that the
-    // simulator's slowest rank runs that much above the mean.
-    TermFit spread{"rank_speed_spread", static_cast<int64_t>(samples.rank_spread.size())};
-    spread.fraction = true;
-    if (spread.samples == 0) {
-      spread.why_not = "no phase of a run on two or more ranks with the same ops on each";
-    } else if (spread.samples < options.min_samples) {
-      spread.why_not = fmt::format("too few phases of multi-rank runs ({} < {})", spread.samples,
-                                   options.min_samples);
-    } else {
-      double sum = 0, excess = 0;
-      for (const TraceSamples::RankSpread& r : samples.rank_spread) {
-        sum += r.excess / sim::NormalOrderScore(r.ranks, r.ranks);
-        excess += r.excess;
-      }
-      const double n = static_cast<double>(spread.samples);
-      spread.fitted = true;
-      // The file takes spreads below one half (sim::Calibration::Validate).
-      spread.seconds = std::min(sum / n, 0.49);
-      spread.note = fmt::format(
-          "the slowest rank ran {:.2g} % above the ranks' mean on the same ops (mean over {} "
-          "phases of multi-rank runs){}",
-          100 * excess / n, spread.samples,
-          sum / n > 0.49 ? fmt::format("; {:.3g} capped at 0.49", sum / n) : "");
-      result.calibration.terms.rank_speed_spread = spread.seconds;
-    }
-    result.terms.push_back(spread);
-    const char* unseen = "not visible in a trace of one run: set it by hand (docs/fidelity.md)";
-    for (const char* name :
-         {"request_overhead_us", "response_overhead_us", "graph_replay_us (cuda_graphs)",
-          "fp8_quant_bytes_per_element", "fp8_quant_fixed_us", "cold_start_us"}) {
-      TermFit t{name};
-      t.why_not = unseen;
-      result.terms.push_back(t);
+      g.note = per_op.note = fmt::format(
+          "host gap between consecutive decode steps = fixed + per op × the step's ops (least "
+          "squares over the median gap of {} step sizes, {} gaps)",
+          fit.sizes, g.samples);
+      per_op.fitted = true;
+      per_op.seconds = fit.per_op;
+      result->calibration.terms.iteration_overhead_per_op = fit.per_op;
     }
   }
+  result->terms.push_back(g);
+  result->terms.push_back(per_op);
+}
 
+// The ranks' spread: the mean over phases of multi-rank runs of the slowest
+// rank's excess over the ranks' mean on the same ops, in units of the
+// expected largest of as many normal draws (sim/rank_spread.h), so that the
+// simulator's slowest rank runs that much above the mean.
+TermFit FitRankSpread(const TraceSamples& samples, const CalibrateOptions& options,
+                      CalibrationResult* result) {
+  TermFit spread{"rank_speed_spread", static_cast<int64_t>(samples.rank_spread.size())};
+  spread.fraction = true;
+  if (spread.samples == 0) {
+    spread.why_not = "no phase of a run on two or more ranks with the same ops on each";
+  } else if (spread.samples < options.min_samples) {
+    spread.why_not = fmt::format("too few phases of multi-rank runs ({} < {})", spread.samples,
+                                 options.min_samples);
+  } else {
+    double sum = 0, excess = 0;
+    for (const TraceSamples::RankSpread& r : samples.rank_spread) {
+      sum += r.excess / sim::NormalOrderScore(r.ranks, r.ranks);
+      excess += r.excess;
+    }
+    const double n = static_cast<double>(spread.samples);
+    spread.fitted = true;
+    // The file takes spreads below one half (sim::Calibration::Validate).
+    spread.seconds = std::min(sum / n, 0.49);
+    spread.note = fmt::format(
+        "the slowest rank ran {:.2g} % above the ranks' mean on the same ops (mean over {} "
+        "phases of multi-rank runs){}",
+        100 * excess / n, spread.samples,
+        sum / n > 0.49 ? fmt::format("; {:.3g} capped at 0.49", sum / n) : "");
+    result->calibration.terms.rank_speed_spread = spread.seconds;
+  }
+  return spread;
+}
+
+// The overhead terms, in the order the summary lists them; those a trace of
+// one run cannot show are listed as not fitted.
+void FitOverheadTerms(const TraceSamples& samples, const CalibrateOptions& options,
+                      CalibrationResult* result) {
+  result->terms.push_back(FitMinKernel(samples, options, result));
+  FitIterationOverhead(samples, options, result);
+  result->terms.push_back(FitRankSpread(samples, options, result));
+  const char* unseen = "not visible in a trace of one run: set it by hand (docs/fidelity.md)";
+  for (const char* name :
+       {"request_overhead_us", "response_overhead_us", "graph_replay_us (cuda_graphs)",
+        "fp8_quant_bytes_per_element", "fp8_quant_fixed_us", "cold_start_us"}) {
+    TermFit t{name};
+    t.why_not = unseen;
+    result->terms.push_back(t);
+  }
+}
+
+// The device and its roofs for the fits: the traces' cluster, or --hardware's.
+// Returns why there are no roofs ("" when there are).
+StatusOr<std::string> SetUpDevice(const TraceSamples& samples, const CalibrateOptions& options,
+                                  CalibrationResult* result) {
+  std::optional<ClusterSpec> cluster = samples.cluster;
+  ASSIGN_OR_RETURN(std::optional<ClusterSpec> hardware, HardwareCluster(options));
+  if (hardware) cluster = hardware;
+  result->cluster = cluster;
+  if (samples.dtype) result->dtype = *samples.dtype;
+  std::string no_roofs;
+  if (!cluster) {
+    no_roofs = "the traces name no device (no ShardScope metadata): pass --hardware";
+    result->calibration = sim::DefaultCalibration(DeviceSpec{});
+  } else {
+    result->device = cluster->device.name;
+    result->calibration = sim::DefaultCalibration(cluster->device);
+    StatusOr<double> peak = cluster->device.PeakFlops(result->dtype);
+    if (!peak.ok()) {
+      no_roofs = peak.status().message();
+    } else if (!(cluster->device.memory_bandwidth > 0)) {
+      no_roofs = fmt::format("device '{}' has no memory bandwidth", cluster->device.name);
+    } else {
+      result->roofs = {*peak, cluster->device.memory_bandwidth};
+    }
+  }
+  result->calibration.source = "shardscope calibrate";
+  return no_roofs;
+}
+
+// The error when the traces fit nothing: why each part was not fitted.
+Status NothingToFit(const std::vector<std::string>& paths, const CalibrationResult& result) {
+  std::string why = "nothing to fit in " + std::to_string(paths.size()) + " trace(s):";
+  for (const ClassFit& f : result.classes) why += "\n  " + f.name + ": " + f.why_not;
+  if (result.collectives.empty()) why += "\n  communication: no comm call with a message size";
+  for (const CollectiveFit& f : result.collectives) {
+    why += fmt::format("\n  {} over {}: {}", CollectiveName(f.collective), f.group_size, f.why_not);
+  }
+  return Status(StatusCode::kFailedPrecondition, why);
+}
+
+// The fits from traces. `others`: microbenchmark logs follow, so fitting
+// nothing here is no error.
+StatusOr<CalibrationResult> CalibrateTraces(const std::vector<std::string>& paths,
+                                            const CalibrateOptions& options, bool others) {
+  ASSIGN_OR_RETURN(TraceSamples samples, CollectSamples(paths));
+  CalibrationResult result;
+  result.files = samples.files;
+  result.shape_mean = options.shape_mean;
+  result.unused = samples.unused;
+  ASSIGN_OR_RETURN(const std::string no_roofs, SetUpDevice(samples, options, &result));
+  FitCompute(samples, options, result.cluster, no_roofs, &result);
+  FitCommunication(samples.comm, options, result.cluster, &result);
+  FitOverheadTerms(samples, options, &result);
   const bool any_comm = std::any_of(result.collectives.begin(), result.collectives.end(),
                                     [](const CollectiveFit& f) { return f.why_not.empty(); });
   if (!others && !result.launch_fitted && !any_comm && !result.cache.fitted) {
-    std::string why = "nothing to fit in " + std::to_string(paths.size()) + " trace(s):";
-    for (const ClassFit& f : result.classes) why += "\n  " + f.name + ": " + f.why_not;
-    if (result.collectives.empty()) why += "\n  communication: no comm call with a message size";
-    for (const CollectiveFit& f : result.collectives) {
-      why +=
-          fmt::format("\n  {} over {}: {}", CollectiveName(f.collective), f.group_size, f.why_not);
-    }
-    return Status(StatusCode::kFailedPrecondition, why);
+    return NothingToFit(paths, result);
   }
   return result;
 }
@@ -820,6 +920,95 @@ Status FitDeepEpLogs(const CalibrateOptions& options, CalibrationResult* result)
   }
   result->exchange_fitted = result->exchange.normal.fitted || result->exchange.low_latency.fitted;
   return Status::Ok();
+}
+
+// The summary's table of op classes and kinds.
+void AppendClassTable(const CalibrationResult& r, std::string* out) {
+  if (!r.classes.empty())
+    *out +=
+        "\n| class / kind | ops | shapes | flops_eff | memory_eff | half_rows | launch | rms "
+        "error, "
+        "weighted as the fit "
+        "(defaults → fitted) | total time error | note "
+        "|\n|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const ClassFit& f : r.classes) {
+    if (!f.fitted) {
+      *out += fmt::format("| {} | {} | - | {:.3g} | {:.3g} | {:.3g} | - | not fitted | - | {} |\n",
+                          f.name, f.samples, f.prior.flops, f.prior.memory, f.prior.half_rows,
+                          f.why_not);
+      continue;
+    }
+    *out += fmt::format(
+        "| {}{} | {} | {} | {:.3g} | {:.3g} | {:.3g} | {} | {:.1f} % → {:.1f} % | {} → {} | {} |\n",
+        f.is_kind ? "kind " : "", f.name, f.samples, f.shapes, f.result.flops, f.result.memory,
+        f.result.half_rows,
+        f.result.launch >= 0 ? fmt::format("{:.3g} µs", f.result.launch * 1e6) : "-",
+        100 * f.prior_residual.rms_relative, 100 * f.residual.rms_relative,
+        Percent(f.prior_residual.total_relative), Percent(f.residual.total_relative), f.note);
+  }
+}
+
+// The summary's table of collectives.
+void AppendCollectiveTable(const CalibrationResult& r, std::string* out) {
+  if (!r.collectives.empty()) {
+    *out +=
+        "\n| collective | group | calls | sizes | latency | algbw | busbw | link | rms error | "
+        "wait | note |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|\n";
+    for (const CollectiveFit& f : r.collectives) {
+      const std::string name =
+          (f.collective == Collective::kSend ? std::string("send/recv")
+                                             : std::string(CollectiveName(f.collective))) +
+          (f.source.empty() ? "" : " (" + f.source + ")");
+      if (!f.why_not.empty()) {
+        *out += fmt::format("| {} | {} | {} | {} | - | - | - | - | - | - | {} |\n", name,
+                            f.group_size, f.samples, f.sizes, f.why_not);
+        continue;
+      }
+      *out += fmt::format(
+          "| {} | {} | {} | {} | {} | {:.3g} GB/s | {:.3g} GB/s | {} | {:.1f} % | {} | {} |\n",
+          name, f.group_size, f.samples, f.sizes,
+          f.fit.latency_known ? fmt::format("{:.3g} µs", f.fit.latency * 1e6) : "-",
+          f.fit.algbw * 1e-9, f.busbw * 1e-9,
+          f.link_bw > 0 ? fmt::format("{:.3g} GB/s", f.link_bw * 1e-9) : "-",
+          100 * f.fit.rms_relative,
+          f.wait > 0          ? fmt::format("{:.3g} µs over {} calls", f.wait * 1e6, f.wait_calls)
+          : !f.source.empty() ? std::string("-")
+                              : fmt::format("- ({} calls of all members)", f.wait_calls),
+          f.fit.latency_known
+              ? f.note
+              : "one message size (or no positive latency): latency in algbw; " + f.note);
+    }
+  }
+}
+
+// The summary's MoE exchange fits (DeepEP), one table per kernel family.
+void AppendExchangeTables(const CalibrationResult& r, std::string* out) {
+  for (const auto& [name, e] : {std::pair{"normal", &r.exchange.normal},
+                                std::pair{"low_latency", &r.exchange.low_latency}}) {
+    if (e->points.empty()) continue;
+    auto term = [](const std::optional<double>& v, double prior, double unit) {
+      return v ? fmt::format("{:.4g} (was {:.4g})", *v * unit, prior * unit)
+               : fmt::format("{:.4g} (kept)", prior * unit);
+    };
+    *out += fmt::format(
+        "\nMoE exchange, {} kernels (DeepEP): latency {} us, scale_up_efficiency {}, "
+        "scale_out_efficiency {}\n{}\n",
+        name, term(e->result.latency, e->prior.latency, 1e6),
+        term(e->result.scale_up_efficiency, e->prior.scale_up_efficiency, 1),
+        term(e->result.scale_out_efficiency, e->prior.scale_out_efficiency, 1),
+        e->fitted ? e->note : "not fitted: " + e->why_not);
+    *out +=
+        "| log | op | EP | link | DeepEP GB/s | measured | model | error |\n"
+        "|---|---|---|---|---|---|---|---|\n";
+    for (const ExchangePoint& p : e->points) {
+      *out += fmt::format("| {}:{} | {} | {} | {} | {:.4g} | {:.4g} µs{} | {:.4g} µs | {} |\n",
+                          p.file, p.line, p.dispatch ? "dispatch" : "combine", p.ranks,
+                          p.rdma ? "RDMA" : "NVLink", p.bandwidth * 1e-9, p.seconds * 1e6,
+                          p.time_estimated ? " (from GB/s)" : "", p.model_seconds * 1e6,
+                          Percent(p.model_seconds / p.seconds - 1));
+    }
+  }
 }
 
 }  // namespace
@@ -995,86 +1184,12 @@ std::string CalibrationSummary(const CalibrationResult& r) {
                            ? fmt::format("{:.3g} µs (fitted)", r.calibration.launch_overhead * 1e6)
                            : "not fitted");
   }
-  if (!r.classes.empty())
-    out +=
-        "\n| class / kind | ops | shapes | flops_eff | memory_eff | half_rows | launch | rms "
-        "error, "
-        "weighted as the fit "
-        "(defaults → fitted) | total time error | note "
-        "|\n|---|---|---|---|---|---|---|---|---|---|\n";
-  for (const ClassFit& f : r.classes) {
-    if (!f.fitted) {
-      out += fmt::format("| {} | {} | - | {:.3g} | {:.3g} | {:.3g} | - | not fitted | - | {} |\n",
-                         f.name, f.samples, f.prior.flops, f.prior.memory, f.prior.half_rows,
-                         f.why_not);
-      continue;
-    }
-    out += fmt::format(
-        "| {}{} | {} | {} | {:.3g} | {:.3g} | {:.3g} | {} | {:.1f} % → {:.1f} % | {} → {} | {} |\n",
-        f.is_kind ? "kind " : "", f.name, f.samples, f.shapes, f.result.flops, f.result.memory,
-        f.result.half_rows,
-        f.result.launch >= 0 ? fmt::format("{:.3g} µs", f.result.launch * 1e6) : "-",
-        100 * f.prior_residual.rms_relative, 100 * f.residual.rms_relative,
-        Percent(f.prior_residual.total_relative), Percent(f.residual.total_relative), f.note);
-  }
-  if (!r.collectives.empty()) {
-    out +=
-        "\n| collective | group | calls | sizes | latency | algbw | busbw | link | rms error | "
-        "wait | note |\n"
-        "|---|---|---|---|---|---|---|---|---|---|---|\n";
-    for (const CollectiveFit& f : r.collectives) {
-      const std::string name =
-          (f.collective == Collective::kSend ? std::string("send/recv")
-                                             : std::string(CollectiveName(f.collective))) +
-          (f.source.empty() ? "" : " (" + f.source + ")");
-      if (!f.why_not.empty()) {
-        out += fmt::format("| {} | {} | {} | {} | - | - | - | - | - | - | {} |\n", name,
-                           f.group_size, f.samples, f.sizes, f.why_not);
-        continue;
-      }
-      out += fmt::format(
-          "| {} | {} | {} | {} | {} | {:.3g} GB/s | {:.3g} GB/s | {} | {:.1f} % | {} | {} |\n",
-          name, f.group_size, f.samples, f.sizes,
-          f.fit.latency_known ? fmt::format("{:.3g} µs", f.fit.latency * 1e6) : "-",
-          f.fit.algbw * 1e-9, f.busbw * 1e-9,
-          f.link_bw > 0 ? fmt::format("{:.3g} GB/s", f.link_bw * 1e-9) : "-",
-          100 * f.fit.rms_relative,
-          f.wait > 0          ? fmt::format("{:.3g} µs over {} calls", f.wait * 1e6, f.wait_calls)
-          : !f.source.empty() ? std::string("-")
-                              : fmt::format("- ({} calls of all members)", f.wait_calls),
-          f.fit.latency_known
-              ? f.note
-              : "one message size (or no positive latency): latency in algbw; " + f.note);
-    }
-  }
+  AppendClassTable(r, &out);
+  AppendCollectiveTable(r, &out);
   if (r.network_fitted) {
     out += fmt::format("\nnetwork_efficiency {:.3g}\n", r.calibration.network_efficiency);
   }
-  for (const auto& [name, e] : {std::pair{"normal", &r.exchange.normal},
-                                std::pair{"low_latency", &r.exchange.low_latency}}) {
-    if (e->points.empty()) continue;
-    auto term = [](const std::optional<double>& v, double prior, double unit) {
-      return v ? fmt::format("{:.4g} (was {:.4g})", *v * unit, prior * unit)
-               : fmt::format("{:.4g} (kept)", prior * unit);
-    };
-    out += fmt::format(
-        "\nMoE exchange, {} kernels (DeepEP): latency {} us, scale_up_efficiency {}, "
-        "scale_out_efficiency {}\n{}\n",
-        name, term(e->result.latency, e->prior.latency, 1e6),
-        term(e->result.scale_up_efficiency, e->prior.scale_up_efficiency, 1),
-        term(e->result.scale_out_efficiency, e->prior.scale_out_efficiency, 1),
-        e->fitted ? e->note : "not fitted: " + e->why_not);
-    out +=
-        "| log | op | EP | link | DeepEP GB/s | measured | model | error |\n"
-        "|---|---|---|---|---|---|---|---|\n";
-    for (const ExchangePoint& p : e->points) {
-      out += fmt::format("| {}:{} | {} | {} | {} | {:.4g} | {:.4g} µs{} | {:.4g} µs | {} |\n",
-                         p.file, p.line, p.dispatch ? "dispatch" : "combine", p.ranks,
-                         p.rdma ? "RDMA" : "NVLink", p.bandwidth * 1e-9, p.seconds * 1e6,
-                         p.time_estimated ? " (from GB/s)" : "", p.model_seconds * 1e6,
-                         Percent(p.model_seconds / p.seconds - 1));
-    }
-  }
+  AppendExchangeTables(r, &out);
   if (r.node_bandwidth_fitted) {
     out += fmt::format(
         "\nnode memory bandwidth {:.3g} GB/s (fitted on the op shapes measured both alone and "

@@ -171,13 +171,16 @@ StatusOr<ValidationResult> ValidateExperiment(const Experiment& experiment,
     if (row.runs > 0) row.measured = sum / row.runs;
     result.rows.push_back(std::move(row));
   };
-  for (const auto& [key, unit] :
+  // (No structured bindings here: lambdas capture them from C++20 on, clang-tidy 14's
+  // parser does not take that.)
+  for (const auto& metric :
        std::vector<std::pair<std::string, std::string>>{{"ttft", "s"},
                                                         {"tpot", "s"},
                                                         {"prefill_throughput", "tokens/s"},
                                                         {"decode_throughput", "tokens/s"},
                                                         {"tps", "tokens/s"}}) {
-    add("run", key, unit, [&key](const Side& side) { return Metric(side, key); });
+    const std::string& key = metric.first;
+    add("run", key, metric.second, [&key](const Side& side) { return Metric(side, key); });
   }
   // Per phase and op kind: mean time per rank (per decode step for decode),
   // and the kind's share of the phase's compute (comm: of the phase's compute too).
@@ -206,7 +209,9 @@ StatusOr<ValidationResult> ValidateExperiment(const Experiment& experiment,
       return per_rank(side, phase, it->second);
     };
     add(scope, "compute (all kinds)", unit, total);
-    for (const auto& [p, name] : keys) {
+    for (const auto& entry : keys) {
+      const auto p = entry.first;
+      const std::string& name = entry.second;
       if (p != phase) continue;
       auto value = [&](const Side& side) -> std::optional<double> {
         auto it = side.kinds.seconds.find({p, name});

@@ -269,16 +269,16 @@ StatusOr<ClockAlignment> ParseClockAlignment(std::string_view name) {
   return InvalidArgument("unknown clock alignment '{}' (as-recorded or collective-end)", name);
 }
 
-StatusOr<TraceSetResult> ImportTraceSet(const std::vector<std::string>& paths,
-                                        const TraceSetOptions& options, trace::TraceSink* sink) {
-  TraceSetResult result;
-  result.paths = paths;
-  if (paths.empty()) return InvalidArgument("a trace set needs at least one file");
+namespace {
+
+// Each file's probe (`options.probes`, else probed here), checking that no two
+// files declare the same rank. `hosts`: whether the files are the hosts of one
+// XLA run (several XLA profiles, each numbering its devices from 0).
+StatusOr<std::vector<TraceProbe>> ProbeSet(const std::vector<std::string>& paths,
+                                           const TraceSetOptions& options, bool* hosts) {
   // Declared ranks first, so a duplicate is found before anything is read in full.
   std::map<int32_t, std::string> declared;
-  // Several XLA profiles (XSpace, trace-viewer JSON) are the hosts of one run,
-  // each numbering its devices from 0: host k's ranks follow host k − 1's.
-  bool hosts = paths.size() > 1;
+  *hosts = paths.size() > 1;
   std::vector<TraceProbe> probes = options.probes;
   if (!probes.empty() && probes.size() != paths.size()) {
     return InvalidArgument("a trace set of {} files given {} probes", paths.size(), probes.size());
@@ -290,7 +290,7 @@ StatusOr<TraceSetResult> ImportTraceSet(const std::vector<std::string>& paths,
       probes.push_back(probed);
     }
     const TraceProbe& probe = probes[i];
-    hosts = hosts && IsXla(probe.format);
+    *hosts = *hosts && IsXla(probe.format);
     if (!probe.rank) continue;
     auto [it, inserted] = declared.emplace(*probe.rank, path);
     if (!inserted) {
@@ -298,6 +298,97 @@ StatusOr<TraceSetResult> ImportTraceSet(const std::vector<std::string>& paths,
                              it->second, path, *probe.rank);
     }
   }
+  return probes;
+}
+
+// The ranks below the world size that no file holds, with a warning.
+void NoteMissingRanks(TraceSetResult* result) {
+  if (!result->world_size) return;
+  std::set<int32_t> present(result->ranks.begin(), result->ranks.end());
+  for (int32_t r = 0; r < *result->world_size; ++r) {
+    if (!present.count(r)) result->missing_ranks.push_back(r);
+  }
+  if (!result->missing_ranks.empty()) {
+    result->warnings.push_back(fmt::format(
+        "world size {}, but no trace for rank {} ({} of {} ranks missing): metrics cover the {} "
+        "rank(s) present",
+        *result->world_size, RankList(result->missing_ranks), result->missing_ranks.size(),
+        *result->world_size, result->ranks.size()));
+  }
+}
+
+// The clocks: the spread of the first common collective's end over ranks, and
+// with `align` each rank's shift onto the lowest rank's clock.
+Status MeasureClocks(const std::vector<std::string>& paths, bool align,
+                     std::map<int32_t, std::vector<CommMark>>* marks, TraceSetResult* result) {
+  std::map<int32_t, int64_t> ends =
+      FirstCommonCollectiveEnds(marks, result->ranks, &result->alignment_note);
+  if (!ends.empty()) {
+    auto [lo, hi] = std::minmax_element(
+        ends.begin(), ends.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+    result->collective_end_spread_ns = hi->second - lo->second;
+    if (align) {
+      const int64_t reference = ends.begin()->second;  // the lowest rank's clock
+      for (const auto& [rank, end] : ends) result->clock_shift_ns[rank] = reference - end;
+    } else if (*result->collective_end_spread_ns > kClockSkewWarningNs) {
+      result->warnings.push_back(fmt::format(
+          "the end of the first collective all ranks ran differs by {:.1f} us across ranks "
+          "(clock skew?); --align-clocks collective-end aligns the ranks on it",
+          static_cast<double>(*result->collective_end_spread_ns) / 1e3));
+    }
+  } else if (align && result->ranks.size() > 1) {
+    // No measurement of the clocks: refuse rather than shift by a guess (one rank has
+    // nothing to align).
+    return InvalidArgument(
+        "{}: --align-clocks collective-end cannot align these ranks' clocks: {}; analyse them "
+        "as recorded (--align-clocks as-recorded)",
+        SetName(paths), result->alignment_note);
+  }
+  return Status::Ok();
+}
+
+// One metadata object for the run: the first file's, with the set's files,
+// ranks, clocks and warnings under "trace_set".
+nlohmann::json SetMetadata(const std::vector<std::string>& paths, const TraceSetOptions& options,
+                           const nlohmann::json& first_metadata, const nlohmann::json& files,
+                           const std::string& group_note, const TraceSetResult& result) {
+  nlohmann::json meta = first_metadata.is_object() ? first_metadata : nlohmann::json::object();
+  if (paths.size() > 1) {
+    meta.erase("rank");
+    meta.erase("kineto");
+    nlohmann::json source = {{"format", files[0]["format"]}, {"files", paths}};
+    meta["source"] = source;
+  }
+  if (result.world_size) meta["world_size"] = *result.world_size;
+  nlohmann::json set = {{"ranks", result.ranks},
+                        {"missing_ranks", result.missing_ranks},
+                        {"clock_alignment", ClockAlignmentName(options.alignment)},
+                        {"files", files}};
+  if (result.collective_end_spread_ns) {
+    set["collective_end_spread_ns"] = *result.collective_end_spread_ns;
+  } else {
+    set["collective_end_spread"] = "not available: " + result.alignment_note;
+  }
+  if (!result.clock_shift_ns.empty()) {
+    nlohmann::json shifts = nlohmann::json::object();
+    for (const auto& [rank, shift] : result.clock_shift_ns) shifts[std::to_string(rank)] = shift;
+    set["clock_shift_ns"] = shifts;
+  }
+  if (!group_note.empty()) set["groups"] = group_note;
+  if (!result.warnings.empty()) set["warnings"] = result.warnings;
+  meta["trace_set"] = set;
+  return meta;
+}
+
+}  // namespace
+
+StatusOr<TraceSetResult> ImportTraceSet(const std::vector<std::string>& paths,
+                                        const TraceSetOptions& options, trace::TraceSink* sink) {
+  TraceSetResult result;
+  result.paths = paths;
+  if (paths.empty()) return InvalidArgument("a trace set needs at least one file");
+  bool hosts = false;
+  ASSIGN_OR_RETURN(std::vector<TraceProbe> probes, ProbeSet(paths, options, &hosts));
   const bool align = options.alignment == ClockAlignment::kFirstCollectiveEnd;
   trace::Trace buffer;  // aligned: everything waits here for the shifts
   trace::TraceBuilder builder(&buffer);
@@ -346,19 +437,7 @@ StatusOr<TraceSetResult> ImportTraceSet(const std::vector<std::string>& paths,
     result.files.push_back(std::move(r));
   }
   for (const auto& [rank, path] : owner) result.ranks.push_back(rank);
-  if (result.world_size) {
-    std::set<int32_t> present(result.ranks.begin(), result.ranks.end());
-    for (int32_t r = 0; r < *result.world_size; ++r) {
-      if (!present.count(r)) result.missing_ranks.push_back(r);
-    }
-    if (!result.missing_ranks.empty()) {
-      result.warnings.push_back(fmt::format(
-          "world size {}, but no trace for rank {} ({} of {} ranks missing): metrics cover the {} "
-          "rank(s) present",
-          *result.world_size, RankList(result.missing_ranks), result.missing_ranks.size(),
-          *result.world_size, result.ranks.size()));
-    }
-  }
+  NoteMissingRanks(&result);
   // Groups the files leave out, from the set as a whole.
   const std::string group_note = InferWorldGroups(result.ranks, result.world_size, &held);
   if (!held.empty() && !held.front().group.empty()) {
@@ -367,57 +446,9 @@ StatusOr<TraceSetResult> ImportTraceSet(const std::vector<std::string>& paths,
   SetSink release(target, &marks, 0, nullptr);
   for (const trace::OpEvent& op : held) release.Forward(op);
   held = {};
-  // Clocks.
-  std::map<int32_t, int64_t> ends =
-      FirstCommonCollectiveEnds(&marks, result.ranks, &result.alignment_note);
-  if (!ends.empty()) {
-    auto [lo, hi] = std::minmax_element(
-        ends.begin(), ends.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
-    result.collective_end_spread_ns = hi->second - lo->second;
-    if (align) {
-      const int64_t reference = ends.begin()->second;  // the lowest rank's clock
-      for (const auto& [rank, end] : ends) result.clock_shift_ns[rank] = reference - end;
-    } else if (*result.collective_end_spread_ns > kClockSkewWarningNs) {
-      result.warnings.push_back(fmt::format(
-          "the end of the first collective all ranks ran differs by {:.1f} us across ranks "
-          "(clock skew?); --align-clocks collective-end aligns the ranks on it",
-          static_cast<double>(*result.collective_end_spread_ns) / 1e3));
-    }
-  } else if (align && result.ranks.size() > 1) {
-    // No measurement of the clocks: refuse rather than shift by a guess (one rank has
-    // nothing to align).
-    return InvalidArgument(
-        "{}: --align-clocks collective-end cannot align these ranks' clocks: {}; analyse them "
-        "as recorded (--align-clocks as-recorded)",
-        SetName(paths), result.alignment_note);
-  }
+  RETURN_IF_ERROR(MeasureClocks(paths, align, &marks, &result));
   if (align) Replay(buffer, result.clock_shift_ns, sink);
-  // One metadata object for the run.
-  nlohmann::json meta = first_metadata.is_object() ? first_metadata : nlohmann::json::object();
-  if (paths.size() > 1) {
-    meta.erase("rank");
-    meta.erase("kineto");
-    nlohmann::json source = {{"format", files[0]["format"]}, {"files", paths}};
-    meta["source"] = source;
-  }
-  if (result.world_size) meta["world_size"] = *result.world_size;
-  nlohmann::json set = {{"ranks", result.ranks},
-                        {"missing_ranks", result.missing_ranks},
-                        {"clock_alignment", ClockAlignmentName(options.alignment)},
-                        {"files", files}};
-  if (result.collective_end_spread_ns) {
-    set["collective_end_spread_ns"] = *result.collective_end_spread_ns;
-  } else {
-    set["collective_end_spread"] = "not available: " + result.alignment_note;
-  }
-  if (!result.clock_shift_ns.empty()) {
-    nlohmann::json shifts = nlohmann::json::object();
-    for (const auto& [rank, shift] : result.clock_shift_ns) shifts[std::to_string(rank)] = shift;
-    set["clock_shift_ns"] = shifts;
-  }
-  if (!group_note.empty()) set["groups"] = group_note;
-  if (!result.warnings.empty()) set["warnings"] = result.warnings;
-  meta["trace_set"] = set;
+  nlohmann::json meta = SetMetadata(paths, options, first_metadata, files, group_note, result);
   sink->OnMetadata(meta);
   result.metadata = std::move(meta);
   return result;

@@ -46,10 +46,8 @@ double ClaimBound(const json& bounds, const std::string& claim) {
   return NAN;
 }
 
-}  // namespace
-
-Section SummarySection(const std::vector<ReportRun>& runs) {
-  Section s{"summary", "Summary", "", {}, {}};
+// The summary's figures per run; `any_served`: whether a run was served.
+Table FiguresTable(const std::vector<ReportRun>& runs, bool* any_served_out) {
   struct Column {
     const char* key;
     const char* title;
@@ -111,33 +109,36 @@ Section SummarySection(const std::vector<ReportRun>& runs) {
                  "from arrival");
   }
   if (!notes.empty()) t.note = "— not available. " + fmt::format("{}.", fmt::join(notes, ". "));
-  s.tables.push_back(std::move(t));
+  *any_served_out = any_served;
+  return t;
+}
 
-  // Served runs: their own figures, per request (docs/metrics.md, served workloads).
-  if (any_served) {
-    Table st{"Served runs (per request, from the run's serving metrics)",
-             {"run", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "requests/s",
-              "goodput (requests/s)", "output tokens/s"},
-             {},
-             {}};
-    for (const ReportRun& r : runs) {
-      const json& m = ServingMetrics(r);
-      if (m.is_null()) continue;
-      auto cell = [](double v, const char* unit) {
-        return std::isfinite(v) ? FormatReportValue(v, unit) : std::string("—");
-      };
-      st.rows.push_back({r.label, cell(ServingNumber(m, "ttft_s", "p50"), "s"),
-                         cell(ServingNumber(m, "ttft_s", "p99"), "s"),
-                         cell(ServingNumber(m, "tpot_s", "p50"), "s"),
-                         cell(ServingNumber(m, "tpot_s", "p99"), "s"),
-                         cell(ServingNumber(m, "requests_per_s"), "requests/s"),
-                         cell(ServingNumber(m, "goodput_requests_per_s"), "requests/s"),
-                         cell(ServingNumber(m, "output_tokens_per_s"), "tokens/s")});
-    }
-    s.tables.push_back(std::move(st));
+// Served runs: their own figures, per request (docs/metrics.md, served workloads).
+Table ServedTable(const std::vector<ReportRun>& runs) {
+  Table st{"Served runs (per request, from the run's serving metrics)",
+           {"run", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "requests/s",
+            "goodput (requests/s)", "output tokens/s"},
+           {},
+           {}};
+  for (const ReportRun& r : runs) {
+    const json& m = ServingMetrics(r);
+    if (m.is_null()) continue;
+    auto cell = [](double v, const char* unit) {
+      return std::isfinite(v) ? FormatReportValue(v, unit) : std::string("—");
+    };
+    st.rows.push_back({r.label, cell(ServingNumber(m, "ttft_s", "p50"), "s"),
+                       cell(ServingNumber(m, "ttft_s", "p99"), "s"),
+                       cell(ServingNumber(m, "tpot_s", "p50"), "s"),
+                       cell(ServingNumber(m, "tpot_s", "p99"), "s"),
+                       cell(ServingNumber(m, "requests_per_s"), "requests/s"),
+                       cell(ServingNumber(m, "goodput_requests_per_s"), "requests/s"),
+                       cell(ServingNumber(m, "output_tokens_per_s"), "tokens/s")});
   }
+  return st;
+}
 
-  // Claims as the experiment states them against what the trace shows.
+// Claims as the experiment states them against what the trace shows.
+Table ClaimsTable(const std::vector<ReportRun>& runs) {
   Table claims{"Claims: claimed vs this run vs the physical bound",
                {"run", "claim", "claimed", "this run", "this run ÷ claimed", "bound"},
                {},
@@ -158,10 +159,11 @@ Section SummarySection(const std::vector<ReportRun>& runs) {
            std::isfinite(bound) ? FormatReportValue(bound, "") : "—"});
     }
   }
-  const bool any_claims = !claims.rows.empty();  // read before the table is moved
-  if (any_claims) s.tables.push_back(std::move(claims));
+  return claims;
+}
 
-  // Physical lower bounds the simulator recorded with the run (metadata sim.bounds).
+// Physical lower bounds the simulator recorded with the run (metadata sim.bounds).
+Table BoundsTable(const std::vector<ReportRun>& runs) {
   Table bounds{"Physical bounds: this run against the lower bounds (docs/bounds.md)",
                {"run", "TTFT", "TTFT bound", "TTFT ÷ bound", "TPOT", "TPOT bound", "TPOT ÷ bound",
                 "dominant bound"},
@@ -187,6 +189,20 @@ Section SummarySection(const std::vector<ReportRun>& runs) {
     row.push_back(dom.is_string() ? dom.get<std::string>() : "—");
     bounds.rows.push_back(std::move(row));
   }
+  return bounds;
+}
+
+}  // namespace
+
+Section SummarySection(const std::vector<ReportRun>& runs) {
+  Section s{"summary", "Summary", "", {}, {}};
+  bool any_served = false;
+  s.tables.push_back(FiguresTable(runs, &any_served));
+  if (any_served) s.tables.push_back(ServedTable(runs));
+  Table claims = ClaimsTable(runs);
+  const bool any_claims = !claims.rows.empty();  // read before the table is moved
+  if (any_claims) s.tables.push_back(std::move(claims));
+  Table bounds = BoundsTable(runs);
   const bool any_bounds = !bounds.rows.empty();
   if (any_bounds) s.tables.push_back(std::move(bounds));
   s.note =

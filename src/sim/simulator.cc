@@ -124,6 +124,107 @@ json SimOptionsToJson(const SimOptions& o) {
           {"max_decode_steps", o.max_decode_steps}};
 }
 
+namespace {
+
+// Host time before a phase's kernels (0 without the calibration's terms):
+// the scheduler's iteration, a graph replay for decode steps, and the cold
+// start before the first (prefill). It is inside the phase's window (TTFT,
+// TPOT) and trace span, before its first op. Returns each rank's start after it.
+std::vector<double> DelayedStarts(const OverheadTerms& terms, Phase phase,
+                                  const std::vector<double>& begin, const PhaseProgram& program) {
+  const double host = terms.IterationSeconds(phase == Phase::kDecode) +
+                      (phase == Phase::kPrefill ? terms.cold_start : 0.0);
+  if (host <= 0 && terms.iteration_overhead_per_op <= 0) return begin;
+  std::vector<double> out = begin;
+  for (size_t r = 0; r < out.size(); ++r) {
+    out[r] +=
+        host + (r < program.ranks.size() ? terms.PerOpSeconds(program.ranks[r].ops.size()) : 0.0);
+  }
+  return out;
+}
+
+// Sets the run's decode steps and those simulated; returns the tokens each
+// request gains after the prefill's first. A speculative step yields
+// TokensPerStep() of them on average (deterministic-fractional: the run takes
+// ⌈tokens / per-step⌉ steps).
+int64_t CountDecodeSteps(const Experiment& experiment, const SimOptions& options,
+                         SimResult* result) {
+  const int64_t decode_tokens = std::max<int64_t>(experiment.workload.tokens_to_generate - 1, 0);
+  result->decode_steps = decode_tokens;
+  if (experiment.speculative.enabled()) {
+    result->decode_steps = static_cast<int64_t>(std::ceil(
+        static_cast<double>(decode_tokens) / experiment.speculative.TokensPerStep() - 1e-9));
+  }
+  result->decode_steps_simulated = options.max_decode_steps >= 0
+                                       ? std::min(result->decode_steps, options.max_decode_steps)
+                                       : result->decode_steps;
+  return decode_tokens;
+}
+
+// Opens the run's trace and writes its header. The trace records the run as
+// simulated: with truncated decode, a run of fewer generated tokens (the
+// metadata keeps the requested count).
+Status OpenTrace(const Experiment& experiment, const Placement& placement,
+                 const ProgramBuilder& builder, const SimOptions& options,
+                 const std::string& calibration_source, SimResult* result,
+                 std::unique_ptr<run::RunRecorder>* recorder,
+                 std::unique_ptr<TraceEmitter>* emitter) {
+  Experiment recorded = experiment;
+  recorded.workload.tokens_to_generate = result->decode_steps_simulated + 1;
+  json sim_meta = {{"options", SimOptionsToJson(options)},
+                   {"calibration", calibration_source},
+                   {"requested_tokens_to_generate", experiment.workload.tokens_to_generate},
+                   {"simulated_decode_steps", result->decode_steps_simulated}};
+  if (options.bounds) sim_meta["bounds"] = BoundsJson(*options.bounds);
+  const json meta = run::RunMetadata(recorded, placement, "sim", sim_meta);
+  ASSIGN_OR_RETURN(
+      *recorder, run::RunRecorder::Open(experiment, meta, options.trace_root, options.trace_file));
+  result->trace_path = (*recorder)->trace_path();
+  result->metadata_path = (*recorder)->metadata_path();
+  *emitter = std::make_unique<TraceEmitter>((*recorder)->writer(), experiment, placement);
+  if (!builder.all_replicas().empty()) (*emitter)->SetExpertReplicas(&builder.all_replicas());
+  (*emitter)->WriteHeader(PlanMemory(experiment, placement));
+  return Status::Ok();
+}
+
+// Adds one simulated phase's ops and busy figures to the run's.
+void AddPhase(const PhaseProgram& program, const PhaseResult& r, const std::vector<double>& start,
+              SimResult* result) {
+  result->ops += r.ops;
+  result->transfers += r.transfers;
+  PhaseFigures f = Figures(program, r, start);
+  result->compute_seconds += f.compute;
+  result->comm_seconds += f.comm;
+  result->exposed_comm_seconds += f.exposed;
+  result->phases.push_back(f);
+}
+
+// The run's TTFT, TPOT, total time and throughputs from its latency over all
+// decode steps (`whole`).
+void SetRunFigures(const Experiment& experiment, int64_t decode_tokens, run::Latency whole,
+                   SimResult* result) {
+  const int64_t d = result->decode_steps;
+  int64_t run_steps = d;
+  if (experiment.speculative.enabled() && decode_tokens > 0 && whole.decode_steps > 0) {
+    // TPOT per generated token, not per step: the decode time over the tokens.
+    whole.decode_seconds = whole.tpot * static_cast<double>(d);
+    whole.tpot = whole.decode_seconds / static_cast<double>(decode_tokens);
+    whole.decode_steps = decode_tokens;
+    run_steps = decode_tokens;
+  }
+  result->ttft = whole.ttft;
+  result->tpot = whole.tpot;
+  result->total = run::ExtrapolatedRunSeconds(whole, run_steps);
+  const run::Throughput throughput = run::ComputeThroughput(
+      whole, experiment.workload.batch_size, experiment.workload.sequence_length, result->total);
+  result->throughput = throughput;
+  result->prefill_tokens_per_s = throughput.prefill_tokens_per_s;
+  result->decode_tokens_per_s = throughput.decode_tokens_per_s;
+  result->tps = throughput.tps;
+}
+
+}  // namespace
+
 StatusOr<SimResult> SimulateExperiment(const Experiment& experiment, const SimOptions& options) {
   ASSIGN_OR_RETURN(Placement placement, Placement::Create(experiment));
   ASSIGN_OR_RETURN(ProgramBuilder builder, ProgramBuilder::Create(experiment, placement));
@@ -142,61 +243,17 @@ StatusOr<SimResult> SimulateExperiment(const Experiment& experiment, const SimOp
   auto engine_of = [&](Phase phase) -> Engine& {
     return phase == Phase::kDecode && replay_engine ? *replay_engine : engine;
   };
-  // Host time before a phase's kernels (0 without the calibration's terms):
-  // the scheduler's iteration, a graph replay for decode steps, and the cold
-  // start before the first (prefill). It is inside the phase's window (TTFT,
-  // TPOT) and trace span, before its first op.
-  auto host_seconds = [&](Phase phase) {
-    return terms.IterationSeconds(phase == Phase::kDecode) +
-           (phase == Phase::kPrefill ? terms.cold_start : 0.0);
-  };
-  auto delayed = [&](Phase phase, const std::vector<double>& begin, const PhaseProgram& program) {
-    const double host = host_seconds(phase);
-    if (host <= 0 && terms.iteration_overhead_per_op <= 0) return begin;
-    std::vector<double> out = begin;
-    for (size_t r = 0; r < out.size(); ++r) {
-      out[r] +=
-          host + (r < program.ranks.size() ? terms.PerOpSeconds(program.ranks[r].ops.size()) : 0.0);
-    }
-    return out;
-  };
 
   SimResult result;
   result.calibration_source = calibration.source;
   result.terms = ActiveTerms(experiment, calibration);
-  // Tokens each request gains after the prefill's first; a speculative step
-  // yields TokensPerStep() of them on average (deterministic-fractional: the
-  // run takes ⌈tokens / per-step⌉ steps).
-  const int64_t decode_tokens = std::max<int64_t>(experiment.workload.tokens_to_generate - 1, 0);
-  result.decode_steps = decode_tokens;
-  if (experiment.speculative.enabled()) {
-    result.decode_steps = static_cast<int64_t>(std::ceil(
-        static_cast<double>(decode_tokens) / experiment.speculative.TokensPerStep() - 1e-9));
-  }
-  result.decode_steps_simulated = options.max_decode_steps >= 0
-                                      ? std::min(result.decode_steps, options.max_decode_steps)
-                                      : result.decode_steps;
+  const int64_t decode_tokens = CountDecodeSteps(experiment, options, &result);
 
-  // The trace records the run as simulated: with truncated decode, a run of
-  // fewer generated tokens (the metadata keeps the requested count).
-  Experiment recorded = experiment;
-  recorded.workload.tokens_to_generate = result.decode_steps_simulated + 1;
   std::unique_ptr<run::RunRecorder> recorder;
   std::unique_ptr<TraceEmitter> emitter;
   if (options.write_trace) {
-    json sim_meta = {{"options", SimOptionsToJson(options)},
-                     {"calibration", calibration.source},
-                     {"requested_tokens_to_generate", experiment.workload.tokens_to_generate},
-                     {"simulated_decode_steps", result.decode_steps_simulated}};
-    if (options.bounds) sim_meta["bounds"] = BoundsJson(*options.bounds);
-    const json meta = run::RunMetadata(recorded, placement, "sim", sim_meta);
-    ASSIGN_OR_RETURN(
-        recorder, run::RunRecorder::Open(experiment, meta, options.trace_root, options.trace_file));
-    result.trace_path = recorder->trace_path();
-    result.metadata_path = recorder->metadata_path();
-    emitter = std::make_unique<TraceEmitter>(recorder->writer(), experiment, placement);
-    if (!builder.all_replicas().empty()) emitter->SetExpertReplicas(&builder.all_replicas());
-    emitter->WriteHeader(PlanMemory(experiment, placement));
+    RETURN_IF_ERROR(OpenTrace(experiment, placement, builder, options, calibration.source, &result,
+                              &recorder, &emitter));
   }
 
   std::vector<double> start(placement.world_size(), 0.0);
@@ -217,7 +274,7 @@ StatusOr<SimResult> SimulateExperiment(const Experiment& experiment, const SimOp
       (phase == Phase::kPrefill ? prefill : decode) = std::move(built);
     }
     *program = phase == Phase::kPrefill ? &*prefill : &*decode;
-    const std::vector<double> begin = delayed(phase, start, **program);
+    const std::vector<double> begin = DelayedStarts(terms, phase, start, **program);
     Engine& e = engine_of(phase);
     return same_ops ? e.RunSameGraph(**program, begin, &updated) : e.Run(**program, begin);
   };
@@ -233,13 +290,7 @@ StatusOr<SimResult> SimulateExperiment(const Experiment& experiment, const SimOp
     const PhaseProgram* simulated = nullptr;
     ASSIGN_OR_RETURN(PhaseResult r, simulate(phase, step, &simulated));
     const PhaseProgram& program = *simulated;
-    result.ops += r.ops;
-    result.transfers += r.transfers;
-    PhaseFigures f = Figures(program, r, start);
-    result.compute_seconds += f.compute;
-    result.comm_seconds += f.comm;
-    result.exposed_comm_seconds += f.exposed;
-    result.phases.push_back(f);
+    AddPhase(program, r, start, &result);
     if (emitter) emitter->WritePhase(program, r, start);
     for (size_t rank = 0; rank < r.rank_end.size(); ++rank) {
       if (phase == Phase::kPrefill) {
@@ -283,23 +334,7 @@ StatusOr<SimResult> SimulateExperiment(const Experiment& experiment, const SimOp
     whole.decode_seconds = whole.tpot * static_cast<double>(d);
     whole.decode_steps = d;
   }
-  int64_t run_steps = d;
-  if (experiment.speculative.enabled() && decode_tokens > 0 && whole.decode_steps > 0) {
-    // TPOT per generated token, not per step: the decode time over the tokens.
-    whole.decode_seconds = whole.tpot * static_cast<double>(d);
-    whole.tpot = whole.decode_seconds / static_cast<double>(decode_tokens);
-    whole.decode_steps = decode_tokens;
-    run_steps = decode_tokens;
-  }
-  result.ttft = whole.ttft;
-  result.tpot = whole.tpot;
-  result.total = run::ExtrapolatedRunSeconds(whole, run_steps);
-  const run::Throughput throughput = run::ComputeThroughput(
-      whole, experiment.workload.batch_size, experiment.workload.sequence_length, result.total);
-  result.throughput = throughput;
-  result.prefill_tokens_per_s = throughput.prefill_tokens_per_s;
-  result.decode_tokens_per_s = throughput.decode_tokens_per_s;
-  result.tps = throughput.tps;
+  SetRunFigures(experiment, decode_tokens, whole, &result);
   // Asked again before the trace is kept: Ctrl-C during the last phase or while the
   // trace was written leaves nothing either.
   if (options.cancelled && options.cancelled()) {

@@ -139,6 +139,30 @@ char* IntArray(char* p, const std::vector<T>& v) {
   return p;
 }
 
+// A served request's args: ,"request":{…} (`r.id` ≥ 0).
+char* RequestJson(char* p, const RequestArgs& r) {
+  p = Lit(p, ",\"request\":{\"id\":");
+  p = Int(p, r.id);
+  p = Lit(p, ",\"prompt_tokens\":");
+  p = Int(p, r.prompt_tokens);
+  p = Lit(p, ",\"output_tokens\":");
+  p = Int(p, r.output_tokens);
+  for (const auto& [key, ns] : {std::pair{std::string_view(",\"scheduled_us\":"), r.scheduled_ns},
+                                {",\"first_token_us\":", r.first_token_ns},
+                                {",\"kv_arrival_us\":", r.kv_arrival_ns},
+                                {",\"last_token_us\":", r.last_token_ns}}) {
+    if (ns < 0) continue;
+    p = Put(p, key);
+    p = Micros(p, ns);
+  }
+  p = Lit(p, ",\"preemptions\":");
+  p = Int(p, r.preemptions);
+  if (r.warmup) p = Lit(p, ",\"warmup\":true");
+  if (r.decode_only) p = Lit(p, ",\"decode_only\":true");
+  *p++ = '}';
+  return p;
+}
+
 }  // namespace
 
 void AppendJsonString(std::string_view s, std::string* out) {
@@ -355,28 +379,7 @@ void TraceWriter::AddOp(const OpEvent& op) {
     p = Lit(p, ",\"expert_tokens\":");
     p = IntArray(p, op.expert_tokens);
   }
-  if (op.request.id >= 0) {
-    const RequestArgs& r = op.request;
-    p = Lit(p, ",\"request\":{\"id\":");
-    p = Int(p, r.id);
-    p = Lit(p, ",\"prompt_tokens\":");
-    p = Int(p, r.prompt_tokens);
-    p = Lit(p, ",\"output_tokens\":");
-    p = Int(p, r.output_tokens);
-    for (const auto& [key, ns] : {std::pair{std::string_view(",\"scheduled_us\":"), r.scheduled_ns},
-                                  {",\"first_token_us\":", r.first_token_ns},
-                                  {",\"kv_arrival_us\":", r.kv_arrival_ns},
-                                  {",\"last_token_us\":", r.last_token_ns}}) {
-      if (ns < 0) continue;
-      p = Put(p, key);
-      p = Micros(p, ns);
-    }
-    p = Lit(p, ",\"preemptions\":");
-    p = Int(p, r.preemptions);
-    if (r.warmup) p = Lit(p, ",\"warmup\":true");
-    if (r.decode_only) p = Lit(p, ",\"decode_only\":true");
-    *p++ = '}';
-  }
+  if (op.request.id >= 0) p = RequestJson(p, op.request);
   if (p == open) {
     *p++ = '{';
   } else {
