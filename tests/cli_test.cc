@@ -935,6 +935,10 @@ TEST(CliTest, TrtllmProfileMaxThroughputRunDoesNotPreempt) {
   ASSERT_EQ(vllm.exit_code, 0) << vllm.err;
   EXPECT_EQ(vllm.out.find(", 0 preemptions"), std::string::npos) << vllm.out;
   EXPECT_NE(vllm.out.find(" preemptions"), std::string::npos) << vllm.out;
+  // The profile's sourced serving-path term is stated; TensorRT-LLM's are all 0.
+  EXPECT_NE(vllm.out.find("  serving path: 4000 µs per scheduler call\n"), std::string::npos)
+      << vllm.out;
+  EXPECT_EQ(trt.out.find("serving path:"), std::string::npos) << trt.out;
 }
 
 }  // namespace

@@ -147,12 +147,29 @@ SchedulerSpec EngineSchedulerDefaults(const EngineSpec& engine, const EngineInpu
   return s;
 }
 
-ServingPathSpec EngineServingPath(const EngineSpec&) {
-  // No engine publishes component measurements of its API server, tokeniser,
-  // scheduler or detokeniser per request, token or iteration at these
-  // versions that we could source (docs/configuration.md, "Engine profiles"):
-  // every term stays 0 until measured (`engine:`'s *_us keys set them).
-  return ServingPathSpec{};
+// Serving-path terms from component measurements only (bench/serving/SOURCES.md,
+// "Serving-path terms"); a term no measurement covers stays 0.
+ServingPathSpec EngineServingPath(const EngineSpec& engine) {
+  ServingPathSpec p;
+  if (engine.name == "vllm") {
+    // vLLM RFC #6854 (https://github.com/vllm-project/vllm/issues/6854, the
+    // multi-step design that shipped in 0.6.0): its Nsight profiles show a
+    // ~4 ms GPU bubble per scheduler call, both single-step and multi-step-8
+    // (there once per 8 steps): scheduling, input preparation, the sampled
+    // tokens' transfer and their pythonisation (its PR #7000 benchmarks
+    // Llama-3-8B at TP1). For single-step 0.6 an upper bound (its async output
+    // processor overlaps the output part). Per request and per worker: not
+    // measured, 0.
+    p.iteration = 4e-3;
+  }
+  // SGLang 0.4: its overlap scheduler leaves no GPU idle time between five
+  // consecutive decode batches in the v0.4 announcement's Nsight profile
+  // (https://lmsys.org/blog/2024-12-04-sglang-v0-4/#zero-overhead-batch-scheduler):
+  // a measured 0 per iteration. TensorRT-LLM 0.17: no component measurement of
+  // its C++ executor's host time found, 0 (1.0's PyTorch backend overlaps it by
+  // design: docs "Overlap Scheduler"). Detokenising per token and the API
+  // server per request: no measurement found for any engine, 0.
+  return p;
 }
 
 }  // namespace shardscope

@@ -241,7 +241,11 @@ TEST(ServingTest, EngineProfilesSetTheSchedulerDefaults) {
   EXPECT_EQ(v.scheduler.admission, Admission::kRecompute);
   EXPECT_EQ(v.scheduler.cuda_graph_batch_sizes.size(), 35u);  // 1, 2, 4, 8, 16, …, 256
   EXPECT_EQ(v.scheduler.cuda_graph_batch_sizes.back(), 256);
-  EXPECT_FALSE(v.path.any());
+  // Serving path: only the per-call host gap measured in vLLM's multi-step RFC.
+  EXPECT_DOUBLE_EQ(v.path.iteration, 4e-3);
+  EXPECT_EQ(
+      v.path.request + v.path.token + v.path.iteration_per_request + v.path.iteration_per_worker,
+      0);
   // Multi-step without chunking: the budget is max(max_model_len, 2048).
   auto steps = Load(std::string(kWorkload) +
                     "    engine: vllm\n    scheduler: {num_scheduler_steps: 10, chunked_prefill: "
@@ -283,6 +287,12 @@ TEST(ServingTest, EngineProfilesSetTheSchedulerDefaults) {
   EXPECT_EQ(g.max_num_batched_tokens, 8192);  // an H100: over 25 GB
   EXPECT_EQ(g.max_model_len, 131072);
   EXPECT_EQ(g.cuda_graph_batch_sizes.back(), 160);
+  // SGLang's overlap scheduler: no measured host gap; nothing else sourced.
+  EXPECT_FALSE((*sgl)[0].serving->path.any());
+  // An `engine:` key overrides the profile's term, 0 included.
+  auto off = Load(std::string(kWorkload) + "    engine: {name: vllm, iteration_overhead_us: 0}\n");
+  ASSERT_TRUE(off.ok()) << off.status().message();
+  EXPECT_FALSE((*off)[0].serving->path.any());
 }
 
 // Without `engine:` nor the new keys a served experiment's JSON is as before.

@@ -14,6 +14,19 @@ std::string Dist(const analysis::Summary& s) {
                      FormatSeconds(s.p90), FormatSeconds(s.p99));
 }
 
+// The engine's non-zero serving-path terms, e.g. "4000 µs per scheduler call".
+std::string ServingPathText(const ServingPathSpec& p) {
+  std::vector<std::string> parts;
+  for (auto [seconds, what] :
+       {std::pair{p.request, "per request"}, std::pair{p.token, "per token"},
+        std::pair{p.iteration, "per scheduler call"},
+        std::pair{p.iteration_per_request, "per call and batched request"},
+        std::pair{p.iteration_per_worker, "per call and worker beyond the first"}}) {
+    if (seconds > 0) parts.push_back(fmt::format("{:g} µs {}", seconds * 1e6, what));
+  }
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
 }  // namespace
 
 std::string ServingReportText(const std::vector<ServingReport>& reports) {
@@ -50,6 +63,7 @@ std::string ServingReportText(const std::vector<ServingReport>& reports) {
           c.cuda_graph_batch_sizes.empty()
               ? std::string("no CUDA graphs")
               : fmt::format("CUDA graphs up to batch {}", c.cuda_graph_batch_sizes.back()));
+      if (s.path.any()) out += fmt::format("  serving path: {}\n", ServingPathText(s.path));
     }
     out += fmt::format(
         "  requests {} measured, {} warm-up, {} rejected (never fit the KV cache), "

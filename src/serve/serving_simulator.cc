@@ -199,403 +199,494 @@ Status WriteTrace(const Experiment& e, const Placement& placement, const Serving
   return recorder->Close();
 }
 
+// One served run: the replicas' schedulers, the requests and the event loop
+// that moves them (arrivals, iteration ends, KV caches arriving).
+class ServingRun {
+ public:
+  ServingRun(const Experiment& e, const ServeOptions& options, Placement placement)
+      : e_(e), spec_(*e.serving), options_(options), placement_(std::move(placement)) {}
+
+  StatusOr<ServingResult> Run();
+
+ private:
+  Status BuildColocated();
+  Status BuildDisaggregated();
+  Status MakeCost(const Experiment& x);
+  void AddReplica(int64_t blocks, IterationCost* cost, bool prefill_only, int64_t pp,
+                  int64_t workers);
+  void DrawRequests();
+  void Issue(double at);
+  void Advance(double t);
+  // The replica of [begin, end) a request goes to.
+  size_t Route(size_t begin, size_t end);
+  Status StartIdleReplicas();
+  Status StartIteration(size_t index);
+  StatusOr<Iteration> Schedule(size_t index);
+  StatusOr<double> KernelSeconds(Replica& rep, const Iteration& it);
+  void Account(size_t index, const Iteration& it, double start, double end, double stage,
+               double seconds);
+  Status EndIteration(size_t index);
+  void ArriveKvCaches();
+  void Arrive();
+
+  const Experiment& e_;
+  const ServingSpec& spec_;
+  const ServeOptions& options_;
+  Placement placement_;
+  ServingResult result_;
+  // Iteration costs: one plan for every replica, or the prefill and the decode instances'.
+  std::vector<std::unique_ptr<IterationCost>> costs_;
+  std::vector<Replica> replicas_;    // every scheduler: a replica's virtual engines in a row
+  std::vector<Pipeline> pipelines_;  // per replica or instance
+  size_t entry_replicas_ = 0;        // arrivals go to replicas [0, entry_replicas_)
+  double kv_bytes_per_token_ = 0;
+  std::optional<KvTransfers> kv_network_;  // disaggregated: caches in flight
+  double request_overhead_ = 0;
+  std::vector<ServedRequest> requests_;
+  bool closed_ = false;
+  std::deque<size_t> pending_;  // requests waiting to arrive, in arrival order
+  size_t issued_ = 0;
+  Occupancy occ_;
+  std::vector<double> itl_;
+  std::vector<IterationRecord> records_;
+  double now_ = 0, first_arrival_ = kNever, last_finish_ = 0;
+  int64_t in_system_ = 0, kv_used_ = 0, finished_count_ = 0, next_round_robin_ = 0;
+  int64_t next_progress_ = 1;
+  std::vector<ServedRequest*> finished_;
+  std::vector<int64_t> arrived_;  // KV caches arriving at one instant
+  std::vector<bool> dirty_;       // replicas with news since they last scheduled
+};
+
+Status ServingRun::MakeCost(const Experiment& x) {
+  ASSIGN_OR_RETURN(std::unique_ptr<IterationCost> c,
+                   IterationCost::Create(x, options_.sim.calibration_file, options_.sim.allreduce,
+                                         spec_.scheduler.grid_points_per_octave));
+  costs_.push_back(std::move(c));
+  return Status::Ok();
+}
+
+// A replica (or instance) of `pp` stages runs pp virtual engines, as vLLM
+// does: each schedules its own requests over 1/pp of the KV blocks, and their
+// iterations follow each other through the stages.
+void ServingRun::AddReplica(int64_t blocks, IterationCost* cost, bool prefill_only, int64_t pp,
+                            int64_t workers) {
+  const size_t group = pipelines_.size();
+  pipelines_.push_back(Pipeline{pp});
+  for (int64_t v = 0; v < pp; ++v) {
+    replicas_.emplace_back(spec_.scheduler, blocks / pp, cost, prefill_only, group,
+                           static_cast<int32_t>(v), workers);
+    if (e_.speculative.enabled() && !prefill_only) {
+      replicas_.back().scheduler.SetSpeculative(e_.speculative.TokensPerStep(),
+                                                e_.speculative.draft_tokens + 1);
+    }
+  }
+}
+
+Status ServingRun::BuildColocated() {
+  ASSIGN_OR_RETURN(result_.kv, PlanKvBudget(e_));
+  RETURN_IF_ERROR(MakeCost(e_));
+  result_.replicas = e_.parallel.dp;
+  result_.devices = e_.parallel.world_size();
+  for (int64_t r = 0; r < result_.replicas; ++r) {
+    AddReplica(result_.kv.blocks, costs_[0].get(), false, e_.parallel.pp,
+               e_.parallel.tp * e_.parallel.sp * e_.parallel.ep);
+  }
+  entry_replicas_ = replicas_.size();
+  return Status::Ok();
+}
+
+Status ServingRun::BuildDisaggregated() {
+  const DisaggregationSpec& d = *spec_.disaggregation;
+  const Experiment pe = InstanceExperiment(e_, d.prefill, "prefill");
+  const Experiment de = InstanceExperiment(e_, d.decode, "decode");
+  result_.devices =
+      d.prefill.instances * d.prefill.world_size() + d.decode.instances * d.decode.world_size();
+  if (result_.devices > e_.cluster.num_devices()) {
+    return InvalidArgument(
+        "experiment '{}': field 'disaggregation': {} prefill × {} + {} decode × {} devices "
+        "exceed the {} devices of cluster '{}'",
+        e_.name, d.prefill.instances, d.prefill.world_size(), d.decode.instances,
+        d.decode.world_size(), e_.cluster.num_devices(), e_.cluster.name);
+  }
+  auto prefill_kv = PlanKvBudget(pe);
+  if (!prefill_kv.ok()) return prefill_kv.status().WithPrefix("prefill instance");
+  auto decode_kv = PlanKvBudget(de);
+  if (!decode_kv.ok()) return decode_kv.status().WithPrefix("decode instance");
+  result_.prefill_kv = *prefill_kv;
+  result_.kv = *decode_kv;
+  RETURN_IF_ERROR(MakeCost(pe));
+  RETURN_IF_ERROR(MakeCost(de));
+  result_.replicas = d.prefill.instances + d.decode.instances;
+  for (int64_t r = 0; r < d.prefill.instances; ++r) {
+    AddReplica(result_.prefill_kv.blocks, costs_[0].get(), true, d.prefill.pp,
+               d.prefill.tp * d.prefill.sp * d.prefill.ep);
+  }
+  entry_replicas_ = replicas_.size();
+  for (int64_t r = 0; r < d.decode.instances; ++r) {
+    AddReplica(result_.kv.blocks, costs_[1].get(), false, d.decode.pp,
+               d.decode.tp * d.decode.sp * d.decode.ep);
+  }
+  // The whole KV cache of a request crosses the scale-out network: a flow
+  // through its prefill instance's NICs and its decode instance's.
+  kv_bytes_per_token_ = ModelKvBytesPerToken(e_);
+  const double nic =
+      e_.cluster.scale_out.nic_bandwidth_per_device * costs_[0]->calibration().network_efficiency;
+  if (!(nic > 0)) {
+    return InvalidArgument(
+        "experiment '{}': field 'disaggregation': cluster '{}' has no scale-out network "
+        "(nic_gbit_s) to carry the KV caches from prefill to decode instances",
+        e_.name, e_.cluster.name);
+  }
+  std::vector<double> nic_bandwidth;  // per instance
+  for (int64_t i = 0; i < result_.replicas; ++i) {
+    const bool prefill = i < d.prefill.instances;
+    nic_bandwidth.push_back(
+        nic * static_cast<double>(prefill ? d.prefill.world_size() : d.decode.world_size()));
+  }
+  kv_network_.emplace(std::move(nic_bandwidth), e_.cluster.scale_out.latency);
+  return Status::Ok();
+}
+
+void ServingRun::DrawRequests() {
+  const std::vector<RequestSpec> drawn = MakeRequests(spec_, e_.workload.seed);
+  requests_.resize(drawn.size());
+  for (size_t i = 0; i < drawn.size(); ++i) {
+    ServedRequest& r = requests_[i];
+    r.id = static_cast<int64_t>(i);
+    r.arrival = drawn[i].arrival;
+    r.prompt = drawn[i].prompt_tokens;
+    r.output = drawn[i].output_tokens;
+    r.measured = r.id >= spec_.warmup_requests;
+    r.decode_only = spec_.decode_only;
+    r.cached =
+        CachedPrefixTokens(r.prompt, spec_.prefix_cache_hit_rate, spec_.scheduler.block_size);
+  }
+  closed_ = spec_.arrivals.process == ArrivalProcess::kClosedLoop;
+  if (closed_) {
+    for (int64_t i = 0; i < spec_.arrivals.concurrency; ++i) Issue(0);
+  } else {
+    while (issued_ < requests_.size()) Issue(requests_[issued_].arrival);
+  }
+}
+
+void ServingRun::Issue(double at) {
+  if (issued_ >= requests_.size()) return;
+  // Arrivals stay in order: a closed loop's refill after a response overhead
+  // (calibration) can be issued before a rejected request's, at `now`.
+  if (closed_ && !pending_.empty()) at = std::max(at, requests_[pending_.back()].arrival);
+  if (closed_ && spec_.duration > 0 && at > spec_.duration) return;
+  requests_[issued_].arrival = at;
+  pending_.push_back(issued_++);
+}
+
+void ServingRun::Advance(double t) {
+  occ_.in_system += static_cast<double>(in_system_) * (t - now_);
+  occ_.kv_blocks += static_cast<double>(kv_used_) * (t - now_);
+  now_ = t;
+}
+
+size_t ServingRun::Route(size_t begin, size_t end) {
+  size_t target = begin;
+  if (spec_.scheduler.router == RouterPolicy::kRoundRobin) {
+    target = begin + static_cast<size_t>(next_round_robin_++ % static_cast<int64_t>(end - begin));
+  } else {
+    for (size_t i = begin + 1; i < end; ++i) {
+      if (replicas_[i].scheduler.outstanding() < replicas_[target].scheduler.outstanding()) {
+        target = i;
+      }
+    }
+  }
+  return target;
+}
+
+// The scheduler's next iteration (rescheduled while it only preempted).
+StatusOr<Iteration> ServingRun::Schedule(size_t index) {
+  Replica& rep = replicas_[index];
+  Iteration it;
+  const int64_t blocks_before = rep.scheduler.used_blocks();
+  int64_t preempted = 0;
+  for (int attempt = 0; it.empty() && rep.scheduler.HasWork(); ++attempt) {
+    it = rep.scheduler.Schedule();
+    preempted += it.preempted;
+    if (it.empty() && (it.preempted == 0 || attempt > 2)) {
+      return InternalError(
+          "experiment '{}': replica {} has {} waiting and {} running requests "
+          "but scheduled nothing",
+          e_.name, index, rep.scheduler.waiting(), rep.scheduler.running());
+    }
+  }
+  kv_used_ += rep.scheduler.used_blocks() - blocks_before;
+  it.preempted = preempted;
+  return it;
+}
+
+// The iteration's kernels on the engine; a multi-step one's step ends (from
+// its start) go to rep.step_ends.
+StatusOr<double> ServingRun::KernelSeconds(Replica& rep, const Iteration& it) {
+  const sim::OverheadTerms& terms = rep.cost->terms();
+  const int64_t decodes = static_cast<int64_t>(it.decode.size());
+  const int64_t context = decodes > 0 ? std::llround(it.decode_context_mean()) : 0;
+  double seconds = 0;
+  rep.step_ends.clear();
+  if (it.prefill.empty()) {
+    // it.steps steps (multi-step), each over one more cached token; a batch
+    // within the CUDA-graph capture sizes is padded to the next and replayed.
+    const int64_t padded = CudaGraphBatch(spec_.scheduler.cuda_graph_batch_sizes, decodes);
+    const bool replay = terms.cuda_graphs || padded > 0;
+    for (int64_t k = 0; k < it.steps; ++k) {
+      ASSIGN_OR_RETURN(const double step,
+                       rep.cost->Decode(padded > 0 ? padded : decodes, context + k, replay));
+      seconds += step;
+      rep.step_ends.push_back(seconds);
+    }
+    return seconds;
+  }
+  // Prefill chunks, and the decodes mixed in with them, in one fused pass.
+  const int64_t n = static_cast<int64_t>(it.prefill.size());
+  if (decodes > 0) {
+    ASSIGN_OR_RETURN(seconds, rep.cost->Mixed(n, it.prefill_tokens(), decodes, context));
+  } else {
+    ASSIGN_OR_RETURN(seconds, rep.cost->Prefill(n, (it.prefill_tokens() + n - 1) / n));
+  }
+  for (const auto& [r, chunk] : it.prefill) {
+    ASSIGN_OR_RETURN(const double extra, rep.cost->PriorContextExtra(r->computed, chunk));
+    seconds += extra;
+  }
+  return seconds;
+}
+
+Status ServingRun::StartIteration(size_t index) {
+  ASSIGN_OR_RETURN(Iteration it, Schedule(index));
+  if (it.empty()) return Status::Ok();
+  Replica& rep = replicas_[index];
+  ASSIGN_OR_RETURN(double seconds, KernelSeconds(rep, it));
+  // Calibrated overheads (0 by default): host scheduling, a CUDA-graph replay
+  // for decode-only iterations (whose kernels then pay no launch), cold start;
+  // and the engine's serving path.
+  const sim::OverheadTerms& terms = rep.cost->terms();
+  const bool decode_only = it.prefill.empty();
+  const int64_t decodes = static_cast<int64_t>(it.decode.size());
+  const int64_t batch_requests = static_cast<int64_t>(it.prefill.size()) + decodes;
+  int64_t produced = decodes * it.steps;
+  for (const auto& [r, chunk] : it.prefill) produced += r->computed + chunk >= r->target ? 1 : 0;
+  const double kernels = seconds;
+  seconds += terms.IterationSeconds(decode_only);
+  seconds += spec_.path.IterationSeconds(batch_requests, produced, rep.workers);
+  Pipeline& pipe = pipelines_[rep.group];
+  if (pipe.iterations++ == 0) seconds += terms.cold_start;
+  const double host = seconds - kernels;
+  // Through the stages (one, unless pp > 1): the first once the previous
+  // iteration has left it, the last once the previous one has left it.
+  const double stage = seconds / static_cast<double>(pipe.stages);
+  const double start = std::max(now_, pipe.first_stage_free);
+  const double end = std::max(start + seconds, pipe.last_end + stage);
+  pipe.first_stage_free = start + stage;
+  pipe.last_end = end;
+  // Multi-step: step k ends its kernels' time after the host part, shifted as the whole.
+  for (double& t : rep.step_ends) t = end - seconds + host + t;
+  for (auto& [r, chunk] : it.prefill) {
+    if (r->first_scheduled < 0) r->first_scheduled = start;
+  }
+  for (ServedRequest* r : it.decode) {  // decode-only requests start here
+    if (r->first_scheduled < 0) r->first_scheduled = start;
+  }
+  Account(index, it, start, end, stage, seconds);
+  rep.iteration = std::move(it);
+  rep.busy = true;
+  rep.end = end;
+  return Status::Ok();
+}
+
+// Occupancy, the trace's record and the kept iteration rows of one iteration.
+void ServingRun::Account(size_t index, const Iteration& it, double start, double end, double stage,
+                         double seconds) {
+  const Replica& rep = replicas_[index];
+  const int64_t batch = static_cast<int64_t>(it.prefill.size() + it.decode.size());
+  occ_.busy += stage;  // the replica's first stage
+  occ_.batch += static_cast<double>(batch) * stage;
+  occ_.max_batch = std::max(occ_.max_batch, batch);
+  occ_.max_kv_occupancy =
+      std::max(occ_.max_kv_occupancy, static_cast<double>(rep.scheduler.used_blocks()) /
+                                          static_cast<double>(rep.scheduler.total_blocks()));
+  ++occ_.iterations;
+  if (options_.sim.write_trace) {
+    records_.push_back({static_cast<int32_t>(index), start, end,
+                        static_cast<int32_t>(it.prefill.size()),
+                        static_cast<int32_t>(it.decode.size()), it.prefill_tokens(),
+                        rep.scheduler.waiting(), rep.scheduler.used_blocks(), it.preempted});
+  }
+  if (options_.keep_requests) {
+    result_.iteration_seconds.push_back(seconds);
+    result_.iteration_prefill_tokens.push_back(it.prefill_tokens());
+  }
+}
+
+// Idle replicas with news schedule, once everything at this instant is handled.
+Status ServingRun::StartIdleReplicas() {
+  for (size_t i = 0; i < replicas_.size(); ++i) {
+    if (dirty_[i] && !replicas_[i].busy && replicas_[i].scheduler.HasWork()) {
+      RETURN_IF_ERROR(StartIteration(i));
+    }
+    dirty_[i] = false;
+  }
+  return Status::Ok();
+}
+
+// Replica `index`'s iteration ends now: tokens, finished requests, and a
+// prefill instance's requests sent on to decode instances.
+Status ServingRun::EndIteration(size_t index) {
+  // Asked once per iteration: a long served run stops promptly on Ctrl-C.
+  if (options_.sim.cancelled && options_.sim.cancelled()) {
+    return Cancelled("interrupted; the serving simulation stopped and left no trace");
+  }
+  Replica& rep = replicas_[index];
+  const int64_t blocks_before = rep.scheduler.used_blocks();
+  finished_.clear();
+  if (rep.step_ends.size() > 1) {
+    rep.scheduler.Complete(rep.iteration, rep.step_ends, &itl_, &finished_);
+  } else {
+    rep.scheduler.Complete(rep.iteration, now_, &itl_, &finished_);
+  }
+  kv_used_ += rep.scheduler.used_blocks() - blocks_before;
+  rep.busy = false;
+  for (ServedRequest* r : finished_) {
+    if (!r->done()) {
+      // Prefilled on a prefill instance: its KV cache goes to a decode instance.
+      const size_t to = Route(entry_replicas_, replicas_.size());
+      const double bytes = static_cast<double>(r->computed) * kv_bytes_per_token_;
+      kv_network_->Start(now_, rep.group, replicas_[to].group, bytes, r->id);
+      r->replica = static_cast<int64_t>(replicas_[to].group);
+      r->engine = static_cast<int64_t>(to);
+      ++result_.kv_transfers;
+      result_.kv_transfer_bytes += bytes;
+      continue;
+    }
+    --in_system_;
+    ++finished_count_;
+    r->finish += rep.cost->terms().response_overhead;  // detokenise, respond
+    last_finish_ = std::max(last_finish_, r->finish);
+    if (closed_) Issue(r->finish);
+  }
+  if (options_.sim.progress &&
+      finished_count_ * 10 >= next_progress_ * static_cast<int64_t>(requests_.size())) {
+    options_.sim.progress(fmt::format("served {}/{} requests", finished_count_, requests_.size()));
+    ++next_progress_;
+  }
+  dirty_[index] = true;
+  return Status::Ok();
+}
+
+// A KV flow completes, or caches arrive at their decode instances.
+void ServingRun::ArriveKvCaches() {
+  arrived_.clear();
+  kv_network_->AdvanceTo(now_, &arrived_);
+  for (int64_t id : arrived_) {
+    ServedRequest& r = requests_[static_cast<size_t>(id)];
+    r.kv_arrival = now_;
+    replicas_[r.engine].scheduler.AddWithCache(&r);
+    dirty_[r.engine] = true;
+  }
+}
+
+// The next pending request arrives now and is routed (or rejected).
+void ServingRun::Arrive() {
+  ServedRequest& r = requests_[pending_.front()];
+  first_arrival_ = std::min(first_arrival_, r.arrival);
+  pending_.pop_front();
+  const size_t target = Route(0, entry_replicas_);
+  r.replica = static_cast<int64_t>(replicas_[target].group);
+  r.engine = static_cast<int64_t>(target);
+  // A decode-only request also caches the token it feeds first: context + output.
+  const int64_t context = r.decode_only ? r.prompt + 1 : r.prompt;
+  const bool fits = entry_replicas_ == replicas_.size()
+                        ? replicas_[target].scheduler.CanEverFit(context, r.output)
+                        : replicas_[target].scheduler.CanEverFit(r.prompt, 1) &&
+                              replicas_[entry_replicas_].scheduler.CanEverFit(r.prompt, r.output);
+  if (!fits) {
+    r.rejected = true;
+    if (closed_) Issue(now_);
+    return;
+  }
+  ++in_system_;
+  if (r.decode_only) {
+    // Its context is in its KV cache already: admitted with those blocks, it decodes.
+    r.computed = r.prompt;
+    replicas_[target].scheduler.AddWithCache(&r);
+  } else {
+    // Prefix-cache hits are computed already but hold their blocks from admission on.
+    r.computed = r.cached;
+    replicas_[target].scheduler.Add(&r);
+  }
+  dirty_[target] = true;
+}
+
+StatusOr<ServingResult> ServingRun::Run() {
+  RETURN_IF_ERROR(spec_.disaggregation ? BuildDisaggregated() : BuildColocated());
+  result_.calibration_source = costs_[0]->calibration_source();
+  // The calibration's and the engine's serving path (spec.path, 0 without `engine:`).
+  request_overhead_ = costs_[0]->terms().request_overhead + spec_.path.request;
+  result_.terms = sim::ActiveTerms(e_, costs_[0]->calibration());
+  DrawRequests();
+  occ_.replicas = result_.replicas;
+  for (const Replica& rep : replicas_) occ_.kv_blocks_total += rep.scheduler.total_blocks();
+  // Everything that happens at one instant (arrivals, iteration ends) is
+  // handled before idle replicas schedule, so requests arriving together
+  // (a closed loop's refills) can share an iteration.
+  dirty_.assign(replicas_.size(), false);
+  while (true) {
+    // A request reaches the scheduler request_overhead after it arrives.
+    const double next_arrival =
+        pending_.empty() ? kNever : requests_[pending_.front()].arrival + request_overhead_;
+    const double next_transfer = kv_network_ ? kv_network_->Next() : kNever;
+    bool more_now = next_arrival <= now_ || next_transfer <= now_;
+    for (const Replica& rep : replicas_) more_now = more_now || (rep.busy && rep.end <= now_);
+    if (!more_now) RETURN_IF_ERROR(StartIdleReplicas());
+    size_t next_rep = replicas_.size();
+    for (size_t i = 0; i < replicas_.size(); ++i) {
+      if (replicas_[i].busy &&
+          (next_rep == replicas_.size() || replicas_[i].end < replicas_[next_rep].end)) {
+        next_rep = i;
+      }
+    }
+    const double next_end = next_rep < replicas_.size() ? replicas_[next_rep].end : kNever;
+    if (next_arrival == kNever && next_end == kNever && next_transfer == kNever) break;
+    if (next_end <= next_arrival && next_end <= next_transfer) {
+      // An iteration ends (before an arrival at the same instant).
+      Advance(next_end);
+      RETURN_IF_ERROR(EndIteration(next_rep));
+    } else if (next_transfer <= next_arrival) {
+      Advance(next_transfer);
+      ArriveKvCaches();
+    } else {
+      Advance(next_arrival);
+      Arrive();
+    }
+  }
+  occ_.span = first_arrival_ == kNever ? 0 : last_finish_ - first_arrival_;
+  result_.end = last_finish_;
+  for (const auto& c : costs_) {
+    result_.programs_simulated += c->programs_simulated();
+    result_.ops_simulated += c->ops_simulated();
+  }
+  result_.metrics =
+      ComputeServingMetrics(requests_, std::move(itl_), occ_, spec_.slo, result_.devices);
+  if (options_.sim.write_trace) {
+    std::vector<std::pair<int64_t, int32_t>> engines;  // (replica, virtual engine) per scheduler
+    for (const Replica& rep : replicas_) engines.emplace_back(rep.group, rep.engine);
+    RETURN_IF_ERROR(WriteTrace(e_, placement_, result_, engines, requests_, records_, options_,
+                               &result_.trace_path, &result_.metadata_path));
+  }
+  if (options_.keep_requests) result_.requests = std::move(requests_);
+  return std::move(result_);
+}
+
 }  // namespace
 
 StatusOr<ServingResult> SimulateServing(const Experiment& e, const ServeOptions& options) {
   if (!e.serving) return InvalidArgument("experiment '{}' has no served workload", e.name);
-  const ServingSpec& spec = *e.serving;
   ASSIGN_OR_RETURN(Placement placement, Placement::Create(e));
-  ServingResult result;
-  // Iteration costs and KV budgets: one plan for every replica, or the prefill
-  // and the decode instances' plans.
-  std::vector<std::unique_ptr<IterationCost>> costs;
-  auto make_cost = [&](const Experiment& x) -> Status {
-    ASSIGN_OR_RETURN(std::unique_ptr<IterationCost> c,
-                     IterationCost::Create(x, options.sim.calibration_file, options.sim.allreduce,
-                                           spec.scheduler.grid_points_per_octave));
-    costs.push_back(std::move(c));
-    return Status::Ok();
-  };
-  std::vector<Replica> replicas;    // every scheduler: a replica's virtual engines in a row
-  std::vector<Pipeline> pipelines;  // per replica or instance
-  size_t entry_replicas = 0;        // arrivals go to replicas [0, entry_replicas)
-  // A replica (or instance) of `pp` stages runs pp virtual engines, as vLLM
-  // does: each schedules its own requests over 1/pp of the KV blocks, and their
-  // iterations follow each other through the stages.
-  auto add_replica = [&](int64_t blocks, IterationCost* cost, bool prefill_only, int64_t pp,
-                         int64_t workers) {
-    const size_t group = pipelines.size();
-    pipelines.push_back(Pipeline{pp});
-    for (int64_t v = 0; v < pp; ++v) {
-      replicas.emplace_back(spec.scheduler, blocks / pp, cost, prefill_only, group,
-                            static_cast<int32_t>(v), workers);
-      if (e.speculative.enabled() && !prefill_only) {
-        replicas.back().scheduler.SetSpeculative(e.speculative.TokensPerStep(),
-                                                 e.speculative.draft_tokens + 1);
-      }
-    }
-  };
-  double kv_bytes_per_token = 0;
-  std::optional<KvTransfers> kv_network;  // disaggregated: caches in flight
-  if (!spec.disaggregation) {
-    ASSIGN_OR_RETURN(result.kv, PlanKvBudget(e));
-    RETURN_IF_ERROR(make_cost(e));
-    result.replicas = e.parallel.dp;
-    result.devices = e.parallel.world_size();
-    for (int64_t r = 0; r < result.replicas; ++r) {
-      add_replica(result.kv.blocks, costs[0].get(), false, e.parallel.pp,
-                  e.parallel.tp * e.parallel.sp * e.parallel.ep);
-    }
-    entry_replicas = replicas.size();
-  } else {
-    const DisaggregationSpec& d = *spec.disaggregation;
-    const Experiment pe = InstanceExperiment(e, d.prefill, "prefill");
-    const Experiment de = InstanceExperiment(e, d.decode, "decode");
-    result.devices =
-        d.prefill.instances * d.prefill.world_size() + d.decode.instances * d.decode.world_size();
-    if (result.devices > e.cluster.num_devices()) {
-      return InvalidArgument(
-          "experiment '{}': field 'disaggregation': {} prefill × {} + {} decode × {} devices "
-          "exceed the {} devices of cluster '{}'",
-          e.name, d.prefill.instances, d.prefill.world_size(), d.decode.instances,
-          d.decode.world_size(), e.cluster.num_devices(), e.cluster.name);
-    }
-    auto prefill_kv = PlanKvBudget(pe);
-    if (!prefill_kv.ok()) return prefill_kv.status().WithPrefix("prefill instance");
-    auto decode_kv = PlanKvBudget(de);
-    if (!decode_kv.ok()) return decode_kv.status().WithPrefix("decode instance");
-    result.prefill_kv = *prefill_kv;
-    result.kv = *decode_kv;
-    RETURN_IF_ERROR(make_cost(pe));
-    RETURN_IF_ERROR(make_cost(de));
-    result.replicas = d.prefill.instances + d.decode.instances;
-    for (int64_t r = 0; r < d.prefill.instances; ++r) {
-      add_replica(result.prefill_kv.blocks, costs[0].get(), true, d.prefill.pp,
-                  d.prefill.tp * d.prefill.sp * d.prefill.ep);
-    }
-    entry_replicas = replicas.size();
-    for (int64_t r = 0; r < d.decode.instances; ++r) {
-      add_replica(result.kv.blocks, costs[1].get(), false, d.decode.pp,
-                  d.decode.tp * d.decode.sp * d.decode.ep);
-    }
-    // The whole KV cache of a request crosses the scale-out network: a flow
-    // through its prefill instance's NICs and its decode instance's.
-    kv_bytes_per_token = ModelKvBytesPerToken(e);
-    const double nic =
-        e.cluster.scale_out.nic_bandwidth_per_device * costs[0]->calibration().network_efficiency;
-    if (!(nic > 0)) {
-      return InvalidArgument(
-          "experiment '{}': field 'disaggregation': cluster '{}' has no scale-out network "
-          "(nic_gbit_s) to carry the KV caches from prefill to decode instances",
-          e.name, e.cluster.name);
-    }
-    std::vector<double> nic_bandwidth;  // per instance
-    for (int64_t i = 0; i < result.replicas; ++i) {
-      const bool prefill = i < d.prefill.instances;
-      nic_bandwidth.push_back(
-          nic * static_cast<double>(prefill ? d.prefill.world_size() : d.decode.world_size()));
-    }
-    kv_network.emplace(std::move(nic_bandwidth), e.cluster.scale_out.latency);
-  }
-  result.calibration_source = costs[0]->calibration_source();
-  // The calibration's and the engine's serving path (spec.path, 0 without `engine:`).
-  const double request_overhead = costs[0]->terms().request_overhead + spec.path.request;
-  result.terms = sim::ActiveTerms(e, costs[0]->calibration());
-
-  std::vector<ServedRequest> requests;
-  {
-    const std::vector<RequestSpec> drawn = MakeRequests(spec, e.workload.seed);
-    requests.resize(drawn.size());
-    for (size_t i = 0; i < drawn.size(); ++i) {
-      ServedRequest& r = requests[i];
-      r.id = static_cast<int64_t>(i);
-      r.arrival = drawn[i].arrival;
-      r.prompt = drawn[i].prompt_tokens;
-      r.output = drawn[i].output_tokens;
-      r.measured = r.id >= spec.warmup_requests;
-      r.decode_only = spec.decode_only;
-      r.cached =
-          CachedPrefixTokens(r.prompt, spec.prefix_cache_hit_rate, spec.scheduler.block_size);
-    }
-  }
-  const bool closed = spec.arrivals.process == ArrivalProcess::kClosedLoop;
-  // Requests waiting to arrive, in arrival order.
-  std::deque<size_t> pending;
-  size_t issued = 0;
-  auto issue = [&](double at) {
-    if (issued >= requests.size()) return;
-    // Arrivals stay in order: a closed loop's refill after a response overhead
-    // (calibration) can be issued before a rejected request's, at `now`.
-    if (closed && !pending.empty()) at = std::max(at, requests[pending.back()].arrival);
-    if (closed && spec.duration > 0 && at > spec.duration) return;
-    requests[issued].arrival = at;
-    pending.push_back(issued++);
-  };
-  if (closed) {
-    for (int64_t i = 0; i < spec.arrivals.concurrency; ++i) issue(0);
-  } else {
-    while (issued < requests.size()) issue(requests[issued].arrival);
-  }
-
-  Occupancy occ;
-  occ.replicas = result.replicas;
-  for (const Replica& rep : replicas) occ.kv_blocks_total += rep.scheduler.total_blocks();
-  std::vector<double> itl;
-  std::vector<IterationRecord> records;
-  const bool record = options.sim.write_trace;
-  double now = 0, first_arrival = kNever, last_finish = 0;
-  int64_t in_system = 0, kv_used = 0, finished_count = 0, next_round_robin = 0;
-  int64_t next_progress = 1;
-
-  auto advance = [&](double t) {
-    occ.in_system += static_cast<double>(in_system) * (t - now);
-    occ.kv_blocks += static_cast<double>(kv_used) * (t - now);
-    now = t;
-  };
-  auto start_iteration = [&](size_t index) -> Status {
-    Replica& rep = replicas[index];
-    Iteration it;
-    const int64_t blocks_before = rep.scheduler.used_blocks();
-    int64_t preempted = 0;
-    for (int attempt = 0; it.empty() && rep.scheduler.HasWork(); ++attempt) {
-      it = rep.scheduler.Schedule();
-      preempted += it.preempted;
-      if (it.empty() && (it.preempted == 0 || attempt > 2)) {
-        return InternalError(
-            "experiment '{}': replica {} has {} waiting and {} running requests "
-            "but scheduled nothing",
-            e.name, index, rep.scheduler.waiting(), rep.scheduler.running());
-      }
-    }
-    kv_used += rep.scheduler.used_blocks() - blocks_before;
-    it.preempted = preempted;
-    if (it.empty()) return Status::Ok();
-    // Calibrated overheads (0 by default): host scheduling, a CUDA-graph replay
-    // for decode-only iterations (whose kernels then pay no launch), cold start.
-    const sim::OverheadTerms& terms = rep.cost->terms();
-    const bool decode_only = it.prefill.empty();
-    const int64_t decodes = static_cast<int64_t>(it.decode.size());
-    const int64_t context = decodes > 0 ? std::llround(it.decode_context_mean()) : 0;
-    double seconds = 0;
-    rep.step_ends.clear();
-    if (decode_only) {
-      // it.steps steps (multi-step), each over one more cached token; a batch
-      // within the CUDA-graph capture sizes is padded to the next and replayed.
-      const int64_t padded = CudaGraphBatch(spec.scheduler.cuda_graph_batch_sizes, decodes);
-      const bool replay = terms.cuda_graphs || padded > 0;
-      for (int64_t k = 0; k < it.steps; ++k) {
-        ASSIGN_OR_RETURN(const double step,
-                         rep.cost->Decode(padded > 0 ? padded : decodes, context + k, replay));
-        seconds += step;
-        rep.step_ends.push_back(seconds);
-      }
-    } else {
-      // Prefill chunks, and the decodes mixed in with them, in one fused pass.
-      const int64_t n = static_cast<int64_t>(it.prefill.size());
-      if (decodes > 0) {
-        ASSIGN_OR_RETURN(seconds, rep.cost->Mixed(n, it.prefill_tokens(), decodes, context));
-      } else {
-        ASSIGN_OR_RETURN(seconds, rep.cost->Prefill(n, (it.prefill_tokens() + n - 1) / n));
-      }
-      for (const auto& [r, chunk] : it.prefill) {
-        ASSIGN_OR_RETURN(const double extra, rep.cost->PriorContextExtra(r->computed, chunk));
-        seconds += extra;
-      }
-    }
-    const int64_t batch_requests = static_cast<int64_t>(it.prefill.size()) + decodes;
-    int64_t produced = decodes * it.steps;
-    for (const auto& [r, chunk] : it.prefill) produced += r->computed + chunk >= r->target ? 1 : 0;
-    const double kernels = seconds;
-    seconds += terms.IterationSeconds(decode_only);
-    seconds += spec.path.IterationSeconds(batch_requests, produced, rep.workers);
-    Pipeline& pipe = pipelines[rep.group];
-    if (pipe.iterations++ == 0) seconds += terms.cold_start;
-    const double host = seconds - kernels;
-    // Through the stages (one, unless pp > 1): the first once the previous
-    // iteration has left it, the last once the previous one has left it.
-    const double stage = seconds / static_cast<double>(pipe.stages);
-    const double start = std::max(now, pipe.first_stage_free);
-    const double end = std::max(start + seconds, pipe.last_end + stage);
-    pipe.first_stage_free = start + stage;
-    pipe.last_end = end;
-    // Multi-step: step k ends its kernels' time after the host part, shifted as the whole.
-    for (double& t : rep.step_ends) t = end - seconds + host + t;
-    for (auto& [r, chunk] : it.prefill) {
-      if (r->first_scheduled < 0) r->first_scheduled = start;
-    }
-    for (ServedRequest* r : it.decode) {  // decode-only requests start here
-      if (r->first_scheduled < 0) r->first_scheduled = start;
-    }
-    const int64_t batch = static_cast<int64_t>(it.prefill.size() + it.decode.size());
-    occ.busy += stage;  // the replica's first stage
-    occ.batch += static_cast<double>(batch) * stage;
-    occ.max_batch = std::max(occ.max_batch, batch);
-    occ.max_kv_occupancy =
-        std::max(occ.max_kv_occupancy, static_cast<double>(rep.scheduler.used_blocks()) /
-                                           static_cast<double>(rep.scheduler.total_blocks()));
-    ++occ.iterations;
-    if (record) {
-      records.push_back({static_cast<int32_t>(index), start, end,
-                         static_cast<int32_t>(it.prefill.size()),
-                         static_cast<int32_t>(it.decode.size()), it.prefill_tokens(),
-                         rep.scheduler.waiting(), rep.scheduler.used_blocks(), it.preempted});
-    }
-    if (options.keep_requests) {
-      result.iteration_seconds.push_back(seconds);
-      result.iteration_prefill_tokens.push_back(it.prefill_tokens());
-    }
-    rep.iteration = std::move(it);
-    rep.busy = true;
-    rep.end = end;
-    return Status::Ok();
-  };
-
-  // The replica of [begin, end) a request goes to.
-  auto route = [&](size_t begin, size_t end) {
-    size_t target = begin;
-    if (spec.scheduler.router == RouterPolicy::kRoundRobin) {
-      target = begin + static_cast<size_t>(next_round_robin++ % static_cast<int64_t>(end - begin));
-    } else {
-      for (size_t i = begin + 1; i < end; ++i) {
-        if (replicas[i].scheduler.outstanding() < replicas[target].scheduler.outstanding()) {
-          target = i;
-        }
-      }
-    }
-    return target;
-  };
-  std::vector<ServedRequest*> finished;
-  std::vector<int64_t> arrived;  // KV caches arriving at one instant
-  // Everything that happens at one instant (arrivals, iteration ends) is
-  // handled before idle replicas schedule, so requests arriving together
-  // (a closed loop's refills) can share an iteration.
-  std::vector<bool> dirty(replicas.size(), false);
-  while (true) {
-    // A request reaches the scheduler request_overhead after it arrives.
-    const double next_arrival =
-        pending.empty() ? kNever : requests[pending.front()].arrival + request_overhead;
-    const double next_transfer = kv_network ? kv_network->Next() : kNever;
-    bool more_now = next_arrival <= now || next_transfer <= now;
-    for (const Replica& rep : replicas) more_now = more_now || (rep.busy && rep.end <= now);
-    if (!more_now) {
-      for (size_t i = 0; i < replicas.size(); ++i) {
-        if (dirty[i] && !replicas[i].busy && replicas[i].scheduler.HasWork()) {
-          RETURN_IF_ERROR(start_iteration(i));
-        }
-        dirty[i] = false;
-      }
-    }
-    size_t next_rep = replicas.size();
-    for (size_t i = 0; i < replicas.size(); ++i) {
-      if (replicas[i].busy &&
-          (next_rep == replicas.size() || replicas[i].end < replicas[next_rep].end)) {
-        next_rep = i;
-      }
-    }
-    const double next_end = next_rep < replicas.size() ? replicas[next_rep].end : kNever;
-    if (next_arrival == kNever && next_end == kNever && next_transfer == kNever) break;
-    if (next_end <= next_arrival && next_end <= next_transfer) {
-      // An iteration ends (before an arrival at the same instant).
-      advance(next_end);
-      // Asked once per iteration: a long served run stops promptly on Ctrl-C.
-      if (options.sim.cancelled && options.sim.cancelled()) {
-        return Cancelled("interrupted; the serving simulation stopped and left no trace");
-      }
-      Replica& rep = replicas[next_rep];
-      const int64_t blocks_before = rep.scheduler.used_blocks();
-      finished.clear();
-      if (rep.step_ends.size() > 1) {
-        rep.scheduler.Complete(rep.iteration, rep.step_ends, &itl, &finished);
-      } else {
-        rep.scheduler.Complete(rep.iteration, now, &itl, &finished);
-      }
-      kv_used += rep.scheduler.used_blocks() - blocks_before;
-      rep.busy = false;
-      for (ServedRequest* r : finished) {
-        if (!r->done()) {
-          // Prefilled on a prefill instance: its KV cache goes to a decode instance.
-          const size_t to = route(entry_replicas, replicas.size());
-          const double bytes = static_cast<double>(r->computed) * kv_bytes_per_token;
-          kv_network->Start(now, rep.group, replicas[to].group, bytes, r->id);
-          r->replica = static_cast<int64_t>(replicas[to].group);
-          r->engine = static_cast<int64_t>(to);
-          ++result.kv_transfers;
-          result.kv_transfer_bytes += bytes;
-          continue;
-        }
-        --in_system;
-        ++finished_count;
-        r->finish += rep.cost->terms().response_overhead;  // detokenise, respond
-        last_finish = std::max(last_finish, r->finish);
-        if (closed) issue(r->finish);
-      }
-      if (options.sim.progress &&
-          finished_count * 10 >= next_progress * static_cast<int64_t>(requests.size())) {
-        options.sim.progress(fmt::format("served {}/{} requests", finished_count, requests.size()));
-        ++next_progress;
-      }
-      dirty[next_rep] = true;
-      continue;
-    }
-    if (next_transfer <= next_arrival) {
-      // A KV flow completes, or caches arrive at their decode instances.
-      advance(next_transfer);
-      arrived.clear();
-      kv_network->AdvanceTo(now, &arrived);
-      for (int64_t id : arrived) {
-        ServedRequest& r = requests[static_cast<size_t>(id)];
-        r.kv_arrival = now;
-        replicas[r.engine].scheduler.AddWithCache(&r);
-        dirty[r.engine] = true;
-      }
-      continue;
-    }
-    // A request arrives and is routed.
-    advance(next_arrival);
-    ServedRequest& r = requests[pending.front()];
-    first_arrival = std::min(first_arrival, r.arrival);
-    pending.pop_front();
-    const size_t target = route(0, entry_replicas);
-    r.replica = static_cast<int64_t>(replicas[target].group);
-    r.engine = static_cast<int64_t>(target);
-    // A decode-only request also caches the token it feeds first: context + output.
-    const int64_t context = r.decode_only ? r.prompt + 1 : r.prompt;
-    const bool fits = entry_replicas == replicas.size()
-                          ? replicas[target].scheduler.CanEverFit(context, r.output)
-                          : replicas[target].scheduler.CanEverFit(r.prompt, 1) &&
-                                replicas[entry_replicas].scheduler.CanEverFit(r.prompt, r.output);
-    if (!fits) {
-      r.rejected = true;
-      if (closed) issue(now);
-      continue;
-    }
-    ++in_system;
-    if (r.decode_only) {
-      // Its context is in its KV cache already: admitted with those blocks, it decodes.
-      r.computed = r.prompt;
-      replicas[target].scheduler.AddWithCache(&r);
-    } else {
-      // Prefix-cache hits are computed already but hold their blocks from admission on.
-      r.computed = r.cached;
-      replicas[target].scheduler.Add(&r);
-    }
-    dirty[target] = true;
-  }
-  occ.span = first_arrival == kNever ? 0 : last_finish - first_arrival;
-  result.end = last_finish;
-  for (const auto& c : costs) {
-    result.programs_simulated += c->programs_simulated();
-    result.ops_simulated += c->ops_simulated();
-  }
-  result.metrics = ComputeServingMetrics(requests, std::move(itl), occ, spec.slo, result.devices);
-  if (options.sim.write_trace) {
-    std::vector<std::pair<int64_t, int32_t>> engines;  // (replica, virtual engine) per scheduler
-    for (const Replica& rep : replicas) engines.emplace_back(rep.group, rep.engine);
-    RETURN_IF_ERROR(WriteTrace(e, placement, result, engines, requests, records, options,
-                               &result.trace_path, &result.metadata_path));
-  }
-  if (options.keep_requests) result.requests = std::move(requests);
-  return result;
+  ServingRun run(e, options, std::move(placement));
+  return run.Run();
 }
 
 }  // namespace shardscope::serve
