@@ -114,7 +114,7 @@ int RunRun(RunFlags f) {
                                  what, std::chrono::duration<double>(now - start).count());
       };
     }
-    auto r = runners.at(std::string(BackendName(e.backend)))->Run(e, o);
+    auto r = runners.at(std::string(RunnerKindName(e.backend)))->Run(e, o);
     if (tty) std::cerr << "\r\033[K" << std::flush;
     if (!r.ok()) {
       // The experiments that ran before are in the store: say what they gave.

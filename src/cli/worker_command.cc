@@ -24,7 +24,7 @@ StatusOr<Experiment> FindExperiment(const WorkerOptions& o) {
   ASSIGN_OR_RETURN(std::vector<Experiment> all, LoadValidExperiments(o.config, only));
   for (Experiment& e : all) {
     if (e.name != o.experiment) continue;
-    e.backend = Backend::kCpu;
+    e.backend = RunnerKind::kCpu;
     if (!o.trace_compression.empty()) {
       ASSIGN_OR_RETURN(e.trace_compression, ParseTraceCompression(o.trace_compression));
     }

@@ -22,23 +22,13 @@ int64_t ParallelSpec::Size(Dim d) const {
   return 1;
 }
 
-std::string_view BackendName(Backend b) {
-  switch (b) {
-    case Backend::kSim:
-      return "sim";
-    case Backend::kCpu:
-      return "cpu";
-    case Backend::kCuda:
-      return "cuda";
-  }
-  return "?";
-}
+constexpr auto kRunnerKindNames = MakeEnumNames<RunnerKind>(
+    {{RunnerKind::kSim, "sim"}, {RunnerKind::kCpu, "cpu"}, {RunnerKind::kCuda, "cuda"}});
 
-StatusOr<Backend> ParseBackend(std::string_view name) {
-  if (name == "sim") return Backend::kSim;
-  if (name == "cpu") return Backend::kCpu;
-  if (name == "cuda") return Backend::kCuda;
-  return InvalidArgument("unknown backend '{}' (expected sim, cpu or cuda)", name);
+std::string_view RunnerKindName(RunnerKind b) { return kRunnerKindNames.Name(b); }
+
+StatusOr<RunnerKind> ParseRunnerKind(std::string_view name) {
+  return kRunnerKindNames.ParseOrError(name, "backend");
 }
 
 namespace {

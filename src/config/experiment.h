@@ -21,7 +21,9 @@
 
 namespace shardscope {
 
-enum class Backend { kSim, kCpu, kCuda };
+// Which runner runs an experiment (its `backend:` key): the simulator, CPU ranks over MPI or
+// CUDA devices (run/runner.h).
+enum class RunnerKind { kSim, kCpu, kCuda };
 
 // Ring-attention load balancing over the prompt (see docs/configuration.md).
 enum class SpVariant {
@@ -115,7 +117,7 @@ struct Experiment {
   ClusterSpec cluster;
   ParallelSpec parallel;
   Workload workload;
-  Backend backend = Backend::kSim;
+  RunnerKind backend = RunnerKind::kSim;
   bool enable_profiling = true;
   // Decode steps written to the trace in full (the first N); the rest are
   // simulated and counted in the run's summary but leave no events. -1: all.
@@ -134,8 +136,8 @@ struct Experiment {
   bool two_batch_overlap = false;
 };
 
-std::string_view BackendName(Backend b);
-StatusOr<Backend> ParseBackend(std::string_view name);
+std::string_view RunnerKindName(RunnerKind b);
+StatusOr<RunnerKind> ParseRunnerKind(std::string_view name);
 std::string_view SpVariantName(SpVariant v);
 StatusOr<SpVariant> ParseSpVariant(std::string_view name);
 std::string_view RoutingKindName(RoutingKind k);

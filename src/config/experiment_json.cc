@@ -104,7 +104,7 @@ json ExperimentToJson(const Experiment& e) {
             {"sweep", e.sweep_name},
             {"description", e.description},
             {"source_file", e.source_file},
-            {"backend", BackendName(e.backend)},
+            {"backend", RunnerKindName(e.backend)},
             {"enable_profiling", e.enable_profiling},
             {"model", ModelToJson(e.model)},
             {"cluster", ClusterToJson(e.cluster)},

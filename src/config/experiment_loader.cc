@@ -476,7 +476,7 @@ Status ReadMechanisms(const YamlMap& exp, const std::string& config_path, Experi
     if (!p.expert_to_ep_rank.empty()) {
       return ctx.Error("redundant experts are placed by EPLB; drop expert_placement");
     }
-    if (e->backend != Backend::kSim) {
+    if (e->backend != RunnerKind::kSim) {
       return ctx.Error("redundant experts are simulated only (backend: sim)");
     }
   }
@@ -491,7 +491,7 @@ Status ReadMechanisms(const YamlMap& exp, const std::string& config_path, Experi
   }
   ASSIGN_OR_RETURN(e->speculative, ReadSpeculative(exp, e->model));
   RETURN_IF_ERROR(exp.Optional("two_batch_overlap", &e->two_batch_overlap));
-  if ((e->speculative.enabled() || e->two_batch_overlap) && e->backend != Backend::kSim) {
+  if ((e->speculative.enabled() || e->two_batch_overlap) && e->backend != RunnerKind::kSim) {
     return exp.context()
         .Child(e->speculative.enabled() ? "speculative" : "two_batch_overlap")
         .Error("is simulated only (backend: sim)");
@@ -597,7 +597,7 @@ StatusOr<Experiment> ReadExperiment(const YAML::Node& node, const YamlContext& c
   RETURN_IF_ERROR(ReadWeights(exp, path, &e.workload));
   std::string backend = "sim";
   RETURN_IF_ERROR(exp.Optional("backend", &backend));
-  auto b = ParseBackend(backend);
+  auto b = ParseRunnerKind(backend);
   if (!b.ok()) return ctx.Child("backend").Error(b.status().message());
   e.backend = *b;
   RETURN_IF_ERROR(exp.Optional("enable_profiling", &e.enable_profiling));

@@ -41,7 +41,7 @@ experiments:
   EXPECT_EQ(e.workload.sequence_length, 1000);
   EXPECT_EQ(e.workload.tokens_to_generate, 16);
   EXPECT_EQ(e.workload.seed, 7u);
-  EXPECT_EQ(e.backend, Backend::kSim);
+  EXPECT_EQ(e.backend, RunnerKind::kSim);
   EXPECT_DOUBLE_EQ(e.claims.at("tpot_ms"), 5);
 }
 

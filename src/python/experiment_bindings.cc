@@ -80,7 +80,7 @@ StatusOr<nlohmann::json> RunSelected(Selection& s, const std::string& backend,
                    runners::CreateRunnersFor(&s.experiments, backend, options));
   nlohmann::json out = nlohmann::json::array();
   for (const Experiment& e : s.experiments) {
-    auto r = runners.at(std::string(BackendName(e.backend)))->Run(e, options);
+    auto r = runners.at(std::string(RunnerKindName(e.backend)))->Run(e, options);
     if (!r.ok()) return r.status().WithPrefix(fmt::format("experiment '{}'", e.name));
     // One at a time: RunResultsJson groups by backend, this keeps the file's order.
     out.push_back(runners::RunResultsJson({*r})[0]);

@@ -44,7 +44,7 @@ std::string Header(const Experiment& e) {
                      }());
   out += fmt::format("  workload batch {} × prompt {}, generate {}, {}, backend {}\n", w.batch_size,
                      w.sequence_length, w.tokens_to_generate, DTypeName(w.dtype),
-                     BackendName(e.backend));
+                     RunnerKindName(e.backend));
   return out;
 }
 

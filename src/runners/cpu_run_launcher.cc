@@ -238,7 +238,7 @@ StatusOr<CpuRunResult> RunCpuExperiment(const Experiment& experiment,
   }
   ASSIGN_OR_RETURN(const std::string worker, WorkerBinary(options));
   Experiment expected = experiment;
-  expected.backend = shardscope::Backend::kCpu;
+  expected.backend = shardscope::RunnerKind::kCpu;
   std::vector<std::string> args = {FindInPath(options.mpirun), "--oversubscribe", "-np",
                                    std::to_string(placement.world_size())};
   if (geteuid() == 0) args.push_back("--allow-run-as-root");

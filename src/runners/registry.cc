@@ -33,9 +33,9 @@ StatusOr<RunnerSet> CreateRunnersFor(std::vector<Experiment>* experiments,
   RunnerSet runners;
   for (Experiment& e : *experiments) {
     if (!override.empty()) {
-      ASSIGN_OR_RETURN(e.backend, ParseBackend(override));
+      ASSIGN_OR_RETURN(e.backend, ParseRunnerKind(override));
     }
-    const std::string name(BackendName(e.backend));
+    const std::string name(RunnerKindName(e.backend));
     if (!runners.contains(name)) {
       auto b = CreateRunner(name, options);
       if (!b.ok()) return b.status().WithPrefix(fmt::format("experiment '{}'", e.name));

@@ -246,15 +246,55 @@ Status PhaseRunner::Activation(const TensorRef& up, TensorRef* act) {
   return Activation(up, *act);
 }
 
+Status PhaseRunner::Embed(MicroBatch& mb) {
+  for (int32_t id : mb.ids) {
+    if (id < 0) return InternalError("no input token for a request (missing prefill?)");
+  }
+  return backend_.Embedding(mb.ids, weights_.embedding(), weights_.vocab().begin, mb.x);
+}
+
+Status PhaseRunner::QProj(const Op& op, MicroBatch& mb) {
+  const BackendLayerWeights& lw = LayerWeights(op);
+  if (!mla_) {  // GQA with replicated KV heads: the q columns alone
+    const int64_t T = mb.tokens;
+    RETURN_IF_ERROR(Act(&mb.qkv, {T, lw.qkv.dim(1)}));
+    return Linear(mb.hn, lw.qkv, 0, hq_ * head_dim_, lw.qkv_bias,
+                  View(mb.qkv, 0, T, 0, hq_ * head_dim_));
+  }
+  return Linear(mb.hn, lw.q, TensorRef(), &mb.qkv);
+}
+
+Status PhaseRunner::KvProj(const Op& op, MicroBatch& mb) {
+  const BackendLayerWeights& lw = LayerWeights(op);
+  const int64_t at = hq_ * head_dim_, n = 2 * hkv_ * head_dim_;
+  return Linear(mb.hn, lw.qkv, at, n, lw.qkv_bias, View(mb.qkv, 0, mb.tokens, at, n));
+}
+
+Status PhaseRunner::ExpertActivation(MicroBatch& mb) {
+  const bool glu = model_.activation == Activation::kSwiGlu;
+  const int64_t width = glu ? mb.expert_up.dim(1) / 2 : mb.expert_up.dim(1);
+  RETURN_IF_ERROR(Act(&mb.act_buf, {mb.moe_rows, width}));
+  mb.expert_act = Flat(mb.act_buf, 0, {mb.expert_up.dim(0), width});
+  return Activation(mb.expert_up, mb.expert_act);
+}
+
+Status PhaseRunner::Unpermute(MicroBatch& mb) {
+  const TensorRef& y = ep_ > 1 ? mb.combined : mb.expert_out;
+  RETURN_IF_ERROR(Act(&mb.ffn_out, {mb.tokens, hidden_}));
+  return backend_.Unpermute(y, mb.row_of, mb.router_w, model_.moe.experts_per_token, mb.shared_out,
+                            mb.ffn_out);
+}
+
+Status PhaseRunner::LmHead(MicroBatch& mb) {
+  RETURN_IF_ERROR(Act(&mb.logits, {mb.final_hn.dim(0), weights_.vocab().count}));
+  return backend_.Gemm(mb.final_hn, weights_.lm_head(), mb.logits);
+}
+
 Status PhaseRunner::RunCompute(const Op& op, MicroBatch& mb) {
-  const int64_t T = mb.tokens;
   const float eps = static_cast<float>(model_.norm_eps);
   switch (op.role) {
     case OpRole::kEmbedding:
-      for (int32_t id : mb.ids) {
-        if (id < 0) return InternalError("no input token for a request (missing prefill?)");
-      }
-      return backend_.Embedding(mb.ids, weights_.embedding(), weights_.vocab().begin, mb.x);
+      return Embed(mb);
     case OpRole::kInputNorm:
       return Norm(mb.x, LayerWeights(op).input_norm, &mb.hn);
     case OpRole::kPostAttentionNorm:
@@ -262,40 +302,24 @@ Status PhaseRunner::RunCompute(const Op& op, MicroBatch& mb) {
     case OpRole::kQaNorm:
       return backend_.RmsNorm(mb.qa, LayerWeights(op).q_a_norm, eps, mb.qa);
     case OpRole::kKvANorm: {
-      const TensorRef c_kv = View(mb.kv_a, 0, T, 0, kv_lora_rank_);
+      const TensorRef c_kv = View(mb.kv_a, 0, mb.tokens, 0, kv_lora_rank_);
       return backend_.RmsNorm(c_kv, LayerWeights(op).kv_a_norm, eps, c_kv);
     }
     case OpRole::kFinalNorm:
       return HeadNorm(mb);
-    case OpRole::kQkvProj: {
-      const BackendLayerWeights& lw = LayerWeights(op);
-      return Linear(mb.hn, lw.qkv, lw.qkv_bias, &mb.qkv);
-    }
-    case OpRole::kQProj: {
-      const BackendLayerWeights& lw = LayerWeights(op);
-      if (!mla_) {  // GQA with replicated KV heads: the q columns alone
-        RETURN_IF_ERROR(Act(&mb.qkv, {T, lw.qkv.dim(1)}));
-        return Linear(mb.hn, lw.qkv, 0, hq_ * head_dim_, lw.qkv_bias,
-                      View(mb.qkv, 0, T, 0, hq_ * head_dim_));
-      }
-      return Linear(mb.hn, lw.q, TensorRef(), &mb.qkv);
-    }
-    case OpRole::kQaProj: {
-      const BackendLayerWeights& lw = LayerWeights(op);
-      return Linear(mb.hn, lw.q_a, lw.q_a_bias, &mb.qa);
-    }
+    case OpRole::kQkvProj:
+      return Linear(mb.hn, LayerWeights(op).qkv, LayerWeights(op).qkv_bias, &mb.qkv);
+    case OpRole::kQProj:
+      return QProj(op, mb);
+    case OpRole::kQaProj:
+      return Linear(mb.hn, LayerWeights(op).q_a, LayerWeights(op).q_a_bias, &mb.qa);
     case OpRole::kQbProj:
       return Linear(mb.qa, LayerWeights(op).q_b, TensorRef(), &mb.qkv);
-    case OpRole::kKvProj: {
+    case OpRole::kKvProj:
       if (mla_) break;
-      const BackendLayerWeights& lw = LayerWeights(op);
-      const int64_t at = hq_ * head_dim_, n = 2 * hkv_ * head_dim_;
-      return Linear(mb.hn, lw.qkv, at, n, lw.qkv_bias, View(mb.qkv, 0, T, at, n));
-    }
-    case OpRole::kKvAProj: {
-      const BackendLayerWeights& lw = LayerWeights(op);
-      return Linear(mb.hn, lw.kv_a, lw.kv_a_bias, &mb.kv_a);
-    }
+      return KvProj(op, mb);
+    case OpRole::kKvAProj:
+      return Linear(mb.hn, LayerWeights(op).kv_a, LayerWeights(op).kv_a_bias, &mb.kv_a);
     case OpRole::kRope:
     case OpRole::kRopeQ:
     case OpRole::kRopeK:
@@ -312,58 +336,40 @@ Status PhaseRunner::RunCompute(const Op& op, MicroBatch& mb) {
       return DecodeAttention(op, mb);
     case OpRole::kAttentionMerge:
       return Merge(mb);
-    case OpRole::kOutProj: {
-      const BackendLayerWeights& lw = LayerWeights(op);
-      return Linear(mb.attn, lw.o, lw.o_bias, &mb.proj);
-    }
+    case OpRole::kOutProj:
+      return Linear(mb.attn, LayerWeights(op).o, LayerWeights(op).o_bias, &mb.proj);
     case OpRole::kResidualAttn:
       return backend_.Add(mb.proj, mb.x);
     case OpRole::kResidualFfn:
       return backend_.Add(mb.ffn_out, mb.x);
-    case OpRole::kFfnUp: {
-      const BackendExpertWeights& f = LayerWeights(op).ffn;
-      return Linear(mb.hn, f.gate_up, f.gate_up_bias, &mb.up);
-    }
+    case OpRole::kFfnUp:
+      return Linear(mb.hn, LayerWeights(op).ffn.gate_up, LayerWeights(op).ffn.gate_up_bias, &mb.up);
     case OpRole::kFfnActivation:
       return Activation(mb.up, &mb.act);
     case OpRole::kSharedActivation:
       return Activation(mb.sh_up, &mb.sh_act);
-    case OpRole::kExpertActivation: {
-      const bool glu = model_.activation == Activation::kSwiGlu;
-      const int64_t width = glu ? mb.expert_up.dim(1) / 2 : mb.expert_up.dim(1);
-      RETURN_IF_ERROR(Act(&mb.act_buf, {mb.moe_rows, width}));
-      mb.expert_act = Flat(mb.act_buf, 0, {mb.expert_up.dim(0), width});
-      return Activation(mb.expert_up, mb.expert_act);
-    }
-    case OpRole::kFfnDown: {
-      const BackendExpertWeights& f = LayerWeights(op).ffn;
-      return Linear(mb.act, f.down, f.down_bias, &mb.ffn_out);
-    }
+    case OpRole::kExpertActivation:
+      return ExpertActivation(mb);
+    case OpRole::kFfnDown:
+      return Linear(mb.act, LayerWeights(op).ffn.down, LayerWeights(op).ffn.down_bias, &mb.ffn_out);
     case OpRole::kRouter:
       return Router(op, mb);
     case OpRole::kPermute:
       return Permute(mb);
-    case OpRole::kSharedGateUp: {
-      const BackendExpertWeights& f = LayerWeights(op).shared;
-      return Linear(mb.hn, f.gate_up, f.gate_up_bias, &mb.sh_up);
-    }
-    case OpRole::kSharedDown: {
-      const BackendExpertWeights& f = LayerWeights(op).shared;
-      return Linear(mb.sh_act, f.down, f.down_bias, &mb.shared_out);
-    }
+    case OpRole::kSharedGateUp:
+      return Linear(mb.hn, LayerWeights(op).shared.gate_up, LayerWeights(op).shared.gate_up_bias,
+                    &mb.sh_up);
+    case OpRole::kSharedDown:
+      return Linear(mb.sh_act, LayerWeights(op).shared.down, LayerWeights(op).shared.down_bias,
+                    &mb.shared_out);
     case OpRole::kExpertGateUp:
       return ExpertGateUp(op, mb);
     case OpRole::kExpertDown:
       return ExpertDown(op, mb);
-    case OpRole::kUnpermute: {
-      const TensorRef& y = ep_ > 1 ? mb.combined : mb.expert_out;
-      RETURN_IF_ERROR(Act(&mb.ffn_out, {T, hidden_}));
-      return backend_.Unpermute(y, mb.row_of, mb.router_w, model_.moe.experts_per_token,
-                                mb.shared_out, mb.ffn_out);
-    }
+    case OpRole::kUnpermute:
+      return Unpermute(mb);
     case OpRole::kLmHead:
-      RETURN_IF_ERROR(Act(&mb.logits, {mb.final_hn.dim(0), weights_.vocab().count}));
-      return backend_.Gemm(mb.final_hn, weights_.lm_head(), mb.logits);
+      return LmHead(mb);
     case OpRole::kSample:
     case OpRole::kSampleLocal:
     case OpRole::kSampleSelect:

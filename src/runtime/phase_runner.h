@@ -176,6 +176,14 @@ class PhaseRunner {
   // One case per role and no default: -Werror=switch names a role left out.
   Status RunCompute(const Op& op, MicroBatch& mb);
 
+  // RunCompute's longer cases.
+  Status Embed(MicroBatch& mb);
+  Status QProj(const Op& op, MicroBatch& mb);
+  Status KvProj(const Op& op, MicroBatch& mb);
+  Status ExpertActivation(MicroBatch& mb);
+  Status Unpermute(MicroBatch& mb);
+  Status LmHead(MicroBatch& mb);
+
   Status RunRope(const Op& op, MicroBatch& mb);
 
   // The K/V rows of this rank's new tokens, as a view: GQA [T, 2·hkv·d] (K | V), MLA the latent

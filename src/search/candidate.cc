@@ -88,6 +88,12 @@ int64_t DeviceBudget(const Experiment& base, const SearchSpec& spec) {
   return spec.max_devices > 0 ? spec.max_devices : base.cluster.num_devices();
 }
 
+// GCC 12 takes ParallelSpec's default order (an initializer list of one-byte Dims), when
+// inlined in this loop nest, for maybe-uninitialized: a false positive (-Werror).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 int64_t EnumerateCandidates(const Experiment& base, const SearchSpec& spec,
                             const std::function<bool(const Candidate&)>& visit) {
   const int64_t budget = DeviceBudget(base, spec);
@@ -160,5 +166,8 @@ int64_t EnumerateCandidates(const Experiment& base, const SearchSpec& spec,
   }
   return count;
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 }  // namespace shardscope::search

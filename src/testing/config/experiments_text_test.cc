@@ -7,7 +7,8 @@ namespace {
 
 TEST(ExperimentsTextTest, LoadsTheDocumentsExperiments) {
   auto exps = LoadExperimentsText(R"(
-defaults: {hardware: h100-sxm, model: llama-3.1-8b, batch_size: 2, sequence_length: 64}
+defaults: {hardware: h100-sxm, model: llama-3.1-8b, batch_size: 2, sequence_length: 64,
+           parallelism: {strategy: tensor, tp_size: 1}}
 experiments:
   - name: a
   - name: b
