@@ -111,7 +111,9 @@ Status WriteTrace(const Experiment& e, const Placement& placement, const Serving
   // (pp > 1), whose iterations overlap and whose requests are its own.
   for (size_t i = 0; i < engines.size(); ++i) {
     const int32_t pid = static_cast<int32_t>(i);
-    const auto [replica, engine] = engines[i];
+    // Named members, not a structured binding: clang-tidy 14 cannot capture one (C++20).
+    const int64_t replica = engines[i].first;
+    const int32_t engine = engines[i].second;
     const bool shared = std::count_if(engines.begin(), engines.end(),
                                       [&](const auto& x) { return x.first == replica; }) > 1;
     w->NameProcess(pid, shared
