@@ -18,19 +18,10 @@
 #include "trace/trace_reader.h"
 
 namespace shardscope::importers {
+namespace nccl_profiler {
 namespace {
 
 namespace od = simdjson::ondemand;
-using nccl_profiler::CallEmitter;
-using nccl_profiler::Fields;
-using nccl_profiler::Get;
-using nccl_profiler::GetInt;
-using nccl_profiler::GetNs;
-using nccl_profiler::kMaxCount;
-using nccl_profiler::kMaxRanks;
-using nccl_profiler::NcclCall;
-using nccl_profiler::ReadObject;
-using nccl_profiler::ToUint;
 using trace::Collective;
 
 class ExampleDecoder {
@@ -220,6 +211,7 @@ class ExampleDecoder {
 };
 
 }  // namespace
+}  // namespace nccl_profiler
 
 std::string QuoteBareJsonValues(std::string_view in) {
   std::string out;
@@ -273,7 +265,7 @@ std::string QuoteBareJsonValues(std::string_view in) {
 StatusOr<trace::ReadStats> ImportNcclProfiler(const std::string& path, trace::TraceSink* sink) {
   ASSIGN_OR_RETURN(std::string data, ReadFileBytes(path));
   trace::ReadStats stats;
-  RETURN_IF_ERROR(ExampleDecoder(path, &stats).Decode(data, sink));
+  RETURN_IF_ERROR(nccl_profiler::ExampleDecoder(path, &stats).Decode(data, sink));
   return stats;
 }
 

@@ -18,19 +18,10 @@
 #include "trace/trace_reader.h"
 
 namespace shardscope::importers {
+namespace nccl_profiler {
 namespace {
 
 namespace od = simdjson::ondemand;
-using nccl_profiler::CallEmitter;
-using nccl_profiler::Fields;
-using nccl_profiler::Get;
-using nccl_profiler::GetInt;
-using nccl_profiler::GetNs;
-using nccl_profiler::kMaxCount;
-using nccl_profiler::kMaxRanks;
-using nccl_profiler::NcclCall;
-using nccl_profiler::ReadObject;
-using nccl_profiler::ToUint;
 using trace::Collective;
 
 class JsonlDecoder {
@@ -276,12 +267,13 @@ class JsonlDecoder {
 };
 
 }  // namespace
+}  // namespace nccl_profiler
 
 StatusOr<trace::ReadStats> ImportNcclProfilerJsonl(const std::string& path,
                                                    trace::TraceSink* sink) {
   ASSIGN_OR_RETURN(std::string data, ReadFileBytes(path));
   trace::ReadStats stats;
-  RETURN_IF_ERROR(JsonlDecoder(path, &stats).Decode(data, sink));
+  RETURN_IF_ERROR(nccl_profiler::JsonlDecoder(path, &stats).Decode(data, sink));
   return stats;
 }
 
