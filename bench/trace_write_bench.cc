@@ -15,6 +15,7 @@
 #include "bench/synthetic_trace.h"
 #include "plan/plan_loader.h"
 #include "sim/simulator.h"
+#include "trace/trace.h"
 #include "trace/trace_reader.h"
 #include "trace/trace_writer.h"
 

@@ -8,6 +8,7 @@
 
 #include "testing/scratch_dir.h"
 #include "trace/test_util.h"
+#include "trace/trace.h"
 #include "trace/trace_writer.h"
 
 namespace shardscope::analysis {

@@ -1,6 +1,7 @@
 #include "analysis/metric_set.h"
 
 #include <cmath>
+#include <nlohmann/json.hpp>
 
 namespace shardscope::analysis {
 

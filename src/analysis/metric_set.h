@@ -6,7 +6,7 @@
 #define SHARDSCOPE_ANALYSIS_METRIC_SET_H_
 
 #include <map>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <string_view>

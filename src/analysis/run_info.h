@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <map>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <string_view>

@@ -14,6 +14,7 @@
 #include "importers/trace_set.h"
 #include "testing/scratch_dir.h"
 #include "trace/test_util.h"
+#include "trace/trace.h"
 #include "trace/trace_writer.h"
 
 namespace shardscope::analysis {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "cluster/cluster_yaml.h"

@@ -9,7 +9,7 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 
 #include "core/status.h"

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "calibrate/trace_samples.h"
 #include "cluster/cluster_yaml.h"

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "plan/plan_loader.h"
 #include "search/candidate.h"

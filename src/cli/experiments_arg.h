@@ -4,7 +4,7 @@
 #define SHARDSCOPE_CLI_EXPERIMENTS_ARG_H_
 
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 

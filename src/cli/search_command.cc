@@ -1,6 +1,7 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <nlohmann/json.hpp>
 
 #include "cli/cli.h"
 #include "search/distributed.h"

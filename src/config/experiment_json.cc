@@ -1,5 +1,7 @@
 #include "config/experiment_json.h"
 
+#include <nlohmann/json.hpp>
+
 #include "model/model_yaml.h"
 
 namespace shardscope {

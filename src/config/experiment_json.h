@@ -4,7 +4,7 @@
 #ifndef SHARDSCOPE_CONFIG_EXPERIMENT_JSON_H_
 #define SHARDSCOPE_CONFIG_EXPERIMENT_JSON_H_
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "config/experiment.h"
 

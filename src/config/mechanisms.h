@@ -7,7 +7,7 @@
 #define SHARDSCOPE_CONFIG_MECHANISMS_H_
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 

@@ -9,7 +9,7 @@
 #define SHARDSCOPE_CONFIG_SERVING_H_
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "config/engine_profile.h"
 #include "config/experiment_loader.h"

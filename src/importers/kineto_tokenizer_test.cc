@@ -8,6 +8,7 @@
 
 #include "importers/kineto_importer.h"
 #include "trace/event_scanner.h"
+#include "trace/trace.h"
 #include "trace/trace_reader.h"
 
 namespace shardscope::importers {

@@ -7,6 +7,8 @@
 #include <set>
 #include <utility>
 
+#include "trace/trace.h"
+
 namespace shardscope::importers {
 namespace {
 

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "importers/hlo_ops.h"
 

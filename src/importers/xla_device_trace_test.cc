@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "trace/trace.h"
+
 namespace shardscope::importers {
 namespace {
 

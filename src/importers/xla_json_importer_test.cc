@@ -11,6 +11,7 @@
 #include "importers/xspace_importer.h"
 #include "testing/scratch_dir.h"
 #include "trace/test_util.h"
+#include "trace/trace.h"
 
 namespace shardscope::importers {
 namespace {

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "importers/xspace_importer.h"
+#include "trace/trace.h"
 
 namespace shardscope::importers {
 namespace {

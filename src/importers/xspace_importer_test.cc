@@ -10,6 +10,7 @@
 #include "importers/test_traces.h"
 #include "testing/scratch_dir.h"
 #include "trace/test_util.h"
+#include "trace/trace.h"
 
 namespace shardscope::importers {
 namespace {

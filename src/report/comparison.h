@@ -7,7 +7,7 @@
 #ifndef SHARDSCOPE_REPORT_COMPARISON_H_
 #define SHARDSCOPE_REPORT_COMPARISON_H_
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <string_view>

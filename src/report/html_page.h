@@ -5,7 +5,7 @@
 #ifndef SHARDSCOPE_REPORT_HTML_PAGE_H_
 #define SHARDSCOPE_REPORT_HTML_PAGE_H_
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 
 #include "core/status.h"

@@ -6,7 +6,7 @@
 #ifndef SHARDSCOPE_REPORT_HTML_REPORT_H_
 #define SHARDSCOPE_REPORT_HTML_REPORT_H_
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 

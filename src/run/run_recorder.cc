@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "config/experiment_json.h"
 #include "trace/trace_store.h"

@@ -8,7 +8,7 @@
 #define SHARDSCOPE_RUN_RUN_RECORDER_H_
 
 #include <memory>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
 

@@ -4,10 +4,12 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "plan/test_experiments.h"
 #include "testing/scratch_dir.h"
+#include "trace/trace.h"
 #include "trace/trace_reader.h"
 
 namespace shardscope::run {

@@ -11,7 +11,7 @@
 #define SHARDSCOPE_RUNNERS_CPU_RUN_H_
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>

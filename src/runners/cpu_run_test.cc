@@ -17,6 +17,7 @@
 #include "plan/test_experiments.h"
 #include "runtime/hf_checkpoint_test_util.h"
 #include "testing/scratch_dir.h"
+#include "trace/trace.h"
 #include "trace/trace_reader.h"
 #include "trace/trace_store.h"
 

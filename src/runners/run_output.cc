@@ -2,6 +2,8 @@
 
 #include <fmt/ranges.h>
 
+#include <nlohmann/json.hpp>
+
 #include "core/units.h"
 #include "runners/cpu_runner.h"
 #include "runners/sim_runner.h"

@@ -4,7 +4,7 @@
 #ifndef SHARDSCOPE_RUNNERS_RUN_OUTPUT_H_
 #define SHARDSCOPE_RUNNERS_RUN_OUTPUT_H_
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 

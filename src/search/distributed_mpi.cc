@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <limits>
+#include <nlohmann/json.hpp>
 
 #include "search/distributed.h"
 

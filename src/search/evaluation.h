@@ -8,7 +8,7 @@
 #define SHARDSCOPE_SEARCH_EVALUATION_H_
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 
 #include "config/experiment.h"

@@ -7,7 +7,7 @@
 #define SHARDSCOPE_SERVE_SERVING_METRICS_H_
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <vector>
 

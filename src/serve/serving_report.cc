@@ -2,6 +2,8 @@
 
 #include <fmt/ranges.h>
 
+#include <nlohmann/json.hpp>
+
 #include "config/experiment_json.h"
 #include "core/units.h"
 

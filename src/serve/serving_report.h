@@ -4,7 +4,7 @@
 #ifndef SHARDSCOPE_SERVE_SERVING_REPORT_H_
 #define SHARDSCOPE_SERVE_SERVING_REPORT_H_
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 

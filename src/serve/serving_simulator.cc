@@ -4,6 +4,7 @@
 #include <cmath>
 #include <deque>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "config/experiment_json.h"

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "analysis/analyzer.h"
 #include "config/engine_profile.h"
@@ -15,6 +16,7 @@
 #include "serve/iteration_cost.h"
 #include "sim/simulator.h"
 #include "testing/scratch_dir.h"
+#include "trace/trace.h"
 #include "trace/trace_reader.h"
 
 namespace shardscope::serve {

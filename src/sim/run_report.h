@@ -4,7 +4,7 @@
 #ifndef SHARDSCOPE_SIM_RUN_REPORT_H_
 #define SHARDSCOPE_SIM_RUN_REPORT_H_
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "plan/test_experiments.h"
 #include "testing/scratch_dir.h"

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "trace/trace.h"
+
 namespace shardscope::trace {
 namespace {
 

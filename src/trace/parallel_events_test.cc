@@ -9,6 +9,7 @@
 #include "testing/scratch_dir.h"
 #include "trace/event_log.h"
 #include "trace/test_util.h"
+#include "trace/trace.h"
 #include "trace/trace_reader.h"
 #include "trace/trace_writer.h"
 

@@ -6,7 +6,7 @@
 #define SHARDSCOPE_TRACE_RUN_IDENTITY_H_
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <string_view>

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "testing/scratch_dir.h"
 #include "trace/test_util.h"
 

@@ -10,7 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -165,36 +165,8 @@ class TraceSink {
   virtual void OnCounter(const CounterEvent& counter) {}
 };
 
-// A whole trace in memory: for tests, small traces and tools; the analyzer
-// does not need it.
-struct Trace {
-  nlohmann::json metadata = nlohmann::json::object();
-  std::map<int32_t, std::string> process_names;
-  std::map<std::pair<int32_t, int32_t>, std::string> thread_names;
-  std::vector<OpEvent> ops;
-  std::vector<SpanEvent> spans;
-  std::vector<CounterEvent> counters;
-  bool operator==(const Trace&) const = default;
-};
-
-// A TraceSink that fills a Trace.
-class TraceBuilder : public TraceSink {
- public:
-  explicit TraceBuilder(Trace* trace) : trace_(trace) {}
-  void OnMetadata(const nlohmann::json& metadata) override { trace_->metadata = metadata; }
-  void OnProcessName(int32_t rank, std::string_view name) override {
-    trace_->process_names[rank] = std::string(name);
-  }
-  void OnThreadName(int32_t rank, int32_t stream, std::string_view name) override {
-    trace_->thread_names[{rank, stream}] = std::string(name);
-  }
-  void OnOp(const OpEvent& op) override { trace_->ops.push_back(op); }
-  void OnSpan(const SpanEvent& span) override { trace_->spans.push_back(span); }
-  void OnCounter(const CounterEvent& counter) override { trace_->counters.push_back(counter); }
-
- private:
-  Trace* const trace_;
-};
+// A whole trace in memory and the sink that fills it: trace/trace.h.
+struct Trace;
 
 }  // namespace shardscope::trace
 

@@ -15,6 +15,7 @@
 #include "trace/event_parser.h"
 #include "trace/event_scanner.h"
 #include "trace/parallel_events.h"
+#include "trace/trace.h"
 
 namespace shardscope::trace {
 

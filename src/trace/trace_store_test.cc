@@ -3,10 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "testing/scratch_dir.h"
 #include "trace/test_util.h"
+#include "trace/trace.h"
 #include "trace/trace_reader.h"
 
 namespace shardscope::trace {

@@ -11,6 +11,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "trace/trace.h"
+
 namespace shardscope::trace {
 namespace {
 
