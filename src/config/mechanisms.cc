@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/small_file.h"
+#include "core/yaml_reader.h"
 
 namespace shardscope {
 

@@ -12,10 +12,11 @@
 #include <vector>
 
 #include "core/status.h"
-#include "core/yaml_reader.h"
 #include "model/model.h"
 
 namespace shardscope {
+
+class YamlMap;  // core/yaml_reader.h
 
 enum class SpeculativeMethod { kNone, kMtp };
 

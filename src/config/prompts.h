@@ -12,9 +12,10 @@
 #include <vector>
 
 #include "core/status.h"
-#include "core/yaml_reader.h"
 
 namespace shardscope {
+
+class YamlMap;  // core/yaml_reader.h
 
 using Prompts = std::vector<std::vector<int32_t>>;
 

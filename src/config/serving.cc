@@ -8,6 +8,7 @@
 #include "config/engine_profile.h"
 #include "config/request_file.h"
 #include "core/enum_names.h"
+#include "core/yaml_reader.h"
 
 namespace shardscope {
 namespace {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "core/yaml_reader.h"
 #include "plan/placement.h"
 
 namespace shardscope {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/units.h"
+#include "core/yaml_reader.h"
 
 namespace shardscope::search {
 namespace {

@@ -9,6 +9,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "core/yaml_reader.h"
 #include "plan/placement.h"
 #include "plan/plan_loader.h"
 #include "report/plan_report.h"
