@@ -34,16 +34,16 @@ int main(int argc, char** argv) {
     std::unique_ptr<Backend> b = f.create();
     for (DType dtype : {DType::kFp32, DType::kBf16, DType::kFp16}) {
       for (const OpCase& c : BenchOpCases()) {
-        if (!b->Supports(c.op, dtype)) continue;
+        if (!b->Supports(OpOf(c), dtype)) continue;
         StatusOr<int64_t> ns = TimeOp(c, dtype, *b, reps);
         if (!ns.ok()) {
-          std::fprintf(stderr, "%s %s: %s\n", f.name.data(), c.Name().c_str(),
+          std::fprintf(stderr, "%s %s: %s\n", f.name.data(), CaseName(c).c_str(),
                        ns.status().message().c_str());
           return 1;
         }
         std::printf("%.*s\t%.*s\t%s\t%.1f\n", static_cast<int>(f.name.size()), f.name.data(),
                     static_cast<int>(DTypeName(dtype).size()), DTypeName(dtype).data(),
-                    c.Name().c_str(), static_cast<double>(*ns) / 1e3);
+                    CaseName(c).c_str(), static_cast<double>(*ns) / 1e3);
       }
     }
   }

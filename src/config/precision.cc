@@ -1,6 +1,9 @@
 #include "config/precision.h"
 
 #include <charconv>
+#include <optional>
+
+#include "core/enum_names.h"
 
 namespace shardscope {
 namespace {
@@ -11,6 +14,21 @@ constexpr int64_t kBf16Scale = 2;  // group-quantised weights (GPTQ, AWQ) keep 1
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 bool EightBit(DType d) { return d == DType::kFp8 || d == DType::kInt8; }
+
+// The scale kinds' names; block and group carry their size after an underscore ("block_128").
+constexpr auto kScaleKindNames = MakeEnumNames<ScaleKind>({
+    {ScaleKind::kNone, "none"},
+    {ScaleKind::kTensor, "tensor"},
+    {ScaleKind::kStaticTensor, "static_tensor"},
+    {ScaleKind::kChannel, "channel"},
+    {ScaleKind::kToken, "token"},
+    {ScaleKind::kBlock, "block"},
+    {ScaleKind::kGroup, "group"},
+});
+static_assert(kScaleKindNames.InEnumOrder() &&
+              kScaleKindNames.entries().back().value == ScaleKind::kGroup);
+
+bool Sized(ScaleKind kind) { return kind == ScaleKind::kBlock || kind == ScaleKind::kGroup; }
 
 }  // namespace
 
@@ -156,19 +174,16 @@ StatusOr<std::pair<DType, int>> ParseWeightFormat(std::string_view name) {
 }
 
 StatusOr<Scales> ParseScales(std::string_view name) {
-  if (name == "none") return Scales{ScaleKind::kNone, 128};
-  if (name == "tensor") return Scales{ScaleKind::kTensor, 128};
-  if (name == "static_tensor") return Scales{ScaleKind::kStaticTensor, 128};
-  if (name == "channel") return Scales{ScaleKind::kChannel, 128};
-  if (name == "token") return Scales{ScaleKind::kToken, 128};
-  for (auto [prefix, kind] : {std::pair{std::string_view("block_"), ScaleKind::kBlock},
-                              std::pair{std::string_view("group_"), ScaleKind::kGroup}}) {
-    if (name.substr(0, prefix.size()) != prefix) continue;
-    const std::string_view digits = name.substr(prefix.size());
+  std::optional<ScaleKind> kind = kScaleKindNames.Parse(name);
+  if (kind && !Sized(*kind)) return Scales{*kind, 128};
+  if (const size_t cut = name.rfind('_'); cut != std::string_view::npos) {
+    kind = kScaleKindNames.Parse(name.substr(0, cut));
+    const std::string_view digits = name.substr(cut + 1);
     int64_t block = 0;
     auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), block);
-    if (ec == std::errc() && end == digits.data() + digits.size() && block >= 1) {
-      return Scales{kind, block};
+    if (kind && Sized(*kind) && ec == std::errc() && end == digits.data() + digits.size() &&
+        block >= 1) {
+      return Scales{*kind, block};
     }
   }
   return InvalidArgument(
@@ -176,23 +191,9 @@ StatusOr<Scales> ParseScales(std::string_view name) {
 }
 
 std::string ScalesName(const Scales& s) {
-  switch (s.kind) {
-    case ScaleKind::kNone:
-      return "none";
-    case ScaleKind::kTensor:
-      return "tensor";
-    case ScaleKind::kStaticTensor:
-      return "static_tensor";
-    case ScaleKind::kChannel:
-      return "channel";
-    case ScaleKind::kToken:
-      return "token";
-    case ScaleKind::kBlock:
-      return "block_" + std::to_string(s.block);
-    case ScaleKind::kGroup:
-      return "group_" + std::to_string(s.block);
-  }
-  return "?";
+  std::string name(kScaleKindNames.Name(s.kind));
+  if (Sized(s.kind)) name += "_" + std::to_string(s.block);
+  return name;
 }
 
 }  // namespace shardscope

@@ -20,6 +20,34 @@ Precision Legacy(DType d) { return ResolvePrecision({}, d, d, d, d); }
 
 // Without a block every role is the legacy fields'; the preset `bf16` changes
 // no role either.
+// Every scale kind's name parses back to it; sized kinds carry their size.
+TEST(PrecisionTest, ScalesNamesRoundTrip) {
+  const std::pair<Scales, std::string> cases[] = {
+      {{ScaleKind::kNone, 128}, "none"},
+      {{ScaleKind::kTensor, 128}, "tensor"},
+      {{ScaleKind::kStaticTensor, 128}, "static_tensor"},
+      {{ScaleKind::kChannel, 128}, "channel"},
+      {{ScaleKind::kToken, 128}, "token"},
+      {{ScaleKind::kBlock, 128}, "block_128"},
+      {{ScaleKind::kGroup, 32}, "group_32"},
+  };
+  for (const auto& [scales, name] : cases) {
+    EXPECT_EQ(ScalesName(scales), name);
+    StatusOr<Scales> parsed = ParseScales(name);
+    ASSERT_TRUE(parsed.ok()) << name;
+    EXPECT_EQ(parsed->kind, scales.kind) << name;
+    EXPECT_EQ(parsed->block, scales.block) << name;
+  }
+  for (const char* bad : {"block", "group_", "block_0", "block_-4", "block_1_2", "block__5",
+                          "static_5", "tensor_8", "Tensor", ""}) {
+    EXPECT_EQ(ParseScales(bad).status().message(),
+              fmt::format("unknown scales '{}' (none, tensor, static_tensor, channel, token, "
+                          "block_N, group_N)",
+                          bad))
+        << bad;
+  }
+}
+
 TEST(PrecisionTest, WithoutRolesEverythingIsTheWorkloadsDtype) {
   const Precision p = ResolvePrecision({}, DType::kFp8, DType::kBf16, DType::kBf16, DType::kFp8);
   EXPECT_FALSE(p.roles);

@@ -3,32 +3,32 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "core/enum_names.h"
+
 namespace shardscope {
 
+namespace {
+
+constexpr auto kStatusCodeNames = MakeEnumNames<StatusCode>({
+    {StatusCode::kOk, "OK"},
+    {StatusCode::kInvalidArgument, "invalid argument"},
+    {StatusCode::kNotFound, "not found"},
+    {StatusCode::kFailedPrecondition, "failed precondition"},
+    {StatusCode::kOutOfRange, "out of range"},
+    {StatusCode::kDataLoss, "data loss"},
+    {StatusCode::kUnimplemented, "not implemented"},
+    {StatusCode::kInternal, "internal error"},
+    {StatusCode::kIoError, "I/O error"},
+    {StatusCode::kCancelled, "cancelled"},
+});
+static_assert(kStatusCodeNames.InEnumOrder() &&
+              kStatusCodeNames.entries().back().value == StatusCode::kCancelled);
+
+}  // namespace
+
+// The names are string literals, so a view's data() is NUL-terminated.
 const char* StatusCodeName(StatusCode code) {
-  switch (code) {
-    case StatusCode::kOk:
-      return "OK";
-    case StatusCode::kInvalidArgument:
-      return "invalid argument";
-    case StatusCode::kNotFound:
-      return "not found";
-    case StatusCode::kFailedPrecondition:
-      return "failed precondition";
-    case StatusCode::kOutOfRange:
-      return "out of range";
-    case StatusCode::kDataLoss:
-      return "data loss";
-    case StatusCode::kUnimplemented:
-      return "not implemented";
-    case StatusCode::kInternal:
-      return "internal error";
-    case StatusCode::kIoError:
-      return "I/O error";
-    case StatusCode::kCancelled:
-      return "cancelled";
-  }
-  return "unknown";
+  return kStatusCodeNames.Name(code, "unknown").data();
 }
 
 std::string Status::ToString() const {

@@ -46,6 +46,23 @@ TEST(StatusDeathTest, ValueOfAnErrorAbortsWithTheMessage) {
   EXPECT_DEATH((void)Half(5).value(), "5 is odd");
 }
 
+TEST(StatusTest, EveryCodeHasItsName) {
+  const std::pair<StatusCode, std::string_view> names[] = {
+      {StatusCode::kOk, "OK"},
+      {StatusCode::kInvalidArgument, "invalid argument"},
+      {StatusCode::kNotFound, "not found"},
+      {StatusCode::kFailedPrecondition, "failed precondition"},
+      {StatusCode::kOutOfRange, "out of range"},
+      {StatusCode::kDataLoss, "data loss"},
+      {StatusCode::kUnimplemented, "not implemented"},
+      {StatusCode::kInternal, "internal error"},
+      {StatusCode::kIoError, "I/O error"},
+      {StatusCode::kCancelled, "cancelled"},
+  };
+  for (const auto& [code, name] : names) EXPECT_EQ(StatusCodeName(code), name);
+  EXPECT_STREQ(StatusCodeName(static_cast<StatusCode>(99)), "unknown");
+}
+
 TEST(StatusTest, BuiltFromAnOkStatusIsAnInternalError) {
   StatusOr<int> s = Status::Ok();
   EXPECT_FALSE(s.ok());

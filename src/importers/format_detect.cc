@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <utility>
 #include <vector>
 
+#include "core/enum_names.h"
 #include "trace/byte_source.h"
 
 namespace shardscope::importers {
@@ -12,14 +14,16 @@ namespace {
 
 constexpr size_t kHeadBytes = 64 << 10;
 
-constexpr std::array<std::pair<TraceFormat, std::string_view>, 6> kNames = {{
+constexpr auto kNames = MakeEnumNames<TraceFormat>({
     {TraceFormat::kShardScope, "shardscope"},
     {TraceFormat::kKineto, "kineto"},
     {TraceFormat::kXlaJson, "xla"},
     {TraceFormat::kXspace, "xspace"},
     {TraceFormat::kNcclProfiler, "nccl-profiler"},
     {TraceFormat::kNcclProfilerJsonl, "nccl-profiler-jsonl"},
-}};
+});
+static_assert(kNames.InEnumOrder() &&
+              kNames.entries().back().value == TraceFormat::kNcclProfilerJsonl);
 
 constexpr std::string_view kTried =
     "tried: ShardScope / Chrome trace JSON (\"traceEvents\"), PyTorch profiler (Kineto) JSON, "
@@ -116,26 +120,12 @@ bool LooksBinary(std::string_view s) {
 
 }  // namespace
 
-std::string_view TraceFormatName(TraceFormat format) {
-  for (const auto& [f, name] : kNames) {
-    if (f == format) return name;
-  }
-  return "unknown";
-}
+std::string_view TraceFormatName(TraceFormat format) { return kNames.Name(format, "unknown"); }
 
-std::string TraceFormatNames() {
-  std::string out;
-  for (const auto& [f, name] : kNames) {
-    if (!out.empty()) out += ", ";
-    out += name;
-  }
-  return out;
-}
+std::string TraceFormatNames() { return kNames.List(", "); }
 
 StatusOr<TraceFormat> ParseTraceFormat(std::string_view name) {
-  for (const auto& [f, n] : kNames) {
-    if (n == name) return f;
-  }
+  if (std::optional<TraceFormat> f = kNames.Parse(name)) return *f;
   return InvalidArgument("unknown trace format '{}' (one of: {})", name, TraceFormatNames());
 }
 

@@ -7,8 +7,23 @@
 #include <limits>
 #include <utility>
 
+#include "core/enum_names.h"
+
 namespace shardscope::importers {
 namespace {
+
+// The HLO opcodes of the collectives (ragged-all-to-all, which moves like
+// all-to-all, is classified apart).
+constexpr auto kHloCollectiveNames = MakeEnumNames<HloCollective>({
+    {HloCollective::kAllReduce, "all-reduce"},
+    {HloCollective::kAllGather, "all-gather"},
+    {HloCollective::kReduceScatter, "reduce-scatter"},
+    {HloCollective::kAllToAll, "all-to-all"},
+    {HloCollective::kCollectivePermute, "collective-permute"},
+    {HloCollective::kCollectiveBroadcast, "collective-broadcast"},
+});
+static_assert(kHloCollectiveNames.InEnumOrder() &&
+              kHloCollectiveNames.entries().back().value == HloCollective::kCollectiveBroadcast);
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
@@ -245,15 +260,6 @@ std::vector<std::string_view> HloOperandNames(std::string_view operands) {
 }
 
 std::optional<HloCollectiveOp> ClassifyHloCollective(std::string_view opcode_or_name) {
-  static constexpr std::array<std::pair<std::string_view, HloCollective>, 7> kOps = {{
-      {"all-reduce", HloCollective::kAllReduce},
-      {"all-gather", HloCollective::kAllGather},
-      {"reduce-scatter", HloCollective::kReduceScatter},
-      {"all-to-all", HloCollective::kAllToAll},
-      {"ragged-all-to-all", HloCollective::kAllToAll},
-      {"collective-permute", HloCollective::kCollectivePermute},
-      {"collective-broadcast", HloCollective::kCollectiveBroadcast},
-  }};
   std::string_view base = BaseName(Trim(opcode_or_name));
   HloCollectiveOp result;
   for (auto [suffix, part] : {std::pair{std::string_view("-start"), AsyncPart::kStart},
@@ -264,13 +270,11 @@ std::optional<HloCollectiveOp> ClassifyHloCollective(std::string_view opcode_or_
       break;
     }
   }
-  for (const auto& [name, op] : kOps) {
-    if (name == base) {
-      result.op = op;
-      return result;
-    }
-  }
-  return std::nullopt;
+  std::optional<HloCollective> op =
+      base == "ragged-all-to-all" ? HloCollective::kAllToAll : kHloCollectiveNames.Parse(base);
+  if (!op) return std::nullopt;
+  result.op = *op;
+  return result;
 }
 
 trace::Collective ToTraceCollective(HloCollective op) {
@@ -291,23 +295,7 @@ trace::Collective ToTraceCollective(HloCollective op) {
   return trace::Collective::kNone;
 }
 
-std::string_view HloCollectiveName(HloCollective op) {
-  switch (op) {
-    case HloCollective::kAllReduce:
-      return "all-reduce";
-    case HloCollective::kAllGather:
-      return "all-gather";
-    case HloCollective::kReduceScatter:
-      return "reduce-scatter";
-    case HloCollective::kAllToAll:
-      return "all-to-all";
-    case HloCollective::kCollectivePermute:
-      return "collective-permute";
-    case HloCollective::kCollectiveBroadcast:
-      return "collective-broadcast";
-  }
-  return "";
-}
+std::string_view HloCollectiveName(HloCollective op) { return kHloCollectiveNames.Name(op, ""); }
 
 StatusOr<int64_t> HloShapeBytes(std::string_view shape) {
   auto bad = [&]() { return InvalidArgument("malformed HLO shape '{}'", shape); };

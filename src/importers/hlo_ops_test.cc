@@ -81,6 +81,15 @@ TEST(HloOpsTest, ClassifiesCollectives) {
   EXPECT_FALSE(ClassifyHloCollective("fusion.3").has_value());
   EXPECT_FALSE(ClassifyHloCollective("copy-start").has_value());
   EXPECT_FALSE(ClassifyHloCollective("all-reduce-fusion").has_value());
+  for (HloCollective op :
+       {HloCollective::kAllReduce, HloCollective::kAllGather, HloCollective::kReduceScatter,
+        HloCollective::kAllToAll, HloCollective::kCollectivePermute,
+        HloCollective::kCollectiveBroadcast}) {
+    ASSERT_TRUE(ClassifyHloCollective(HloCollectiveName(op)).has_value()) << HloCollectiveName(op);
+    EXPECT_EQ(ClassifyHloCollective(HloCollectiveName(op))->op, op);
+  }
+  EXPECT_EQ(HloCollectiveName(HloCollective::kAllToAll), "all-to-all");
+  EXPECT_EQ(HloCollectiveName(HloCollective::kCollectiveBroadcast), "collective-broadcast");
   EXPECT_EQ(ToTraceCollective(HloCollective::kCollectivePermute), trace::Collective::kSend);
   EXPECT_EQ(ToTraceCollective(HloCollective::kReduceScatter), trace::Collective::kReduceScatter);
 }

@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <utility>
 
+#include "core/enum_names.h"
 #include "trace/trace.h"
 
 namespace shardscope::importers {
@@ -261,14 +263,18 @@ void Replay(const trace::Trace& t, const std::map<int32_t, int64_t>& shift,
 
 }  // namespace
 
-std::string_view ClockAlignmentName(ClockAlignment a) {
-  return a == ClockAlignment::kAsRecorded ? "as-recorded" : "collective-end";
-}
+constexpr auto kClockAlignmentNames = MakeEnumNames<ClockAlignment>({
+    {ClockAlignment::kAsRecorded, "as-recorded"},
+    {ClockAlignment::kFirstCollectiveEnd, "collective-end"},
+});
+static_assert(kClockAlignmentNames.InEnumOrder() &&
+              kClockAlignmentNames.entries().back().value == ClockAlignment::kFirstCollectiveEnd);
+
+std::string_view ClockAlignmentName(ClockAlignment a) { return kClockAlignmentNames.Name(a); }
 
 StatusOr<ClockAlignment> ParseClockAlignment(std::string_view name) {
-  if (name == "as-recorded") return ClockAlignment::kAsRecorded;
-  if (name == "collective-end") return ClockAlignment::kFirstCollectiveEnd;
-  return InvalidArgument("unknown clock alignment '{}' (as-recorded or collective-end)", name);
+  if (std::optional<ClockAlignment> a = kClockAlignmentNames.Parse(name)) return *a;
+  return InvalidArgument("unknown clock alignment '{}' ({})", name, kClockAlignmentNames.List());
 }
 
 namespace {

@@ -17,6 +17,18 @@ namespace {
 using testing::ScratchDir;
 using trace::WriteFile;
 
+TEST(TraceSetTest, ClockAlignmentNamesRoundTrip) {
+  EXPECT_EQ(ClockAlignmentName(ClockAlignment::kAsRecorded), "as-recorded");
+  EXPECT_EQ(ClockAlignmentName(ClockAlignment::kFirstCollectiveEnd), "collective-end");
+  for (ClockAlignment a : {ClockAlignment::kAsRecorded, ClockAlignment::kFirstCollectiveEnd}) {
+    StatusOr<ClockAlignment> parsed = ParseClockAlignment(ClockAlignmentName(a));
+    ASSERT_TRUE(parsed.ok());
+    EXPECT_EQ(*parsed, a);
+  }
+  EXPECT_EQ(ParseClockAlignment("first").status().message(),
+            "unknown clock alignment 'first' (as-recorded or collective-end)");
+}
+
 TEST(TraceSetTest, MissingRankIsReportedAndTheRestAnalysed) {
   ScratchDir dir;
   std::vector<std::string> paths;

@@ -171,32 +171,45 @@ TEST(CpuRunCheckpointTest, ExperimentCheckpointFieldRunsOnTwoRanks) {
   for (int64_t q = 0; q < 2; ++q) EXPECT_EQ(r->tokens[q], want[q]) << "request " << q;
 }
 
-// A checkpoint that cannot serve the model is bad input found by the launcher,
-// before mpirun starts (`mpirun` here names no program: starting it would fail
-// differently), once, naming the file and the tensor.
-TEST(CpuRunCheckpointTest, ABadCheckpointIsRejectedBeforeTheRanksStart) {
-  shardscope::testing::ScratchDir scratch("cpu_run_bad_ckpt");
-  const fs::path dir = scratch.path();
-  Experiment e = shardscope::testing::ZooExperiment("tiny-dense", "h100-sxm", {}, 2, 8, 3);
-  e.parallel.tp = 2;
-  e.source_file = (dir / "experiments.yaml").string();
-  Experiment whole = e;
+// For checks that refuse a checkpoint before the ranks start: a tiny-dense TP2
+// experiment in `dir`, the HF tensors of its one-rank weights (BF16) to spoil
+// and write, and launcher options whose mpirun and binary do not exist (starting
+// them would fail differently).
+struct PreflightSetup {
+  Experiment experiment;
+  std::vector<SafetensorsTensor> tensors;
+  CpuRunOptions options;
+};
+
+void MakePreflightSetup(const fs::path& dir, PreflightSetup* p) {
+  p->experiment = shardscope::testing::ZooExperiment("tiny-dense", "h100-sxm", {}, 2, 8, 3);
+  p->experiment.parallel.tp = 2;
+  p->experiment.source_file = (dir / "experiments.yaml").string();
+  Experiment whole = p->experiment;
   whole.parallel = ParallelSpec{};
   auto pl1 = Placement::Create(whole);
   ASSERT_TRUE(pl1.ok());
   auto w1 = Weights::Create(whole, *pl1, 0);
   ASSERT_TRUE(w1.ok());
-  std::vector<SafetensorsTensor> tensors = testing::ExportHf(e.model, *w1, SafetensorsDtype::kBF16);
-  const std::string dropped = "model.layers.1.mlp.down_proj.weight";
-  std::erase_if(tensors, [&](const SafetensorsTensor& t) { return t.name == dropped; });
-  ASSERT_TRUE(WriteSafetensorsCheckpoint((dir / "missing").string(), tensors).ok());
-  CpuRunOptions o;
-  o.mpirun = "/nonexistent/mpirun";
-  o.shardscope_binary = "/nonexistent/shardscope";
-  o.write_trace = false;
+  p->tensors = testing::ExportHf(p->experiment.model, *w1, SafetensorsDtype::kBF16);
+  p->options.mpirun = "/nonexistent/mpirun";
+  p->options.shardscope_binary = "/nonexistent/shardscope";
+  p->options.write_trace = false;
+}
 
+// A checkpoint that cannot serve the model is bad input found by the launcher,
+// before mpirun starts, once, naming the file and the tensor.
+TEST(CpuRunCheckpointTest, ABadCheckpointIsRejectedBeforeTheRanksStart) {
+  shardscope::testing::ScratchDir scratch("cpu_run_bad_ckpt");
+  const fs::path dir = scratch.path();
+  PreflightSetup p;
+  ASSERT_NO_FATAL_FAILURE(MakePreflightSetup(dir, &p));
+  Experiment& e = p.experiment;
+  const std::string dropped = "model.layers.1.mlp.down_proj.weight";
+  std::erase_if(p.tensors, [&](const SafetensorsTensor& t) { return t.name == dropped; });
+  ASSERT_TRUE(WriteSafetensorsCheckpoint((dir / "missing").string(), p.tensors).ok());
   e.workload.checkpoint = (dir / "missing").string();
-  auto r = RunCpuExperiment(e, o);
+  auto r = RunCpuExperiment(e, p.options);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kNotFound) << r.status().message();
   EXPECT_NE(r.status().message().find("no tensor '" + dropped + "'"), std::string::npos)
@@ -207,7 +220,7 @@ TEST(CpuRunCheckpointTest, ABadCheckpointIsRejectedBeforeTheRanksStart) {
   const fs::path file = dir / "missing" / "model.safetensors";
   ASSERT_TRUE(fs::exists(file));
   fs::resize_file(file, fs::file_size(file) / 2);
-  r = RunCpuExperiment(e, o);
+  r = RunCpuExperiment(e, p.options);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find(file.string()), std::string::npos) << r.status().message();
   EXPECT_EQ(r.status().message().find("mpirun"), std::string::npos) << r.status().message();
@@ -218,26 +231,14 @@ TEST(CpuRunCheckpointTest, ABadCheckpointIsRejectedBeforeTheRanksStart) {
 TEST(CpuRunCheckpointTest, AnAllNaNCheckpointIsRejectedNamingTheTensor) {
   shardscope::testing::ScratchDir scratch("cpu_run_nan_ckpt");
   const fs::path dir = scratch.path();
-  Experiment e = shardscope::testing::ZooExperiment("tiny-dense", "h100-sxm", {}, 2, 8, 3);
-  e.parallel.tp = 2;
-  e.source_file = (dir / "experiments.yaml").string();
-  Experiment whole = e;
-  whole.parallel = ParallelSpec{};
-  auto pl1 = Placement::Create(whole);
-  ASSERT_TRUE(pl1.ok());
-  auto w1 = Weights::Create(whole, *pl1, 0);
-  ASSERT_TRUE(w1.ok());
-  std::vector<SafetensorsTensor> tensors = testing::ExportHf(e.model, *w1, SafetensorsDtype::kBF16);
-  for (SafetensorsTensor& t : tensors) {
+  PreflightSetup p;
+  ASSERT_NO_FATAL_FAILURE(MakePreflightSetup(dir, &p));
+  for (SafetensorsTensor& t : p.tensors) {
     std::fill(t.values.begin(), t.values.end(), std::numeric_limits<float>::quiet_NaN());
   }
-  ASSERT_TRUE(WriteSafetensorsCheckpoint((dir / "nan").string(), tensors).ok());
-  CpuRunOptions o;
-  o.mpirun = "/nonexistent/mpirun";
-  o.shardscope_binary = "/nonexistent/shardscope";
-  o.write_trace = false;
-  e.workload.checkpoint = (dir / "nan").string();
-  auto r = RunCpuExperiment(e, o);
+  ASSERT_TRUE(WriteSafetensorsCheckpoint((dir / "nan").string(), p.tensors).ok());
+  p.experiment.workload.checkpoint = (dir / "nan").string();
+  auto r = RunCpuExperiment(p.experiment, p.options);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << r.status().message();
   EXPECT_NE(r.status().message().find("': all of its "), std::string::npos) << r.status().message();

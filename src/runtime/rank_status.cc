@@ -11,6 +11,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include "core/enum_names.h"
+
 namespace shardscope::runtime {
 namespace {
 
@@ -19,6 +21,23 @@ constexpr int kMaxCleanupFiles = 4;
 constexpr size_t kMaxPath = 1024;
 constexpr int kTerminationSignals[] = {SIGTERM, SIGINT, SIGHUP};
 constexpr int kCrashSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+
+// In enum order from kRunning (1): every state named once.
+constexpr auto kRankStateNames = MakeEnumNames<RankState>({
+    {RankState::kRunning, "running"},
+    {RankState::kDone, "done"},
+    {RankState::kFailed, "failed"},
+    {RankState::kCrashed, "crashed"},
+    {RankState::kStopped, "stopped"},
+    {RankState::kExited, "exited"},
+});
+static_assert([] {
+  const auto& entries = kRankStateNames.entries();
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (static_cast<size_t>(entries[i].value) != i + 1) return false;
+  }
+  return entries.back().value == RankState::kExited;
+}());
 
 static_assert(std::atomic<int32_t>::is_always_lock_free);
 static_assert(std::atomic<const RankProgram*>::is_always_lock_free);
@@ -175,23 +194,7 @@ void Install(int sig, void (*handler)(int)) {
 
 }  // namespace
 
-std::string_view RankStateName(RankState state) {
-  switch (state) {
-    case RankState::kRunning:
-      return "running";
-    case RankState::kDone:
-      return "done";
-    case RankState::kFailed:
-      return "failed";
-    case RankState::kCrashed:
-      return "crashed";
-    case RankState::kStopped:
-      return "stopped";
-    case RankState::kExited:
-      return "exited";
-  }
-  return "unknown";
-}
+std::string_view RankStateName(RankState state) { return kRankStateNames.Name(state, "unknown"); }
 
 std::string_view SignalName(int signal) {
   switch (signal) {

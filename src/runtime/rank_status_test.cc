@@ -47,6 +47,16 @@ class RankStatusTest : public ::testing::Test {
   RankProgram program_;
 };
 
+TEST(RankStateTest, EveryStateHasItsName) {
+  EXPECT_EQ(RankStateName(RankState::kRunning), "running");
+  EXPECT_EQ(RankStateName(RankState::kDone), "done");
+  EXPECT_EQ(RankStateName(RankState::kFailed), "failed");
+  EXPECT_EQ(RankStateName(RankState::kCrashed), "crashed");
+  EXPECT_EQ(RankStateName(RankState::kStopped), "stopped");
+  EXPECT_EQ(RankStateName(RankState::kExited), "exited");
+  EXPECT_EQ(RankStateName(static_cast<RankState>(0)), "unknown");  // a record not yet written
+}
+
 TEST(OpContextTest, NamesTheOpLikeOpNameWithKindLayerAndPhase) {
   Op norm = Compute(3, OpKind::kNorm, 2, OpRole::kInputNorm);
   EXPECT_EQ(OpName(norm), "L2.norm.input");

@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include "core/enum_names.h"
+
 namespace shardscope::trace {
 namespace {
 
@@ -11,22 +13,20 @@ constexpr std::array<StatInfo, kNumStats> kStats = {{
 #undef SHARDSCOPE_STAT_INFO
 }};
 
+constexpr auto kSeverityNames = MakeEnumNames<Severity>({
+    {Severity::kSkipped, "skipped"},
+    {Severity::kIgnored, "ignored"},
+    {Severity::kNote, "note"},
+});
+static_assert(kSeverityNames.InEnumOrder() &&
+              kSeverityNames.entries().back().value == Severity::kNote);
+
 }  // namespace
 
 std::span<const StatInfo> AllStats() { return kStats; }
 
 const StatInfo& InfoOf(Stat stat) { return kStats[static_cast<size_t>(stat)]; }
 
-std::string_view SeverityName(Severity severity) {
-  switch (severity) {
-    case Severity::kSkipped:
-      return "skipped";
-    case Severity::kIgnored:
-      return "ignored";
-    case Severity::kNote:
-      return "note";
-  }
-  return "?";
-}
+std::string_view SeverityName(Severity severity) { return kSeverityNames.Name(severity); }
 
 }  // namespace shardscope::trace

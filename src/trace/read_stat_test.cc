@@ -44,6 +44,12 @@ TEST(ReadStatTest, EveryStatIsDocumented) {
   }
 }
 
+TEST(ReadStatTest, SeveritiesHaveTheirNames) {
+  EXPECT_EQ(SeverityName(Severity::kSkipped), "skipped");
+  EXPECT_EQ(SeverityName(Severity::kIgnored), "ignored");
+  EXPECT_EQ(SeverityName(Severity::kNote), "note");
+}
+
 TEST(ReadStatTest, CountsByStatAndByTextUnderTheirSeverity) {
   ReadStats s;
   s.Count(Stat::kBadArgValue, "step");

@@ -18,7 +18,7 @@ TEST(BackendOpsTest, EveryOpOfEveryBackendMatchesTheReference) {
   const std::vector<OpCase> cases = DefaultOpCases();
   for (BackendOp op : kAllBackendOps) {  // the cases cover every op
     bool covered = false;
-    for (const OpCase& c : cases) covered |= c.op == op;
+    for (const OpCase& c : cases) covered |= OpOf(c) == op;
     EXPECT_TRUE(covered) << BackendOpName(op);
   }
   for (const BackendFactory& f : RegisteredBackends()) {
@@ -27,11 +27,11 @@ TEST(BackendOpsTest, EveryOpOfEveryBackendMatchesTheReference) {
     int ran = 0;
     for (DType dtype : kDTypes) {
       for (const OpCase& c : cases) {
-        if (!backend->Supports(c.op, dtype)) continue;
+        if (!backend->Supports(OpOf(c), dtype)) continue;
         StatusOr<double> nmse = CompareOp(c, dtype, *backend, *reference, 7);
-        ASSERT_TRUE(nmse.ok()) << f.name << " " << c.Name() << ": " << nmse.status().message();
+        ASSERT_TRUE(nmse.ok()) << f.name << " " << CaseName(c) << ": " << nmse.status().message();
         EXPECT_LE(*nmse, NmseTolerance(dtype))
-            << f.name << " " << DTypeName(dtype) << " " << c.Name();
+            << f.name << " " << DTypeName(dtype) << " " << CaseName(c);
         ++ran;
       }
     }
@@ -42,7 +42,7 @@ TEST(BackendOpsTest, EveryOpOfEveryBackendMatchesTheReference) {
 // The tolerance catches a wrong result: a perturbed output fails it.
 TEST(BackendOpsTest, NmseSeesAWrongElement) {
   std::unique_ptr<Backend> reference = NewReferenceBackend();
-  const OpCase c{.op = BackendOp::kGemm, .m = 4, .n = 8, .k = 16};
+  const OpCase c = GemmCase{.m = 4, .n = 8, .k = 16};
   StatusOr<std::vector<float>> ref = RunOp(c, DType::kFp32, *reference, 3);
   ASSERT_TRUE(ref.ok());
   EXPECT_EQ(Nmse(*ref, *ref), 0.0);
@@ -53,6 +53,35 @@ TEST(BackendOpsTest, NmseSeesAWrongElement) {
   for (float& x : off) x *= 1.001f;
   EXPECT_GT(Nmse(off, *ref), NmseTolerance(DType::kFp32));
   EXPECT_LT(Nmse(off, *ref), NmseTolerance(DType::kFp16) * 2);
+}
+
+// Each case names its op and prints its fields under the names the benchmark's rows carry.
+TEST(BackendOpsTest, CasesNameTheirOpAndShape) {
+  EXPECT_EQ(CaseName(GemmCase{.m = 5, .n = 9, .k = 12, .trans_b = true, .strided = true}),
+            "gemm m=5 n=9 k=12 bᵀ views");
+  const OpCase norm = RowwiseCase{.kind = BackendOp::kRmsNorm, .rows = 3, .cols = 20};
+  EXPECT_EQ(OpOf(norm), BackendOp::kRmsNorm);
+  EXPECT_EQ(CaseName(norm), "rms_norm m=3 n=20");
+  EXPECT_EQ(CaseName(DecodeAttentionCase{.requests = 2,
+                                         .cache_rows = 6,
+                                         .heads = 3,
+                                         .kv_heads = 1,
+                                         .head_dim = 10,
+                                         .head_dim_v = 8,
+                                         .lse = true}),
+            "decode_attention q=2 k=6 heads=3/1 d=10/8 lse");
+  EXPECT_EQ(CaseName(UnpermuteCase{.tokens = 3, .hidden = 7, .top_k = 3, .shared = true}),
+            "unpermute t=3 h=7 top3 shared");
+  EXPECT_EQ(OpOf(EmbeddingCase{}), BackendOp::kEmbedding);
+}
+
+// A row-wise case of an op that is not row-wise is an error, not a silent no-op.
+TEST(BackendOpsTest, ARowwiseCaseOfAnotherOpIsAnError) {
+  std::unique_ptr<Backend> reference = NewReferenceBackend();
+  const OpCase c = RowwiseCase{.kind = BackendOp::kGemm, .rows = 2, .cols = 3};
+  StatusOr<std::vector<float>> out = RunOp(c, DType::kFp32, *reference, 1);
+  EXPECT_EQ(out.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(out.status().message(), "gemm is not a row-wise op");
 }
 
 TEST(BackendOpsTest, TensorsKeepTheirDType) {
@@ -91,8 +120,8 @@ TEST(BackendOpsTest, TheSteadyStateAllocatesNothing) {
     const std::vector<OpCase> cases = DefaultOpCases();
     auto step = [&] {
       for (const OpCase& c : cases) {
-        ASSERT_TRUE(RunOp(c, DType::kBf16, *backend, 1).ok()) << c.Name();
-        ASSERT_TRUE(RunOp(c, DType::kFp32, *backend, 1).ok()) << c.Name();
+        ASSERT_TRUE(RunOp(c, DType::kBf16, *backend, 1).ok()) << CaseName(c);
+        ASSERT_TRUE(RunOp(c, DType::kFp32, *backend, 1).ok()) << CaseName(c);
       }
     };
     step();

@@ -53,16 +53,12 @@ const DtypeInfo* FindDtype(std::string_view name) {
   return nullptr;
 }
 
+// The name a tensor of `d` is written with: its row of kDtypes, the one table of
+// the names (many-to-one with sizes, so not an EnumNames); kOther is never written.
 const char* DtypeName(SafetensorsDtype d) {
-  switch (d) {
-    case SafetensorsDtype::kF32:
-      return "F32";
-    case SafetensorsDtype::kBF16:
-      return "BF16";
-    case SafetensorsDtype::kF16:
-      return "F16";
-    case SafetensorsDtype::kOther:
-      break;
+  if (d == SafetensorsDtype::kOther) return "?";
+  for (const DtypeInfo& info : kDtypes) {
+    if (info.dtype == d) return info.name;
   }
   return "?";
 }

@@ -124,6 +124,13 @@ TEST_F(SafetensorsTest, WritesAndReadsEveryFloatDtypeWholeAndInBlocks) {
   EXPECT_EQ(e->dtype, SafetensorsDtype::kF16);
   EXPECT_EQ(e->shape, (std::vector<int64_t>{2, 3}));
   EXPECT_EQ(e->end - e->begin, 12);
+  EXPECT_EQ(r->Find("m32")->dtype, SafetensorsDtype::kF32);
+  EXPECT_EQ(r->Find("mb16")->dtype, SafetensorsDtype::kBF16);
+  StatusOr<std::string> encoded = EncodeSafetensors({ts[0], ts[1], ts[2]});
+  ASSERT_TRUE(encoded.ok());
+  for (const char* dtype : {R"("dtype":"F32")", R"("dtype":"F16")", R"("dtype":"BF16")"}) {
+    EXPECT_NE(encoded->find(dtype), std::string::npos) << dtype;  // the names the header carries
+  }
   for (const char* name : {"m32", "m16", "mb16"}) {
     auto all = r->Read(name);
     ASSERT_TRUE(all.ok());
