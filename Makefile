@@ -57,13 +57,16 @@ format:
 # Static checks: every tracked .h/.cc clang-formatted, mypy on python/ and the Python
 # scripts (its configuration: pyproject.toml), docs/architecture.md's layers against
 # CMakeLists.txt (seconds each), and clang-tidy (.clang-tidy) on the src/ files changed
-# against main (seconds a file; TIDY=all: all of src/, about 5 min on 2 cores; CI does).
+# against main (seconds a file; TIDY=all: all of src/, about 5 min on 2 cores;
+# TIDY=since-clean: those changed since the commit in .clang-tidy-clean, where all of src/
+# was last clean, as CI does; `scripts/check_tidy.sh --all --record` moves it).
 TIDY ?= changed
 lint: configure
 	@bash scripts/check_format.sh
 	@mypy
 	@/usr/bin/python3 tests/check_architecture_doc.py
-	@BUILD=$(BUILD) JOBS=$(JOBS) bash scripts/check_tidy.sh $(if $(filter all,$(TIDY)),--all)
+	@BUILD=$(BUILD) JOBS=$(JOBS) bash scripts/check_tidy.sh $(if $(filter all,$(TIDY)),--all) \
+	  $(if $(filter since-clean,$(TIDY)),--since-clean)
 
 clean:
 	@rm -rf $(BUILD)

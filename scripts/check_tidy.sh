@@ -4,6 +4,10 @@
 # (TIDY_BASE=REF for another), with --all every file (about 5 min on 2 cores). A changed
 # header or .inc is checked through one source file that includes it. Fails naming each
 # finding as `path:line:col: warning: … [check]`.
+#   --since-clean  the files changed since the commit in .clang-tidy-clean, where the whole
+#                  tree was last found clean (CI); every file when that commit is not in
+#                  this clone's history or .clang-tidy or this script changed since.
+#   --all --record after a clean run of every file, writes HEAD's commit there (commit it).
 # Needs $BUILD/compile_commands.json (`make configure` writes it; BUILD defaults to build).
 #
 # Clang-tidy 14 (Debian 12) parses the GCC build's compile commands as they are, with two
@@ -22,11 +26,38 @@ JOBS=${JOBS:-$(nproc)}
 ALLOWED_LONG_FUNCTIONS=()
 
 all=0
+record=0
+since_clean=0
+clean_file=.clang-tidy-clean
+usage() { echo "usage: scripts/check_tidy.sh [--all [--record] | --since-clean]" >&2; exit 2; }
 case "${1:-}" in
   --all) all=1 ;;
+  --since-clean) since_clean=1 ;;
   "") ;;
-  *) echo "usage: scripts/check_tidy.sh [--all]" >&2; exit 2 ;;
+  *) usage ;;
 esac
+case "${2:-}" in
+  --record) [ "$all" = 1 ] || usage; record=1 ;;
+  "") ;;
+  *) usage ;;
+esac
+if [ "$record" = 1 ] && [ -n "$(git status --porcelain -- src .clang-tidy scripts/check_tidy.sh)" ]; then
+  echo "check_tidy: --record needs src/ and the tidy configuration committed" >&2
+  exit 2
+fi
+if [ "$since_clean" = 1 ]; then
+  clean=$(cat "$clean_file" 2>/dev/null || true)
+  if [ -z "$clean" ] || ! git cat-file -e "$clean^{commit}" 2>/dev/null ||
+     ! git merge-base --is-ancestor "$clean" HEAD; then
+    echo "check_tidy: $clean_file names no ancestor of HEAD: checking every file"
+    all=1
+  elif [ -n "$(git diff --name-only "$clean" -- .clang-tidy scripts/check_tidy.sh)" ]; then
+    echo "check_tidy: the tidy configuration changed since $clean: checking every file"
+    all=1
+  else
+    export TIDY_BASE=$clean
+  fi
+fi
 tidy=$(command -v clang-tidy-14 || command -v clang-tidy || true)
 [ -n "$tidy" ] || { echo "check_tidy: clang-tidy not found (make bootstrap)" >&2; exit 2; }
 db="$BUILD/compile_commands.json"
@@ -99,3 +130,7 @@ if [ -n "$findings" ]; then
   exit 1
 fi
 echo "check_tidy: ${#files[@]} file(s) clean (.clang-tidy; ${elapsed} s)"
+if [ "$record" = 1 ]; then
+  git rev-parse HEAD > "$clean_file"
+  echo "check_tidy: recorded $(cat "$clean_file") in $clean_file"
+fi
