@@ -9,6 +9,11 @@ engine, case, metric, measured, simulated and the signed error
 all rows and per metric family (TTFT, TPOT/ITL, throughput). With --check,
 exits 1 when a median exceeds --median (default 0.10) or a row exceeds --max.
 
+A row whose `known_off` column gives a reason (an understood defect of the
+model, named in SOURCES.md) is printed with that reason and counted in every
+median, but --max does not apply to it; --check fails instead when such a row
+comes back within --max, so the reason is removed once the defect is fixed.
+
     bench/serving/validate.py --binary build/shardscope [--check] [--max 0.5]
 """
 import argparse
@@ -36,12 +41,26 @@ def simulate(binary, config, extra):
     return {e["experiment"]: e for e in json.loads(out)}
 
 
+def fixed_batch_metric(result, name):
+    if name == "latency_ms":
+        return result["run_s"] * 1e3
+    if name == "ttft_ms":
+        return result["ttft_s"] * 1e3
+    if name == "output_tok_s":
+        # A fixed batch's generated tokens per second over the whole run (prefill
+        # included), as static-batch benchmarks report it: batch × tokens / run.
+        # The batch is decode_tokens_per_s × tpot_s (= batch / tpot × tpot).
+        if result["decode_steps"] == 0:
+            raise ValueError("output_tok_s of a fixed batch needs tokens_to_generate > 1")
+        batch = round(result["decode_tokens_per_s"] * result["tpot_s"])
+        return batch * (result["decode_steps"] + 1) / result["run_s"]
+    raise ValueError(f"metric {name} needs a served experiment")
+
+
 def metric(result, name):
     served = result.get("served", False)
-    if name == "latency_ms" and not served:
-        return result["run_s"] * 1e3
     if not served:
-        raise ValueError(f"metric {name} needs a served experiment")
+        return fixed_batch_metric(result, name)
     m = result["metrics"]
     if name == "ttft_ms":
         return m["ttft_s"]["mean"] * 1e3
@@ -70,8 +89,9 @@ def main():
     results = simulate(args.binary, args.config, extra)
     rows = read_rows(args.rows)
     errors = {}
-    print("| source | engine | case | metric | measured | simulated | error |")
-    print("|---|---|---|---|---:|---:|---:|")
+    failed = False
+    print("| source | engine | case | metric | measured | simulated | error | known off |")
+    print("|---|---|---|---|---:|---:|---:|---|")
     for row in rows:
         if row["experiment"] not in results:
             sys.exit(f"{args.rows}: row {row['id']}: experiment {row['experiment']!r} "
@@ -80,15 +100,21 @@ def main():
         sim = metric(results[row["experiment"]], row["metric"])
         err = sim / measured - 1
         errors.setdefault(FAMILY[row["metric"]], []).append(abs(err))
+        known_off = (row.get("known_off") or "").strip()
+        if known_off and abs(err) <= args.max:
+            print(f"{args.rows}: row {row['id']} is listed as known off but is within "
+                  f"{args.max:.0%}: remove its known_off reason", file=sys.stderr)
+            failed = True
+        if not known_off and abs(err) > args.max:
+            failed = True
         print(f"| {row['source']} | {row['engine']} | {row['case']} | {row['metric']} | "
-              f"{measured:.4g} | {sim:.4g} | {err:+.1%} |")
+              f"{measured:.4g} | {sim:.4g} | {err:+.1%} | {known_off} |")
     every = [e for v in errors.values() for e in v]
     print()
-    failed = False
     for name, errs in [("all", every)] + sorted(errors.items()):
         med, worst = statistics.median(errs), max(errs)
         print(f"{name}: {len(errs)} rows, median |error| {med:.1%}, max {worst:.1%}")
-        failed |= med > args.median or worst > args.max
+        failed |= med > args.median
     if args.check and failed:
         sys.exit(1)
 

@@ -117,10 +117,49 @@ StatusOr<double> IterationCost::Prefill(int64_t requests, int64_t tokens) {
 
 StatusOr<double> IterationCost::PriorContextExtra(int64_t prior, int64_t chunk) {
   if (prior <= 0) return 0.0;
+  if (attention_ranks() > 1) {
+    ASSIGN_OR_RETURN(const double whole, AttentionSeconds(prior + chunk));
+    ASSIGN_OR_RETURN(const double before, AttentionSeconds(prior));
+    ASSIGN_OR_RETURN(const double alone, AttentionSeconds(chunk));
+    return std::max(0.0, whole - before - alone);
+  }
   ASSIGN_OR_RETURN(const double whole, Prefill(1, prior + chunk));
   ASSIGN_OR_RETURN(const double before, Prefill(1, prior));
   ASSIGN_OR_RETURN(const double alone, Prefill(1, chunk));
   return std::max(0.0, whole - before - alone);
+}
+
+StatusOr<double> IterationCost::AttentionSeconds(int64_t tokens) {
+  if (auto it = attention_cache_.find(tokens); it != attention_cache_.end()) return it->second;
+  Experiment e = replica_;
+  e.workload.batch_size = attention_ranks();
+  e.workload.sequence_length = tokens;
+  e.workload.tokens_to_generate = 1;
+  ASSIGN_OR_RETURN(ProgramBuilder builder, ProgramBuilder::Create(e, placement_));
+  ASSIGN_OR_RETURN(PhaseProgram program, builder.Build(Phase::kPrefill, 0));
+  double sum = 0;
+  for (const RankProgram& rp : program.ranks) {
+    for (const Op& op : rp.ops) {
+      if (op.role == OpRole::kAttention) sum += replay_compute_.Seconds(op);
+    }
+  }
+  // Per rank, over the pipeline's stages one after another.
+  const double seconds =
+      sum * static_cast<double>(replica_.parallel.pp) / static_cast<double>(program.ranks.size());
+  ++programs_simulated_;
+  attention_cache_.emplace(tokens, seconds);
+  return seconds;
+}
+
+StatusOr<double> IterationCost::PriorContextSeconds(
+    std::span<const std::pair<int64_t, int64_t>> chunks) {
+  const int64_t ranks = std::max<int64_t>(replica_.parallel.ep, 1);
+  std::vector<double> per_rank(static_cast<size_t>(ranks), 0.0);
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    ASSIGN_OR_RETURN(const double extra, PriorContextExtra(chunks[i].first, chunks[i].second));
+    per_rank[i % per_rank.size()] += extra;
+  }
+  return *std::max_element(per_rank.begin(), per_rank.end());
 }
 
 StatusOr<double> IterationCost::Mixed(int64_t chunks, int64_t tokens, int64_t requests,

@@ -14,11 +14,14 @@
 #ifndef SHARDSCOPE_SERVE_ITERATION_COST_H_
 #define SHARDSCOPE_SERVE_ITERATION_COST_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "config/experiment.h"
 #include "core/status.h"
@@ -47,7 +50,21 @@ class IterationCost {
   // the larger of its cost alone and the marginal cost of growing its request's
   // prefill from `prior` to `prior + chunk` tokens (Prefill(1, prior + chunk) −
   // Prefill(1, prior)), which carries the attention over the cached tokens.
+  // Under expert parallelism (attention data-parallel over the ep ranks) a
+  // rank attends over its own requests' prefixes while the others do theirs;
+  // the marginal cost is that of the rank's attention kernels alone,
+  // AttentionSeconds(prior + chunk) − AttentionSeconds(prior) −
+  // AttentionSeconds(chunk): the one-request pass of the whole group would add
+  // its MoE layers' and exchanges' non-additive terms (and subtract their
+  // fixed costs) to each request's attention.
   StatusOr<double> PriorContextExtra(int64_t prior, int64_t chunk);
+  // Extra seconds of an iteration's chunks over their cached prefixes, each
+  // chunk given as {prior, chunk} in the iteration's order. One attention
+  // rank (ep = 1): the sum of PriorContextExtra. Under expert parallelism the
+  // chunks go to the ep ranks in turn (round robin, as the iteration's
+  // requests are spread), the ranks attend at the same time, and the
+  // iteration waits for the rank with the most: the largest per-rank sum.
+  StatusOr<double> PriorContextSeconds(std::span<const std::pair<int64_t, int64_t>> chunks);
   // Seconds of an iteration that prefills `chunks` chunks of `tokens` tokens in
   // all (both ≥ 1) and decodes `requests` (≥ 1) requests over a mean context of
   // `context` tokens in one fused forward pass, as serving engines run it: the
@@ -65,6 +82,10 @@ class IterationCost {
   const sim::OverheadTerms& terms() const { return setup_->calibration.terms; }
   const sim::Calibration& calibration() const { return setup_->calibration; }
 
+  // Ranks that attend over their own requests side by side: ep (attention is
+  // data-parallel under expert parallelism), else 1.
+  int64_t attention_ranks() const { return std::max<int64_t>(replica_.parallel.ep, 1); }
+
   int64_t programs_simulated() const { return programs_simulated_; }
   int64_t ops_simulated() const { return ops_simulated_; }
   const std::string& calibration_source() const { return setup_->calibration.source; }
@@ -77,6 +98,10 @@ class IterationCost {
                 sim::Algorithm allreduce, int64_t per_octave);
   enum class Kind { kPrefill, kDecode, kDecodeReplay };
   StatusOr<double> Interpolated(Kind kind, int64_t requests, int64_t tokens);
+  // Seconds of one rank's prefill attention kernels (no launches: a kernel's
+  // fixed cost is not the prefix's) in the prefill of one request of `tokens`
+  // tokens on every attention rank; cached.
+  StatusOr<double> AttentionSeconds(int64_t tokens);
   StatusOr<double> AtGridPoint(Kind kind, int64_t requests, int64_t tokens);
 
   Experiment replica_;  // the experiment with dp = 1
@@ -88,6 +113,7 @@ class IterationCost {
   int64_t per_octave_;
   int64_t align_;  // prompt and context grid points are multiples of this
   std::map<std::tuple<Kind, int64_t, int64_t>, double> cache_;
+  std::map<int64_t, double> attention_cache_;  // AttentionSeconds by tokens
   int64_t programs_simulated_ = 0, ops_simulated_ = 0;
 };
 

@@ -13,13 +13,20 @@ namespace shardscope::serve {
 StatusOr<KvBudget> PlanKvBudget(const Experiment& experiment) {
   const SchedulerSpec& sched = experiment.serving->scheduler;
   const ParallelSpec& p = experiment.parallel;
-  // One request per (dp, ep) replica holding one full iteration of tokens
-  // (rounded up to whole ring-attention chunks), one micro-batch: its memory
-  // plan gives the weights, the activation peak and the KV bytes per token.
+  // One request per (dp, ep) replica holding the tokens a rank prefills in a
+  // full iteration (rounded up to whole ring-attention chunks), one
+  // micro-batch: its memory plan gives the weights, the activation peak and
+  // the KV bytes per token. Under expert parallelism attention is
+  // data-parallel: the replica's budget of max_num_batched_tokens is spent
+  // over its ep ranks, each holding ⌈budget / ep⌉ tokens (SGLang divides its
+  // chunked_prefill_size by the DP-attention size the same way), and an MoE
+  // layer receives the k copies of each token routed to its experts: with
+  // balanced routing k × budget / ep, which is k per local token (plan/memory.cc).
   Experiment probe = experiment;
   const int64_t chunks = p.sp > 1 ? 2 * p.sp : 1;
+  const int64_t rank_tokens = (sched.max_num_batched_tokens + p.ep - 1) / p.ep;
   probe.workload.batch_size = p.dp * p.ep;
-  probe.workload.sequence_length = (sched.max_num_batched_tokens + chunks - 1) / chunks * chunks;
+  probe.workload.sequence_length = (rank_tokens + chunks - 1) / chunks * chunks;
   probe.workload.tokens_to_generate = 1;
   probe.parallel.micro_batches = 1;
   ASSIGN_OR_RETURN(Placement placement, Placement::Create(probe));
@@ -39,6 +46,7 @@ StatusOr<KvBudget> PlanKvBudget(const Experiment& experiment) {
                             : plan.capacity * sched.gpu_memory_utilization - r.weights -
                                   r.activations - r.comm_buffers;
     b.bytes_per_token = std::max(b.bytes_per_token, per_token);
+    if (free < b.free_bytes) b.activation_bytes = r.activations;
     b.free_bytes = std::min(b.free_bytes, free);
     if (per_token > 0) tokens = std::min(tokens, free / per_token);
     if (sched.kv_blocks == 0 && free < per_token * sched.block_size) {

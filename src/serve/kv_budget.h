@@ -1,8 +1,9 @@
 // KvBudget: how many KV-cache blocks one replica's scheduler may hand out —
 // the device memory the server may use (gpu_memory_utilization) less the
-// weights, the activation peak of a full iteration (max_num_batched_tokens)
-// and the communication buffers of the memory plan (plan/memory.h), divided
-// by the KV bytes a block of tokens takes on the fullest rank. Pure function.
+// weights, the activation peak of a full iteration (max_num_batched_tokens;
+// under expert parallelism each rank's share of it) and the communication buffers of the memory
+// plan (plan/memory.h), divided by the KV bytes a block of tokens takes on the fullest rank. Pure
+// function.
 #ifndef SHARDSCOPE_SERVE_KV_BUDGET_H_
 #define SHARDSCOPE_SERVE_KV_BUDGET_H_
 
@@ -14,11 +15,12 @@
 namespace shardscope::serve {
 
 struct KvBudget {
-  int64_t blocks = 0;          // per replica
-  int64_t block_size = 16;     // tokens per block
-  double bytes_per_token = 0;  // KV bytes one token of a request takes on its fullest rank
-  double free_bytes = 0;       // on the rank with the least room, after weights and activations
-  bool from_config = false;    // scheduler.kv_blocks set the count
+  int64_t blocks = 0;           // per replica
+  int64_t block_size = 16;      // tokens per block
+  double bytes_per_token = 0;   // KV bytes one token of a request takes on its fullest rank
+  double free_bytes = 0;        // on the rank with the least room, after weights and activations
+  double activation_bytes = 0;  // the activation peak reserved on that rank
+  bool from_config = false;     // scheduler.kv_blocks set the count
   int64_t tokens() const { return blocks * block_size; }
 };
 

@@ -105,5 +105,51 @@ TEST(KvBudgetTest, Fp8SeventyBOnOneH100RunsWithTheVllmProfile) {
   EXPECT_GT(b->tokens(), 4096);
 }
 
+// Under expert parallelism attention is data-parallel: the replica's budget of
+// tokens is spread over its ep ranks, and an MoE layer holds the copies routed
+// to the rank's experts. tiny-moe-mla (h 256, 4 MLA heads of q/k 48 and v 32,
+// layer 0 dense with a SwiGLU FFN of 512, layer 1 MoE: 8 experts of 128, top-2,
+// one shared expert, vocabulary 512), bf16, EP4, 4,096 tokens per iteration:
+// each rank holds 1,024 tokens and receives 2 × 4,096 / 4 = 2,048 expert copies.
+TEST(KvBudgetTest, ExpertParallelRanksHoldTheirShareOfTheIterationsActivations) {
+  ParallelSpec p;
+  p.strategy = "expert";
+  p.ep = 4;
+  Experiment e = ZooExperiment("tiny-moe-mla", "h100-sxm", p, 4, 1024, 16);
+  e.serving = ServingSpec{};
+  e.serving->scheduler.max_num_batched_tokens = 4096;
+  auto b = PlanKvBudget(e);
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  // Per layer the widest live set: the MoE layer's 2,048 received copies of
+  // the hidden state and their expert intermediates (gate, up, product:
+  // 3 × 128), the shared expert's on the rank's 1,024 tokens, beside the
+  // layer's input and residual (2h) of those tokens; bf16. The attention
+  // (4 × (2 × 48 + 2 × 32) = 640 per token) and the dense FFN (3 × 512 =
+  // 1,536) are narrower than the MoE layer's 1,664 per token.
+  const double moe = 2048.0 * (256 + 3 * 128) + 1024.0 * 3 * 128;
+  const double act = 2.0 * (1024.0 * 2 * 256 + moe);
+  const double logits = 512.0 * 4;  // fp32 logits of the rank's one request
+  EXPECT_DOUBLE_EQ(b->activation_bytes, act + logits);
+  EXPECT_DOUBLE_EQ(act + logits, 4458496.0);
+  // Not the whole iteration on every rank (the defect: 4 × as much).
+  EXPECT_LT(b->activation_bytes, 4 * act / 3);
+}
+
+// Without expert parallelism a rank holds the whole iteration, as before:
+// Llama-3.1-8B at TP2, bf16, 8,192 tokens: the FFN's 3 × 14,336 / 2 = 21,504
+// values per token (wider than attention's 16 heads × (2 × 128 + 2 × 128) =
+// 8,192) beside 2h = 8,192; the last token's fp32 logits over 128,256 / 2.
+TEST(KvBudgetTest, TensorParallelRanksHoldTheWholeIteration) {
+  ParallelSpec p;
+  p.strategy = "tensor";
+  p.tp = 2;
+  Experiment e = ZooExperiment("llama-3.1-8b", "h100-sxm", p, 1, 1024, 16);
+  e.serving = ServingSpec{};
+  ASSERT_EQ(e.serving->scheduler.max_num_batched_tokens, 8192);
+  auto b = PlanKvBudget(e);
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  EXPECT_DOUBLE_EQ(b->activation_bytes, 8192.0 * 2 * (8192 + 21504) + 128256.0 / 2 * 4);
+}
+
 }  // namespace
 }  // namespace shardscope::serve

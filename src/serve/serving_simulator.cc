@@ -451,6 +451,15 @@ StatusOr<double> ServingRun::KernelSeconds(Replica& rep, const Iteration& it) {
   } else {
     ASSIGN_OR_RETURN(seconds, rep.cost->Prefill(n, (it.prefill_tokens() + n - 1) / n));
   }
+  // Attention over the chunks' cached prefixes: with data-parallel attention
+  // (ep > 1) the ranks attend over their own requests' prefixes side by side.
+  if (rep.cost->attention_ranks() > 1) {
+    std::vector<std::pair<int64_t, int64_t>> chunks;
+    chunks.reserve(it.prefill.size());
+    for (const auto& [r, chunk] : it.prefill) chunks.emplace_back(r->computed, chunk);
+    ASSIGN_OR_RETURN(const double extra, rep.cost->PriorContextSeconds(chunks));
+    return seconds + extra;
+  }
   for (const auto& [r, chunk] : it.prefill) {
     ASSIGN_OR_RETURN(const double extra, rep.cost->PriorContextExtra(r->computed, chunk));
     seconds += extra;

@@ -6,8 +6,11 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <utility>
+#include <vector>
 
 #include "analysis/analyzer.h"
 #include "config/engine_profile.h"
@@ -884,6 +887,84 @@ TEST(IterationCostTest, RankSpreadActsWithinEachReplica) {
   ASSERT_TRUE(off.ok() && on.ok());
   EXPECT_GT(*on, *off * 1.005);
   EXPECT_LE(*on, *off * (1 + 0.04 * 0.5895));
+}
+
+// DeepSeek-V2-Lite with EP8 on H800s (attention data-parallel over the 8
+// ranks), a closed loop of one prefill-only wave: `per_rank` prompts of
+// `prompt` tokens per rank, `hit_rate` of each from the prefix cache.
+Experiment EpPrefill(int64_t prompt, int64_t per_rank, double hit_rate) {
+  ParallelSpec p;
+  p.strategy = "expert";
+  p.ep = 8;
+  const int64_t n = per_rank * p.ep;
+  Experiment e = ZooExperiment("deepseek-v2-lite", "h800", p, n, prompt, 1);
+  ServingSpec s;
+  s.arrivals.process = ArrivalProcess::kClosedLoop;
+  s.arrivals.concurrency = n;
+  s.prompt_tokens = Fixed(prompt);
+  s.output_tokens = Fixed(1);
+  s.requests = n;
+  s.prefix_cache_hit_rate = hit_rate;
+  s.scheduler.chunked_prefill = false;
+  s.scheduler.max_num_batched_tokens = n * prompt;
+  s.scheduler.max_num_seqs = n;
+  s.scheduler.kv_blocks = 4 * n * prompt / 16;
+  s.scheduler.grid_points_per_octave = 0;
+  e.serving = s;
+  return e;
+}
+
+// issue 33 (h39kv): with data-parallel attention each rank attends over its
+// own requests' cached prefixes while the others do theirs. Ten chunks go to
+// EP8's ranks in turn (ranks 0 and 1 take two each) and cost the largest per-rank sum of the
+// chunks' marginal attention, not the sum over all chunks; each chunk's marginal cost is at least
+// its extra attention FLOPs (prior × chunk query-key pairs) at the peak.
+TEST(IterationCostTest, CachedPrefixAttentionRunsOnTheDataParallelRanksSideBySide) {
+  const Experiment e = EpPrefill(4096, 1, 0.5);
+  auto cost = IterationCost::Create(e, "", sim::Algorithm::kAuto, 0);
+  ASSERT_TRUE(cost.ok()) << cost.status().message();
+  ASSERT_EQ((*cost)->attention_ranks(), 8);
+  const std::vector<std::pair<int64_t, int64_t>> chunks = {
+      {2048, 2048}, {1024, 1024}, {3072, 1024}, {512, 512},  {2048, 1024},
+      {1536, 512},  {0, 4096},    {4096, 256},  {2048, 512}, {1024, 2048}};
+  std::vector<double> extra;
+  for (const auto& [prior, chunk] : chunks) {
+    auto x = (*cost)->PriorContextExtra(prior, chunk);
+    ASSERT_TRUE(x.ok());
+    extra.push_back(*x);
+  }
+  // By hand: chunk i on rank i mod 8; ranks 0 and 1 hold chunks 0, 8 and 1, 9.
+  const double expected = std::max({extra[0] + extra[8], extra[1] + extra[9], extra[2], extra[3],
+                                    extra[4], extra[5], extra[6], extra[7]});
+  auto seconds = (*cost)->PriorContextSeconds(chunks);
+  ASSERT_TRUE(seconds.ok());
+  EXPECT_DOUBLE_EQ(*seconds, expected);
+  double serial = 0;
+  for (double x : extra) serial += x;
+  EXPECT_LT(*seconds, serial / 2);
+  // MLA prefill attention (non-absorbed): 2 × pairs × 16 heads × (192 + 128)
+  // FLOPs per layer, 27 layers, bf16 at 989.4 TFLOP/s; at most 3× that.
+  EXPECT_EQ(extra[6], 0.0);  // nothing cached
+  for (size_t i : {0, 2, 4, 7}) {
+    const double pairs = static_cast<double>(chunks[i].first) * chunks[i].second;
+    const double at_peak = 2 * pairs * 16 * (192 + 128) * 27 / 989.4e12;
+    EXPECT_GE(extra[i], at_peak) << i;
+    EXPECT_LE(extra[i], 3 * at_peak) << i;
+  }
+}
+
+// Prefix-cache hits skip compute: an EP prefill with hits is never slower than
+// the same prompts without (the defect: every request's attention over its
+// prefix was a one-request pass on the whole EP group, summed over requests).
+TEST(ServingSimulatorTest, PrefixCacheHitsNeverSlowAnExpertParallelPrefill) {
+  double previous = std::numeric_limits<double>::infinity();
+  for (double hit_rate : {0.0, 0.25, 0.5, 0.563, 0.75, 0.9}) {
+    auto r = SimulateServing(EpPrefill(4096, 4, hit_rate), Options());
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    ASSERT_EQ(r->iteration_seconds.size(), 1u) << hit_rate;
+    EXPECT_LT(r->iteration_seconds[0], previous) << hit_rate;
+    previous = r->iteration_seconds[0];
+  }
 }
 
 TEST(IterationCostTest, GridPointsBracketTheValue) {
