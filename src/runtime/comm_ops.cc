@@ -34,20 +34,8 @@ StatusOr<Request> PhaseRunner::PostComm(const Op& op, MicroBatch& mb, OpRecord* 
       rec->bytes = mb.gathered.bytes();
       return comm_.AllGather(op.group_id, mb.packed.data, mb.gathered.data, mb.packed.elements(),
                              mb.packed.dtype, {});
-    case OpRole::kTokenIds: {
-      static_assert(std::is_same_v<decltype(MicroBatch::out_ids), std::vector<int32_t>>,
-                    "token ids move as int32");
-      const int64_t ids = static_cast<int64_t>(mb.out_ids.size());
-      rec->bytes = ids * 4;
-      if (op.collective == Collective::kBroadcast) {
-        mb.ids_ready = true;
-        return comm_.Broadcast(op.group_id, mb.out_ids.data(), ids, DType::kInt32, op.peer, {});
-      }
-      if (!p2p) break;
-      if (!send) mb.ids_ready = true;
-      return send ? comm_.Send(op.peer, mb.out_ids.data(), ids, DType::kInt32, Tag(op), {})
-                  : comm_.Recv(op.peer, mb.out_ids.data(), ids, DType::kInt32, Tag(op), {});
-    }
+    case OpRole::kTokenIds:
+      return PostTokenIds(op, mb, rec);
     case OpRole::kActivations:
       if (!p2p) break;
       rec->bytes = mb.x.bytes();
@@ -130,6 +118,25 @@ StatusOr<Request> PhaseRunner::PostComm(const Op& op, MicroBatch& mb, OpRecord* 
     case OpRole::kQuantSharedDown:
     case OpRole::kQuantExpertDown:
       break;
+  }
+  return Unimplemented("not implemented: comm op {} ({} over {}) in the CPU executor", OpName(op),
+                       CollectiveShortName(op.collective), DimName(op.dim));
+}
+
+StatusOr<Request> PhaseRunner::PostTokenIds(const Op& op, MicroBatch& mb, OpRecord* rec) {
+  static_assert(std::is_same_v<decltype(MicroBatch::out_ids), std::vector<int32_t>>);
+  const int64_t ids = static_cast<int64_t>(mb.out_ids.size());
+  rec->bytes = ids * 4;
+  if (op.collective == Collective::kBroadcast) {
+    mb.ids_ready = true;
+    return comm_.Broadcast(op.group_id, mb.out_ids.data(), ids, DType::kInt32, op.peer, {});
+  }
+  if (op.collective == Collective::kSend) {
+    return comm_.Send(op.peer, mb.out_ids.data(), ids, DType::kInt32, Tag(op), {});
+  }
+  if (op.collective == Collective::kRecv) {
+    mb.ids_ready = true;
+    return comm_.Recv(op.peer, mb.out_ids.data(), ids, DType::kInt32, Tag(op), {});
   }
   return Unimplemented("not implemented: comm op {} ({} over {}) in the CPU executor", OpName(op),
                        CollectiveShortName(op.collective), DimName(op.dim));
