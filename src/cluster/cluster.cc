@@ -58,11 +58,19 @@ std::vector<DType> PeakFlopsFallback(DType dtype) {
       return {DType::kTf32, DType::kFp32};
     case DType::kFp32:
       return {DType::kFp32};
+    case DType::kInt32:
+    case DType::kInt64:
+    case DType::kUint8:
+      return {};  // data-plane element types: nothing computes in them
   }
   return {dtype};
 }
 
 StatusOr<double> DeviceSpec::PeakFlops(DType dtype) const {
+  if (!IsComputeDType(dtype)) {
+    return InvalidArgument("device '{}': {} is not a compute dtype and has no peak FLOP/s", name,
+                           DTypeName(dtype));
+  }
   for (DType d : PeakFlopsFallback(dtype)) {
     auto it = peak_flops.find(d);
     if (it != peak_flops.end()) return it->second;

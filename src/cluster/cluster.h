@@ -40,11 +40,13 @@ struct DeviceSpec {
 
   // Peak FLOP/s for dtype; falls back to the nearest wider type the device lists
   // (fp8/int8 -> bf16 -> fp16 -> fp32; bf16, fp16 and tf32 -> fp32). Errors, naming
-  // the device and the dtype, when neither dtype nor any wider one is listed.
+  // the device and the dtype, when neither dtype nor any wider one is listed, or
+  // when dtype is not a compute dtype.
   StatusOr<double> PeakFlops(DType dtype) const;
 };
 
-// The dtypes DeviceSpec::PeakFlops tries for dtype, in order (dtype first).
+// The dtypes DeviceSpec::PeakFlops tries for dtype, in order (dtype first);
+// none for the data-plane element types (int32, int64, uint8).
 std::vector<DType> PeakFlopsFallback(DType dtype);
 
 enum class ScaleUpKind {

@@ -79,6 +79,19 @@ TEST(DeviceSpecTest, FallbackOrderStartsWithTheDtype) {
   EXPECT_EQ(PeakFlopsFallback(DType::kFp32), (std::vector<DType>{DType::kFp32}));
 }
 
+// Token ids and bytes only move: no peak, and an error that says so (not a fallback to fp32).
+TEST(DeviceSpecTest, DataPlaneDTypesHaveNoPeak) {
+  ClusterSpec c = SwitchedCluster();
+  c.device.peak_flops = {{DType::kFp32, 1e12}};
+  for (DType d : {DType::kInt32, DType::kInt64, DType::kUint8}) {
+    EXPECT_TRUE(PeakFlopsFallback(d).empty());
+    auto peak = c.device.PeakFlops(d);
+    ASSERT_FALSE(peak.ok());
+    EXPECT_THAT(peak.status().message(), HasSubstr("is not a compute dtype"));
+    EXPECT_THAT(peak.status().message(), HasSubstr(DTypeName(d)));
+  }
+}
+
 TEST(ClusterSpecTest, ValidClustersPass) {
   EXPECT_TRUE(SwitchedCluster().Validate().ok()) << SwitchedCluster().Validate().ToString();
   EXPECT_TRUE(TorusCluster(true).Validate().ok()) << TorusCluster(true).Validate().ToString();

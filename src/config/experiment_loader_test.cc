@@ -267,6 +267,19 @@ TEST(ExperimentLoaderTest, MalformedInputsNameFileExperimentAndField) {
        "model: llama-3.1-8b\n    hardware: h100-sxm\n    parallelism: {tp_size: 1}\n"
        "    batch_size: 1\n    sequence_length: 8\n    dtype: fp12\n",
        "field 'dtype': unknown dtype 'fp12'"},
+      // int32 / int64 / uint8 are data-plane element types, not a dtype a config names.
+      {"data-plane dtype",
+       "model: llama-3.1-8b\n    hardware: h100-sxm\n    parallelism: {tp_size: 1}\n"
+       "    batch_size: 1\n    sequence_length: 8\n    dtype: int64\n",
+       "field 'dtype': unknown dtype 'int64'"},
+      {"data-plane kv dtype",
+       "model: llama-3.1-8b\n    hardware: h100-sxm\n    parallelism: {tp_size: 1}\n"
+       "    batch_size: 1\n    sequence_length: 8\n    kv_dtype: uint8\n",
+       "field 'kv_dtype': unknown dtype 'uint8'"},
+      {"data-plane precision",
+       "model: llama-3.1-8b\n    hardware: h100-sxm\n    parallelism: {tp_size: 1}\n"
+       "    batch_size: 1\n    sequence_length: 8\n    precision: {all_reduce: int32}\n",
+       "field 'precision.all_reduce': unknown dtype 'int32'"},
       {"bad backend",
        "model: llama-3.1-8b\n    hardware: h100-sxm\n    parallelism: {tp_size: 1}\n"
        "    batch_size: 1\n    sequence_length: 8\n    backend: tpu\n",

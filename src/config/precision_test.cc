@@ -162,6 +162,7 @@ TEST(PrecisionTest, LoaderErrorsNameTheField) {
   expect("    precision: w8a8\n", "field 'precision': unknown precision scheme 'w8a8'");
   expect("    precision: {scheme: [w8a8-fp8, nope]}\n", "field 'precision.scheme'");
   expect("    precision: {weights: int3}\n", "field 'precision.weights': unknown weight format");
+  expect("    precision: {weights: int32}\n", "field 'precision.weights': unknown weight format");
   expect("    precision: {weight_scales: token}\n", "field 'precision.weight_scales'");
   expect("    precision: {input_scales: block_128}\n", "field 'precision.input_scales'");
   expect("    precision: {input_scales: group_0}\n", "field 'precision.input_scales'");

@@ -197,7 +197,8 @@ class DeviceEmitter {
           fmt::format("{}-{}", HloCollectiveName(p.collective->op), is_start ? "start" : "done");
       Deliver(op);
       if (is_start) {
-        started[std::string(p.inst_name)] = {t, std::move(p)};
+        // A copy, not a move: the key reads p, and ParsedOp is views into the event.
+        started[std::string(p.inst_name)] = {t, p};
         continue;
       }
       std::string start_name = StartNameOf(p);

@@ -1,5 +1,7 @@
 // Communication ops: what each comm role moves, posted non-blocking.
 #include <algorithm>
+#include <type_traits>
+#include <vector>
 
 #include "runtime/phase_runner.h"
 
@@ -23,28 +25,22 @@ StatusOr<Request> PhaseRunner::PostComm(const Op& op, MicroBatch& mb, OpRecord* 
     case OpRole::kArgMaxGather:
       mb.all_best.resize(mb.local_best.size() * static_cast<size_t>(tp_));
       rec->bytes = static_cast<int64_t>(mb.all_best.size() * sizeof(ArgMaxPair));
-      return comm_.AllGather(op.group_id, mb.local_best.data(),
+      // (value, index) pairs move as opaque bytes.
+      return comm_.AllGather(op.group_id, mb.local_best.data(), mb.all_best.data(),
                              static_cast<int64_t>(mb.local_best.size() * sizeof(ArgMaxPair)),
-                             mb.all_best.data(), {});
+                             DType::kUint8, {});
     case OpRole::kAttnGather:
       RETURN_IF_ERROR(Act(&mb.gathered, {sp_, mb.packed.elements()}));
       rec->bytes = mb.gathered.bytes();
-      return comm_.AllGather(op.group_id, mb.packed.data, mb.packed.bytes(), mb.gathered.data, {});
+      return comm_.AllGather(op.group_id, mb.packed.data, mb.gathered.data, mb.packed.elements(),
+                             mb.packed.dtype, {});
     case OpRole::kTokenIds:
-      rec->bytes = static_cast<int64_t>(mb.out_ids.size() * 4);
-      if (op.collective == Collective::kBroadcast) {
-        mb.ids_ready = true;
-        return comm_.Broadcast(op.group_id, mb.out_ids.data(), rec->bytes, op.peer, {});
-      }
-      if (!p2p) break;
-      if (!send) mb.ids_ready = true;
-      return send ? comm_.Send(op.peer, mb.out_ids.data(), rec->bytes, Tag(op), {})
-                  : comm_.Recv(op.peer, mb.out_ids.data(), rec->bytes, Tag(op), {});
+      return PostTokenIds(op, mb, rec);
     case OpRole::kActivations:
       if (!p2p) break;
       rec->bytes = mb.x.bytes();
-      return send ? comm_.Send(op.peer, mb.x.data, rec->bytes, Tag(op), {})
-                  : comm_.Recv(op.peer, mb.x.data, rec->bytes, Tag(op), {});
+      return send ? comm_.Send(op.peer, mb.x.data, mb.x.elements(), mb.x.dtype, Tag(op), {})
+                  : comm_.Recv(op.peer, mb.x.data, mb.x.elements(), mb.x.dtype, Tag(op), {});
     case OpRole::kRingKv: {
       if (!p2p) break;
       if (mb.blocks.empty()) return InternalError("ring send before the own K/V block exists");
@@ -54,7 +50,7 @@ StatusOr<Request> PhaseRunner::PostComm(const Op& op, MicroBatch& mb, OpRecord* 
         }
         const TensorRef& held = mb.blocks[static_cast<size_t>(op.sp_step)];
         rec->bytes = held.bytes();
-        return comm_.Send(op.peer, held.data, rec->bytes, Tag(op), {});
+        return comm_.Send(op.peer, held.data, held.elements(), held.dtype, Tag(op), {});
       }
       // Blocks all have the shape of this rank's own block (S/sp tokens per
       // request); each gets its own memory, so in-flight blocks stay valid.
@@ -63,7 +59,7 @@ StatusOr<Request> PhaseRunner::PostComm(const Op& op, MicroBatch& mb, OpRecord* 
       TensorRef& next = mb.blocks[static_cast<size_t>(op.sp_step) + 1];
       ASSIGN_OR_RETURN(next, backend_.NewTensor(own.dtype, own.shape));
       rec->bytes = next.bytes();
-      return comm_.Recv(op.peer, next.data, rec->bytes, Tag(op), {});
+      return comm_.Recv(op.peer, next.data, next.elements(), next.dtype, Tag(op), {});
     }
     case OpRole::kDispatch:
       return Dispatch(op, mb, rec);
@@ -122,6 +118,25 @@ StatusOr<Request> PhaseRunner::PostComm(const Op& op, MicroBatch& mb, OpRecord* 
     case OpRole::kQuantSharedDown:
     case OpRole::kQuantExpertDown:
       break;
+  }
+  return Unimplemented("not implemented: comm op {} ({} over {}) in the CPU executor", OpName(op),
+                       CollectiveShortName(op.collective), DimName(op.dim));
+}
+
+StatusOr<Request> PhaseRunner::PostTokenIds(const Op& op, MicroBatch& mb, OpRecord* rec) {
+  static_assert(std::is_same_v<decltype(MicroBatch::out_ids), std::vector<int32_t>>);
+  const int64_t ids = static_cast<int64_t>(mb.out_ids.size());
+  rec->bytes = ids * 4;
+  if (op.collective == Collective::kBroadcast) {
+    mb.ids_ready = true;
+    return comm_.Broadcast(op.group_id, mb.out_ids.data(), ids, DType::kInt32, op.peer, {});
+  }
+  if (op.collective == Collective::kSend) {
+    return comm_.Send(op.peer, mb.out_ids.data(), ids, DType::kInt32, Tag(op), {});
+  }
+  if (op.collective == Collective::kRecv) {
+    mb.ids_ready = true;
+    return comm_.Recv(op.peer, mb.out_ids.data(), ids, DType::kInt32, Tag(op), {});
   }
   return Unimplemented("not implemented: comm op {} ({} over {}) in the CPU executor", OpName(op),
                        CollectiveShortName(op.collective), DimName(op.dim));

@@ -24,26 +24,26 @@ StatusOr<ClockOffset> EstimateClockOffset(Communicator& comm, int rounds) {
       int64_t best_rtt = std::numeric_limits<int64_t>::max(), offset = 0;
       for (int i = 0; i < rounds; ++i) {
         int64_t t0 = NowNs(), remote = 0;
-        ASSIGN_OR_RETURN(Request s, comm.Send(k, &t0, 8, kClockTag));
-        ASSIGN_OR_RETURN(Request r, comm.Recv(k, &remote, 8, kClockTag));
+        ASSIGN_OR_RETURN(Request s, comm.Send(k, &t0, 1, DType::kInt64, kClockTag, {}));
+        ASSIGN_OR_RETURN(Request r, comm.Recv(k, &remote, 1, DType::kInt64, kClockTag, {}));
         RETURN_IF_ERROR(s->Wait());
         RETURN_IF_ERROR(r->Wait());
         const int64_t t1 = NowNs();
         if (t1 - t0 < best_rtt) best_rtt = t1 - t0, offset = remote - (t0 + t1) / 2;
       }
       const int64_t result[2] = {offset, best_rtt};
-      ASSIGN_OR_RETURN(Request s, comm.Send(k, result, 16, kClockTag));
+      ASSIGN_OR_RETURN(Request s, comm.Send(k, result, 2, DType::kInt64, kClockTag, {}));
       RETURN_IF_ERROR(s->Wait());
     } else if (me == k) {
       for (int i = 0; i < rounds; ++i) {
         int64_t t0 = 0;
-        ASSIGN_OR_RETURN(Request r, comm.Recv(0, &t0, 8, kClockTag));
+        ASSIGN_OR_RETURN(Request r, comm.Recv(0, &t0, 1, DType::kInt64, kClockTag, {}));
         RETURN_IF_ERROR(r->Wait());
         int64_t now = NowNs();
-        ASSIGN_OR_RETURN(Request s, comm.Send(0, &now, 8, kClockTag));
+        ASSIGN_OR_RETURN(Request s, comm.Send(0, &now, 1, DType::kInt64, kClockTag, {}));
         RETURN_IF_ERROR(s->Wait());
       }
-      ASSIGN_OR_RETURN(Request r, comm.Recv(0, mine, 16, kClockTag));
+      ASSIGN_OR_RETURN(Request r, comm.Recv(0, mine, 2, DType::kInt64, kClockTag, {}));
       RETURN_IF_ERROR(r->Wait());
     }
   }

@@ -147,6 +147,9 @@ class PhaseRunner {
   // One case per role and no default: -Werror=switch names a role left out.
   StatusOr<Request> PostComm(const Op& op, MicroBatch& mb, OpRecord* rec);
 
+  // The sampled ids (int32): broadcast to the other sp ranks, or sent / received over pp.
+  StatusOr<Request> PostTokenIds(const Op& op, MicroBatch& mb, OpRecord* rec);
+
   const Group& EpGroup() const { return placement_.GroupOf(rank_, Dim::kEp); }
 
   StatusOr<Request> Dispatch(const Op& op, MicroBatch& mb, OpRecord* rec);

@@ -67,11 +67,15 @@ class ControlPlane {
 };
 
 // The data plane: collectives over the plan's groups and point-to-point
-// transfers, on typed buffers (counts in elements of `dtype`: fp32, bf16 or
-// fp16) or raw bytes, posted non-blocking on a stream. The fp32 overloads
-// without a dtype are shorthands (tests); the executor passes its tensors' dtype.
-// The public calls are not virtual: implementations override the protected
-// Post… calls, so every overload stays callable on a concrete communicator.
+// transfers, posted non-blocking on a stream. Every call takes an element count
+// and its DType, as NCCL's calls do (ncclSend(buf, count, datatype, …)): fp32,
+// bf16 or fp16 tensors, int32 / int64 ids and clock readings, uint8 for opaque
+// bytes (a packed struct). Reductions (AllReduce, ReduceScatter) sum, so they
+// take fp32, bf16 or fp16 only and fail Unimplemented on other dtypes; the
+// others move any dtype. The fp32 overloads without a dtype are shorthands
+// (tests); the executor passes its tensors' dtype. The public calls are not
+// virtual: implementations override the protected Post… calls, so every
+// overload stays callable on a concrete communicator.
 class DataPlane {
  public:
   virtual ~DataPlane() = default;
@@ -81,10 +85,11 @@ class DataPlane {
                               CommStream stream) {
     return PostAllReduce(group, data, count, dtype, stream);
   }
-  // Each member contributes `bytes` bytes; recv gets them in member order (group size × bytes).
-  StatusOr<Request> AllGather(int64_t group, const void* send, int64_t bytes, void* recv,
-                              CommStream stream) {
-    return PostAllGather(group, send, bytes, recv, stream);
+  // Each member contributes `count` elements; recv gets them in member order
+  // (group size × count elements).
+  StatusOr<Request> AllGather(int64_t group, const void* send, void* recv, int64_t count,
+                              DType dtype, CommStream stream) {
+    return PostAllGather(group, send, recv, count, dtype, stream);
   }
   // Sums send (group size × count elements) and leaves member i's block i in recv.
   StatusOr<Request> ReduceScatter(int64_t group, const void* send, void* recv, int64_t count,
@@ -99,27 +104,29 @@ class DataPlane {
                               CommStream stream) {
     return PostAllToAllV(group, send, send_counts, recv, recv_counts, dtype, stream);
   }
-  // `bytes` from the global rank `root` to every member.
-  StatusOr<Request> Broadcast(int64_t group, void* data, int64_t bytes, int64_t root,
+  // `count` elements from the global rank `root` to every member, in place.
+  StatusOr<Request> Broadcast(int64_t group, void* data, int64_t count, DType dtype, int64_t root,
                               CommStream stream) {
-    return PostBroadcast(group, data, bytes, root, stream);
+    return PostBroadcast(group, data, count, dtype, root, stream);
   }
-  // Point-to-point with a global rank; the n-th send from a to b with a tag
-  // matches the n-th recv at b from a with that tag.
-  StatusOr<Request> Send(int64_t peer, const void* data, int64_t bytes, int tag,
+  // Point-to-point with a global rank, `count` elements; the n-th send from a
+  // to b with a tag matches the n-th recv at b from a with that tag, and both
+  // name the same count and dtype.
+  StatusOr<Request> Send(int64_t peer, const void* data, int64_t count, DType dtype, int tag,
                          CommStream stream) {
-    return PostSend(peer, data, bytes, tag, stream);
+    return PostSend(peer, data, count, dtype, tag, stream);
   }
-  StatusOr<Request> Recv(int64_t peer, void* data, int64_t bytes, int tag, CommStream stream) {
-    return PostRecv(peer, data, bytes, tag, stream);
+  StatusOr<Request> Recv(int64_t peer, void* data, int64_t count, DType dtype, int tag,
+                         CommStream stream) {
+    return PostRecv(peer, data, count, dtype, tag, stream);
   }
 
   // fp32 on the default stream.
   StatusOr<Request> AllReduce(int64_t group, float* data, int64_t count) {
     return AllReduce(group, data, count, DType::kFp32, {});
   }
-  StatusOr<Request> AllGather(int64_t group, const void* send, int64_t bytes, void* recv) {
-    return AllGather(group, send, bytes, recv, {});
+  StatusOr<Request> AllGather(int64_t group, const float* send, float* recv, int64_t count) {
+    return AllGather(group, send, recv, count, DType::kFp32, {});
   }
   StatusOr<Request> ReduceScatter(int64_t group, const float* send, float* recv, int64_t count) {
     return ReduceScatter(group, send, recv, count, DType::kFp32, {});
@@ -129,33 +136,33 @@ class DataPlane {
                               const std::vector<int64_t>& recv_counts) {
     return AllToAllV(group, send, send_counts, recv, recv_counts, DType::kFp32, {});
   }
-  StatusOr<Request> Broadcast(int64_t group, void* data, int64_t bytes, int64_t root) {
-    return Broadcast(group, data, bytes, root, {});
+  StatusOr<Request> Broadcast(int64_t group, float* data, int64_t count, int64_t root) {
+    return Broadcast(group, data, count, DType::kFp32, root, {});
   }
-  StatusOr<Request> Send(int64_t peer, const void* data, int64_t bytes, int tag) {
-    return Send(peer, data, bytes, tag, {});
+  StatusOr<Request> Send(int64_t peer, const float* data, int64_t count, int tag) {
+    return Send(peer, data, count, DType::kFp32, tag, {});
   }
-  StatusOr<Request> Recv(int64_t peer, void* data, int64_t bytes, int tag) {
-    return Recv(peer, data, bytes, tag, {});
+  StatusOr<Request> Recv(int64_t peer, float* data, int64_t count, int tag) {
+    return Recv(peer, data, count, DType::kFp32, tag, {});
   }
 
  protected:
   // What implementations define: the calls above, posted on `stream`.
   virtual StatusOr<Request> PostAllReduce(int64_t group, void* data, int64_t count, DType dtype,
                                           CommStream stream) = 0;
-  virtual StatusOr<Request> PostAllGather(int64_t group, const void* send, int64_t bytes,
-                                          void* recv, CommStream stream) = 0;
+  virtual StatusOr<Request> PostAllGather(int64_t group, const void* send, void* recv,
+                                          int64_t count, DType dtype, CommStream stream) = 0;
   virtual StatusOr<Request> PostReduceScatter(int64_t group, const void* send, void* recv,
                                               int64_t count, DType dtype, CommStream stream) = 0;
   virtual StatusOr<Request> PostAllToAllV(int64_t group, const void* send,
                                           const std::vector<int64_t>& send_counts, void* recv,
                                           const std::vector<int64_t>& recv_counts, DType dtype,
                                           CommStream stream) = 0;
-  virtual StatusOr<Request> PostBroadcast(int64_t group, void* data, int64_t bytes, int64_t root,
-                                          CommStream stream) = 0;
-  virtual StatusOr<Request> PostSend(int64_t peer, const void* data, int64_t bytes, int tag,
-                                     CommStream stream) = 0;
-  virtual StatusOr<Request> PostRecv(int64_t peer, void* data, int64_t bytes, int tag,
+  virtual StatusOr<Request> PostBroadcast(int64_t group, void* data, int64_t count, DType dtype,
+                                          int64_t root, CommStream stream) = 0;
+  virtual StatusOr<Request> PostSend(int64_t peer, const void* data, int64_t count, DType dtype,
+                                     int tag, CommStream stream) = 0;
+  virtual StatusOr<Request> PostRecv(int64_t peer, void* data, int64_t count, DType dtype, int tag,
                                      CommStream stream) = 0;
 };
 

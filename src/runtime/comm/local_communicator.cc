@@ -34,9 +34,9 @@ StatusOr<Request> LocalCommunicator::PostAllReduce(int64_t, void*, int64_t, DTyp
   return Done();
 }
 
-StatusOr<Request> LocalCommunicator::PostAllGather(int64_t, const void* send, int64_t bytes,
-                                                   void* recv, CommStream) {
-  if (send != recv) std::memmove(recv, send, static_cast<size_t>(bytes));
+StatusOr<Request> LocalCommunicator::PostAllGather(int64_t, const void* send, void* recv,
+                                                   int64_t count, DType dtype, CommStream) {
+  if (send != recv) std::memmove(recv, send, static_cast<size_t>(count * DTypeSize(dtype)));
   return Done();
 }
 
@@ -63,15 +63,18 @@ StatusOr<Request> LocalCommunicator::PostAllToAllV(int64_t, const void* send,
   return Done();
 }
 
-StatusOr<Request> LocalCommunicator::PostBroadcast(int64_t, void*, int64_t, int64_t, CommStream) {
+StatusOr<Request> LocalCommunicator::PostBroadcast(int64_t, void*, int64_t, DType, int64_t,
+                                                   CommStream) {
   return Done();
 }
 
-StatusOr<Request> LocalCommunicator::PostSend(int64_t peer, const void*, int64_t, int, CommStream) {
+StatusOr<Request> LocalCommunicator::PostSend(int64_t peer, const void*, int64_t, DType, int,
+                                              CommStream) {
   return InternalError("one-rank world: no peer {} to send to", peer);
 }
 
-StatusOr<Request> LocalCommunicator::PostRecv(int64_t peer, void*, int64_t, int, CommStream) {
+StatusOr<Request> LocalCommunicator::PostRecv(int64_t peer, void*, int64_t, DType, int,
+                                              CommStream) {
   return InternalError("one-rank world: no peer {} to receive from", peer);
 }
 

@@ -25,19 +25,19 @@ class LocalCommunicator final : public Communicator {
  protected:
   StatusOr<Request> PostAllReduce(int64_t group, void* data, int64_t count, DType dtype,
                                   CommStream stream) override;
-  StatusOr<Request> PostAllGather(int64_t group, const void* send, int64_t bytes, void* recv,
-                                  CommStream stream) override;
+  StatusOr<Request> PostAllGather(int64_t group, const void* send, void* recv, int64_t count,
+                                  DType dtype, CommStream stream) override;
   StatusOr<Request> PostReduceScatter(int64_t group, const void* send, void* recv, int64_t count,
                                       DType dtype, CommStream stream) override;
   StatusOr<Request> PostAllToAllV(int64_t group, const void* send,
                                   const std::vector<int64_t>& send_counts, void* recv,
                                   const std::vector<int64_t>& recv_counts, DType dtype,
                                   CommStream stream) override;
-  StatusOr<Request> PostBroadcast(int64_t group, void* data, int64_t bytes, int64_t root,
-                                  CommStream stream) override;
-  StatusOr<Request> PostSend(int64_t peer, const void* data, int64_t bytes, int tag,
+  StatusOr<Request> PostBroadcast(int64_t group, void* data, int64_t count, DType dtype,
+                                  int64_t root, CommStream stream) override;
+  StatusOr<Request> PostSend(int64_t peer, const void* data, int64_t count, DType dtype, int tag,
                              CommStream stream) override;
-  StatusOr<Request> PostRecv(int64_t peer, void* data, int64_t bytes, int tag,
+  StatusOr<Request> PostRecv(int64_t peer, void* data, int64_t count, DType dtype, int tag,
                              CommStream stream) override;
 };
 

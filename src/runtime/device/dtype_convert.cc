@@ -63,6 +63,9 @@ Status ToFloat(DType dtype, const void* src, int64_t n, float* dst) {
     case DType::kTf32:
     case DType::kFp8:
     case DType::kInt8:
+    case DType::kInt32:
+    case DType::kInt64:
+    case DType::kUint8:
       break;
   }
   return Unimplemented("not implemented: {} tensors in the runtime", DTypeName(dtype));
@@ -86,6 +89,9 @@ Status FromFloat(const float* src, int64_t n, DType dtype, void* dst) {
     case DType::kTf32:
     case DType::kFp8:
     case DType::kInt8:
+    case DType::kInt32:
+    case DType::kInt64:
+    case DType::kUint8:
       break;
   }
   return Unimplemented("not implemented: {} tensors in the runtime", DTypeName(dtype));

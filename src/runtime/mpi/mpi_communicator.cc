@@ -87,7 +87,32 @@ void SumHalves(void* in, void* inout, int* len, MPI_Datatype*) {
   for (int i = 0; i < *len; ++i) b[i] = FromF(ToF(a[i]) + ToF(b[i]));
 }
 
-// The MPI element type and sum of a storage dtype (ops created once per process).
+// The MPI element type of a dtype: every call moves typed elements (no byte
+// counts), so MPI sees the count the caller gave. 16-bit floats and fp8 move as
+// unsigned integers of their width; uint8 (opaque bytes) as MPI_BYTE.
+MPI_Datatype MpiTypeOf(DType dtype) {
+  switch (dtype) {
+    case DType::kFp32:
+    case DType::kTf32:  // stored as fp32
+      return MPI_FLOAT;
+    case DType::kBf16:
+    case DType::kFp16:
+      return MPI_UINT16_T;
+    case DType::kFp8:
+      return MPI_UINT8_T;
+    case DType::kInt8:
+      return MPI_INT8_T;
+    case DType::kInt32:
+      return MPI_INT32_T;
+    case DType::kInt64:
+      return MPI_INT64_T;
+    case DType::kUint8:
+      return MPI_BYTE;
+  }
+  return MPI_DATATYPE_NULL;
+}
+
+// The MPI element type and sum of a reducible dtype (ops created once per process).
 struct MpiSum {
   MPI_Datatype type = MPI_DATATYPE_NULL;
   MPI_Op op = MPI_OP_NULL;
@@ -116,6 +141,9 @@ StatusOr<MpiSum> SumOf(DType dtype, const char* what) {
     case DType::kTf32:
     case DType::kFp8:
     case DType::kInt8:
+    case DType::kInt32:
+    case DType::kInt64:
+    case DType::kUint8:
       break;
   }
   return Unimplemented("not implemented: MPI {} of {}", what, DTypeName(dtype));
@@ -208,13 +236,13 @@ StatusOr<Request> MpiCommunicator::PostAllReduce(int64_t group, void* data, int6
   return Request(std::move(r));
 }
 
-StatusOr<Request> MpiCommunicator::PostAllGather(int64_t group, const void* send, int64_t bytes,
-                                                 void* recv, CommStream) {
+StatusOr<Request> MpiCommunicator::PostAllGather(int64_t group, const void* send, void* recv,
+                                                 int64_t count, DType dtype, CommStream) {
   ASSIGN_OR_RETURN(const GroupComm* g, Find(group));
-  ASSIGN_OR_RETURN(int n, ToInt(bytes, "all-gather"));
+  ASSIGN_OR_RETURN(int n, ToInt(count, "all-gather"));
+  const MPI_Datatype type = MpiTypeOf(dtype);
   auto r = std::make_unique<MpiRequest>();
-  MPI_CHECK(MPI_Iallgather(send, n, MPI_BYTE, recv, n, MPI_BYTE, g->comm.get(), r->get()),
-            "all-gather");
+  MPI_CHECK(MPI_Iallgather(send, n, type, recv, n, type, g->comm.get(), r->get()), "all-gather");
   return Request(std::move(r));
 }
 
@@ -250,7 +278,7 @@ StatusOr<Request> MpiCommunicator::PostAllToAllV(int64_t group, const void* send
                                                  const std::vector<int64_t>& recv_counts,
                                                  DType dtype, CommStream) {
   ASSIGN_OR_RETURN(const GroupComm* g, Find(group));
-  ASSIGN_OR_RETURN(MpiSum elem, SumOf(dtype, "all-to-all-v"));  // its element type
+  const MPI_Datatype type = MpiTypeOf(dtype);
   const size_t n = g->ranks.size();
   if (send_counts.size() != n || recv_counts.size() != n) {
     return InternalError("all-to-all-v: counts for {}/{} members, group has {}", send_counts.size(),
@@ -267,42 +295,43 @@ StatusOr<Request> MpiCommunicator::PostAllToAllV(int64_t group, const void* send
     r->counts[2].push_back(rc), r->counts[3].push_back(rdi);
     sd += sc, rd += rc;
   }
-  MPI_CHECK(
-      MPI_Ialltoallv(send, r->counts[0].data(), r->counts[1].data(), elem.type, recv,
-                     r->counts[2].data(), r->counts[3].data(), elem.type, g->comm.get(), r->get()),
-      "all-to-all-v");
+  MPI_CHECK(MPI_Ialltoallv(send, r->counts[0].data(), r->counts[1].data(), type, recv,
+                           r->counts[2].data(), r->counts[3].data(), type, g->comm.get(), r->get()),
+            "all-to-all-v");
   return Request(std::move(r));
 }
 
-StatusOr<Request> MpiCommunicator::PostBroadcast(int64_t group, void* data, int64_t bytes,
-                                                 int64_t root, CommStream) {
+StatusOr<Request> MpiCommunicator::PostBroadcast(int64_t group, void* data, int64_t count,
+                                                 DType dtype, int64_t root, CommStream) {
   ASSIGN_OR_RETURN(const GroupComm* g, Find(group));
-  ASSIGN_OR_RETURN(int n, ToInt(bytes, "broadcast"));
+  ASSIGN_OR_RETURN(int n, ToInt(count, "broadcast"));
   int root_pos = -1;
   for (size_t i = 0; i < g->ranks.size(); ++i) {
     if (g->ranks[i] == root) root_pos = static_cast<int>(i);
   }
   if (root_pos < 0) return InternalError("broadcast root {} is not in group {}", root, group);
   auto r = std::make_unique<MpiRequest>();
-  MPI_CHECK(MPI_Ibcast(data, n, MPI_BYTE, root_pos, g->comm.get(), r->get()), "broadcast");
+  MPI_CHECK(MPI_Ibcast(data, n, MpiTypeOf(dtype), root_pos, g->comm.get(), r->get()), "broadcast");
   return Request(std::move(r));
 }
 
-StatusOr<Request> MpiCommunicator::PostSend(int64_t peer, const void* data, int64_t bytes, int tag,
-                                            CommStream) {
-  ASSIGN_OR_RETURN(int n, ToInt(bytes, "send"));
+StatusOr<Request> MpiCommunicator::PostSend(int64_t peer, const void* data, int64_t count,
+                                            DType dtype, int tag, CommStream) {
+  ASSIGN_OR_RETURN(int n, ToInt(count, "send"));
   auto r = std::make_unique<MpiRequest>();
-  MPI_CHECK(MPI_Isend(data, n, MPI_BYTE, static_cast<int>(peer), tag, world_.get(), r->get()),
-            "send");
+  MPI_CHECK(
+      MPI_Isend(data, n, MpiTypeOf(dtype), static_cast<int>(peer), tag, world_.get(), r->get()),
+      "send");
   return Request(std::move(r));
 }
 
-StatusOr<Request> MpiCommunicator::PostRecv(int64_t peer, void* data, int64_t bytes, int tag,
-                                            CommStream) {
-  ASSIGN_OR_RETURN(int n, ToInt(bytes, "recv"));
+StatusOr<Request> MpiCommunicator::PostRecv(int64_t peer, void* data, int64_t count, DType dtype,
+                                            int tag, CommStream) {
+  ASSIGN_OR_RETURN(int n, ToInt(count, "recv"));
   auto r = std::make_unique<MpiRequest>();
-  MPI_CHECK(MPI_Irecv(data, n, MPI_BYTE, static_cast<int>(peer), tag, world_.get(), r->get()),
-            "recv");
+  MPI_CHECK(
+      MPI_Irecv(data, n, MpiTypeOf(dtype), static_cast<int>(peer), tag, world_.get(), r->get()),
+      "recv");
   return Request(std::move(r));
 }
 

@@ -1,7 +1,10 @@
 // MpiCommunicator: the Communicator over MPI (OpenMPI), with one MPI
 // communicator per plan group, created by MPI_Comm_split per dimension.
-// Errors come back as Status (MPI_ERRORS_RETURN). Owns its MPI handles; not
-// copyable; not thread-safe.
+// Errors come back as Status (MPI_ERRORS_RETURN). Data-plane calls hand MPI the
+// caller's count in the MPI type of its dtype (MPI_FLOAT, MPI_INT32_T,
+// MPI_INT64_T, …; bf16 / fp16 as MPI_UINT16_T, uint8 as MPI_BYTE), never a
+// byte count; sums of bf16 / fp16 go through a user MPI_Op in fp32. Owns its MPI
+// handles; not copyable; not thread-safe.
 #ifndef SHARDSCOPE_RUNTIME_MPI_MPI_COMMUNICATOR_H_
 #define SHARDSCOPE_RUNTIME_MPI_MPI_COMMUNICATOR_H_
 
@@ -68,19 +71,19 @@ class MpiCommunicator final : public Communicator {
  protected:
   StatusOr<Request> PostAllReduce(int64_t group, void* data, int64_t count, DType dtype,
                                   CommStream stream) override;
-  StatusOr<Request> PostAllGather(int64_t group, const void* send, int64_t bytes, void* recv,
-                                  CommStream stream) override;
+  StatusOr<Request> PostAllGather(int64_t group, const void* send, void* recv, int64_t count,
+                                  DType dtype, CommStream stream) override;
   StatusOr<Request> PostReduceScatter(int64_t group, const void* send, void* recv, int64_t count,
                                       DType dtype, CommStream stream) override;
   StatusOr<Request> PostAllToAllV(int64_t group, const void* send,
                                   const std::vector<int64_t>& send_counts, void* recv,
                                   const std::vector<int64_t>& recv_counts, DType dtype,
                                   CommStream stream) override;
-  StatusOr<Request> PostBroadcast(int64_t group, void* data, int64_t bytes, int64_t root,
-                                  CommStream stream) override;
-  StatusOr<Request> PostSend(int64_t peer, const void* data, int64_t bytes, int tag,
+  StatusOr<Request> PostBroadcast(int64_t group, void* data, int64_t count, DType dtype,
+                                  int64_t root, CommStream stream) override;
+  StatusOr<Request> PostSend(int64_t peer, const void* data, int64_t count, DType dtype, int tag,
                              CommStream stream) override;
-  StatusOr<Request> PostRecv(int64_t peer, void* data, int64_t bytes, int tag,
+  StatusOr<Request> PostRecv(int64_t peer, void* data, int64_t count, DType dtype, int tag,
                              CommStream stream) override;
 
  private:

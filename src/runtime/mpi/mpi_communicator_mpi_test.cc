@@ -76,7 +76,7 @@ TEST_F(MpiCommunicatorTest, TypedAllReduceAndAllToAllV) {
 TEST_F(MpiCommunicatorTest, AllGatherAndReduceScatter) {
   const int32_t mine[2] = {static_cast<int32_t>(me_), static_cast<int32_t>(10 * me_)};
   std::vector<int32_t> all(2 * n_);
-  auto r = comm_->AllGather(group_, mine, sizeof(mine), all.data());
+  auto r = comm_->AllGather(group_, mine, all.data(), 2, DType::kInt32, {});
   ASSERT_TRUE(r.ok());
   ASSERT_TRUE((*r)->Wait().ok());
   for (int64_t i = 0; i < n_; ++i) {
@@ -121,7 +121,7 @@ TEST_F(MpiCommunicatorTest, AllToAllVWithCountExchange) {
 TEST_F(MpiCommunicatorTest, BroadcastFromTheLastRank) {
   int32_t ids[3] = {0, 0, 0};
   if (me_ == n_ - 1) ids[0] = 7, ids[1] = 8, ids[2] = 9;
-  auto r = comm_->Broadcast(group_, ids, sizeof(ids), n_ - 1);
+  auto r = comm_->Broadcast(group_, ids, 3, DType::kInt32, n_ - 1, {});
   ASSERT_TRUE(r.ok());
   ASSERT_TRUE((*r)->Wait().ok());
   EXPECT_EQ(ids[2], 9);
@@ -134,8 +134,8 @@ TEST_F(MpiCommunicatorTest, NonBlockingRingSendRecvInOrder) {
   std::vector<Request> reqs;
   for (int m = 0; m < 2; ++m) {
     for (int i = 0; i < 4; ++i) out[m][i] = static_cast<float>(1000 * m + 10 * me_ + i);
-    auto rr = comm_->Recv(prev, in[m], sizeof(in[m]), 5);
-    auto sr = comm_->Send(next, out[m], sizeof(out[m]), 5);
+    auto rr = comm_->Recv(prev, in[m], 4, 5);
+    auto sr = comm_->Send(next, out[m], 4, 5);
     ASSERT_TRUE(rr.ok() && sr.ok());
     reqs.push_back(std::move(*rr));
     reqs.push_back(std::move(*sr));
@@ -146,6 +146,42 @@ TEST_F(MpiCommunicatorTest, NonBlockingRingSendRecvInOrder) {
   auto done = reqs[0]->Test();
   ASSERT_TRUE(done.ok());
   EXPECT_TRUE(*done);
+}
+
+// Counts are elements of the dtype: int64 clock readings point to point, packed
+// structs as uint8 bytes, int32 ids; sums refuse the integer and byte types.
+TEST_F(MpiCommunicatorTest, CountsAreElementsOfTheDType) {
+  const int64_t next = (me_ + 1) % n_, prev = (me_ + n_ - 1) % n_;
+  const int64_t out[2] = {(int64_t{1} << 40) + me_, -me_};
+  int64_t in[2] = {0, 0};
+  auto rr = comm_->Recv(prev, in, 2, DType::kInt64, 9, {});
+  auto sr = comm_->Send(next, out, 2, DType::kInt64, 9, {});
+  ASSERT_TRUE(rr.ok() && sr.ok());
+  ASSERT_TRUE((*rr)->Wait().ok());
+  ASSERT_TRUE((*sr)->Wait().ok());
+  EXPECT_EQ(in[0], (int64_t{1} << 40) + prev);
+  EXPECT_EQ(in[1], -prev);
+
+  struct Pair {
+    float value;
+    int32_t index;
+  };
+  const Pair mine = {0.5f * static_cast<float>(me_), static_cast<int32_t>(100 + me_)};
+  std::vector<Pair> all(static_cast<size_t>(n_));
+  auto g = comm_->AllGather(group_, &mine, all.data(), sizeof(Pair), DType::kUint8, {});
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  ASSERT_TRUE((*g)->Wait().ok());
+  for (int64_t i = 0; i < n_; ++i) {
+    EXPECT_EQ(all[i].value, 0.5f * static_cast<float>(i));
+    EXPECT_EQ(all[i].index, 100 + i);
+  }
+
+  int64_t x = 1;
+  EXPECT_EQ(comm_->AllReduce(group_, &x, 1, DType::kInt64, {}).status().code(),
+            StatusCode::kUnimplemented);
+  uint8_t b[4] = {};
+  EXPECT_EQ(comm_->ReduceScatter(group_, b, b, 1, DType::kUint8, {}).status().code(),
+            StatusCode::kUnimplemented);
 }
 
 TEST_F(MpiCommunicatorTest, BarrierAndGatherToRoot) {
