@@ -57,14 +57,20 @@ SchedulerSpec Sglang04(const EngineInputs& in) {
   // server_args.py: page_size = 1 (token-granular KV pool, the radix cache's pages).
   s.block_size = 1;
   // server_args.py __post_init__: mem_fraction_static by tp_size — ≥ 16: 0.79,
-  // ≥ 8: 0.81, ≥ 4: 0.85, ≥ 2: 0.87, else 0.88; a share of total memory for
-  // weights + KV pool (model_runner.py profile_max_num_token).
+  // ≥ 8: 0.81, ≥ 4: 0.85, ≥ 2: 0.87, else 0.88; "the fraction of the memory
+  // used for static allocation (model weights and KV cache memory pool)"
+  // (server_args.py --mem-fraction-static help).
   s.gpu_memory_utilization = in.tp >= 16  ? 0.79
                              : in.tp >= 8 ? 0.81
                              : in.tp >= 4 ? 0.85
                              : in.tp >= 2 ? 0.87
                                           : 0.88;
-  s.memory_rule = KvMemoryRule::kShareOfCapacity;
+  // model_runner.py profile_max_num_token: rest_memory = available_gpu_memory
+  // (free after loading the weights) − total_gpu_memory (free before) ×
+  // (1 − mem_fraction_static), i.e. pool = fraction × total − weights.
+  // Activations and CUDA graphs are allocated later, from the 1 − fraction
+  // left outside; they are not subtracted from the pool as in vLLM.
+  s.memory_rule = KvMemoryRule::kStaticShare;
   // server_args.py: chunked_prefill_size = 8192 (2048 below 25 GB of GPU memory).
   s.max_num_batched_tokens =
       in.device_memory_bytes > 0 && in.device_memory_bytes < 25e9 ? 2048 : 8192;

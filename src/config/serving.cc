@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "config/engine_profile.h"
 #include "config/request_file.h"
@@ -20,6 +21,10 @@ constexpr auto kArrivalProcessNames =
                                    {ArrivalProcess::kFile, "file"}});
 constexpr auto kAdmissionNames = MakeEnumNames<Admission>(
     {{Admission::kRecompute, "recompute"}, {Admission::kGuaranteedNoEvict, "guaranteed_no_evict"}});
+constexpr auto kKvMemoryRuleNames =
+    MakeEnumNames<KvMemoryRule>({{KvMemoryRule::kShareOfCapacity, "capacity"},
+                                 {KvMemoryRule::kShareOfFree, "free"},
+                                 {KvMemoryRule::kStaticShare, "static"}});
 constexpr auto kRouterPolicyNames =
     MakeEnumNames<RouterPolicy>({{RouterPolicy::kRoundRobin, "round_robin"},
                                  {RouterPolicy::kLeastOutstanding, "least_outstanding"}});
@@ -118,14 +123,15 @@ Status ReadScheduler(const YamlMap& exp, SchedulerSpec* s) {
   if (s->gpu_memory_utilization > 1) {
     return m.context().Child("gpu_memory_utilization").Error("must be in (0, 1]");
   }
-  std::string of = s->memory_rule == KvMemoryRule::kShareOfFree ? "free" : "capacity";
+  std::string of(KvMemoryRuleName(s->memory_rule));
   RETURN_IF_ERROR(m.Optional("gpu_memory_utilization_of", &of));
-  if (of != "capacity" && of != "free") {
+  const std::optional<KvMemoryRule> rule = kKvMemoryRuleNames.Parse(of);
+  if (!rule) {
     return m.context()
         .Child("gpu_memory_utilization_of")
-        .Error(fmt::format("unknown '{}' (expected capacity or free)", of));
+        .Error(fmt::format("unknown '{}' (expected capacity, free or static)", of));
   }
-  s->memory_rule = of == "free" ? KvMemoryRule::kShareOfFree : KvMemoryRule::kShareOfCapacity;
+  s->memory_rule = *rule;
   RETURN_IF_ERROR(m.OptionalAtLeast("kv_blocks", 1, &s->kv_blocks));
   RETURN_IF_ERROR(m.Optional("chunked_prefill", &s->chunked_prefill));
   RETURN_IF_ERROR(m.Optional("mix_prompts_with_decodes", &s->mix_prompts_with_decodes));
@@ -392,6 +398,8 @@ double ServingPathSpec::IterationSeconds(int64_t batch, int64_t tokens, int64_t 
 
 std::string_view AdmissionName(Admission a) { return kAdmissionNames.Name(a); }
 
+std::string_view KvMemoryRuleName(KvMemoryRule r) { return kKvMemoryRuleNames.Name(r); }
+
 std::string_view RouterPolicyName(RouterPolicy p) { return kRouterPolicyNames.Name(p); }
 
 nlohmann::json ServingToJson(const ServingSpec& s) {
@@ -435,8 +443,7 @@ nlohmann::json ServingToJson(const ServingSpec& s) {
       c.memory_rule != KvMemoryRule::kShareOfCapacity || c.num_scheduler_steps != 1 ||
       !c.cuda_graph_batch_sizes.empty() || s.path.any();
   if (engine_fields) {
-    scheduler["gpu_memory_utilization_of"] =
-        c.memory_rule == KvMemoryRule::kShareOfFree ? "free" : "capacity";
+    scheduler["gpu_memory_utilization_of"] = KvMemoryRuleName(c.memory_rule);
     scheduler["mix_prompts_with_decodes"] = c.mix_prompts_with_decodes;
     scheduler["admission"] = AdmissionName(c.admission);
     scheduler["num_scheduler_steps"] = c.num_scheduler_steps;

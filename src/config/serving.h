@@ -57,11 +57,13 @@ enum class RouterPolicy { kRoundRobin, kLeastOutstanding };
 // nothing is ever preempted.
 enum class Admission { kRecompute, kGuaranteedNoEvict };
 
-// What gpu_memory_utilization is a share of: the device's usable capacity,
-// less weights, activations and buffers (vLLM, SGLang), or what weights,
-// activations and buffers leave free (TensorRT-LLM's
-// kv_cache_free_gpu_memory_fraction).
-enum class KvMemoryRule { kShareOfCapacity, kShareOfFree };
+// How gpu_memory_utilization sizes the KV cache: a share of the device's
+// usable capacity less weights, activations and buffers (vLLM's
+// gpu_memory_utilization); a share of what weights, activations and buffers
+// leave free (TensorRT-LLM's kv_cache_free_gpu_memory_fraction); or a share of
+// the capacity for weights and the KV pool only, activations and buffers
+// living in the rest (SGLang's mem_fraction_static).
+enum class KvMemoryRule { kShareOfCapacity, kShareOfFree, kStaticShare };
 
 // The vLLM-like scheduler of one replica (docs/sim.md, "Serving"). An
 // `engine:` profile (config/engine_profile.h) sets its defaults.
@@ -181,6 +183,7 @@ const std::vector<std::string>& ServingKeys();
 std::string_view ArrivalProcessName(ArrivalProcess p);
 std::string_view RouterPolicyName(RouterPolicy p);
 std::string_view AdmissionName(Admission a);
+std::string_view KvMemoryRuleName(KvMemoryRule r);  // capacity, free or static
 
 nlohmann::json ServingToJson(const ServingSpec& spec);
 

@@ -240,6 +240,7 @@ TEST(ServingTest, EngineProfilesSetTheSchedulerDefaults) {
   EXPECT_EQ(v.scheduler.max_num_seqs, 256);
   EXPECT_EQ(v.scheduler.block_size, 16);
   EXPECT_EQ(v.scheduler.admission, Admission::kRecompute);
+  EXPECT_EQ(v.scheduler.memory_rule, KvMemoryRule::kShareOfCapacity);
   EXPECT_EQ(v.scheduler.cuda_graph_batch_sizes.size(), 35u);  // 1, 2, 4, 8, 16, …, 256
   EXPECT_EQ(v.scheduler.cuda_graph_batch_sizes.back(), 256);
   // Serving path: only the per-call host gap measured in vLLM's multi-step RFC.
@@ -283,6 +284,9 @@ TEST(ServingTest, EngineProfilesSetTheSchedulerDefaults) {
   ASSERT_TRUE(sgl.ok()) << sgl.status().message();
   const SchedulerSpec& g = (*sgl)[0].serving->scheduler;
   EXPECT_DOUBLE_EQ(g.gpu_memory_utilization, 0.87);
+  // mem_fraction_static holds weights and the KV pool; activations are outside.
+  EXPECT_EQ(g.memory_rule, KvMemoryRule::kStaticShare);
+  EXPECT_EQ(ServingToJson(*(*sgl)[0].serving)["scheduler"]["gpu_memory_utilization_of"], "static");
   EXPECT_EQ(g.block_size, 1);
   EXPECT_EQ(g.max_num_seqs, 0);
   EXPECT_EQ(g.max_num_batched_tokens, 8192);  // an H100: over 25 GB
@@ -294,6 +298,10 @@ TEST(ServingTest, EngineProfilesSetTheSchedulerDefaults) {
   auto off = Load(std::string(kWorkload) + "    engine: {name: vllm, iteration_overhead_us: 0}\n");
   ASSERT_TRUE(off.ok()) << off.status().message();
   EXPECT_FALSE((*off)[0].serving->path.any());
+  // The rule is a scheduler key like the others: SGLang's on any experiment.
+  auto rule = Load(std::string(kWorkload) + "    scheduler: {gpu_memory_utilization_of: static}\n");
+  ASSERT_TRUE(rule.ok()) << rule.status().message();
+  EXPECT_EQ((*rule)[0].serving->scheduler.memory_rule, KvMemoryRule::kStaticShare);
 }
 
 // Without `engine:` nor the new keys a served experiment's JSON is as before.
@@ -326,7 +334,8 @@ TEST(ServingTest, EngineErrorsNameTheField) {
       {std::string(kWorkload) + "    scheduler: {num_scheduler_steps: 0}\n",
        "field 'scheduler.num_scheduler_steps'"},
       {std::string(kWorkload) + "    scheduler: {gpu_memory_utilization_of: weights}\n",
-       "field 'scheduler.gpu_memory_utilization_of': unknown 'weights'"},
+       "field 'scheduler.gpu_memory_utilization_of': unknown 'weights' (expected capacity, free "
+       "or static)"},
       {"    engine: vllm\n", "field 'engine': needs a served workload"},
   };
   for (const Case& c : cases) {

@@ -38,18 +38,32 @@ StatusOr<KvBudget> PlanKvBudget(const Experiment& experiment) {
   for (const RankMemory& r : plan.ranks) {
     // Bytes per request token on this rank (its share of the sequence and layers).
     const double per_token = r.kv_cache / static_cast<double>(probe.workload.sequence_length);
-    // A share of the capacity, less the rest (vLLM, SGLang), or a share of what
-    // the rest leaves free (TensorRT-LLM).
-    const double free = sched.memory_rule == KvMemoryRule::kShareOfFree
-                            ? (plan.capacity - r.weights - r.activations - r.comm_buffers) *
-                                  sched.gpu_memory_utilization
-                            : plan.capacity * sched.gpu_memory_utilization - r.weights -
-                                  r.activations - r.comm_buffers;
+    // vLLM: a share of the capacity, less weights, activations and buffers.
+    // TensorRT-LLM: a share of what they leave free. SGLang (static share,
+    // model_runner.py profile_max_num_token): the share holds the weights and
+    // the pool only; activations and buffers live in the capacity outside it.
+    const double capacity_share = plan.capacity * sched.gpu_memory_utilization;
+    const double rest = r.weights + r.activations + r.comm_buffers;
+    double free = capacity_share - rest;
+    if (sched.memory_rule == KvMemoryRule::kShareOfFree) {
+      free = (plan.capacity - rest) * sched.gpu_memory_utilization;
+    } else if (sched.memory_rule == KvMemoryRule::kStaticShare) {
+      free = capacity_share - r.weights;
+    }
     b.bytes_per_token = std::max(b.bytes_per_token, per_token);
     if (free < b.free_bytes) b.activation_bytes = r.activations;
     b.free_bytes = std::min(b.free_bytes, free);
     if (per_token > 0) tokens = std::min(tokens, free / per_token);
-    if (sched.kv_blocks == 0 && free < per_token * sched.block_size) {
+    if (sched.kv_blocks > 0) continue;
+    if (sched.memory_rule == KvMemoryRule::kStaticShare &&
+        plan.capacity - capacity_share < r.activations + r.comm_buffers) {
+      return InvalidArgument(
+          "rank {} has no room for its activations: the {} of {} outside the static share {} "
+          "hold less than {} of activations and {} of buffers",
+          r.rank, FormatBytes(plan.capacity - capacity_share), FormatBytes(plan.capacity),
+          sched.gpu_memory_utilization, FormatBytes(r.activations), FormatBytes(r.comm_buffers));
+    }
+    if (free < per_token * sched.block_size) {
       if (sched.memory_rule == KvMemoryRule::kShareOfFree) {
         return InvalidArgument(
             "rank {} has no room for the KV cache: {} of capacity hold {} of weights, {} of "
@@ -57,12 +71,19 @@ StatusOr<KvBudget> PlanKvBudget(const Experiment& experiment) {
             r.rank, FormatBytes(plan.capacity), FormatBytes(r.weights), FormatBytes(r.activations),
             FormatBytes(r.comm_buffers));
       }
+      if (sched.memory_rule == KvMemoryRule::kStaticShare) {
+        return InvalidArgument(
+            "rank {} has no room for the KV cache: {} of {} × {} (weights and KV pool) hold {} "
+            "of weights",
+            r.rank, FormatBytes(capacity_share), FormatBytes(plan.capacity),
+            sched.gpu_memory_utilization, FormatBytes(r.weights));
+      }
       return InvalidArgument(
           "rank {} has no room for the KV cache: {} of {} × {} hold {} of weights, {} of "
           "activations and {} of buffers",
-          r.rank, FormatBytes(plan.capacity * sched.gpu_memory_utilization),
-          FormatBytes(plan.capacity), sched.gpu_memory_utilization, FormatBytes(r.weights),
-          FormatBytes(r.activations), FormatBytes(r.comm_buffers));
+          r.rank, FormatBytes(capacity_share), FormatBytes(plan.capacity),
+          sched.gpu_memory_utilization, FormatBytes(r.weights), FormatBytes(r.activations),
+          FormatBytes(r.comm_buffers));
     }
   }
   if (sched.kv_blocks > 0) {

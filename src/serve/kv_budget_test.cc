@@ -151,5 +151,87 @@ TEST(KvBudgetTest, TensorParallelRanksHoldTheWholeIteration) {
   EXPECT_DOUBLE_EQ(b->activation_bytes, 8192.0 * 2 * (8192 + 21504) + 128256.0 / 2 * 4);
 }
 
+// tiny-dense (h 256, 2 layers, 4 heads and 2 KV heads of 64, SwiGLU FFN of
+// 512, vocabulary 512, untied), bf16, on one H100 (81,559 MiB usable).
+// Weights: embedding and head 2 × 512 × 256, per layer q and o 2 × 256 × 256,
+// k and v 2 × 256 × 128, FFN 3 × 256 × 512, two norms 2 × 256; a final norm 256.
+// KV per token: 2 layers × 2 KV heads × 64 × (K, V) × 2 bytes = 1,024.
+constexpr double kTinyDenseWeights =
+    2.0 * (2 * 512 * 256 + 2 * (2 * 256 * 256 + 2 * 256 * 128 + 3 * 256 * 512 + 2 * 256) + 256);
+constexpr double kH100Usable = 81559.0 * 1048576;
+
+Experiment TinyDenseWithEngine(const std::string& engine) {
+  ParallelSpec p;
+  p.strategy = "single";
+  Experiment e = ZooExperiment("tiny-dense", "h100-sxm", p, 1, 1024, 16);
+  e.serving = ServingSpec{};
+  EngineInputs in;
+  in.tp = 1;
+  in.max_model_len = e.model.max_position_embeddings;
+  in.device_memory_bytes = e.cluster.device.memory_bytes;
+  e.serving->scheduler = EngineSchedulerDefaults({engine, ""}, in);
+  return e;
+}
+
+// SGLang's mem_fraction_static holds the weights and the KV pool only
+// (model_runner.py profile_max_num_token: free after the weights less
+// total × (1 − fraction)): pool = 0.88 × capacity − weights, the iteration's
+// activations are not subtracted; they live in the 12 % outside.
+TEST(KvBudgetTest, SglangsStaticShareHoldsWeightsAndThePoolOnly) {
+  const Experiment e = TinyDenseWithEngine("sglang");
+  ASSERT_EQ(e.serving->scheduler.memory_rule, KvMemoryRule::kStaticShare);
+  ASSERT_DOUBLE_EQ(e.serving->scheduler.gpu_memory_utilization, 0.88);
+  ASSERT_EQ(e.serving->scheduler.max_num_batched_tokens, 8192);
+  auto b = PlanKvBudget(e);
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  EXPECT_DOUBLE_EQ(kTinyDenseWeights, 2886144.0);
+  EXPECT_DOUBLE_EQ(b->bytes_per_token, 1024.0);
+  EXPECT_DOUBLE_EQ(b->free_bytes, 0.88 * kH100Usable - kTinyDenseWeights);
+  EXPECT_EQ(b->block_size, 1);
+  EXPECT_EQ(b->blocks,
+            static_cast<int64_t>(std::floor((0.88 * kH100Usable - kTinyDenseWeights) / 1024)));
+  // 8,192 tokens × 2 bytes × (2h + the FFN's 3 × 512) + fp32 logits of 512:
+  // reported, not reserved inside the share.
+  EXPECT_DOUBLE_EQ(b->activation_bytes, 8192.0 * 2 * (512 + 1536) + 512 * 4);
+}
+
+// vLLM's rule is unchanged: 0.9 × capacity − weights − the activations of its
+// 4,096-token iteration (max(max_model_len, 2048), no chunked prefill at 4K).
+TEST(KvBudgetTest, VllmsShareStillSubtractsTheActivations) {
+  const Experiment e = TinyDenseWithEngine("vllm");
+  ASSERT_EQ(e.serving->scheduler.memory_rule, KvMemoryRule::kShareOfCapacity);
+  ASSERT_EQ(e.serving->scheduler.max_num_batched_tokens, 4096);
+  auto b = PlanKvBudget(e);
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  const double act = 4096.0 * 2 * (512 + 1536) + 512 * 4;
+  EXPECT_DOUBLE_EQ(b->activation_bytes, act);
+  EXPECT_DOUBLE_EQ(b->free_bytes, 0.9 * kH100Usable - kTinyDenseWeights - act);
+  EXPECT_EQ(b->blocks, static_cast<int64_t>(
+                           std::floor((0.9 * kH100Usable - kTinyDenseWeights - act) / 1024 / 16)));
+}
+
+// The static share leaves the activations the rest of the capacity: a share
+// that leaves too little for them is refused, naming the figures.
+TEST(KvBudgetTest, StaticShareRefusesActivationsThatDoNotFitOutsideIt) {
+  Experiment e = TinyDenseWithEngine("sglang");
+  // 1 − 0.9999 of 85.5 GB is 8.6 MB, less than the 33.6 MB of activations.
+  e.serving->scheduler.gpu_memory_utilization = 0.9999;
+  auto refused = PlanKvBudget(e);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(), HasSubstr("rank 0 has no room for its activations"));
+  EXPECT_THAT(refused.status().message(), HasSubstr("outside the static share 0.9999"));
+  // 0.999 leaves 85.5 MB: it fits, and the pool is 0.999 × capacity − weights.
+  e.serving->scheduler.gpu_memory_utilization = 0.999;
+  auto b = PlanKvBudget(e);
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  EXPECT_DOUBLE_EQ(b->free_bytes, 0.999 * kH100Usable - kTinyDenseWeights);
+  // A share smaller than the weights leaves no pool.
+  e.serving->scheduler.gpu_memory_utilization = 1e-6;
+  auto none = PlanKvBudget(e);
+  ASSERT_FALSE(none.ok());
+  EXPECT_THAT(none.status().message(), HasSubstr("no room for the KV cache"));
+  EXPECT_THAT(none.status().message(), HasSubstr("(weights and KV pool)"));
+}
+
 }  // namespace
 }  // namespace shardscope::serve
