@@ -49,6 +49,15 @@ double KvValuesOnRank(const ModelSpec& m, const ShardGeometry& geo) {
   return 2.0 * static_cast<double>(geo.kv_heads()) * m.head_dim;
 }
 
+// Communication buffers: one set per communicator of more than one rank.
+double CommBuffers(const ParallelSpec& p) {
+  int communicators = 0;
+  for (Dim d : {Dim::kTp, Dim::kSp, Dim::kEp, Dim::kPp}) {  // dp replicas never talk
+    if (p.Size(d) > 1) ++communicators;
+  }
+  return communicators * kCommBufferPerCommunicator;
+}
+
 // Speculative decoding with a separate draft model: its weights and KV cache
 // (per request, at the draft's layers and heads) on the rank of tp coordinate
 // `c_tp`. The draft is split over draft_tensor_parallel ranks: with 1 < tp,
@@ -212,12 +221,7 @@ MemoryPlan PlanMemory(const Experiment& e, const Placement& pl) {
     if (p.sp > 1) act += 2 * t * KvValuesOnRank(m, geo) * dt;  // ring: current + next K/V block
     if (last) act += mb_requests * vocab_shard * 4.0;          // fp32 logits of the last token
     rm.activations = act;
-    // Communication buffers.
-    int communicators = 0;
-    for (Dim d : {Dim::kTp, Dim::kSp, Dim::kEp, Dim::kPp}) {  // dp replicas never talk
-      if (p.Size(d) > 1) ++communicators;
-    }
-    rm.comm_buffers = communicators * kCommBufferPerCommunicator;
+    rm.comm_buffers = CommBuffers(p);
     plan.ranks.push_back(rm);
   }
   return plan;
