@@ -460,9 +460,31 @@ Status ReadCommunication(const YamlMap& exp, Experiment* e) {
   return Status::Ok();
 }
 
+// A draft model against the plan and workload: no pipeline stages (vLLM
+// refuses them too), the positions the draft was trained for.
+Status CheckDraftModel(const YamlMap& exp, const Experiment& e) {
+  if (!e.speculative.draft()) return Status::Ok();
+  ASSIGN_OR_RETURN(YamlMap spec, exp.Map("speculative"));
+  const ModelSpec& d = e.speculative.draft_model;
+  if (e.parallel.pp > 1) {
+    return spec.context().Child("method").Error(fmt::format(
+        "a draft model with pipeline parallelism (pp {}) is not modelled", e.parallel.pp));
+  }
+  const int64_t positions = e.workload.sequence_length + e.workload.tokens_to_generate;
+  if (d.max_position_embeddings > 0 && positions > d.max_position_embeddings) {
+    return spec.context()
+        .Child("draft_model")
+        .Error(fmt::format("sequence_length + tokens_to_generate = {} exceeds the {} positions "
+                           "draft model '{}' was "
+                           "trained for",
+                           positions, d.max_position_embeddings, d.name));
+  }
+  return Status::Ok();
+}
+
 // EPLB's fields in `parallelism:`, `speculative:` and `two_batch_overlap`
 // (config/mechanisms.h).
-Status ReadMechanisms(const YamlMap& exp, const std::string& config_path, Experiment* e) {
+Status ReadMechanisms(const YamlMap& exp, const std::string& config_path, Zoo* zoo, Experiment* e) {
   ASSIGN_OR_RETURN(YamlMap par, exp.Map("parallelism"));
   ParallelSpec& p = e->parallel;
   RETURN_IF_ERROR(par.OptionalAtLeast("redundant_experts", 0, &p.redundant_experts));
@@ -489,7 +511,12 @@ Status ReadMechanisms(const YamlMap& exp, const std::string& config_path, Experi
     if (!rows.ok()) return par.context().Child("expert_load").Error(rows.status().message());
     p.expert_load = std::move(*rows);
   }
-  ASSIGN_OR_RETURN(e->speculative, ReadSpeculative(exp, e->model));
+  ASSIGN_OR_RETURN(
+      e->speculative,
+      ReadSpeculative(exp, e->model, p.tp, [&](const YAML::Node& node, const YamlContext& ctx) {
+        return ResolveModel(node, ctx, zoo, config_path);
+      }));
+  RETURN_IF_ERROR(CheckDraftModel(exp, *e));
   RETURN_IF_ERROR(exp.Optional("two_batch_overlap", &e->two_batch_overlap));
   if ((e->speculative.enabled() || e->two_batch_overlap) && e->backend != RunnerKind::kSim) {
     return exp.context()
@@ -619,7 +646,7 @@ StatusOr<Experiment> ReadExperiment(const YAML::Node& node, const YamlContext& c
   engine_context.tp = e.parallel.tp;
   engine_context.device_memory_bytes = e.cluster.device.memory_bytes;
   ASSIGN_OR_RETURN(e.serving, ReadServing(exp, e.model, path, engine_context));
-  RETURN_IF_ERROR(ReadMechanisms(exp, path, &e));
+  RETURN_IF_ERROR(ReadMechanisms(exp, path, zoo, &e));
   return e;
 }
 

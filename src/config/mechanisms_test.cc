@@ -57,8 +57,9 @@ TEST(MechanismsTest, BadFieldsAreNamed) {
   EXPECT_NE(ErrorOf("speculative: {method: eagle, draft_tokens: 1, acceptance_rate: 0.5}")
                 .find("field 'speculative.method': unknown speculative method 'eagle'"),
             std::string::npos);
-  EXPECT_NE(ErrorOf("speculative: {method: draft, draft_tokens: 1, acceptance_rate: 0.5}")
-                .find("field 'speculative.method': a separate draft model is not modelled"),
+  EXPECT_NE(ErrorOf("speculative: {method: mtp, draft_tokens: 1, acceptance_rate: 0.5, "
+                    "draft_model: llama-3.2-1b}")
+                .find("field 'speculative.draft_model': is for method: draft only"),
             std::string::npos);
   EXPECT_NE(ErrorOf("speculative: {method: mtp, draft_tokens: 2, acceptance: [0.5]}")
                 .find("field 'speculative.acceptance': needs one probability per draft token"),
@@ -78,6 +79,82 @@ TEST(MechanismsTest, BadFieldsAreNamed) {
             std::string::npos);
   EXPECT_NE(ErrorOf("parallelism: {ep_size: 144, redundant_experts: -1}")
                 .find("field 'parallelism.redundant_experts'"),
+            std::string::npos);
+}
+
+// A Llama-3.1-8B target at tp 2 with the given `speculative:` map.
+std::string DraftError(const std::string& speculative, const std::string& extra = "") {
+  return ErrorOf(
+      "model: llama-3.1-8b\n    parallelism: {tp_size: 2, ep_size: 1}\n    hardware: h100-sxm\n"
+      "    speculative: " +
+      speculative + extra);
+}
+
+TEST(MechanismsTest, ReadsADraftModelFromTheZoo) {
+  auto exps = Load(R"(model: llama-3.1-8b
+    hardware: h100-sxm
+    parallelism: {tp_size: 2, ep_size: 1}
+    speculative: {method: draft, draft_model: llama-3.2-1b, draft_tokens: 3, acceptance_rate: 0.7})");
+  ASSERT_TRUE(exps.ok()) << exps.status().message();
+  const SpeculativeSpec& s = (*exps)[0].speculative;
+  EXPECT_TRUE(s.draft());
+  EXPECT_FALSE(s.mtp());
+  EXPECT_EQ(s.draft_model.name, "llama-3.2-1b");
+  EXPECT_EQ(s.draft_model.num_layers, 16);
+  EXPECT_EQ(s.draft_tp, 0);  // the target's by default
+  EXPECT_EQ(s.DraftTp(2), 2);
+  EXPECT_DOUBLE_EQ(s.TokensPerStep(), 1 + 0.7 + 0.49 + 0.343);
+  const nlohmann::json j = SpeculativeToJson(s);
+  EXPECT_EQ(j["method"], "draft");
+  EXPECT_EQ(j["draft_model"], "llama-3.2-1b");
+  EXPECT_FALSE(j.contains("draft_tensor_parallel"));
+  auto one = Load(R"(model: llama-3.1-8b
+    hardware: h100-sxm
+    parallelism: {tp_size: 2, ep_size: 1}
+    speculative: {method: draft, draft_model: {base: llama-3.2-1b, num_layers: 2},
+                  draft_tensor_parallel: 1, draft_tokens: 1, acceptance: [0.5]})");
+  ASSERT_TRUE(one.ok()) << one.status().message();
+  EXPECT_EQ((*one)[0].speculative.draft_tp, 1);
+  EXPECT_EQ((*one)[0].speculative.draft_model.num_layers, 2);  // an override of the zoo's
+}
+
+TEST(MechanismsTest, BadDraftModelFieldsAreNamed) {
+  const std::string k1 = ", draft_tokens: 1, acceptance_rate: 0.5}";
+  EXPECT_NE(DraftError("{method: draft" + k1)
+                .find("field 'speculative.draft_model': is required with method: draft"),
+            std::string::npos);
+  EXPECT_NE(DraftError("{method: draft, draft_model: llama-0b" + k1)
+                .find("field 'speculative.draft_model': unknown model 'llama-0b'"),
+            std::string::npos);
+  EXPECT_NE(DraftError("{method: draft, draft_model: tiny-dense" + k1)
+                .find("field 'speculative.draft_model': draft model 'tiny-dense' has a vocabulary "
+                      "of 512 tokens, target model 'llama-3.1-8b' of 128256"),
+            std::string::npos);
+  EXPECT_NE(DraftError("{method: draft, draft_model: {base: mixtral-8x7b, vocab_size: 128256}" + k1)
+                .find("field 'speculative.draft_model': draft model 'mixtral-8x7b' is a mixture of "
+                      "experts"),
+            std::string::npos);
+  EXPECT_NE(DraftError("{method: draft, draft_model: llama-3.2-1b, draft_tensor_parallel: 4" + k1)
+                .find("field 'speculative.draft_tensor_parallel': is 4; it must be 1 or the "
+                      "target's tensor-parallel size (2)"),
+            std::string::npos);
+  EXPECT_NE(
+      DraftError(
+          "{method: draft, draft_model: {base: llama-3.2-1b, num_heads: 9, num_kv_heads: 1}" + k1)
+          .find("field 'speculative.draft_tensor_parallel': 2 does not split draft model"),
+      std::string::npos);
+  EXPECT_NE(
+      ErrorOf(
+          "model: llama-3.1-8b\n    hardware: h100-sxm\n    parallelism: {pp_size: 2, ep_size: 1}\n"
+          "    speculative: {method: draft, draft_model: llama-3.2-1b" +
+          k1)
+          .find("field 'speculative.method': a draft model with pipeline parallelism (pp 2) "
+                "is not modelled"),
+      std::string::npos);
+  EXPECT_NE(DraftError("{method: draft, draft_model: {base: llama-3.2-1b, max_position_embeddings: "
+                       "4}" +
+                       k1)
+                .find("field 'speculative.draft_model': sequence_length + tokens_to_generate"),
             std::string::npos);
 }
 

@@ -37,8 +37,9 @@ TEST_P(TotalParamsTest, MatchesThePublishedTotal) {
 INSTANTIATE_TEST_SUITE_P(
     Zoo, TotalParamsTest,
     ::testing::Values(TotalCase{"deepseek-v3", 671e9}, TotalCase{"deepseek-v2-lite", 15.7e9},
-                      TotalCase{"llama-3.1-8b", 8.03e9}, TotalCase{"llama-3.1-70b", 70.6e9},
-                      TotalCase{"mixtral-8x7b", 46.7e9}, TotalCase{"qwen2.5-32b", 32.8e9}));
+                      TotalCase{"llama-3.1-8b", 8.03e9}, TotalCase{"llama-3.2-1b", 1.24e9},
+                      TotalCase{"llama-3.1-70b", 70.6e9}, TotalCase{"mixtral-8x7b", 46.7e9},
+                      TotalCase{"qwen2.5-32b", 32.8e9}));
 
 TEST(ParamsTest, Llama31_8BExactly) {
   ModelSpec m = Zoo("llama-3.1-8b");

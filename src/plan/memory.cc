@@ -49,6 +49,52 @@ double KvValuesOnRank(const ModelSpec& m, const ShardGeometry& geo) {
   return 2.0 * static_cast<double>(geo.kv_heads()) * m.head_dim;
 }
 
+// Communication buffers: one set per communicator of more than one rank.
+double CommBuffers(const ParallelSpec& p) {
+  int communicators = 0;
+  for (Dim d : {Dim::kTp, Dim::kSp, Dim::kEp, Dim::kPp}) {  // dp replicas never talk
+    if (p.Size(d) > 1) ++communicators;
+  }
+  return communicators * kCommBufferPerCommunicator;
+}
+
+// Speculative decoding with a separate draft model: its weights and KV cache
+// (per request, at the draft's layers and heads) on the rank of tp coordinate
+// `c_tp`. The draft is split over draft_tensor_parallel ranks: with 1 < tp,
+// tp rank 0 holds all of it and the other ranks none. The engines allocate
+// the draft's KV blocks beside the target's (one block table), so a KV pool
+// sized from kv_cache holds both. `tokens`: cached tokens per request.
+void AddDraftModel(const Experiment& e, const Precision& prec, int64_t c_tp, double tokens,
+                   RankMemory* rm) {
+  const SpeculativeSpec& spec = e.speculative;
+  const int64_t draft_tp = spec.DraftTp(e.parallel.tp);
+  if (!spec.draft() || c_tp >= draft_tp) return;
+  const ModelSpec& d = spec.draft_model;
+  const ShardGeometry geo(d, draft_tp, 1);
+  const double dt = static_cast<double>(DTypeSize(prec.activations));
+  const double h = static_cast<double>(d.hidden_size);
+  const double vocab_shard = static_cast<double>(d.vocab_size) / draft_tp;
+  // The embedding, and the head unless tied, at their own dtypes.
+  double vocab_params = vocab_shard * h;
+  double vocab_extra_bytes = vocab_shard * h * (DTypeSize(prec.embedding) - dt);
+  if (!d.tie_embeddings) {
+    vocab_params += vocab_shard * h;
+    vocab_extra_bytes += vocab_shard * h * (DTypeSize(prec.lm_head) - dt);
+  }
+  const double layers = static_cast<double>(d.num_layers);
+  const double small_params = h + layers * 2 * h;  // final and block norms
+  const double matrices =
+      layers * (AttentionParamsOnRank(d, geo) +
+                static_cast<double>(DenseFfnParams(d)) / static_cast<double>(draft_tp));
+  const double params = vocab_params + small_params + matrices;
+  rm->weight_params += params;
+  rm->weights += prec.roles ? matrices * prec.WeightBytesPerParam(d.hidden_size) +
+                                  (small_params + vocab_params) * dt + vocab_extra_bytes
+                            : params * dt + vocab_extra_bytes;
+  rm->kv_cache += static_cast<double>(rm->requests) * tokens * layers * KvValuesOnRank(d, geo) *
+                  static_cast<double>(DTypeSize(prec.kv_cache));
+}
+
 }  // namespace
 
 const RankMemory& MemoryPlan::Peak() const {
@@ -151,6 +197,7 @@ MemoryPlan PlanMemory(const Experiment& e, const Placement& pl) {
         p.sp;
     const double stage_layers = static_cast<double>(pl.LayersOfStage(stage).size() + mtp);
     rm.kv_cache = rm.requests * tokens * stage_layers * KvValuesOnRank(m, geo) * kv_dt;
+    AddDraftModel(e, prec, pl.Coord(r, Dim::kTp), tokens, &rm);
     // Activation peak during prefill of one micro-batch.
     const int64_t micro = p.micro_batches > 0 ? p.micro_batches : p.pp;
     const double mb_requests = std::ceil(static_cast<double>(rm.requests) / micro);
@@ -174,12 +221,7 @@ MemoryPlan PlanMemory(const Experiment& e, const Placement& pl) {
     if (p.sp > 1) act += 2 * t * KvValuesOnRank(m, geo) * dt;  // ring: current + next K/V block
     if (last) act += mb_requests * vocab_shard * 4.0;          // fp32 logits of the last token
     rm.activations = act;
-    // Communication buffers.
-    int communicators = 0;
-    for (Dim d : {Dim::kTp, Dim::kSp, Dim::kEp, Dim::kPp}) {  // dp replicas never talk
-      if (p.Size(d) > 1) ++communicators;
-    }
-    rm.comm_buffers = communicators * kCommBufferPerCommunicator;
+    rm.comm_buffers = CommBuffers(p);
     plan.ranks.push_back(rm);
   }
   return plan;

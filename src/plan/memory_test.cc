@@ -89,6 +89,43 @@ TEST(MemoryTest, KvCachePerToken) {
   EXPECT_DOUBLE_EQ(Plan(e).ranks[0].kv_cache, 1024.0 * 128 * 1024 / 4);
 }
 
+// A Llama-3.2-1B draft beside a Llama-3.1-8B target at tp 2 (3 requests of
+// 1,000 + 4 generated tokens: 1,003 cached at the last): the plan grows by
+// exactly the draft's weights and KV cache. By hand: 16 layers × 2 × 8 KV
+// heads × 64 × 2 bytes = 32 KiB of draft KV per token; draft_tensor_parallel
+// 1 puts all of it and every parameter on tp rank 0; draft_tensor_parallel 2
+// halves the matrices and the KV heads, the norms (2,048 + 16 × 2 × 2,048)
+// replicated.
+TEST(MemoryTest, DraftModelAddsItsWeightsAndKvCache) {
+  const Experiment target = ZooExperiment("llama-3.1-8b", "h100-sxm", Sizes(2, 1), 3, 1000, 4);
+  const MemoryPlan before = Plan(target);
+  Experiment e = target;
+  e.speculative.method = SpeculativeMethod::kDraft;
+  e.speculative.draft_tokens = 2;
+  e.speculative.acceptance = {0.5, 0.5};
+  auto draft = LoadZooModel("llama-3.2-1b", DefaultModelsDir());
+  ASSERT_TRUE(draft.ok());
+  e.speculative.draft_model = *draft;
+  const double params = static_cast<double>(CountParameters(*draft).total);
+  const double norms = 2048 + 16 * 2 * 2048;
+  const double tokens = 3 * 1003;
+  const double kv_per_token = 16 * 2 * 8 * 64 * 2;
+  e.speculative.draft_tp = 1;
+  MemoryPlan after = Plan(e);
+  EXPECT_DOUBLE_EQ(after.ranks[0].weight_params - before.ranks[0].weight_params, params);
+  EXPECT_DOUBLE_EQ(after.ranks[0].weights - before.ranks[0].weights, 2 * params);
+  EXPECT_DOUBLE_EQ(after.ranks[0].kv_cache - before.ranks[0].kv_cache, tokens * kv_per_token);
+  EXPECT_EQ(after.ranks[1].total(), before.ranks[1].total());
+  EXPECT_EQ(after.ranks[0].activations, before.ranks[0].activations);
+  e.speculative.draft_tp = 2;
+  after = Plan(e);
+  for (int r : {0, 1}) {
+    EXPECT_DOUBLE_EQ(after.ranks[r].weights - before.ranks[r].weights,
+                     2 * ((params - norms) / 2 + norms));
+    EXPECT_DOUBLE_EQ(after.ranks[r].kv_cache - before.ranks[r].kv_cache, tokens * kv_per_token / 2);
+  }
+}
+
 TEST(MemoryTest, Seed001RingAttentionCannotFitItsKvCache) {
   ParallelSpec p;
   p.sp = 16;

@@ -246,12 +246,13 @@ Stream CommStream(Dim d) { return static_cast<Stream>(1 + static_cast<int>(d)); 
 
 std::string OpName(const Op& op) {
   std::string name;
+  if (op.draft > 0) name = fmt::format("draft{}.", op.draft - 1);
   if (op.is_comm()) {
-    name = fmt::format("{}.{}", CollectiveShortName(op.collective), DimName(op.dim));
+    name += fmt::format("{}.{}", CollectiveShortName(op.collective), DimName(op.dim));
     if (!op.label().empty()) name += fmt::format(".{}", op.label());
     if (op.layer >= 0) name += fmt::format(".L{}", op.layer);
   } else {
-    if (op.layer >= 0) name = fmt::format("L{}.", op.layer);
+    if (op.layer >= 0) name += fmt::format("L{}.", op.layer);
     name += OpKindName(op.kind);
     if (!op.label().empty()) name += fmt::format(".{}", op.label());
   }

@@ -171,6 +171,9 @@ struct Op {
 
   // Communication (kind == kComm), with `collective` above.
   Dim dim = Dim::kTp;
+  // Speculative decoding with a draft model: 1 + the draft's pass for the
+  // draft model's ops (OpName prefixes "draft<pass>."), 0 for the target's.
+  uint8_t draft = 0;
   int32_t group_id = -1;  // Placement group; -1 for point-to-point
   int32_t peer = -1;      // send/recv: the other global rank; broadcast: the root
   int32_t seq = 0;        // order of this call within its group (or peer pair)
@@ -210,7 +213,8 @@ std::string_view StreamName(Stream s);
 // The comm stream of a parallelism dimension (kCommTp for Dim::kTp, …).
 Stream CommStream(Dim d);
 // A stable, readable op name: "L3.attention", "L3.norm.input", "L3.attention.s2",
-// "allreduce.tp.attn.L3", "send.pp.activations". Unique within one rank and
+// "allreduce.tp.attn.L3", "send.pp.activations"; a draft model's ops are
+// prefixed with their pass ("draft0.L3.attention_decode"). Unique within one rank and
 // micro-batch of a phase.
 std::string OpName(const Op& op);
 

@@ -114,11 +114,11 @@ class RankBuilder {
   RankBuilder(const ProgramBuilder& pb, RoutingCache& cache, int64_t rank, Phase phase,
               int64_t step, RankProgram& rp, std::vector<int32_t>* changed = nullptr)
       : e_(pb.experiment()),
-        m_(e_.model),
+        m_(&e_.model),
         pl_(pb.placement()),
         pb_(pb),
         prec_(pb.precision()),
-        geo_(m_, e_.parallel.tp, e_.parallel.ep),
+        geo_(*m_, e_.parallel.tp, e_.parallel.ep),
         cache_(cache),
         rank_(rank),
         prefill_(phase == Phase::kPrefill),
@@ -139,7 +139,7 @@ class RankBuilder {
     headb_ = DTypeSize(prec_.lm_head);
     embb_ = DTypeSize(prec_.embedding);
     arb_ = DTypeSize(prec_.all_reduce);
-    h_ = m_.hidden_size;
+    h_ = m_->hidden_size;
     seq_ = e_.workload.sequence_length;
     rep_tok_ = (!prefill_ && sp_ > 1) ? sp_ : 1;
     // Speculative decoding: the verify pass computes the k drafted tokens and
@@ -148,7 +148,7 @@ class RankBuilder {
     q_ = !prefill_ && spec.enabled() ? spec.draft_tokens + 1 : 1;
     context_ = prefill_ ? 0 : pb.DecodeContext(step);
     hq_ = geo_.q_heads();
-    if (m_.attention == AttentionKind::kGqa) {
+    if (m_->attention == AttentionKind::kGqa) {
       hkv_ = geo_.kv_heads();
       kv_rep_ = geo_.kv_replication();
     }
@@ -224,6 +224,7 @@ class RankBuilder {
     op.layer = layer_;
     op.micro_batch = mb_;
     op.sp_step = sp_step_;
+    op.draft = draft_;
     return op;
   }
 
@@ -305,7 +306,7 @@ class RankBuilder {
   // ---- Elementwise ops.
 
   int32_t Norm(OpRole role, int64_t tokens, int64_t width, int64_t replication) {
-    const bool ln = m_.norm == NormKind::kLayerNorm;
+    const bool ln = m_->norm == NormKind::kLayerNorm;
     Cost c;
     c.flops = tokens * width * (ln ? kLayerNormFlops : kRmsNormFlops);
     c.weight = (ln ? 2 : 1) * width * bpe_;
@@ -334,7 +335,7 @@ class RankBuilder {
   }
 
   int32_t ActivationOp(OpRole role, int64_t tokens, int64_t width) {
-    const bool glu = m_.activation == Activation::kSwiGlu;
+    const bool glu = m_->activation == Activation::kSwiGlu;
     Cost c;
     c.flops = tokens * width * (glu ? kSwiGluFlops : kGeluFlops);
     c.read = (glu ? 2 : 1) * tokens * width * bpe_;
@@ -428,6 +429,7 @@ class RankBuilder {
     for (MicroBatchState& s : state) {
       Swap(s);
       emitted_.push_back({mb_, s.requests, -1});
+      DraftModel(s.requests);
       Embedding(TokensOf(s.requests));
       Swap(s);
     }
@@ -449,7 +451,7 @@ class RankBuilder {
       Swap(state[i]);
       std::swap(emitted_[emitted_.size() - 2 + i], emitted_.back());  // Head sets back()
       Head(state[i].requests);
-      if (!prefill_ && e_.speculative.enabled()) {
+      if (!prefill_ && e_.speculative.mtp()) {
         for (int64_t d = 0; d < e_.speculative.draft_tokens; ++d) MtpDraft(state[i].requests, d);
       }
       std::swap(emitted_[emitted_.size() - 2 + i], emitted_.back());
@@ -461,6 +463,7 @@ class RankBuilder {
     const int64_t tokens = TokensOf(requests);
     layer_ = -1;
     if (c_pp_ == 0) {
+      DraftModel(requests);  // pp = 1 with a draft model
       Embedding(tokens);
     } else {
       pending_.push_back(PointToPoint(Collective::kRecv, Dim::kPp, RankWith(Dim::kPp, c_pp_ - 1),
@@ -476,10 +479,87 @@ class RankBuilder {
                    tokens * h_ * bpe_, {last_compute_});
     } else {
       Head(requests);
-      if (!prefill_ && e_.speculative.enabled()) {
+      if (!prefill_ && e_.speculative.mtp()) {
         for (int64_t d = 0; d < e_.speculative.draft_tokens; ++d) MtpDraft(requests, d);
       }
     }
+  }
+
+  // Speculative decoding with a separate draft model (vLLM's and
+  // TensorRT-LLM's draft-target): in decode, k sequential passes of the draft,
+  // one token per request over the draft's own KV cache (the context, then
+  // the drafts before), ahead of the target's verify pass; in prefill, the
+  // draft's prefill of the prompts (its KV cache). The draft's ops carry
+  // Op::draft = 1 + pass (named "draft<pass>.…"; prefill: pass 0). With
+  // draft_tensor_parallel 1 < tp, tp rank 0 runs the draft alone and
+  // broadcasts the drafted ids over tp.
+  void DraftModel(int64_t requests) {
+    const SpeculativeSpec& spec = e_.speculative;
+    if (!spec.draft()) return;
+    const int64_t draft_tp = spec.DraftTp(tp_);
+    if (c_tp_ < draft_tp) {
+      const ModelState target = SaveModel();
+      const int64_t q = q_, context = context_;
+      UseModel(spec.draft_model, draft_tp);
+      q_ = 1;
+      const int64_t passes = prefill_ ? 1 : spec.draft_tokens;
+      for (int64_t d = 0; d < passes; ++d) {
+        draft_ = static_cast<uint8_t>(d + 1);
+        if (!prefill_) context_ = context + d;  // the drafts before are cached
+        DraftForward(requests);
+      }
+      draft_ = 0;
+      RestoreModel(target);
+      q_ = q, context_ = context;
+    }
+    if (!prefill_ && draft_tp < tp_) {
+      draft_ = static_cast<uint8_t>(spec.draft_tokens);  // the last pass's ids
+      const int32_t ids = Collect(Collective::kBroadcast, Dim::kTp, OpRole::kTokenIds,
+                                  requests * spec.draft_tokens * kTokenIdBytes, {last_compute_});
+      const int64_t root = RankWith(Dim::kTp, 0);
+      if (last_->peer != root) Changed(*last_);
+      last_->peer = static_cast<int32_t>(root);
+      pending_.push_back(ids);
+      draft_ = 0;
+    }
+  }
+
+  // The model-dependent state: the model, its split and the sizes derived from them.
+  struct ModelState {
+    const ModelSpec* m;
+    ShardGeometry geo;
+    int64_t h, hq, hkv, kv_rep, tp;
+  };
+  ModelState SaveModel() const { return {m_, geo_, h_, hq_, hkv_, kv_rep_, tp_}; }
+  void RestoreModel(const ModelState& s) {
+    m_ = s.m, geo_ = s.geo, h_ = s.h, hq_ = s.hq, hkv_ = s.hkv, kv_rep_ = s.kv_rep, tp_ = s.tp;
+  }
+
+  // Points the model-dependent state at `m` split over `tp` ranks.
+  void UseModel(const ModelSpec& m, int64_t tp) {
+    m_ = &m;
+    geo_ = ShardGeometry(m, tp, 1);
+    tp_ = tp;
+    h_ = m.hidden_size;
+    hq_ = geo_.q_heads();
+    hkv_ = 0, kv_rep_ = 1;
+    if (m.attention == AttentionKind::kGqa) {
+      hkv_ = geo_.kv_heads();
+      kv_rep_ = geo_.kv_replication();
+    }
+  }
+
+  // One forward pass of the current (draft) model: embedding, its layers, head.
+  void DraftForward(int64_t requests) {
+    const int64_t tokens = TokensOf(requests);
+    layer_ = -1;
+    Embedding(tokens);
+    for (int64_t layer = 0; layer < m_->num_layers; ++layer) {
+      layer_ = static_cast<int32_t>(layer);
+      Layer(requests, tokens);
+    }
+    layer_ = -1;
+    Head(requests);
   }
 
   // One draft pass of the model's MTP module (DeepSeek-V3 §2.2): per request
@@ -490,12 +570,12 @@ class RankBuilder {
   // draft pass d is numbered layer num_layers + d in the program.
   void MtpDraft(int64_t requests, int64_t d) {
     const int64_t tokens = requests;
-    layer_ = static_cast<int32_t>(m_.num_layers + d);
+    layer_ = static_cast<int32_t>(m_->num_layers + d);
     const int64_t saved_q = q_;
     q_ = 1;  // one token per request from here to the head
     Embedding(tokens);
     {  // enorm and hnorm: two norms of `tokens` rows each
-      const bool ln = m_.norm == NormKind::kLayerNorm;
+      const bool ln = m_->norm == NormKind::kLayerNorm;
       Cost c;
       c.flops = 2 * tokens * h_ * (ln ? kLayerNormFlops : kRmsNormFlops);
       c.weight = 2 * (ln ? 2 : 1) * h_ * bpe_;
@@ -512,7 +592,7 @@ class RankBuilder {
   }
 
   void Embedding(int64_t tokens) {
-    const int64_t vocab = m_.vocab_size;
+    const int64_t vocab = m_->vocab_size;
     const int64_t local_vocab = geo_.Vocab(c_tp_).count;
     Cost c;
     // A masked gather: the rows of this rank's vocabulary shard, for uniform ids.
@@ -591,7 +671,7 @@ class RankBuilder {
   // interleaves the halves of two micro-batches.
   void LayerUntilDispatch(int64_t requests, int64_t tokens) {
     Norm(OpRole::kInputNorm, tokens, h_, tp_ * rep_tok_);
-    if (m_.attention == AttentionKind::kMla) {
+    if (m_->attention == AttentionKind::kMla) {
       MlaAttention(requests, tokens);
     } else {
       GqaAttention(requests, tokens);
@@ -600,7 +680,7 @@ class RankBuilder {
     Residual(OpRole::kResidualAttn, tokens);
     Norm(OpRole::kPostAttentionNorm, tokens, h_, tp_ * rep_tok_);
     // An MTP module's block (layer ≥ num_layers) is an MoE block in MoE models.
-    moe_layer_ = layer_ >= m_.num_layers ? m_.is_moe() : m_.IsMoeLayer(layer_);
+    moe_layer_ = layer_ >= m_->num_layers ? m_->is_moe() : m_->IsMoeLayer(layer_);
     if (moe_layer_) {
       MoeFfnUntilDispatch(tokens);
     } else {
@@ -625,8 +705,8 @@ class RankBuilder {
   };
 
   void GqaAttention(int64_t requests, int64_t tokens) {
-    const int64_t d = m_.head_dim;
-    const bool bias = m_.qkv_bias;
+    const int64_t d = m_->head_dim;
+    const bool bias = m_->qkv_bias;
     Quantize(OpRole::kQuantAttn, tokens, h_, tp_ * rep_tok_);
     if (kv_rep_ == 1) {
       Compute(OpRole::kQkvProj, LayerGemm(tokens, h_, (hq_ + 2 * hkv_) * d, bias), rep_tok_);
@@ -653,10 +733,10 @@ class RankBuilder {
   }
 
   void MlaAttention(int64_t requests, int64_t tokens) {
-    const MlaSpec& a = m_.mla;
+    const MlaSpec& a = m_->mla;
     const int64_t qk = a.qk_nope_head_dim + a.qk_rope_head_dim;
     const int64_t latent = a.kv_lora_rank + a.qk_rope_head_dim;
-    const bool bias = m_.qkv_bias;
+    const bool bias = m_->qkv_bias;
     Quantize(OpRole::kQuantAttn, tokens, h_, tp_ * rep_tok_);  // q_a (or q) and kv_a's input
     if (a.q_lora_rank > 0) {
       Compute(OpRole::kQaProj, LayerGemm(tokens, h_, a.q_lora_rank, bias), tp_ * rep_tok_);
@@ -708,7 +788,7 @@ class RankBuilder {
   // Row-parallel output projection; its bias is added once, by tp rank 0.
   void OutProj(int64_t tokens, int64_t v_head_dim) {
     Quantize(OpRole::kQuantOut, tokens, hq_ * v_head_dim, rep_tok_);
-    Cost c = LayerGemm(tokens, hq_ * v_head_dim, h_, m_.o_bias && c_tp_ == 0);
+    Cost c = LayerGemm(tokens, hq_ * v_head_dim, h_, m_->o_bias && c_tp_ == 0);
     Compute(OpRole::kOutProj, c, rep_tok_);
   }
 
@@ -727,7 +807,7 @@ class RankBuilder {
   // then the log-sum-exp merge of the partial outputs.
   void RingAttention(int64_t requests, int64_t tokens, const AttnShape& s, int64_t block_bytes) {
     const SpLayout& layout = *pb_.sp_layout();
-    const bool mla = m_.attention == AttentionKind::kMla;
+    const bool mla = m_->attention == AttentionKind::kMla;
     const int64_t next = RankWith(Dim::kSp, (c_sp_ + 1) % sp_);
     const int64_t prev = RankWith(Dim::kSp, (c_sp_ + sp_ - 1) % sp_);
     const int32_t kv_ready = last_compute_;
@@ -750,7 +830,7 @@ class RankBuilder {
       }
       if (mla) {
         // Every rank up-projects every block once: replicated sp times.
-        const MlaSpec& a = m_.mla;
+        const MlaSpec& a = m_->mla;
         Quantize(OpRole::kQuantKvB, tokens, a.kv_lora_rank, sp_ * tp_, {prev_recv});
         Compute(OpRole::kKvUpProj,
                 LayerGemm(tokens, a.kv_lora_rank, hq_ * (a.qk_nope_head_dim + a.v_head_dim), false),
@@ -811,7 +891,7 @@ class RankBuilder {
 
   // ---- FFN.
 
-  int64_t UpMatrices() const { return m_.activation == Activation::kSwiGlu ? 2 : 1; }
+  int64_t UpMatrices() const { return m_->activation == Activation::kSwiGlu ? 2 : 1; }
 
   // A column-split up (gate+up) projection, activation and row-split down
   // projection of `inter` intermediate width over tp; the down bias is added by
@@ -820,7 +900,7 @@ class RankBuilder {
   void SplitFfn(OpRole up, OpRole down, OpRole act, OpRole quant_down, int64_t tokens,
                 int64_t inter) {
     const int64_t local = geo_.Intermediate(inter, c_tp_).count;
-    const bool bias = m_.mlp_bias;
+    const bool bias = m_->mlp_bias;
     Compute(up, LayerGemm(tokens, h_, UpMatrices() * local, bias), rep_tok_);
     ActivationOp(act, tokens, local);
     Quantize(quant_down, tokens, local, rep_tok_);
@@ -830,7 +910,7 @@ class RankBuilder {
   void DenseFfn(int64_t tokens) {
     Quantize(OpRole::kQuantFfn, tokens, h_, tp_ * rep_tok_);
     SplitFfn(OpRole::kFfnUp, OpRole::kFfnDown, OpRole::kFfnActivation, OpRole::kQuantDown, tokens,
-             m_.intermediate_size);
+             m_->intermediate_size);
   }
 
   // The routing of this rank's (dp, sp, micro-batch) in this layer: every ep
@@ -839,7 +919,7 @@ class RankBuilder {
     const int64_t sp = prefill_ ? c_sp_ : 0;  // decode tokens are the same on every sp rank
     RoutingBlock& b = cache_.Block(c_dp_, sp, mb_, layer_);
     if (b.drawn) return b;
-    const int64_t experts = m_.moe.num_routed_experts;
+    const int64_t experts = m_->moe.num_routed_experts;
     std::vector<int64_t>& counts = cache_.counts();
     counts.resize(static_cast<size_t>(experts));
     for (int64_t j = 0; j < ep_; ++j) {
@@ -847,8 +927,8 @@ class RankBuilder {
       const uint64_t stream = ExpertRouting::StreamKey(
           {prefill_ ? 0u : 1u, static_cast<uint64_t>(step_), static_cast<uint64_t>(c_dp_),
            static_cast<uint64_t>(j), static_cast<uint64_t>(sp), static_cast<uint64_t>(mb_)});
-      pb_.routing()->CountsInto(pb_.routing_distribution(layer_), tokens * m_.moe.experts_per_token,
-                                stream, counts);
+      pb_.routing()->CountsInto(pb_.routing_distribution(layer_),
+                                tokens * m_->moe.experts_per_token, stream, counts);
       // The experts of ep rank k are those x with EpRankOfExpert(x) == k
       // (Placement), so what owner j sends k is what k receives from j. Decode
       // draws few assignments: skip the experts that got none.
@@ -897,7 +977,7 @@ class RankBuilder {
   }
 
   void MoeFfnUntilDispatch(int64_t tokens) {
-    const MoeSpec& moe = m_.moe;
+    const MoeSpec& moe = m_->moe;
     const int64_t experts = moe.num_routed_experts;
     const int64_t topk = moe.experts_per_token;
     const int64_t assignments = tokens * topk;
@@ -950,7 +1030,7 @@ class RankBuilder {
   }
 
   void MoeFfnAfterDispatch(int64_t tokens) {
-    const MoeSpec& moe = m_.moe;
+    const MoeSpec& moe = m_->moe;
     const int64_t assignments = tokens * moe.experts_per_token;
     if (dispatch_ >= 0) pending_.push_back(dispatch_);
     ExpertGemms(per_expert_);
@@ -970,9 +1050,9 @@ class RankBuilder {
   // expert's intermediate is split over tp (expert-TP). Experts that received no
   // token load no weights.
   void ExpertGemms(const std::vector<int64_t>& per_expert) {
-    const int64_t local = geo_.Intermediate(m_.moe.expert_intermediate_size, c_tp_).count;
+    const int64_t local = geo_.Intermediate(m_->moe.expert_intermediate_size, c_tp_).count;
     const int64_t up = UpMatrices() * local;
-    const bool bias = m_.mlp_bias;
+    const bool bias = m_->mlp_bias;
     int64_t tokens = 0, active = 0;
     for (int64_t n : per_expert) tokens += n, active += n > 0 ? 1 : 0;
     Cost gate_up = LayerGemm(tokens, h_, up, bias);
@@ -1023,11 +1103,11 @@ class RankBuilder {
   }
 
   const Experiment& e_;
-  const ModelSpec& m_;
+  const ModelSpec* m_;  // the target model, or the draft model during its passes
   const Placement& pl_;
   const ProgramBuilder& pb_;
   const Precision& prec_;
-  const ShardGeometry geo_;
+  ShardGeometry geo_;  // of m_
   RoutingCache& cache_;
   const int64_t rank_;
   const bool prefill_;
@@ -1047,6 +1127,7 @@ class RankBuilder {
 
   // Context stamped on new ops.
   int32_t layer_ = -1, mb_ = 0, sp_step_ = -1;
+  uint8_t draft_ = 0;  // Op::draft: 1 + the draft model's pass, 0 for the target's ops
 
   const bool patch_;                 // writing over the ops of another decode step
   std::vector<Op>& ops_;             // the rank's ops (appended to, or patched)
@@ -1073,12 +1154,41 @@ class RankBuilder {
 // Layers with a routing draw: the model's, and the MTP draft passes (numbered
 // num_layers + d) under speculative decoding.
 int64_t RoutedLayers(const Experiment& e) {
-  return e.model.num_layers + (e.speculative.enabled() ? e.speculative.draft_tokens : 0);
+  return e.model.num_layers + (e.speculative.mtp() ? e.speculative.draft_tokens : 0);
 }
 
 // Expert slots per MoE layer: the routed experts, plus the redundant ones under EPLB.
 int64_t ExpertSlots(const Experiment& e) {
   return e.model.moe.num_routed_experts + e.parallel.redundant_experts;
+}
+
+// A draft model the builder can express: pp = 1 (the draft runs on the one
+// stage), draft_tensor_parallel 1 or tp, dividing the draft's heads.
+Status CheckDraftModel(const Experiment& e) {
+  const SpeculativeSpec& s = e.speculative;
+  if (!s.draft()) return Status::Ok();
+  const ModelSpec& d = s.draft_model;
+  if (e.parallel.pp > 1) {
+    return InvalidArgument(
+        "experiment '{}': speculative decoding with a draft model and pipeline parallelism (pp "
+        "{}) is not modelled",
+        e.name, e.parallel.pp);
+  }
+  if (s.draft_tokens > kMaxDraftPasses) {
+    return InvalidArgument("experiment '{}': {} draft tokens; a draft model drafts at most {}",
+                           e.name, s.draft_tokens, kMaxDraftPasses);
+  }
+  const int64_t tp = s.DraftTp(e.parallel.tp), kv = d.num_kv_heads;
+  if ((tp != 1 && tp != e.parallel.tp) || d.num_heads % tp != 0 ||
+      (d.attention == AttentionKind::kGqa && (tp <= kv ? kv % tp : tp % kv) != 0) || d.is_moe() ||
+      d.vocab_size != e.model.vocab_size) {
+    return InvalidArgument(
+        "experiment '{}': draft model '{}' (dense, vocabulary {}, {} heads, {} KV heads) cannot "
+        "run at draft tensor parallelism {} beside target '{}' (tp {}, vocabulary {})",
+        e.name, d.name, d.vocab_size, d.num_heads, kv, tp, e.model.name, e.parallel.tp,
+        e.model.vocab_size);
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -1125,6 +1235,7 @@ StatusOr<ProgramBuilder> ProgramBuilder::Create(const Experiment& experiment,
         "experiment '{}': speculative decoding with sequence parallelism (sp {}) is not modelled",
         experiment.name, p.sp);
   }
+  RETURN_IF_ERROR(CheckDraftModel(experiment));
   ProgramBuilder b;
   b.experiment_ = experiment;
   b.placement_ = placement;

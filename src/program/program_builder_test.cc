@@ -868,6 +868,180 @@ TEST(ProgramBuilderTest, MtpVerifiesKPlusOneTokensAndDraftsKTimes) {
   EXPECT_FALSE(ProgramBuilder::Create(e, *placement).ok());  // not with sp
 }
 
+// A small dense draft of TinyDense's vocabulary: 1 layer, hidden 32, 4 heads
+// over 2 KV heads of 8, FFN 48, no biases.
+ModelSpec TinyDraft() {
+  ModelSpec d = testing::TinyDense();
+  d.name = "tiny-draft";
+  d.num_layers = 1;
+  d.hidden_size = 32;
+  d.num_heads = 4;
+  d.num_kv_heads = 2;
+  d.qkv_bias = d.o_bias = d.mlp_bias = false;
+  d.intermediate_size = 48;
+  return d;
+}
+
+Experiment WithDraft(Experiment e, int64_t draft_tp) {
+  e.speculative.method = SpeculativeMethod::kDraft;
+  e.speculative.draft_tokens = 2;
+  e.speculative.acceptance = {0.5, 0.5};
+  e.speculative.draft_model = TinyDraft();
+  e.speculative.draft_tp = draft_tp;
+  return e;
+}
+
+// Σ of one op field over a rank's ops that `pred` selects.
+int64_t SumOf(const RankProgram& rp, const OpPred& pred, int64_t Op::*field) {
+  int64_t sum = 0;
+  for (const Op& op : rp.ops) sum += pred(op) ? op.*field : 0;
+  return sum;
+}
+
+// Draft-target speculative decoding, k = 2 at acceptance 0.5 (1.75 tokens per
+// step). Each draft pass d is a decode step of the draft model alone over
+// context + d tokens; by hand per token: qkv 2·32·(4 + 2·2)·8 = 4,096, o
+// 2·32·32 = 2,048, gate+up 2·32·96 = 6,144, down 2·48·32 = 3,072, head
+// 2·32·1003 = 64,192 FLOPs; attention 2·(context + d + 1)·4 heads·(8 + 8)
+// per request. The verify pass is MTP's: the target's ops over k + 1 tokens.
+TEST(ProgramBuilderTest, DraftModelRunsKPassesThenTheVerify) {
+  const int64_t batch = 4, seq = 32;
+  const Experiment e = WithDraft(MakeExperiment(testing::TinyDense(), {}, batch, seq), 1);
+  Experiment mtp = e;  // the verify pass, as MTP builds it
+  mtp.model.num_mtp_layers = 1;
+  mtp.speculative.method = SpeculativeMethod::kMtp;
+  for (int64_t step : {0, 4}) {
+    SCOPED_TRACE(step);
+    const Built b = BuildOrDie(e, Phase::kDecode, step);
+    ExpectValid(b);
+    const int64_t context = seq + (step == 4 ? 7 : 0);  // ⌊4 × 1.75⌋ = 7
+    EXPECT_EQ(b.program.context_len, context);
+    EXPECT_EQ(b.program.new_tokens, 3);
+    const RankProgram& rp = b.program.ranks[0];
+    int64_t drafts = 0;
+    for (int64_t d = 0; d < 2; ++d) {
+      const auto pass = [d](const Op& op) { return op.draft == d + 1; };
+      const auto gemm = [d](const Op& op) {
+        return op.draft == d + 1 && (op.kind == OpKind::kQkvProj || op.kind == OpKind::kOutProj ||
+                                     op.kind == OpKind::kFfnUp || op.kind == OpKind::kFfnDown ||
+                                     op.kind == OpKind::kLmHead);
+      };
+      EXPECT_EQ(SumOf(rp, gemm, &Op::flops), batch * (4096 + 2048 + 6144 + 3072 + 64192));
+      const auto attn = Select(rp, [d](const Op& op) {
+        return op.draft == d + 1 && op.kind == OpKind::kAttentionDecode;
+      });
+      ASSERT_EQ(attn.size(), 1u);
+      EXPECT_EQ(attn[0]->flops, 2 * batch * (context + d + 1) * 4 * 16);
+      EXPECT_EQ(OpName(*attn[0]), "draft" + std::to_string(d) + ".L0.attention_decode");
+      // The whole pass is the draft model's own decode step over context + d.
+      Experiment alone = MakeExperiment(TinyDraft(), {}, batch, context + d);
+      const OpTotals own = Totals(BuildOrDie(alone, Phase::kDecode, 0).program.ranks[0]);
+      EXPECT_EQ(SumOf(rp, pass, &Op::flops), own.flops);
+      EXPECT_EQ(SumOf(rp, pass, &Op::bytes_read), own.bytes_read);
+      EXPECT_EQ(SumOf(rp, pass, &Op::bytes_written), own.bytes_written);
+      EXPECT_EQ(SumOf(rp, pass, &Op::weight_bytes), own.weight_bytes);
+      drafts += own.flops;
+    }
+    // The verify: the target's layers over 3 tokens per request.
+    const auto target = [](const Op& op) { return op.draft == 0; };
+    const Built mtp_built = BuildOrDie(mtp, Phase::kDecode, step);
+    const RankProgram& verify = mtp_built.program.ranks[0];
+    const auto main_model = [](const Op& op) { return op.layer < 4; };
+    EXPECT_EQ(SumOf(rp, target, &Op::flops), SumOf(verify, main_model, &Op::flops));
+    EXPECT_EQ(SumOf(rp, target, &Op::bytes_read), SumOf(verify, main_model, &Op::bytes_read));
+    const auto attn = Select(rp, Kind(OpKind::kAttentionDecode, 0));
+    ASSERT_EQ(attn.size(), 3u);  // the draft's layer 0 in each pass, then the target's
+    EXPECT_EQ(attn[2]->draft, 0);
+    EXPECT_EQ(attn[2]->flops, 2 * batch * (3 * context + 6) * 8 * 16);
+    EXPECT_EQ(Totals(rp).flops, drafts + SumOf(verify, main_model, &Op::flops));
+    EXPECT_EQ(rp.ops.front().draft, 1);  // the drafts come first
+  }
+}
+
+// Prefill also prefills the draft (its KV cache of the prompts); Update
+// patches a draft program to another step as Build builds it.
+TEST(ProgramBuilderTest, DraftModelPrefillsAndUpdates) {
+  const Experiment e = WithDraft(MakeExperiment(testing::TinyDense(), {}, 4, 32), 1);
+  const RankProgram prefill = BuildOrDie(e, Phase::kPrefill).program.ranks[0];
+  Experiment plain = e;
+  plain.speculative = {};
+  const OpTotals target = Totals(BuildOrDie(plain, Phase::kPrefill).program.ranks[0]);
+  const OpTotals draft =
+      Totals(BuildOrDie(MakeExperiment(TinyDraft(), {}, 4, 32), Phase::kPrefill).program.ranks[0]);
+  EXPECT_EQ(Totals(prefill).flops, target.flops + draft.flops);
+  EXPECT_EQ(SumOf(
+                prefill, [](const Op& op) { return op.draft == 1; }, &Op::flops),
+            draft.flops);
+
+  auto placement = Placement::Create(e);
+  ASSERT_TRUE(placement.ok());
+  auto builder = ProgramBuilder::Create(e, *placement);
+  ASSERT_TRUE(builder.ok());
+  auto program = builder->Build(Phase::kDecode, 0);
+  ASSERT_TRUE(program.ok());
+  bool same = false;
+  ASSERT_TRUE(builder->Update(*program, 5, &same).ok());
+  EXPECT_TRUE(same);
+  const PhaseProgram built = BuildOrDie(e, Phase::kDecode, 5).program;
+  ASSERT_EQ(program->ranks[0].ops.size(), built.ranks[0].ops.size());
+  for (size_t i = 0; i < built.ranks[0].ops.size(); ++i) {
+    EXPECT_EQ(program->ranks[0].ops[i].flops, built.ranks[0].ops[i].flops) << i;
+    EXPECT_EQ(program->ranks[0].ops[i].bytes_read, built.ranks[0].ops[i].bytes_read) << i;
+  }
+}
+
+// Under tp 2: draft_tensor_parallel 1 runs the whole draft on tp rank 0 and
+// broadcasts the k drafted ids per request over tp; draft_tensor_parallel 2
+// splits it (half the heads per rank, its own all-reduces).
+TEST(ProgramBuilderTest, DraftTensorParallelOneOrTheTargets) {
+  const int64_t batch = 4;
+  const Experiment small = WithDraft(MakeExperiment(testing::TinyDense(), {.tp = 2}, batch, 32), 1);
+  const Built one = BuildOrDie(small, Phase::kDecode, 2);
+  ExpectValid(one);
+  const auto drafted = [](const Op& op) { return op.draft > 0 && !op.is_comm(); };
+  const auto qkv = Select(one.program.ranks[0], [](const Op& op) {
+    return op.draft == 1 && op.kind == OpKind::kQkvProj;
+  });
+  ASSERT_EQ(qkv.size(), 1u);
+  EXPECT_EQ(qkv[0]->n, (4 + 2 * 2) * 8);  // every head: the draft is not split
+  EXPECT_TRUE(Select(one.program.ranks[1], drafted).empty());
+  for (const RankProgram& rp : one.program.ranks) {
+    const auto ids =
+        Select(rp, [](const Op& op) { return op.collective == Collective::kBroadcast; });
+    ASSERT_EQ(ids.size(), 1u);
+    EXPECT_EQ(ids[0]->bytes, batch * 2 * 4);
+    EXPECT_EQ(ids[0]->peer, 0);  // tp rank 0 is the root
+    EXPECT_EQ(OpName(*ids[0]), "draft1.broadcast.tp.token_ids");
+  }
+  const Built two = BuildOrDie(WithDraft(small, 2), Phase::kDecode, 2);
+  ExpectValid(two);
+  for (const RankProgram& rp : two.program.ranks) {
+    const auto q =
+        Select(rp, [](const Op& op) { return op.draft == 1 && op.kind == OpKind::kQkvProj; });
+    ASSERT_EQ(q.size(), 1u);
+    EXPECT_EQ(q[0]->n, (2 + 2 * 1) * 8);
+    EXPECT_EQ(
+        Select(rp,
+               [](const Op& op) { return op.draft == 2 && op.label() == "attn" && op.is_comm(); })
+            .size(),
+        1u);  // the draft's own all-reduce
+    EXPECT_TRUE(
+        Select(rp, [](const Op& op) { return op.collective == Collective::kBroadcast; }).empty());
+  }
+  // Both split the same unique work.
+  EXPECT_DOUBLE_EQ(UniqueFlops(one.program), UniqueFlops(two.program));
+  // Not with pipeline stages, nor a draft of another vocabulary.
+  Experiment staged = WithDraft(MakeExperiment(testing::TinyDense(), {.pp = 2}, batch, 32), 1);
+  auto placement = Placement::Create(staged);
+  ASSERT_TRUE(placement.ok());
+  EXPECT_FALSE(ProgramBuilder::Create(staged, *placement).ok());
+  Experiment other = small;
+  other.speculative.draft_model.vocab_size = 1000;
+  placement = Placement::Create(other);
+  ASSERT_TRUE(placement.ok());
+  EXPECT_FALSE(ProgramBuilder::Create(other, *placement).ok());
+}
+
 // Two-batch overlap: the replica's requests in two micro-batches whose MoE
 // half-layers alternate on the compute stream, each expert GEMM after its own
 // micro-batch's dispatch and the other's attention.

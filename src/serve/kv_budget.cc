@@ -96,13 +96,21 @@ StatusOr<KvBudget> PlanKvBudget(const Experiment& experiment) {
   return b;
 }
 
-double ModelKvBytesPerToken(const Experiment& e) {
-  const ModelSpec& m = e.model;
+namespace {
+
+double KvValuesPerToken(const ModelSpec& m) {
   const double values = m.attention == AttentionKind::kMla
                             ? static_cast<double>(m.mla.kv_lora_rank + m.mla.qk_rope_head_dim)
                             : 2.0 * static_cast<double>(m.num_kv_heads * m.head_dim);
-  return static_cast<double>(m.num_layers) * values *
-         static_cast<double>(DTypeSize(PrecisionOf(e).kv_cache));
+  return static_cast<double>(m.num_layers) * values;
+}
+
+}  // namespace
+
+double ModelKvBytesPerToken(const Experiment& e) {
+  double values = KvValuesPerToken(e.model);
+  if (e.speculative.draft()) values += KvValuesPerToken(e.speculative.draft_model);
+  return values * static_cast<double>(DTypeSize(PrecisionOf(e).kv_cache));
 }
 
 }  // namespace shardscope::serve

@@ -31,8 +31,9 @@ struct KvBudget {
 StatusOr<KvBudget> PlanKvBudget(const Experiment& experiment);
 
 // KV-cache bytes of one token of one request over the whole model (every
-// layer; MLA's latent cache, or K and V of every KV head), in the KV dtype:
-// what a disaggregated deployment sends from prefill to decode per token.
+// layer; MLA's latent cache, or K and V of every KV head), in the KV dtype, and
+// of the draft model's with a draft model: what a disaggregated deployment
+// sends from prefill to decode per token.
 double ModelKvBytesPerToken(const Experiment& experiment);
 
 }  // namespace shardscope::serve

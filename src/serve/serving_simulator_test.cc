@@ -112,6 +112,44 @@ TEST(ServingSimulatorTest, RateToZeroGivesBatchOneTtftAndTpot) {
   EXPECT_NEAR(r->metrics.queueing.max, 0, 1e-12);
 }
 
+// Draft-target speculative decoding served: a Llama-3.2-1B draft beside the
+// Llama-3.1-8B target, k = 2 at acceptance 1 (3 tokens per step). At a rate
+// near 0 each request's TTFT (the target's and the draft's prefill) and TPOT
+// (two steps of 2 draft passes + a 3-token verify for its 6 decode tokens) are
+// the fixed batch's; its KV blocks hold the draft's KV beside the target's, so
+// the pool has fewer blocks; a disaggregated deployment moves both caches.
+TEST(ServingSimulatorTest, DraftModelServedAsTheFixedBatch) {
+  Experiment e = Served(Poisson(0.01), 512, 7, 4);
+  e.speculative.method = SpeculativeMethod::kDraft;
+  e.speculative.draft_tokens = 2;
+  e.speculative.acceptance = {1.0, 1.0};
+  auto draft = LoadZooModel("llama-3.2-1b", DefaultModelsDir());
+  ASSERT_TRUE(draft.ok());
+  e.speculative.draft_model = *draft;
+  e.speculative.draft_tp = 2;
+  auto r = SimulateServing(e, Options());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const sim::SimResult one = FixedBatch(e, 1, 512, 7);
+  Experiment plain = e;
+  plain.speculative = {};
+  const sim::SimResult target = FixedBatch(plain, 1, 512, 7);
+  EXPECT_GT(one.ttft, target.ttft);  // the draft's prefill
+  EXPECT_EQ(one.decode_steps, 2);
+  ASSERT_EQ(r->requests.size(), 4u);
+  for (const ServedRequest& q : r->requests) {
+    EXPECT_EQ(q.generated, 7);
+    EXPECT_NEAR(q.first_token - q.arrival, one.ttft, 1e-9 * one.ttft) << q.id;
+    EXPECT_NEAR((q.finish - q.first_token) / 6, one.tpot, 1e-9 * one.tpot) << q.id;
+  }
+  auto without = SimulateServing(plain, Options());
+  ASSERT_TRUE(without.ok());
+  // Per token and tp rank: the target's 128 KiB / 2 and the draft's 32 KiB / 2.
+  EXPECT_DOUBLE_EQ(without->kv.bytes_per_token, 64.0 * 1024);
+  EXPECT_DOUBLE_EQ(r->kv.bytes_per_token, 80.0 * 1024);
+  EXPECT_LT(r->kv.blocks, without->kv.blocks);
+  EXPECT_DOUBLE_EQ(ModelKvBytesPerToken(e), (128.0 + 32.0) * 1024);
+}
+
 // The calibration's serving terms at a rate near 0 (no request waits): each
 // request's TTFT is the fixed batch's (with the same iteration overhead) plus
 // the request overhead, its E2E adds the response overhead, TPOT neither; the
