@@ -513,8 +513,8 @@ Status ReadMechanisms(const YamlMap& exp, const std::string& config_path, Zoo* z
   }
   ASSIGN_OR_RETURN(
       e->speculative,
-      ReadSpeculative(exp, e->model, p.tp, [&](const YAML::Node& node, const YamlContext& ctx) {
-        return ResolveModel(node, ctx, zoo, config_path);
+      ReadSpeculative(exp, e->model, p.tp, [&](const YamlMap& map, std::string_view key) {
+        return ResolveModel(map.Get(key), map.context().Child(key), zoo, config_path);
       }));
   RETURN_IF_ERROR(CheckDraftModel(exp, *e));
   RETURN_IF_ERROR(exp.Optional("two_batch_overlap", &e->two_batch_overlap));

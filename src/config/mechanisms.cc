@@ -39,7 +39,7 @@ Status ReadDraftModel(const YamlMap& m, const ModelSpec& target, int64_t tp,
                       const ModelResolver& resolve_model, SpeculativeSpec* s) {
   const YamlContext ctx = m.context().Child("draft_model");
   if (!m.Has("draft_model")) return ctx.Error("is required with method: draft");
-  ASSIGN_OR_RETURN(s->draft_model, resolve_model(m.Get("draft_model"), ctx));
+  ASSIGN_OR_RETURN(s->draft_model, resolve_model(m, "draft_model"));
   const ModelSpec& d = s->draft_model;
   if (d.vocab_size != target.vocab_size) {
     return ctx.Error(fmt::format(

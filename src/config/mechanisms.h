@@ -10,6 +10,7 @@
 #include <functional>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -53,9 +54,9 @@ struct SpeculativeSpec {
   bool operator==(const SpeculativeSpec&) const = default;
 };
 
-// Resolves a model reference (`draft_model:`) as the experiment's `model:` key
-// does; errors name `ctx`.
-using ModelResolver = std::function<StatusOr<ModelSpec>(const YAML::Node&, const YamlContext& ctx)>;
+// Resolves the model reference at `key` of `map` (`draft_model:`) as the
+// experiment's `model:` key does; errors name that field.
+using ModelResolver = std::function<StatusOr<ModelSpec>(const YamlMap& map, std::string_view key)>;
 
 // Reads `speculative:` from an experiment's map (none: disabled); `tp` is the
 // target's tensor-parallel size. Errors name the field: a method other than

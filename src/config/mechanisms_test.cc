@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "config/experiment_loader.h"
 #include "testing/config/experiments_text.h"
