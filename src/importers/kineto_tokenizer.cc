@@ -182,7 +182,7 @@ Scan KinetoTokenizer::ScanFields(od::object& obj, Fields* f) {
       case 'c':
         if (KeyIs(k, "cat")) {
           // Present but not a string: an empty category (not "not seen").
-          if (!Str(v, &f->cat) || f->cat.data() == nullptr) f->cat = std::string_view("", 0);
+          if (!Str(v, &f->cat) || f->cat.data() == nullptr) f->cat = std::string_view("");
           if (Classify(f)) return Scan::kIgnored;
         }
         break;

@@ -127,7 +127,8 @@ struct CallKey {
   std::vector<int32_t> group;
   int64_t bytes;
   int64_t seq;
-  auto operator<=>(const CallKey&) const = default;
+  // clang-tidy 14 reads the defaulted <=>'s comparison with 0 as a null pointer.
+  auto operator<=>(const CallKey&) const = default;  // NOLINT(modernize-use-nullptr)
 };
 
 CallKey KeyOf(const CommMark& m, bool by_seq) {
