@@ -153,8 +153,7 @@ StatusOr<double> IterationCost::AttentionSeconds(int64_t tokens) {
 
 StatusOr<double> IterationCost::PriorContextSeconds(
     std::span<const std::pair<int64_t, int64_t>> chunks) {
-  const int64_t ranks = std::max<int64_t>(replica_.parallel.ep, 1);
-  std::vector<double> per_rank(static_cast<size_t>(ranks), 0.0);
+  std::vector<double> per_rank(static_cast<size_t>(attention_ranks()), 0.0);
   for (size_t i = 0; i < chunks.size(); ++i) {
     ASSIGN_OR_RETURN(const double extra, PriorContextExtra(chunks[i].first, chunks[i].second));
     per_rank[i % per_rank.size()] += extra;

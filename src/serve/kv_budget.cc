@@ -45,10 +45,15 @@ StatusOr<KvBudget> PlanKvBudget(const Experiment& experiment) {
     const double capacity_share = plan.capacity * sched.gpu_memory_utilization;
     const double rest = r.weights + r.activations + r.comm_buffers;
     double free = capacity_share - rest;
-    if (sched.memory_rule == KvMemoryRule::kShareOfFree) {
-      free = (plan.capacity - rest) * sched.gpu_memory_utilization;
-    } else if (sched.memory_rule == KvMemoryRule::kStaticShare) {
-      free = capacity_share - r.weights;
+    switch (sched.memory_rule) {
+      case KvMemoryRule::kShareOfCapacity:
+        break;
+      case KvMemoryRule::kShareOfFree:
+        free = (plan.capacity - rest) * sched.gpu_memory_utilization;
+        break;
+      case KvMemoryRule::kStaticShare:
+        free = capacity_share - r.weights;
+        break;
     }
     b.bytes_per_token = std::max(b.bytes_per_token, per_token);
     if (free < b.free_bytes) b.activation_bytes = r.activations;
