@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "config/engine_profile.h"
+#include "config/precision.h"
 #include "plan/memory.h"
 #include "plan/placement.h"
 #include "plan/test_experiments.h"
@@ -103,6 +104,30 @@ TEST(KvBudgetTest, Fp8SeventyBOnOneH100RunsWithTheVllmProfile) {
   ASSERT_TRUE(b.ok()) << b.status().message();
   EXPECT_EQ(b->block_size, 16);
   EXPECT_GT(b->tokens(), 4096);
+}
+
+// The same with the dtype roles a vLLM FP8 checkpoint runs under: W8A8 layer
+// matrices (`precision: w8a8-fp8`), the vocabulary matrices and the KV cache
+// in bf16 (vLLM 0.6's kv_cache_dtype "auto"). It runs; the bf16 model does not.
+TEST(KvBudgetTest, W8a8SeventyBOnOneH100RunsWithTheVllmProfileAndBf16DoesNot) {
+  ParallelSpec p;
+  p.strategy = "single";
+  Experiment e = ZooExperiment("llama-3.1-70b", "h100-sxm", p, 1, 2048, 2);
+  e.serving = ServingSpec{};
+  EngineInputs in;
+  in.max_model_len = e.model.max_position_embeddings;
+  in.device_memory_bytes = e.cluster.device.memory_bytes;
+  e.serving->scheduler = EngineSchedulerDefaults({"vllm", "0.6"}, in);
+  Experiment bf16 = e;
+  ASSERT_TRUE(ApplyPrecisionPreset("w8a8-fp8", &e.precision).ok());
+  auto b = PlanKvBudget(e);
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  // 80 layers × 8 KV heads × 128 × (K, V) × 2 bytes.
+  EXPECT_DOUBLE_EQ(b->bytes_per_token, 80.0 * 8 * 128 * 2 * 2);
+  EXPECT_GT(b->tokens(), 4096);  // room for two 2,048-token requests
+  auto refused = PlanKvBudget(bf16);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(), HasSubstr("no room for the KV cache"));
 }
 
 // Under expert parallelism attention is data-parallel: the replica's budget of

@@ -28,8 +28,9 @@ double Ttft(const Experiment& e) {
 //   bf16 and take as long as in the bf16 run.
 // Together: ~1.5× on one GPU and ~1.4× on two (where the bf16 all-reduces are a
 // larger share). The legacy `dtype: fp8` (every byte and FLOP in FP8 at the full
-// FP8 peak) gives ~1.95–2×. Engines' measured TTFT ratios (1.1–1.25×) also
-// hold the serving path and their chunking, which are not kernel terms.
+// FP8 peak) gives ~1.95–2×. Engines' own FP8 GEMM kernels (vLLM's and SGLang's
+// CUTLASS) measure 1.8–1.9× bf16 at M ≥ 2048 on H100 (bench/serving/SOURCES.md,
+// "FP8 GEMM kernels"): a 1.1–1.3× TTFT ratio is the serving path and chunking.
 // (A bf16 70B does not fit one H100; the simulation still times it.)
 TEST(PrecisionPrefillTest, Fp8Llama70BPrefillOnH100) {
   for (int64_t tp : {1, 2}) {
