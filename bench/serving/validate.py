@@ -6,7 +6,7 @@ SOURCES.md beside it), runs every experiment of validation.yaml once with
 `shardscope run --json --no-trace`, and prints one Markdown table: source,
 engine, case, metric, measured, simulated and the signed error
 (simulated - measured) / measured. Summary: median and largest |error|, over
-all rows and per metric family (TTFT, TPOT/ITL, throughput). With --check,
+all rows and per metric family (TTFT, TPOT/ITL, throughput, speedup). With --check,
 exits 1 when a median exceeds --median (default 0.10) or a row exceeds --max.
 
 A row whose `known_off` column gives a reason (an understood defect of the
@@ -27,7 +27,12 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 FAMILY = {"ttft_ms": "TTFT", "itl_ms": "TPOT", "latency_ms": "TPOT",
           "output_tok_s": "tokens/s", "output_tok_s_per_node": "tokens/s",
-          "input_tok_s_per_node": "tokens/s"}
+          "input_tok_s_per_node": "tokens/s", "output_tok_s_per_gpu": "tokens/s",
+          "speedup_output_tok_s_per_gpu": "speedup"}
+# A ratio metric compares two experiments, written `ON/OFF` in the experiment
+# column: the row's metric of ON divided by the same metric of OFF (e.g.
+# speculative decoding on and off, for a source that publishes both).
+RATIO_PREFIX = "speedup_"
 
 
 def read_rows(path):
@@ -68,11 +73,32 @@ def metric(result, name):
         return m["tpot_s"]["mean"] * 1e3
     if name == "output_tok_s":
         return m["output_tokens_per_s"]
+    if name == "output_tok_s_per_gpu":
+        return m["output_tokens_per_s_per_device"]
     if name == "output_tok_s_per_node":
         return m["output_tokens_per_s_per_device"] * 8
     if name == "input_tok_s_per_node":
         return m["prompt_tokens_per_s"] / result["ranks"] * 8
     raise ValueError(f"unknown metric {name}")
+
+
+def simulated(row, results):
+    """The simulated figure of one published row. KeyError(name): an experiment
+    the results lack; ValueError: the row's experiment column does not fit its
+    metric."""
+    ratio = row["metric"].startswith(RATIO_PREFIX)
+    names = row["experiment"].split("/")
+    if len(names) != (2 if ratio else 1):
+        raise ValueError(f"metric {row['metric']} needs "
+                         f"{'two experiments, ON/OFF' if ratio else 'one experiment'}, "
+                         f"got {row['experiment']!r}")
+    for name in names:
+        if name not in results:
+            raise KeyError(name)
+    if not ratio:
+        return metric(results[names[0]], row["metric"])
+    base = row["metric"][len(RATIO_PREFIX):]
+    return metric(results[names[0]], base) / metric(results[names[1]], base)
 
 
 def main():
@@ -93,11 +119,14 @@ def main():
     print("| source | engine | case | metric | measured | simulated | error | known off |")
     print("|---|---|---|---|---:|---:|---:|---|")
     for row in rows:
-        if row["experiment"] not in results:
-            sys.exit(f"{args.rows}: row {row['id']}: experiment {row['experiment']!r} "
+        try:
+            sim = simulated(row, results)
+        except KeyError as e:
+            sys.exit(f"{args.rows}: row {row['id']}: experiment {e.args[0]!r} "
                      f"is not in {args.config}")
+        except ValueError as e:
+            sys.exit(f"{args.rows}: row {row['id']}: {e}")
         measured = float(row["measured"])
-        sim = metric(results[row["experiment"]], row["metric"])
         err = sim / measured - 1
         errors.setdefault(FAMILY[row["metric"]], []).append(abs(err))
         known_off = (row.get("known_off") or "").strip()

@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+"""bench/serving/validate.py: one row's simulated figure, plain and as a ratio of two
+experiments (speculative decoding on / off), from hand-made results."""
+import importlib.util
+import os
+import sys
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SPEC = importlib.util.spec_from_file_location(
+    "validate", os.path.join(HERE, "..", "bench", "serving", "validate.py"))
+validate = importlib.util.module_from_spec(SPEC)
+SPEC.loader.exec_module(validate)
+
+
+def served(per_device):
+    return {"served": True, "metrics": {"output_tokens_per_s_per_device": per_device}}
+
+
+RESULTS = {"on": served(120.0), "off": served(80.0)}
+
+
+class SimulatedTest(unittest.TestCase):
+    def test_per_gpu(self):
+        row = {"experiment": "on", "metric": "output_tok_s_per_gpu"}
+        self.assertEqual(validate.simulated(row, RESULTS), 120.0)
+
+    def test_per_node_is_eight_gpus(self):
+        row = {"experiment": "off", "metric": "output_tok_s_per_node"}
+        self.assertEqual(validate.simulated(row, RESULTS), 640.0)
+
+    def test_speedup_divides_on_by_off(self):
+        row = {"experiment": "on/off", "metric": "speedup_output_tok_s_per_gpu"}
+        self.assertAlmostEqual(validate.simulated(row, RESULTS), 1.5)
+        self.assertEqual(validate.FAMILY[row["metric"]], "speedup")
+
+    def test_speedup_needs_two_experiments(self):
+        row = {"experiment": "on", "metric": "speedup_output_tok_s_per_gpu"}
+        with self.assertRaisesRegex(ValueError, "needs two experiments, ON/OFF, got 'on'"):
+            validate.simulated(row, RESULTS)
+
+    def test_plain_metric_refuses_two(self):
+        row = {"experiment": "on/off", "metric": "output_tok_s_per_gpu"}
+        with self.assertRaisesRegex(ValueError, "needs one experiment"):
+            validate.simulated(row, RESULTS)
+
+    def test_missing_experiment_named(self):
+        row = {"experiment": "on/gone", "metric": "speedup_output_tok_s_per_gpu"}
+        with self.assertRaises(KeyError) as e:
+            validate.simulated(row, RESULTS)
+        self.assertEqual(e.exception.args[0], "gone")
+
+
+if __name__ == "__main__":
+    sys.exit(unittest.main())
