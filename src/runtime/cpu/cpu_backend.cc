@@ -91,11 +91,7 @@ class CpuBackend final : public Fp32HostBackend {
   }
   void RouterF32(const RouterOpArgs& a, const F32Mat& logits, const float* bias,
                  std::span<int32_t> idx, float* weight) override {
-    cpu::RouterArgs args;
-    args.kind = a.kind, args.experts = logits.cols, args.top_k = a.top_k;
-    args.n_group = a.n_group, args.topk_group = a.topk_group, args.bias = bias;
-    args.normalize = a.normalize, args.scale = a.scale;
-    cpu::Router(logits.p, logits.rows, args, idx.data(), weight);
+    cpu::Router(logits.p, logits.rows, logits.cols, a, bias, idx.data(), weight);
   }
   void PermuteF32(const F32Mat& x, std::span<const int32_t> idx, int64_t k,
                   std::span<int64_t> row_of, std::span<int64_t> counts,

@@ -39,8 +39,8 @@ float SoftmaxInPlace(float* s, int64_t n) {
 
 // Group-limited routing (DeepSeek-V3): a group scores the sum of its two best
 // selection scores; only the topk_group best groups stay eligible.
-void MaskGroups(const RouterArgs& a, std::vector<float>& choice) {
-  const int64_t per = a.experts / a.n_group;
+void MaskGroups(int64_t experts, const RouterOpArgs& a, std::vector<float>& choice) {
+  const int64_t per = experts / a.n_group;
   std::vector<float> group_score(static_cast<size_t>(a.n_group));
   for (int64_t g = 0; g < a.n_group; ++g) {
     std::vector<float> members(choice.begin() + g * per, choice.begin() + (g + 1) * per);
@@ -247,8 +247,9 @@ void Gelu(const float* x, int64_t n, float* out) {
   }
 }
 
-void Router(const float* logits, int64_t tokens, const RouterArgs& a, int32_t* idx, float* weight) {
-  const int64_t e = a.experts;
+void Router(const float* logits, int64_t tokens, int64_t experts, const RouterOpArgs& a,
+            const float* bias, int32_t* idx, float* weight) {
+  const int64_t e = experts;
   std::vector<float> score(static_cast<size_t>(e)), choice(static_cast<size_t>(e));
   std::vector<int32_t> order(static_cast<size_t>(e));
   for (int64_t t = 0; t < tokens; ++t) {
@@ -260,9 +261,9 @@ void Router(const float* logits, int64_t tokens, const RouterArgs& a, int32_t* i
     } else {
       for (int64_t x = 0; x < e; ++x) {
         score[x] = 1.0f / (1.0f + std::exp(-l[x]));
-        choice[x] = score[x] + (a.bias ? a.bias[x] : 0.0f);
+        choice[x] = score[x] + (bias ? bias[x] : 0.0f);
       }
-      if (a.n_group > 1 && a.topk_group < a.n_group) MaskGroups(a, choice);
+      if (a.n_group > 1 && a.topk_group < a.n_group) MaskGroups(e, a, choice);
     }
     // Top-k of the selection scores: larger first, lower index on ties.
     std::iota(order.begin(), order.end(), 0);

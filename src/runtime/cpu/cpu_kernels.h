@@ -56,17 +56,6 @@ struct DecodeAttentionArgs {
   float* lse = nullptr;  // [requests, hq]; may be null
 };
 
-struct RouterArgs {
-  RouterScore kind = RouterScore::kSoftmax;
-  int64_t experts = 0;
-  int64_t top_k = 1;
-  int64_t n_group = 1;          // sigmoid + bias: expert groups
-  int64_t topk_group = 1;       // groups a token may use
-  const float* bias = nullptr;  // sigmoid + bias: correction bias per expert (selection only)
-  bool normalize = true;        // renormalise the k weights to sum 1
-  double scale = 1.0;           // then multiply them (DeepSeek's routed_scaling_factor)
-};
-
 // c[m×n] = a[m×k] · b (+ beta · c); b is [k×n], or [n×k] read transposed when trans_b.
 void Gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
           bool trans_b, float* c, int64_t ldc, float beta = 0.0f);
@@ -91,9 +80,11 @@ void AttentionMerge(const std::vector<const float*>& outs, const std::vector<con
 void SwiGlu(const float* gate_up, int64_t m, int64_t inter, float* out);
 // tanh-approximated GELU, elementwise (may alias).
 void Gelu(const float* x, int64_t n, float* out);
-// Per token: idx[t·k + j] and weight[t·k + j] of its top-k experts, best first.
-void Router(const float* logits, int64_t tokens, const RouterArgs& args, int32_t* idx,
-            float* weight);
+// Per token of logits [tokens × experts]: idx[t·k + j] and weight[t·k + j] of its
+// top-k experts, best first (k = args.top_k). bias: the sigmoid router's correction
+// bias per expert, used for selection only (may be null).
+void Router(const float* logits, int64_t tokens, int64_t experts, const RouterOpArgs& args,
+            const float* bias, int32_t* idx, float* weight);
 // Groups rows of x[tokens×h] by expert: out[tokens·k × h] ordered by expert
 // (stable in token order); row_of[t·k + j] = the out row of that assignment;
 // counts[e] = rows for expert e (experts entries).
@@ -113,8 +104,7 @@ void ArgMax(const float* x, int64_t rows, int64_t n, int64_t index_offset, float
 void CopyRows(const float* src, int64_t src_stride, float* dst, int64_t dst_stride, int64_t rows,
               int64_t cols);
 
-// The LM head: logits[tokens×vocab_local] = x · w (w: h × vocab_local). A GEMM, named
-// so that the op table reads like the model.
+// The LM head: logits[tokens×vocab_local] = x · w (w: h × vocab_local), a GEMM.
 inline void LmHead(const float* x, int64_t tokens, int64_t h, const float* w, int64_t vocab_local,
                    float* logits) {
   Gemm(tokens, vocab_local, h, x, h, w, vocab_local, false, logits, vocab_local);

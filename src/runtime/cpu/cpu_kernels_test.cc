@@ -430,19 +430,19 @@ TEST(CpuKernelsTest, SwiGluAndGelu) {
 
 TEST(CpuKernelsTest, SoftmaxRouterPicksTopKAndNormalises) {
   const std::vector<float> logits = {0.1f, 2.0f, -1.0f, 1.5f, 1.5f, 0.0f};
-  RouterArgs a;
-  a.experts = 6, a.top_k = 2;
+  RouterOpArgs a;
+  a.top_k = 2;
   int32_t idx[2];
   float w[2];
   a.normalize = false;
-  Router(logits.data(), 1, a, idx, w);
+  Router(logits.data(), 1, 6, a, nullptr, idx, w);
   EXPECT_EQ(idx[0], 1);
   EXPECT_EQ(idx[1], 3);  // tie with 4: lower index
   double z = 0;
   for (float l : logits) z += std::exp(l);
   EXPECT_NEAR(w[0], std::exp(2.0) / z, 1e-6);
   a.normalize = true;
-  Router(logits.data(), 1, a, idx, w);
+  Router(logits.data(), 1, 6, a, nullptr, idx, w);
   EXPECT_NEAR(w[0] + w[1], 1.0, 1e-6);
   EXPECT_NEAR(w[0] / w[1], std::exp(0.5), 1e-5);
 }
@@ -452,18 +452,18 @@ TEST(CpuKernelsTest, SigmoidBiasRouterLimitsGroups) {
   // sums lower than groups 0 and 1, so with topk_group 2 it is excluded.
   const std::vector<float> logits = {2.0f, 1.9f, 1.8f, 1.8f, -3.0f, -3.0f, 3.0f, -5.0f};
   const std::vector<float> bias = {0, 0, 0, 0, 0, 0, 0, 0.1f};
-  RouterArgs a;
+  RouterOpArgs a;
   a.kind = RouterScore::kSigmoidBias;
-  a.experts = 8, a.top_k = 2, a.n_group = 4, a.topk_group = 2, a.bias = bias.data();
+  a.top_k = 2, a.n_group = 4, a.topk_group = 2;
   int32_t idx[2];
   float w[2];
-  Router(logits.data(), 1, a, idx, w);
+  Router(logits.data(), 1, 8, a, bias.data(), idx, w);
   EXPECT_EQ(idx[0], 0);
   EXPECT_EQ(idx[1], 1);
   auto sig = [](double x) { return 1 / (1 + std::exp(-x)); };
   EXPECT_NEAR(w[0], sig(2.0) / (sig(2.0) + sig(1.9)), 1e-6);
   a.topk_group = 4;  // no limit: expert 6 wins
-  Router(logits.data(), 1, a, idx, w);
+  Router(logits.data(), 1, 8, a, bias.data(), idx, w);
   EXPECT_EQ(idx[0], 6);
   EXPECT_EQ(idx[1], 0);
 }
