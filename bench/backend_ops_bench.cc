@@ -8,7 +8,7 @@
 #include <cstring>
 #include <memory>
 
-#include "runtime/cpu/cpu_backend.h"
+#include "runtime/cpu/backend_registry.h"
 #include "runtime/device/backend_ops.h"
 #include "runtime/device/reference_backend.h"
 

@@ -1,4 +1,4 @@
-// CPU executor benchmarks: the Kernels::Gemm wrapper against raw OpenBLAS
+// CPU executor benchmarks: the cpu::Gemm wrapper against raw OpenBLAS
 // cblas_sgemm on the same shapes (the wrapper must stay ≥ 90 % of it), the
 // small-batch decode GEMMs (m = 1–64 rows against weights streamed from
 // memory, wrapper against sgemv / sgemm), and one decode step of tiny-dense at
@@ -45,10 +45,9 @@ void BM_OpenBlasSgemm(benchmark::State& state) {
 
 void BM_KernelsGemm(benchmark::State& state) {
   const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
-  auto kernels = NewCpuKernels();
   std::vector<float> a(m * k, 0.5f), b(k * n, 0.25f), c(m * n);
   for (auto _ : state) {
-    kernels->Gemm(m, n, k, a.data(), k, b.data(), n, false, c.data(), n, 0.0f);
+    cpu::Gemm(m, n, k, a.data(), k, b.data(), n, false, c.data(), n, 0.0f);
     benchmark::DoNotOptimize(c.data());
   }
   SetFlops(state, m, n, k);
@@ -93,7 +92,7 @@ class WeightCopies {
 // A decode step's projection: x [m×k] times weights [k×n] (trans_b = false, as
 // the executor stores them; range(4) = 1: stored [n×k], read transposed, as
 // attention's Q·Kᵀ reads keys), one BLAS thread (one rank = one core). range(3),
-// `impl`: 0 = Kernels::Gemm (sgemv at m = 1, SmallGemm up to kSmallGemmMaxRows
+// `impl`: 0 = cpu::Gemm (sgemv at m = 1, SmallGemm up to kSmallGemmMaxRows
 // rows, else sgemm), 1 = OpenBLAS alone (sgemv at m = 1, else sgemm), 2 =
 // SmallGemm at any m (where its row limit comes from). GB/s counts the weight
 // bytes only.
@@ -104,12 +103,11 @@ void BM_DecodeGemm(benchmark::State& state) {
   const bool trans = state.range(4) != 0;
   const int64_t ldb = trans ? k : n;
   WeightCopies w(k, n);
-  auto kernels = NewCpuKernels();
   std::vector<float> a(m * k, 0.5f), c(m * n);
   for (auto _ : state) {
     const float* b = w.Next();
     if (impl == 0) {
-      kernels->Gemm(m, n, k, a.data(), k, b, ldb, trans, c.data(), n, 0.0f);
+      cpu::Gemm(m, n, k, a.data(), k, b, ldb, trans, c.data(), n, 0.0f);
     } else if (impl == 2) {
       SmallGemm(m, n, k, a.data(), k, b, ldb, trans, c.data(), n, 0.0f);
     } else if (m == 1) {

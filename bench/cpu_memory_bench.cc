@@ -100,7 +100,7 @@ BENCHMARK(BM_OpenBlasSgemv)
     ->UseRealTime();
 
 // The same one-token product through sgemm (m = 1, x · W with W [k × n]), as
-// Kernels::Gemm issues a decode step's projections.
+// cpu::Gemm issues a decode step's projections.
 void BM_OpenBlasSgemmOneRow(benchmark::State& state) {
   OneBlasThreadUnlessSet();
   const int64_t k = state.range(0), n = state.range(1);

@@ -98,7 +98,7 @@ Status WriteTrace(const Experiment& e, const Placement& placement, const CpuRunO
     offsets.push_back(offset);
     round_trips.push_back(round_trip);
   }
-  // Which GEMM runs at which row count: CpuKernels::Gemm's dispatch.
+  // Which GEMM runs at which row count: cpu::Gemm's dispatch.
   const std::string kernels = fmt::format(
       "cpu (fp32; GEMMs: OpenBLAS sgemv at 1 row, SmallGemm at 2-{} rows, OpenBLAS sgemm above)",
       kSmallGemmMaxRows);

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "runtime/cpu/cpu_backend.h"
+#include "runtime/cpu/backend_registry.h"
 #include "runtime/device/reference_backend.h"
 
 namespace shardscope::runtime {

@@ -7,7 +7,7 @@
 #include <limits>
 #include <random>
 
-namespace shardscope::runtime {
+namespace shardscope::runtime::cpu {
 namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
@@ -31,7 +31,7 @@ double RelErr(const std::vector<float>& a, const std::vector<float>& b) {
   return err / mag;
 }
 
-// Reference causal attention of one head-set (doubles), same contract as Kernels::Attention.
+// Reference causal attention of one head-set (doubles), same contract as cpu::Attention.
 void RefAttention(const AttentionArgs& a) {
   const int64_t group = a.hq / a.hkv;
   for (int64_t i = 0; i < a.tq; ++i) {
@@ -70,12 +70,7 @@ void RefAttention(const AttentionArgs& a) {
   }
 }
 
-class CpuKernelsTest : public ::testing::Test {
- protected:
-  std::unique_ptr<Kernels> k_ = NewCpuKernels();
-};
-
-TEST_F(CpuKernelsTest, GemmMatchesReferenceWithStridesTransposeAndBeta) {
+TEST(CpuKernelsTest, GemmMatchesReferenceWithStridesTransposeAndBeta) {
   const int64_t n = 13, kk = 19, lda = 21, ldc = 15;
   // m = 1 takes the matrix-vector path (decode), m = 7 SmallGemm's (a small
   // batch), m = 40 sgemm's.
@@ -99,7 +94,7 @@ TEST_F(CpuKernelsTest, GemmMatchesReferenceWithStridesTransposeAndBeta) {
         ref[i * ldc + j] = static_cast<float>(s);
       }
     }
-    k_->Gemm(m, n, kk, a.data(), lda, b.data(), ldb, trans, c.data(), ldc, 0.5f);
+    Gemm(m, n, kk, a.data(), lda, b.data(), ldb, trans, c.data(), ldc, 0.5f);
     EXPECT_LT(RelErr(c, ref), 1e-6) << "m " << m << " trans_b " << trans;
   }
 }
@@ -107,7 +102,7 @@ TEST_F(CpuKernelsTest, GemmMatchesReferenceWithStridesTransposeAndBeta) {
 // Every path of Gemm (sgemv at m = 1, SmallGemm up to kSmallGemmMaxRows rows,
 // sgemm above) keeps cblas_sgemm's beta = 0 contract: c is written, never read,
 // so NaN left in a reused buffer does not leak; k = 0 scales c by beta.
-TEST_F(CpuKernelsTest, GemmWithBetaZeroIgnoresWhatCHeld) {
+TEST(CpuKernelsTest, GemmWithBetaZeroIgnoresWhatCHeld) {
   const int64_t n = 11, kk = 9;
   const float nan = std::numeric_limits<float>::quiet_NaN();
   for (int64_t m : {1, 2, 5, 8, 9, 40}) {
@@ -115,7 +110,7 @@ TEST_F(CpuKernelsTest, GemmWithBetaZeroIgnoresWhatCHeld) {
       auto a = Random(m * kk, 4);
       auto b = Random(n * kk, 5);
       std::vector<float> c(static_cast<size_t>(m * n), nan);
-      k_->Gemm(m, n, kk, a.data(), kk, b.data(), trans ? kk : n, trans, c.data(), n, 0.0f);
+      Gemm(m, n, kk, a.data(), kk, b.data(), trans ? kk : n, trans, c.data(), n, 0.0f);
       std::vector<float> ref(c.size());
       for (int64_t i = 0; i < m; ++i) {
         for (int64_t j = 0; j < n; ++j) {
@@ -128,13 +123,13 @@ TEST_F(CpuKernelsTest, GemmWithBetaZeroIgnoresWhatCHeld) {
       }
       EXPECT_LT(RelErr(c, ref), 1e-6) << "m " << m << " trans_b " << trans;
       std::vector<float> z(static_cast<size_t>(m * n), nan);
-      k_->Gemm(m, n, 0, a.data(), kk, b.data(), n, trans, z.data(), n, 0.0f);
+      Gemm(m, n, 0, a.data(), kk, b.data(), n, trans, z.data(), n, 0.0f);
       EXPECT_EQ(z, std::vector<float>(z.size(), 0.0f)) << "k = 0, m " << m;
     }
   }
 }
 
-TEST_F(CpuKernelsTest, RmsNormAndBiasAndAdd) {
+TEST(CpuKernelsTest, RmsNormAndBiasAndAdd) {
   const int64_t m = 3, n = 32;
   auto x = Random(m * n, 4);
   auto w = Random(n, 5);
@@ -145,16 +140,16 @@ TEST_F(CpuKernelsTest, RmsNormAndBiasAndAdd) {
     const double inv = 1.0 / std::sqrt(ss / n + 1e-6);
     for (int64_t j = 0; j < n; ++j) ref[i * n + j] = static_cast<float>(x[i * n + j] * inv * w[j]);
   }
-  k_->RmsNorm(x.data(), n, w.data(), y.data(), n, m, n, 1e-6f);
+  RmsNorm(x.data(), n, w.data(), y.data(), n, m, n, 1e-6f);
   EXPECT_LT(RelErr(y, ref), 1e-6);
   std::vector<float> bias = Random(n, 6), z = y;
-  k_->AddBias(z.data(), bias.data(), m, n);
+  AddBias(z.data(), bias.data(), m, n);
   EXPECT_FLOAT_EQ(z[n + 5], y[n + 5] + bias[5]);
-  k_->Add(y.data(), z.data(), m * n);
+  Add(y.data(), z.data(), m * n);
   EXPECT_FLOAT_EQ(z[2 * n + 7], 2 * y[2 * n + 7] + bias[7]);
 }
 
-TEST_F(CpuKernelsTest, RopeRotatesTheRightPairsInBothStyles) {
+TEST(CpuKernelsTest, RopeRotatesTheRightPairsInBothStyles) {
   const int64_t tokens = 3, heads = 2, stride = 40, head_stride = 20, rot = 8, offset = 4;
   const std::vector<int64_t> pos = {0, 5, 1000};
   for (RopeStyle style : {RopeStyle::kHalfSplit, RopeStyle::kInterleaved}) {
@@ -175,12 +170,12 @@ TEST_F(CpuKernelsTest, RopeRotatesTheRightPairsInBothStyles) {
         }
       }
     }
-    k_->Rope(x.data() + offset, tokens, stride, heads, head_stride, rot, pos.data(), spec);
+    Rope(x.data() + offset, tokens, stride, heads, head_stride, rot, pos.data(), spec);
     EXPECT_LT(RelErr(x, ref), 1e-5);
   }
 }
 
-TEST_F(CpuKernelsTest, YarnKeepsFastDimsInterpolatesSlowOnesAndScales) {
+TEST(CpuKernelsTest, YarnKeepsFastDimsInterpolatesSlowOnesAndScales) {
   RopeSpec spec;
   spec.scaling.kind = RopeScalingKind::kYarn;
   spec.scaling.factor = 40.0;
@@ -212,7 +207,7 @@ TEST_F(CpuKernelsTest, YarnKeepsFastDimsInterpolatesSlowOnesAndScales) {
 
 // Llama 3.1's rope_scaling (factor 8, low 1, high 4, context 8192, theta 5e5,
 // head_dim 128); expected values worked out by hand from transformers' formula.
-TEST_F(CpuKernelsTest, Llama3ScalingKeepsHighInterpolatesLowSmoothsBetween) {
+TEST(CpuKernelsTest, Llama3ScalingKeepsHighInterpolatesLowSmoothsBetween) {
   RopeSpec spec;
   spec.theta = 500000.0;
   spec.scaling = {.kind = RopeScalingKind::kLlama3,
@@ -231,7 +226,7 @@ TEST_F(CpuKernelsTest, Llama3ScalingKeepsHighInterpolatesLowSmoothsBetween) {
   EXPECT_NEAR(RopeInvFreq(spec, 128)[32], std::pow(500000.0, -0.5) / 4.0, 1e-18);
 }
 
-TEST_F(CpuKernelsTest, CausalAttentionWithGqaPositionsAndLse) {
+TEST(CpuKernelsTest, CausalAttentionWithGqaPositionsAndLse) {
   const int64_t tq = 6, tk = 9, hq = 4, hkv = 2, dqk = 8, dv = 5;
   const int64_t qs = hq * dqk + 3, ks = hkv * dqk, vs = hkv * dv + 1;
   auto q = Random(tq * qs, 8), kk = Random(tk * ks, 9), v = Random(tk * vs, 10);
@@ -242,7 +237,7 @@ TEST_F(CpuKernelsTest, CausalAttentionWithGqaPositionsAndLse) {
   AttentionArgs a{q.data(),    qs,          kk.data(), ks,         v.data(), vs,
                   tq,          tk,          hq,        hkv,        dqk,      dv,
                   qpos.data(), kpos.data(), 0.3f,      out.data(), hq * dv,  lse.data()};
-  k_->Attention(a);
+  Attention(a);
   a.out = ref_out.data(), a.lse = ref_lse.data();
   RefAttention(a);
   EXPECT_LT(RelErr(out, ref_out), 1e-5);
@@ -256,7 +251,7 @@ TEST_F(CpuKernelsTest, CausalAttentionWithGqaPositionsAndLse) {
 // prefix, a ring block whose keys all come after the first queries (a block
 // that sees no key: zeros, lse −inf) and unsorted keys (no skipping) all match
 // the reference.
-TEST_F(CpuKernelsTest, CausalAttentionOverManyQueryBlocks) {
+TEST(CpuKernelsTest, CausalAttentionOverManyQueryBlocks) {
   const int64_t tq = 150, tk = 200, hq = 2, hkv = 1, d = 8;
   auto q = Random(tq * hq * d, 30), kk = Random(tk * hkv * d, 31), v = Random(tk * hkv * d, 32);
   std::vector<int64_t> qpos(tq), chunk(tk), ring(tk), shuffled(tk);
@@ -271,7 +266,7 @@ TEST_F(CpuKernelsTest, CausalAttentionOverManyQueryBlocks) {
     AttentionArgs a{q.data(),    hq * d,       kk.data(), hkv * d,    v.data(), hkv * d,
                     tq,          tk,           hq,        hkv,        d,        d,
                     qpos.data(), kpos->data(), 0.3f,      out.data(), hq * d,   lse.data()};
-    k_->Attention(a);
+    Attention(a);
     a.out = ref_out.data(), a.lse = ref_lse.data();
     RefAttention(a);
     EXPECT_LT(RelErr(out, ref_out), 1e-5);
@@ -285,7 +280,7 @@ TEST_F(CpuKernelsTest, CausalAttentionOverManyQueryBlocks) {
   }
 }
 
-TEST_F(CpuKernelsTest, DecodeAttentionMatchesFullAttentionOverTheCache) {
+TEST(CpuKernelsTest, DecodeAttentionMatchesFullAttentionOverTheCache) {
   const int64_t hq = 4, hkv = 1, d = 16;
   const std::vector<int64_t> len = {5, 11};
   std::vector<std::vector<float>> caches;
@@ -300,7 +295,7 @@ TEST_F(CpuKernelsTest, DecodeAttentionMatchesFullAttentionOverTheCache) {
     a.k.push_back(caches[r].data());
     a.v.push_back(caches[r].data() + d);  // K and V interleaved in one row
   }
-  k_->DecodeAttention(a);
+  DecodeAttention(a);
   for (int64_t r = 0; r < 2; ++r) {
     std::vector<int64_t> kpos(len[r]);
     for (int64_t j = 0; j < len[r]; ++j) kpos[j] = j;
@@ -331,7 +326,7 @@ TEST_F(CpuKernelsTest, DecodeAttentionMatchesFullAttentionOverTheCache) {
   }
 }
 
-TEST_F(CpuKernelsTest, LseMergeOfKeyBlocksEqualsAttentionOverAllKeys) {
+TEST(CpuKernelsTest, LseMergeOfKeyBlocksEqualsAttentionOverAllKeys) {
   const int64_t tq = 4, tk = 12, h = 2, d = 8;
   auto q = Random(tq * h * d, 14), kk = Random(tk * h * d, 15), v = Random(tk * h * d, 16);
   std::vector<int64_t> qpos = {3, 6, 9, 11}, kpos(tk);
@@ -349,16 +344,16 @@ TEST_F(CpuKernelsTest, LseMergeOfKeyBlocksEqualsAttentionOverAllKeys) {
     AttentionArgs p = a;
     p.k = kk.data() + b * 4 * h * d, p.v = v.data() + b * 4 * h * d, p.tk = 4;
     p.kpos = kpos.data() + b * 4, p.out = outs[b].data(), p.lse = lses[b].data();
-    k_->Attention(p);
+    Attention(p);
     op.push_back(outs[b].data()), lp.push_back(lses[b].data());
   }
   std::vector<float> merged(tq * h * d), merged_lse(tq * h);
-  k_->AttentionMerge(op, lp, tq * h, d, merged.data(), merged_lse.data());
+  AttentionMerge(op, lp, tq * h, d, merged.data(), merged_lse.data());
   EXPECT_LT(RelErr(merged, full), 1e-5);
   EXPECT_LT(RelErr(merged_lse, full_lse), 1e-5);
 }
 
-TEST_F(CpuKernelsTest, MlaAbsorbedDecodeEqualsTheExpandedForm) {
+TEST(CpuKernelsTest, MlaAbsorbedDecodeEqualsTheExpandedForm) {
   // One request, H heads, latent r, rope part p, nope n, value v.
   const int64_t heads = 2, r = 12, p = 4, n = 6, vd = 5, len = 7;
   auto latent = Random(len * (r + p), 17);       // cache rows: [c (r) | k_rope (p)]
@@ -395,25 +390,25 @@ TEST_F(CpuKernelsTest, MlaAbsorbedDecodeEqualsTheExpandedForm) {
   // Absorbed: q_lat_h = q_nope_h · W_UK_hᵀ, attend over the latent, o_h = o_lat_h · W_UV_h.
   std::vector<float> qa(heads * (r + p)), olat(heads * r), lse(heads), out(heads * vd);
   for (int64_t h = 0; h < heads; ++h) {
-    k_->Gemm(1, r, n, q.data() + h * (n + p), n + p, kv_b.data() + h * (n + vd), heads * (n + vd),
-             true, qa.data() + h * (r + p), r + p);
-    k_->CopyRows(q.data() + h * (n + p) + n, 0, qa.data() + h * (r + p) + r, 0, 1, p);
+    Gemm(1, r, n, q.data() + h * (n + p), n + p, kv_b.data() + h * (n + vd), heads * (n + vd), true,
+         qa.data() + h * (r + p), r + p);
+    CopyRows(q.data() + h * (n + p) + n, 0, qa.data() + h * (r + p) + r, 0, 1, p);
   }
   DecodeAttentionArgs d;
   d.q = qa.data(), d.q_stride = heads * (r + p), d.k = {latent.data()}, d.v = {latent.data()};
   d.len = {len}, d.k_stride = r + p, d.v_stride = r + p, d.hq = heads, d.hkv = 1;
   d.dqk = r + p, d.dv = r, d.scale = scale, d.out = olat.data(), d.out_stride = heads * r;
   d.lse = lse.data();
-  k_->DecodeAttention(d);
+  DecodeAttention(d);
   for (int64_t h = 0; h < heads; ++h) {
-    k_->Gemm(1, vd, r, olat.data() + h * r, r, kv_b.data() + h * (n + vd) + n, heads * (n + vd),
-             false, out.data() + h * vd, vd);
+    Gemm(1, vd, r, olat.data() + h * r, r, kv_b.data() + h * (n + vd) + n, heads * (n + vd), false,
+         out.data() + h * vd, vd);
   }
   EXPECT_LT(RelErr(out, ref), 1e-5);
   EXPECT_LT(RelErr(lse, ref_lse), 1e-5);
 }
 
-TEST_F(CpuKernelsTest, SwiGluAndGelu) {
+TEST(CpuKernelsTest, SwiGluAndGelu) {
   const int64_t m = 2, inter = 5;
   auto gu = Random(m * 2 * inter, 20, -3, 3);
   std::vector<float> out(m * inter), ref(m * inter);
@@ -423,65 +418,64 @@ TEST_F(CpuKernelsTest, SwiGluAndGelu) {
       ref[i * inter + j] = static_cast<float>(g / (1 + std::exp(-g)) * u);
     }
   }
-  k_->SwiGlu(gu.data(), m, inter, out.data());
+  SwiGlu(gu.data(), m, inter, out.data());
   EXPECT_LT(RelErr(out, ref), 1e-6);
   auto x = Random(64, 21, -4, 4);
   std::vector<float> y(64), yref(64);
   for (int i = 0; i < 64; ++i)
     yref[i] = static_cast<float>(0.5 * x[i] * (1 + std::erf(x[i] / std::sqrt(2.0))));
-  k_->Gelu(x.data(), 64, y.data());
+  Gelu(x.data(), 64, y.data());
   EXPECT_LT(RelErr(y, yref), 1e-3);  // tanh form vs exact erf form
 }
 
-TEST_F(CpuKernelsTest, SoftmaxRouterPicksTopKAndNormalises) {
+TEST(CpuKernelsTest, SoftmaxRouterPicksTopKAndNormalises) {
   const std::vector<float> logits = {0.1f, 2.0f, -1.0f, 1.5f, 1.5f, 0.0f};
-  RouterArgs a;
-  a.experts = 6, a.top_k = 2;
+  RouterOpArgs a;
+  a.top_k = 2;
   int32_t idx[2];
   float w[2];
   a.normalize = false;
-  k_->Router(logits.data(), 1, a, idx, w);
+  Router(logits.data(), 1, 6, a, nullptr, idx, w);
   EXPECT_EQ(idx[0], 1);
   EXPECT_EQ(idx[1], 3);  // tie with 4: lower index
   double z = 0;
   for (float l : logits) z += std::exp(l);
   EXPECT_NEAR(w[0], std::exp(2.0) / z, 1e-6);
   a.normalize = true;
-  k_->Router(logits.data(), 1, a, idx, w);
+  Router(logits.data(), 1, 6, a, nullptr, idx, w);
   EXPECT_NEAR(w[0] + w[1], 1.0, 1e-6);
   EXPECT_NEAR(w[0] / w[1], std::exp(0.5), 1e-5);
 }
 
-TEST_F(CpuKernelsTest, SigmoidBiasRouterLimitsGroups) {
+TEST(CpuKernelsTest, SigmoidBiasRouterLimitsGroups) {
   // 4 groups of 2. Expert 6 has the best single score, but group 3 (experts 6, 7)
   // sums lower than groups 0 and 1, so with topk_group 2 it is excluded.
   const std::vector<float> logits = {2.0f, 1.9f, 1.8f, 1.8f, -3.0f, -3.0f, 3.0f, -5.0f};
   const std::vector<float> bias = {0, 0, 0, 0, 0, 0, 0, 0.1f};
-  RouterArgs a;
+  RouterOpArgs a;
   a.kind = RouterScore::kSigmoidBias;
-  a.experts = 8, a.top_k = 2, a.n_group = 4, a.topk_group = 2, a.bias = bias.data();
+  a.top_k = 2, a.n_group = 4, a.topk_group = 2;
   int32_t idx[2];
   float w[2];
-  k_->Router(logits.data(), 1, a, idx, w);
+  Router(logits.data(), 1, 8, a, bias.data(), idx, w);
   EXPECT_EQ(idx[0], 0);
   EXPECT_EQ(idx[1], 1);
   auto sig = [](double x) { return 1 / (1 + std::exp(-x)); };
   EXPECT_NEAR(w[0], sig(2.0) / (sig(2.0) + sig(1.9)), 1e-6);
   a.topk_group = 4;  // no limit: expert 6 wins
-  k_->Router(logits.data(), 1, a, idx, w);
+  Router(logits.data(), 1, 8, a, bias.data(), idx, w);
   EXPECT_EQ(idx[0], 6);
   EXPECT_EQ(idx[1], 0);
 }
 
-TEST_F(CpuKernelsTest, PermuteGroupsByExpertAndUnpermuteWeightsBack) {
+TEST(CpuKernelsTest, PermuteGroupsByExpertAndUnpermuteWeightsBack) {
   const int64_t tokens = 4, h = 3, k = 2, experts = 3;
   auto x = Random(tokens * h, 22);
   const std::vector<int32_t> idx = {2, 0, 0, 1, 2, 1, 0, 2};
   const std::vector<float> w = {0.7f, 0.3f, 0.5f, 0.5f, 0.9f, 0.1f, 0.2f, 0.8f};
   std::vector<float> perm(tokens * k * h);
   std::vector<int64_t> row_of(tokens * k), counts(experts);
-  k_->Permute(x.data(), tokens, h, idx.data(), k, experts, perm.data(), row_of.data(),
-              counts.data());
+  Permute(x.data(), tokens, h, idx.data(), k, experts, perm.data(), row_of.data(), counts.data());
   EXPECT_EQ(counts, (std::vector<int64_t>{3, 2, 3}));
   EXPECT_EQ(row_of, (std::vector<int64_t>{5, 0, 1, 3, 6, 4, 2, 7}));
   for (int64_t a = 0; a < tokens * k; ++a) {
@@ -499,47 +493,47 @@ TEST_F(CpuKernelsTest, PermuteGroupsByExpertAndUnpermuteWeightsBack) {
       ref[t * h + c] = static_cast<float>(s);
     }
   }
-  k_->Unpermute(y.data(), tokens, h, row_of.data(), w.data(), k, shared.data(), out.data());
+  Unpermute(y.data(), tokens, h, row_of.data(), w.data(), k, shared.data(), out.data());
   EXPECT_LT(RelErr(out, ref), 1e-6);
 }
 
-TEST_F(CpuKernelsTest, VocabParallelEmbeddingShardsSumToTheFullLookup) {
+TEST(CpuKernelsTest, VocabParallelEmbeddingShardsSumToTheFullLookup) {
   const int64_t vocab = 11, h = 4;
   auto table = Random(vocab * h, 23);
   const std::vector<int32_t> ids = {0, 5, 6, 10};
   std::vector<float> full(ids.size() * h), a(full.size()), b(full.size());
-  k_->Embedding(ids.data(), 4, table.data(), 0, vocab, h, full.data());
-  k_->Embedding(ids.data(), 4, table.data(), 0, 6, h, a.data());
-  k_->Embedding(ids.data(), 4, table.data() + 6 * h, 6, 5, h, b.data());
+  Embedding(ids.data(), 4, table.data(), 0, vocab, h, full.data());
+  Embedding(ids.data(), 4, table.data(), 0, 6, h, a.data());
+  Embedding(ids.data(), 4, table.data() + 6 * h, 6, 5, h, b.data());
   EXPECT_EQ(a[2 * h], 0.0f);  // id 6 is not in shard [0, 6)
-  k_->Add(a.data(), b.data(), static_cast<int64_t>(b.size()));
+  Add(a.data(), b.data(), static_cast<int64_t>(b.size()));
   EXPECT_EQ(b, full);
   EXPECT_EQ(full[3 * h + 2], table[10 * h + 2]);
 }
 
-TEST_F(CpuKernelsTest, LmHeadAndGreedySampling) {
+TEST(CpuKernelsTest, LmHeadAndGreedySampling) {
   const int64_t tokens = 2, h = 8, vocab = 10;
   auto x = Random(tokens * h, 24), w = Random(h * vocab, 25);
   std::vector<float> logits(tokens * vocab);
-  LmHead(*k_, x.data(), tokens, h, w.data(), vocab, logits.data());
+  LmHead(x.data(), tokens, h, w.data(), vocab, logits.data());
   double l13 = 0;
   for (int64_t c = 0; c < h; ++c) l13 += x[h + c] * w[c * vocab + 3];
   EXPECT_NEAR(logits[vocab + 3], l13, 1e-5);
   const std::vector<float> v = {1, 5, 5, 2, 0, 0, -1, 0};
   float mx[2];
   int32_t id[2];
-  k_->ArgMax(v.data(), 2, 4, 100, mx, id);
+  ArgMax(v.data(), 2, 4, 100, mx, id);
   EXPECT_EQ(id[0], 101);  // first of the tied maxima, offset by the shard start
   EXPECT_EQ(mx[0], 5.0f);
   EXPECT_EQ(id[1], 100);  // row {0, 0, −1, 0}
 }
 
-TEST_F(CpuKernelsTest, CopyRowsAppendsIntoAStridedCache) {
+TEST(CpuKernelsTest, CopyRowsAppendsIntoAStridedCache) {
   const std::vector<float> src = {1, 2, 3, 4, 5, 6};
   std::vector<float> cache(12, 0.0f);
-  k_->CopyRows(src.data(), 3, cache.data() + 4 + 1, 4, 2, 2);
+  CopyRows(src.data(), 3, cache.data() + 4 + 1, 4, 2, 2);
   EXPECT_EQ(cache, (std::vector<float>{0, 0, 0, 0, 0, 1, 2, 0, 0, 4, 5, 0}));
 }
 
 }  // namespace
-}  // namespace shardscope::runtime
+}  // namespace shardscope::runtime::cpu

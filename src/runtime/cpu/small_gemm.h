@@ -11,7 +11,7 @@
 
 namespace shardscope::runtime {
 
-// The most rows CpuKernels::Gemm gives SmallGemm. Measured against sgemm on
+// The most rows cpu::Gemm gives SmallGemm. Measured against sgemm on
 // bench-dense-250m's shapes and 4096²: ≥ 1.15× up to 32 rows, still ahead at
 // 48 and 64, but prefill keeps OpenBLAS's sgemm.
 inline constexpr int64_t kSmallGemmMaxRows = 32;

@@ -134,9 +134,9 @@ enum class RouterScore { kSoftmax, kSigmoidBias };
 struct RouterOpArgs {
   RouterScore kind = RouterScore::kSoftmax;
   int64_t top_k = 1;
-  int64_t n_group = 1, topk_group = 1;
-  bool normalize = true;
-  double scale = 1.0;
+  int64_t n_group = 1, topk_group = 1;  // sigmoid + bias: expert groups, groups a token may use
+  bool normalize = true;                // renormalise the k weights to sum 1
+  double scale = 1.0;                   // then multiply them (DeepSeek's routed_scaling_factor)
 };
 
 class Backend {

@@ -1,9 +1,8 @@
-// The CPU backend behind the Backend seam: the OpenBLAS kernels (NewCpuKernels)
-// computing in fp32, tensors stored in their own dtype in host memory, ops
-// timed by the host clock. And the registry of every backend this build has,
-// which the op harness walks (cpu/backend_ops_test.cc).
-#ifndef SHARDSCOPE_RUNTIME_CPU_CPU_BACKEND_H_
-#define SHARDSCOPE_RUNTIME_CPU_CPU_BACKEND_H_
+// The registry of every compute backend this build has, which the op harness
+// (cpu/backend_ops_test.cc) and bench/backend_ops_bench walk. It lives beside
+// the CPU backend, today the only one.
+#ifndef SHARDSCOPE_RUNTIME_CPU_BACKEND_REGISTRY_H_
+#define SHARDSCOPE_RUNTIME_CPU_BACKEND_REGISTRY_H_
 
 #include <functional>
 #include <memory>
@@ -13,8 +12,6 @@
 #include "runtime/device/backend.h"
 
 namespace shardscope::runtime {
-
-// NewCpuBackend() is declared in runtime/device/backend.h.
 
 // The backends of this build by name ("cpu"; a CUDA build adds "cuda"); the
 // reference backend is not among them (it is what they are compared with).
@@ -26,4 +23,4 @@ std::vector<BackendFactory> RegisteredBackends();
 
 }  // namespace shardscope::runtime
 
-#endif  // SHARDSCOPE_RUNTIME_CPU_CPU_BACKEND_H_
+#endif  // SHARDSCOPE_RUNTIME_CPU_BACKEND_REGISTRY_H_
