@@ -218,7 +218,8 @@ class ServingRun {
   void AddReplica(int64_t blocks, IterationCost* cost, bool prefill_only, int64_t pp,
                   int64_t workers);
   void DrawRequests();
-  void Issue(double at);
+  // `refill`: a closed loop's next request, sent when one finished (or was refused).
+  void Issue(double at, bool refill);
   void Advance(double t);
   // The replica of [begin, end) a request goes to.
   size_t Route(size_t begin, size_t end);
@@ -248,7 +249,9 @@ class ServingRun {
   std::vector<ServedRequest> requests_;
   bool closed_ = false;
   std::deque<size_t> pending_;  // requests waiting to arrive, in arrival order
+  std::vector<bool> refill_;    // per request: issued by a closed loop's finish
   size_t issued_ = 0;
+  double scheduled_at_ = -1;  // the last instant idle replicas were offered work
   Occupancy occ_;
   std::vector<double> itl_;
   std::vector<IterationRecord> records_;
@@ -366,14 +369,16 @@ void ServingRun::DrawRequests() {
   }
   closed_ = spec_.arrivals.process == ArrivalProcess::kClosedLoop;
   if (closed_) {
-    for (int64_t i = 0; i < spec_.arrivals.concurrency; ++i) Issue(0);
+    refill_.assign(requests_.size(), false);
+    for (int64_t i = 0; i < spec_.arrivals.concurrency; ++i) Issue(0, false);
   } else {
-    while (issued_ < requests_.size()) Issue(requests_[issued_].arrival);
+    while (issued_ < requests_.size()) Issue(requests_[issued_].arrival, false);
   }
 }
 
-void ServingRun::Issue(double at) {
+void ServingRun::Issue(double at, bool refill) {
   if (issued_ >= requests_.size()) return;
+  if (closed_) refill_[issued_] = refill;
   // Arrivals stay in order: a closed loop's refill after a response overhead
   // (calibration) can be issued before a rejected request's, at `now`.
   if (closed_ && !pending_.empty()) at = std::max(at, requests_[pending_.back()].arrival);
@@ -577,7 +582,7 @@ Status ServingRun::EndIteration(size_t index) {
     ++finished_count_;
     r->finish += rep.cost->terms().response_overhead;  // detokenise, respond
     last_finish_ = std::max(last_finish_, r->finish);
-    if (closed_) Issue(r->finish);
+    if (closed_) Issue(r->finish, true);
   }
   if (options_.sim.progress &&
       finished_count_ * 10 >= next_progress_ * static_cast<int64_t>(requests_.size())) {
@@ -616,7 +621,7 @@ void ServingRun::Arrive() {
                               replicas_[entry_replicas_].scheduler.CanEverFit(r.prompt, r.output);
   if (!fits) {
     r.rejected = true;
-    if (closed_) Issue(now_);
+    if (closed_) Issue(now_, true);
     return;
   }
   ++in_system_;
@@ -642,17 +647,29 @@ StatusOr<ServingResult> ServingRun::Run() {
   occ_.replicas = result_.replicas;
   for (const Replica& rep : replicas_) occ_.kv_blocks_total += rep.scheduler.total_blocks();
   // Everything that happens at one instant (arrivals, iteration ends) is
-  // handled before idle replicas schedule, so requests arriving together
-  // (a closed loop's refills) can share an iteration.
+  // handled before idle replicas schedule, so requests arriving together can
+  // share an iteration; a closed loop's refills at that instant come after
+  // (they share the one after, or the idle replica's next).
   dirty_.assign(replicas_.size(), false);
   while (true) {
     // A request reaches the scheduler request_overhead after it arrives.
     const double next_arrival =
         pending_.empty() ? kNever : requests_[pending_.front()].arrival + request_overhead_;
     const double next_transfer = kv_network_ ? kv_network_->Next() : kNever;
-    bool more_now = next_arrival <= now_ || next_transfer <= now_;
+    // A closed loop's refill reaches the engine only after the iteration that
+    // starts at its predecessor's finish was launched: the last token must
+    // reach the client and the new request come back, while the engine's loop
+    // launches its next iteration at once (TensorRT-LLM's executionLoop:
+    // forwardSync, responses enqueued, fetchNewRequests, forwardAsync). So
+    // idle replicas schedule before refills arriving at this instant.
+    const bool refill_waits =
+        next_arrival <= now_ && closed_ && refill_[pending_.front()] && scheduled_at_ < now_;
+    bool more_now = (next_arrival <= now_ && !refill_waits) || next_transfer <= now_;
     for (const Replica& rep : replicas_) more_now = more_now || (rep.busy && rep.end <= now_);
-    if (!more_now) RETURN_IF_ERROR(StartIdleReplicas());
+    if (!more_now) {
+      RETURN_IF_ERROR(StartIdleReplicas());
+      scheduled_at_ = now_;
+    }
     size_t next_rep = replicas_.size();
     for (size_t i = 0; i < replicas_.size(); ++i) {
       if (replicas_[i].busy &&

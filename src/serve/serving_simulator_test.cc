@@ -332,6 +332,59 @@ TEST(ServingSimulatorTest, ClosedLoopRefillsAfterTheResponseOverhead) {
   }
 }
 
+// A closed loop's refill cannot join the iteration launched at the instant its
+// predecessor finished: the engine starts that iteration at once (TensorRT-LLM's
+// executionLoop: forwardSync, responses out, fetchNewRequests, forwardAsync),
+// while the last token still has to reach the client and the new request come
+// back. Concurrency 2, 256-token prompts, 3 output tokens, a 300-token budget
+// (one prompt per iteration, decodes beside it), whole prompts mixed with the
+// decodes (TensorRT-LLM's in-flight batching). By hand:
+//   it 0: prefill r0                    → r0's first token
+//   it 1: prefill r1 + decode r0        → r1's first token
+//   it 2: decode r0, r1                 → r0 done at its end; r2 arrives then
+//   it 3: decode r1 (launched before r2 reached the engine) → r1 done
+//   it 4: prefill r2                    → r2's first token
+//   it 5, 6: decode r2                  → r2 done
+// so r2 waits for iteration 3 and its TTFT is iterations 3 + 4. Before the
+// rule r2 joined iteration 3 (prefill r2 + decode r1), a TTFT of one iteration.
+// An idle engine takes a refill at once (concurrency 1: no wait).
+TEST(ServingSimulatorTest, ClosedLoopRefillWaitsForTheIterationAlreadyLaunched) {
+  ArrivalSpec loop;
+  loop.process = ArrivalProcess::kClosedLoop;
+  loop.concurrency = 2;
+  Experiment e = Served(loop, 256, 3, 3);
+  e.serving->scheduler.max_num_batched_tokens = 300;
+  e.serving->scheduler.chunked_prefill = false;
+  e.serving->scheduler.mix_prompts_with_decodes = true;
+  auto r = SimulateServing(e, Options());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->requests.size(), 3u);
+  const std::vector<int64_t> prefill_tokens = {256, 256, 0, 0, 256, 0, 0};
+  EXPECT_EQ(r->iteration_prefill_tokens, prefill_tokens);
+  ASSERT_EQ(r->iteration_seconds.size(), 7u);
+  std::vector<double> end(7);
+  for (size_t i = 0; i < 7; ++i) end[i] = (i ? end[i - 1] : 0) + r->iteration_seconds[i];
+  const ServedRequest &r0 = r->requests[0], &r1 = r->requests[1], &r2 = r->requests[2];
+  EXPECT_NEAR(r0.finish, end[2], 1e-12);
+  EXPECT_NEAR(r1.finish, end[3], 1e-12);
+  EXPECT_DOUBLE_EQ(r2.arrival, r0.finish);
+  EXPECT_NEAR(r2.first_scheduled, end[3], 1e-12);
+  EXPECT_NEAR(r2.first_token - r2.arrival, r->iteration_seconds[3] + r->iteration_seconds[4],
+              1e-12);
+  EXPECT_NEAR(r2.finish, end[6], 1e-12);
+
+  // Concurrency 1: each refill finds the engine idle and starts at its arrival.
+  loop.concurrency = 1;
+  e.serving->arrivals = loop;
+  auto one = SimulateServing(e, Options());
+  ASSERT_TRUE(one.ok()) << one.status().message();
+  for (size_t i = 1; i < one->requests.size(); ++i) {
+    const ServedRequest& q = one->requests[i];
+    EXPECT_DOUBLE_EQ(q.arrival, one->requests[i - 1].finish) << i;
+    EXPECT_DOUBLE_EQ(q.first_scheduled, q.arrival) << i;
+  }
+}
+
 // A closed loop of max_num_seqs requests of equal lengths runs in lock step:
 // its throughput is the fixed batch's at that batch size.
 TEST(ServingSimulatorTest, SaturationThroughputIsTheFixedBatchAtMaxBatch) {
