@@ -298,8 +298,16 @@ Calibration DefaultCalibration(const DeviceSpec& device) {
   // FlashAttention-3 (Shah et al. 2024, arXiv:2407.08608): BF16 forward "up to
   // 740 TFLOPs/s (75 % utilization)", 0.5–0.75 by shape: 0.6. Streaming
   // kernels reach ~0.85–0.9 of HBM3 peak (nvbandwidth / BabelStream): 0.85.
-  return Make("default: hopper (published measurements)", {0.75, 0.85, 32}, {0.60, 0.85, 128},
-              0.85);
+  Calibration c =
+      Make("default: hopper (published measurements)", {0.75, 0.85, 32}, {0.60, 0.85, 128}, 0.85);
+  // Decode attention is FLOP-bound only where many query heads share one KV
+  // head: MLA's absorbed decode (128 heads over one latent: ~2·h_q·s_q FLOPs
+  // per cached byte). FlashMLA (deepseek-ai/FlashMLA README, 2025-02 release,
+  // CUDA 12.8): "580 TFLOPS in computation-bound configuration on H800 SXM5"
+  // (GH100: the H100's SMs and clocks), FLOPs counted as ours (2·h_q·s_q·s_k·
+  // (576 + 512)): 580 / 989.4 = 0.586. Its 2025-04 kernel reaches 660 (0.667).
+  c.classes[OpClass::kAttentionDecode].flops = 0.586;
+  return c;
 }
 
 namespace {

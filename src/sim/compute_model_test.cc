@@ -52,6 +52,28 @@ TEST(ComputeModelTest, NeverBeatsPhysicsAndLargeGemmIsComputeBound) {
       1e-12);
 }
 
+// DeepSeek-V3's absorbed MLA decode on one Hopper: 44 requests, 2 query tokens
+// each (MTP), 128 heads over a 4,940-token latent cache (576 wide, bf16). Its
+// ~240 FLOPs per byte make it FLOP-bound, at FlashMLA's measured 580 TFLOP/s
+// (0.586 of the bf16 peak), not the 0.5 of a bandwidth-bound decode kernel.
+TEST(ComputeModelTest, MlaDecodeAttentionRunsAtFlashMlasMeasuredRate) {
+  const DeviceSpec d = H100();
+  auto model = ComputeModel::Create(d, DType::kBf16, DefaultCalibration(d));
+  ASSERT_TRUE(model.ok());
+  Op op;
+  op.kind = OpKind::kAttentionDecode;
+  const int64_t requests = 44, q = 2, context = 4940, heads = 128;
+  const int64_t pairs = q * context + q * (q + 1) / 2;
+  op.flops = 2 * requests * pairs * heads * (576 + 512);  // 121.1 GFLOP
+  op.bytes_read = requests * q * heads * 576 * 2 + requests * (context + q) * 576 * 2;
+  op.bytes_written = requests * q * heads * 512 * 2;
+  const double flop_time = static_cast<double>(op.flops) / 580e12;  // 208.8 µs
+  const double byte_time =
+      static_cast<double>(op.bytes_read + op.bytes_written) / (d.memory_bandwidth * 0.85);
+  ASSERT_LT(byte_time, flop_time);  // 96 µs: FLOP-bound
+  EXPECT_NEAR(model->Seconds(op) - d.launch_overhead, flop_time, 0.002 * flop_time);
+}
+
 TEST(ComputeModelTest, EmptyOpTakesNoTime) {
   const DeviceSpec d = H100();
   auto model = ComputeModel::Create(d, DType::kBf16, DefaultCalibration(d));
