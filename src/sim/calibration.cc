@@ -162,6 +162,13 @@ Status Calibration::Validate() const {
     RETURN_IF_ERROR(check(classes.at(c), OpClassName(c)));
   }
   for (const auto& [kind, e] : kinds) RETURN_IF_ERROR(check(e, OpKindName(kind)));
+  if (fp8_block_gemm) {
+    RETURN_IF_ERROR(CheckFraction(fp8_block_gemm->flops, "fp8_block_gemm.flops_efficiency"));
+    RETURN_IF_ERROR(CheckFraction(fp8_block_gemm->memory, "fp8_block_gemm.memory_efficiency"));
+    if (!(fp8_block_gemm->half_rows >= 0) || !(fp8_block_gemm->half_k >= 0)) {
+      return InvalidArgument("fp8_block_gemm.half_rows and half_k must be ≥ 0");
+    }
+  }
   RETURN_IF_ERROR(CheckFraction(network_efficiency, "network_efficiency"));
   if (!(small_gemm_rows >= 0) || !std::isfinite(small_gemm_rows)) {
     return InvalidArgument("small_gemm_rows is {}: must be finite and ≥ 0 (0: no small-GEMM class)",
@@ -298,8 +305,26 @@ Calibration DefaultCalibration(const DeviceSpec& device) {
   // FlashAttention-3 (Shah et al. 2024, arXiv:2407.08608): BF16 forward "up to
   // 740 TFLOPs/s (75 % utilization)", 0.5–0.75 by shape: 0.6. Streaming
   // kernels reach ~0.85–0.9 of HBM3 peak (nvbandwidth / BabelStream): 0.85.
-  return Make("default: hopper (published measurements)", {0.75, 0.85, 32}, {0.60, 0.85, 128},
-              0.85);
+  Calibration c =
+      Make("default: hopper (published measurements)", {0.75, 0.85, 32}, {0.60, 0.85, 128}, 0.85);
+  // Decode attention is FLOP-bound only where many query heads share one KV
+  // head: MLA's absorbed decode (128 heads over one latent: ~2·h_q·s_q FLOPs
+  // per cached byte). FlashMLA (deepseek-ai/FlashMLA README, 2025-02 release,
+  // CUDA 12.8): "580 TFLOPS in computation-bound configuration on H800 SXM5"
+  // (GH100: the H100's SMs and clocks), FLOPs counted as ours (2·h_q·s_q·s_k·
+  // (576 + 512)): 580 / 989.4 = 0.586. Its 2025-04 kernel reaches 660 (0.667).
+  c.classes[OpClass::kAttentionDecode].flops = 0.586;
+  // DeepGEMM's FP8 block-scaled GEMMs, fitted (log-time least squares, the
+  // memory roofline included) to the 28 rows of its README's tables
+  // (deepseek-ai/DeepGEMM, 2025-02 release, H800, NVCC 12.8: dense M 64/128/4096,
+  // contiguous grouped 4-8 × 4096-8192 rows, masked grouped 1-4 × 256-1024 rows,
+  // at DeepSeek-V3's N and K): 0.71 of the FP8 peak, half at 96 rows and at
+  // K = 640, weights streamed at 0.66 of the bandwidth; rms error 11 % (5 % over
+  // the rows ≥ 256), against 27 % for the GEMM class at fp8_gemm_efficiency.
+  // E.g. K = 512 runs at 590 TFLOP/s, K = 16384 at 1,358. Later kernels (PR #74,
+  // 2025-03) run 8-23 % faster at M ≥ 4096 (bench/serving/SOURCES.md).
+  c.fp8_block_gemm = BlockScaledGemm{0.71, 0.66, 96, 640};
+  return c;
 }
 
 namespace {

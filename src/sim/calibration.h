@@ -152,6 +152,19 @@ struct ExchangeOverride {
   bool any() const { return latency || scale_up_efficiency || scale_out_efficiency; }
 };
 
+// FP8 GEMMs with block-scaled weights and per-token-group inputs (DeepSeek's
+// recipe, `precision: deepseek-fp8`; DeepGEMM on Hopper): their own curve
+// against the device's FP8 peak (not fp8_gemm_efficiency, which is cuBLASLt's
+// per-tensor path). The CUDA-core promotion of each 128-deep K block costs a
+// fixed share per block, so the FLOP efficiency ramps with K as well as rows:
+// flops · rows / (rows + half_rows) · k / (k + half_k).
+struct BlockScaledGemm {
+  double flops = 1.0;   // of the FP8 peak, large rows and K
+  double memory = 1.0;  // of the memory bandwidth (small-row GEMMs stream weights)
+  double half_rows = 0;
+  double half_k = 0;
+};
+
 struct Calibration {
   std::string source;  // "default: h100" or the file it came from
   std::map<OpClass, Efficiency> classes;
@@ -175,6 +188,8 @@ struct Calibration {
   OverheadTerms terms;
   // The file's `exchange:` block: the dispatch/combine kernels' terms.
   ExchangeOverride exchange_normal, exchange_low_latency;
+  // Block-scaled FP8 layer GEMMs; none: the GEMM class at fp8_gemm_efficiency.
+  std::optional<BlockScaledGemm> fp8_block_gemm;
 
   const Efficiency& For(OpKind kind) const;
   // A per-kind override, else the entry of ClassOfShape(kind, rows, small_gemm_rows).

@@ -78,7 +78,18 @@ StatusOr<ComputeModel> ComputeModel::Create(const DeviceSpec& device, const Prec
                                               shared_bandwidth, precision.lm_head, cache_resident));
   const DType gemm = precision.GemmDType();
   ASSIGN_OR_RETURN(double gemm_peak, device.PeakFlops(gemm));
-  if (gemm == DType::kFp8) gemm_peak *= device.fp8_gemm_efficiency;
+  // Block-scaled FP8 GEMMs run on their own measured curve of the FP8 peak.
+  const bool block = gemm == DType::kFp8 && precision.weight_scales.kind == ScaleKind::kBlock &&
+                     calibration.fp8_block_gemm.has_value();
+  if (block) {
+    const BlockScaledGemm& b = *calibration.fp8_block_gemm;
+    model.block_fp8_ = true;
+    model.block_ =
+        Efficiency{b.flops, b.memory, b.half_rows, calibration.classes.at(OpClass::kGemm).launch};
+    model.block_half_k_ = b.half_k;
+  } else if (gemm == DType::kFp8) {
+    gemm_peak *= device.fp8_gemm_efficiency;
+  }
   // The Program carries the quantisation (kQuantize ops): no pass folded into GEMMs.
   model.fp8_ = model.head_fp8_ = false;
   model.roles_ = true;
@@ -100,7 +111,11 @@ void ComputeModel::SetPeaks(const Precision* roles, double gemm_peak, double act
   }
   for (size_t r = 0; r < role_peak_.size(); ++r) {
     const auto role = static_cast<OpRole>(r);
-    role_peak_[r] = peak(RoleKind(role), role);
+    const OpKind kind = RoleKind(role);
+    role_peak_[r] = peak(kind, role);
+    block_role_[r] = block_fp8_ && roles != nullptr && kind != OpKind::kLmHead &&
+                     ClassOf(kind) == OpClass::kGemm && kind != OpKind::kRouter &&
+                     role != OpRole::kAbsorbUk && role != OpRole::kAbsorbUv;
   }
 }
 
@@ -132,7 +147,7 @@ double Rows(const Op& op) {
 
 double ComputeModel::FlopsEfficiency(const Op& op) const {
   const double rows = Rows(op);
-  return FlopsEfficiency(For(op.kind, rows), rows);
+  return BlockScaled(op) ? BlockEfficiency(op, rows) : FlopsEfficiency(For(op.kind, rows), rows);
 }
 
 double ComputeModel::QuantSeconds(const Op& op) const {
@@ -154,11 +169,13 @@ double ComputeModel::Seconds(const Op& op) const {
   if (op.is_comm()) return 0;
   if (op.flops == 0 && op.bytes_read == 0 && op.bytes_written == 0) return 0;
   const double rows = Rows(op);  // once: it walks the op's expert counts
-  const Efficiency& e = For(op.kind, rows);
+  const bool block = BlockScaled(op);
+  const Efficiency& e = block ? block_ : For(op.kind, rows);
   const double peak = PeakFor(op);
   // From cache, only a kernel that packs its operands anyway pays the row ramp
   // (Efficiency::cache_ramp): the others' few rows were slow for want of bandwidth.
-  const double flops_time = static_cast<double>(op.flops) / (peak * FlopsEfficiency(e, rows));
+  const double efficiency = block ? BlockEfficiency(op, rows) : FlopsEfficiency(e, rows);
+  const double flops_time = static_cast<double>(op.flops) / (peak * efficiency);
   const double bytes = static_cast<double>(op.bytes_read + op.bytes_written);
   const double memory_time = bytes / MemoryRate(e);
   // A dynamic per-tensor quantisation op pays the measured per-pass cost (a

@@ -58,7 +58,8 @@ class ComputeModel {
   // `precision:` block (roles false) exactly the model above for its dtype and
   // LM head dtype. With one: the layer GEMMs run at the peak of their compute
   // dtype (Precision::GemmDType), FP8 ones at the device's fp8_gemm_efficiency
-  // of it; the LM head at its dtype's; the router, MLA's absorbed decode
+  // of it (block-scaled weights: on calibration.fp8_block_gemm's curve, where
+  // it has one); the LM head at its dtype's; the router, MLA's absorbed decode
   // products, attention and every other op at the activations' (an FP8 KV
   // cache is dequantised in the attention kernel); the quantisation pass is
   // the Program's own op (kQuantize), paying calibration.terms.fp8_quant_fixed
@@ -128,6 +129,17 @@ class ComputeModel {
   double FlopsEfficiency(const Efficiency& e, double rows) const {
     return FlopsEfficiencyAt(e, rows, cache_bandwidth_ > 0, e.cache_ramp);
   }
+  // Whether `op` is a layer GEMM on the block-scaled FP8 curve
+  // (Calibration::fp8_block_gemm).
+  bool BlockScaled(const Op& op) const {
+    return block_fp8_ && op.role != OpRole::kNone && block_role_[static_cast<size_t>(op.role)];
+  }
+  // The curve's FLOP efficiency: the row ramp times the K ramp.
+  double BlockEfficiency(const Op& op, double rows) const {
+    const double k = static_cast<double>(op.k);
+    return FlopsEfficiency(block_, rows) *
+           (block_half_k_ > 0 && k > 0 ? k / (k + block_half_k_) : 1);
+  }
 
   // Bytes/s an op of efficiency `e` moves data at.
   double MemoryRate(const Efficiency& e) const {
@@ -165,6 +177,12 @@ class ComputeModel {
   std::array<Efficiency, kNumKinds> by_kind_;  // calibration_.For, looked up once
   std::array<Efficiency, kNumKinds> gemv_;     // the same for one row (matrix-vector)
   std::array<Efficiency, kNumKinds> small_;    // for 2 to small_rows_ rows
+  // Block-scaled FP8 layer GEMMs (Calibration::fp8_block_gemm; roles only):
+  // their efficiency (the GEMM class's launch), K ramp and roles.
+  bool block_fp8_ = false;
+  Efficiency block_;
+  double block_half_k_ = 0;
+  std::array<bool, 256> block_role_{};
 };
 
 }  // namespace shardscope::sim

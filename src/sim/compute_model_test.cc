@@ -52,6 +52,28 @@ TEST(ComputeModelTest, NeverBeatsPhysicsAndLargeGemmIsComputeBound) {
       1e-12);
 }
 
+// DeepSeek-V3's absorbed MLA decode on one Hopper: 44 requests, 2 query tokens
+// each (MTP), 128 heads over a 4,940-token latent cache (576 wide, bf16). Its
+// ~240 FLOPs per byte make it FLOP-bound, at FlashMLA's measured 580 TFLOP/s
+// (0.586 of the bf16 peak), not the 0.5 of a bandwidth-bound decode kernel.
+TEST(ComputeModelTest, MlaDecodeAttentionRunsAtFlashMlasMeasuredRate) {
+  const DeviceSpec d = H100();
+  auto model = ComputeModel::Create(d, DType::kBf16, DefaultCalibration(d));
+  ASSERT_TRUE(model.ok());
+  Op op;
+  op.kind = OpKind::kAttentionDecode;
+  const int64_t requests = 44, q = 2, context = 4940, heads = 128;
+  const int64_t pairs = q * context + q * (q + 1) / 2;
+  op.flops = 2 * requests * pairs * heads * (576 + 512);  // 121.1 GFLOP
+  op.bytes_read = requests * q * heads * 576 * 2 + requests * (context + q) * 576 * 2;
+  op.bytes_written = requests * q * heads * 512 * 2;
+  const double flop_time = static_cast<double>(op.flops) / 580e12;  // 208.8 µs
+  const double byte_time =
+      static_cast<double>(op.bytes_read + op.bytes_written) / (d.memory_bandwidth * 0.85);
+  ASSERT_LT(byte_time, flop_time);  // 96 µs: FLOP-bound
+  EXPECT_NEAR(model->Seconds(op) - d.launch_overhead, flop_time, 0.002 * flop_time);
+}
+
 TEST(ComputeModelTest, EmptyOpTakesNoTime) {
   const DeviceSpec d = H100();
   auto model = ComputeModel::Create(d, DType::kBf16, DefaultCalibration(d));
@@ -674,6 +696,61 @@ TEST(ComputeModelTest, PeaksFollowTheDtypeRoles) {
   auto old = ComputeModel::Create(d, legacy, cal);
   ASSERT_TRUE(old.ok());
   EXPECT_DOUBLE_EQ(old->PeakFor(big), fp8);
+}
+
+// DeepSeek's block-scaled FP8 GEMMs (deepseek-fp8) follow DeepGEMM's measured
+// curve, not cuBLASLt's per-tensor efficiency. Hand-computed against the rows
+// of DeepGEMM's README (H800): the expert down projection as a contiguous
+// grouped GEMM, 4 experts × 8,192 rows, N = 7168, K = 2048, measured 1,099
+// TFLOP/s: 0.71 · 1978.9 · 8192 / (8192 + 96) · 2048 / (2048 + 640) = 1,058.
+// MLA's kv_b, M = 4096, N = 32768, K = 512, measured 590: the curve gives 610
+// where the GEMM class at 0.85 gave 1,252. W8A8's per-tensor GEMMs are unchanged.
+TEST(ComputeModelTest, BlockScaledFp8GemmsFollowDeepGemmsCurve) {
+  const DeviceSpec d = H100();
+  const Calibration cal = DefaultCalibration(d);
+  ASSERT_TRUE(cal.fp8_block_gemm.has_value());
+  auto precision = [](const char* preset) {
+    PrecisionSpec spec;
+    EXPECT_TRUE(ApplyPrecisionPreset(preset, &spec).ok());
+    return ResolvePrecision(spec, DType::kBf16, DType::kBf16, DType::kBf16, DType::kBf16);
+  };
+  auto ds = ComputeModel::Create(d, precision("deepseek-fp8"), cal);
+  auto w8a8 = ComputeModel::Create(d, precision("w8a8-fp8"), cal);
+  ASSERT_TRUE(ds.ok() && w8a8.ok());
+  const double fp8 = d.peak_flops.at(DType::kFp8), launch = d.launch_overhead;
+  auto fp8_gemm = [](OpKind kind, OpRole role, int64_t m, int64_t n, int64_t k) {
+    Op op;
+    op.kind = kind, op.role = role;
+    op.m = m, op.n = n, op.k = k;
+    op.flops = 2 * m * n * k;
+    op.bytes_read = m * k + n * k;
+    op.bytes_written = 2 * m * n;
+    return op;
+  };
+  Op down = fp8_gemm(OpKind::kExpertGemm, OpRole::kExpertDown, 4 * 8192, 7168, 2048);
+  down.bytes_read += 3 * 7168 * 2048;  // four experts' weights
+  down.expert_tokens = {8192, 8192, 8192, 8192};
+  const double curve = 0.71 * (8192.0 / (8192 + 96)) * (2048.0 / (2048 + 640));
+  const double t = ds->Seconds(down) - launch;
+  EXPECT_NEAR(t, static_cast<double>(down.flops) / (fp8 * curve), 1e-9);
+  EXPECT_NEAR(static_cast<double>(down.flops) / t / 1e12, 1058, 1);  // README: 1,099
+  // The same GEMM under W8A8: the FP8 peak at 0.85 and the GEMM class's 0.75.
+  const double ramp = 0.75 * 8192 / (8192 + 32);
+  EXPECT_NEAR(w8a8->Seconds(down) - launch, static_cast<double>(down.flops) / (fp8 * 0.85 * ramp),
+              1e-9);
+  // kv_b (K = 512): the K ramp takes it to less than half the peak's share.
+  const Op kv_b = fp8_gemm(OpKind::kKvUpProj, OpRole::kKvUpProj, 4096, 32768, 512);
+  const double kv_t = ds->Seconds(kv_b) - launch;
+  EXPECT_NEAR(static_cast<double>(kv_b.flops) / kv_t / 1e12, 610, 1);  // README: 590
+  // Four rows per GEMM (decode): weight streaming at the curve's 0.66 of the bandwidth.
+  const Op small = fp8_gemm(OpKind::kOutProj, OpRole::kOutProj, 4, 7168, 16384);
+  EXPECT_NEAR(
+      ds->Seconds(small) - launch,
+      static_cast<double>(small.bytes_read + small.bytes_written) / (d.memory_bandwidth * 0.66),
+      1e-12);
+  // The LM head and the absorbed MLA products stay off the curve.
+  Op head = fp8_gemm(OpKind::kLmHead, OpRole::kLmHead, 4096, 8192, 7168);
+  EXPECT_DOUBLE_EQ(ds->FlopsEfficiency(head), w8a8->FlopsEfficiency(head));
 }
 
 }  // namespace

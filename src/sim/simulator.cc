@@ -111,9 +111,14 @@ std::vector<std::string> ActiveTerms(const Experiment& experiment, const Calibra
         "KV {}, all-reduce {}",
         schemes.empty() ? "custom" : schemes, p.WeightName(), ScalesName(p.weight_scales),
         DTypeName(p.gemm_inputs), ScalesName(p.input_scales), DTypeName(p.GemmDType()),
-        p.GemmDType() == DType::kFp8 ? fmt::format(" at {:.3g} of the peak's efficiency",
-                                                   experiment.cluster.device.fp8_gemm_efficiency)
-                                     : "",
+        p.GemmDType() != DType::kFp8 ? std::string()
+        : p.weight_scales.kind == ScaleKind::kBlock && calibration.fp8_block_gemm
+            ? fmt::format(" on the block-scaled curve ({:.3g} of the FP8 peak, half at {:.3g} "
+                          "rows and K = {:.3g})",
+                          calibration.fp8_block_gemm->flops, calibration.fp8_block_gemm->half_rows,
+                          calibration.fp8_block_gemm->half_k)
+            : fmt::format(" at {:.3g} of the peak's efficiency",
+                          experiment.cluster.device.fp8_gemm_efficiency),
         DTypeName(p.activations), DTypeName(p.kv_cache), DTypeName(p.all_reduce)));
   }
   return out;
