@@ -18,6 +18,7 @@ IterationCost::IterationCost(Experiment replica, Placement placement,
       replay_compute_(setup_->compute.WithoutLaunch()),
       replay_engine_(placement_, replay_compute_, setup_->topology,
                      setup_->EngineOptionsFor(allreduce, placement_.world_size())),
+      attention_compute_(setup_->compute.WithoutFixedCosts()),
       per_octave_(per_octave),
       align_(replica_.parallel.sp > 1
                  ? (replica_.parallel.sp_variant == SpVariant::kZigzag ? 2 * replica_.parallel.sp
@@ -140,7 +141,7 @@ StatusOr<double> IterationCost::AttentionSeconds(int64_t tokens) {
   double sum = 0;
   for (const RankProgram& rp : program.ranks) {
     for (const Op& op : rp.ops) {
-      if (op.role == OpRole::kAttention) sum += replay_compute_.Seconds(op);
+      if (op.role == OpRole::kAttention) sum += attention_compute_.Seconds(op);
     }
   }
   // Per rank, over the pipeline's stages one after another.

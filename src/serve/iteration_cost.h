@@ -98,8 +98,8 @@ class IterationCost {
                 sim::Algorithm allreduce, int64_t per_octave);
   enum class Kind { kPrefill, kDecode, kDecodeReplay };
   StatusOr<double> Interpolated(Kind kind, int64_t requests, int64_t tokens);
-  // Seconds of one rank's prefill attention kernels (no launches: a kernel's
-  // fixed cost is not the prefix's) in the prefill of one request of `tokens`
+  // Seconds of one rank's prefill attention kernels (no fixed costs: a kernel's
+  // launch or device-side cost is not the prefix's) in the prefill of one request of `tokens`
   // tokens on every attention rank; cached.
   StatusOr<double> AttentionSeconds(int64_t tokens);
   StatusOr<double> AtGridPoint(Kind kind, int64_t requests, int64_t tokens);
@@ -108,8 +108,9 @@ class IterationCost {
   Placement placement_;
   std::unique_ptr<const sim::SimSetup> setup_;
   sim::Engine engine_;
-  sim::ComputeModel replay_compute_;  // setup_->compute without launches
-  sim::Engine replay_engine_;         // decode steps replayed from a CUDA graph
+  sim::ComputeModel replay_compute_;     // setup_->compute without launches
+  sim::Engine replay_engine_;            // decode steps replayed from a CUDA graph
+  sim::ComputeModel attention_compute_;  // setup_->compute without fixed costs
   int64_t per_octave_;
   int64_t align_;  // prompt and context grid points are multiples of this
   std::map<std::tuple<Kind, int64_t, int64_t>, double> cache_;

@@ -69,6 +69,12 @@ struct Efficiency {
   // kernel's FLOP term is a ramp that also carries its streaming limit; from
   // the cache its inner loop's ceiling shows alone (docs/sim.md, "Compute model").
   double cache_flops = -1;
+  // Seconds every op of this class takes besides its roofline when replayed
+  // from a CUDA graph (no host launch): the kernel's device-side fixed cost as
+  // a graph node (grid launch, its memory latency, the tail, the next node's
+  // issue); < 0: none. Used without async_launch (with it, `launch` is that
+  // device-side cost already). Hopper defaults: measured, calibration.cc.
+  double replay = -1;
 };
 
 // The FLOP efficiency of an op of entry `e` over `rows` rows (0: unknown), its

@@ -84,8 +84,9 @@ StatusOr<ComputeModel> ComputeModel::Create(const DeviceSpec& device, const Prec
   if (block) {
     const BlockScaledGemm& b = *calibration.fp8_block_gemm;
     model.block_fp8_ = true;
-    model.block_ =
-        Efficiency{b.flops, b.memory, b.half_rows, calibration.classes.at(OpClass::kGemm).launch};
+    const Efficiency& gemm_class = calibration.classes.at(OpClass::kGemm);
+    model.block_ = Efficiency{b.flops, b.memory, b.half_rows, gemm_class.launch};
+    model.block_.replay = gemm_class.replay;
     model.block_half_k_ = b.half_k;
   } else if (gemm == DType::kFp8) {
     gemm_peak *= device.fp8_gemm_efficiency;
@@ -126,6 +127,13 @@ ComputeModel ComputeModel::WithoutLaunch() const {
   return m;
 }
 
+ComputeModel ComputeModel::WithoutFixedCosts() const {
+  ComputeModel m = WithoutLaunch();
+  m.no_fixed_ = true;
+  m.quant_fixed_ = 0;
+  return m;
+}
+
 namespace {
 
 // Rows the kernel tiles over: routed experts run one GEMM per expert, so the
@@ -160,8 +168,9 @@ double ComputeModel::QuantSeconds(const Op& op) const {
   // elementwise rate, plus its fixed cost (one elementwise launch if not fitted).
   const Efficiency& elementwise = calibration_.classes.at(OpClass::kElementwise);
   const double elements = static_cast<double>(op.m) * static_cast<double>(op.k);
-  const double fixed = calibration_.terms.fp8_quant_fixed > 0 ? calibration_.terms.fp8_quant_fixed
-                                                              : Launch(elementwise);
+  const double fixed = no_fixed_                                ? 0
+                       : calibration_.terms.fp8_quant_fixed > 0 ? calibration_.terms.fp8_quant_fixed
+                                                                : Launch(elementwise);
   return elements > 0 ? elements * per_element / MemoryRate(elementwise) + fixed : 0;
 }
 

@@ -70,7 +70,14 @@ class ComputeModel {
 
   // The same model with no per-kernel launch overhead: kernels replayed from a
   // CUDA graph (the graph's replay is paid once per iteration by the caller).
+  // Each op still pays its device-side fixed cost as a graph node: its class's
+  // `replay` (Efficiency::replay; the GPU defaults' measured figures), or with
+  // async_launch its class's launch (the fitted files' device-side cost).
   ComputeModel WithoutLaunch() const;
+  // The roofline alone: no fixed cost of any kind per op (launch, replay, the
+  // host's issue interval); min_kernel still floors an op. For differences of
+  // op times in which every fixed cost cancels.
+  ComputeModel WithoutFixedCosts() const;
 
   // Seconds for a compute op (comm ops: 0; the network model times them).
   double Seconds(const Op& op) const;
@@ -149,9 +156,12 @@ class ComputeModel {
     return rate;
   }
   // Seconds of fixed cost per op of efficiency `e`: its class's launch, else the model's.
-  // Asynchronous launches: the class's device-side cost, also under graph replay.
+  // Replayed from a graph (no_launch_): its class's device-side cost as a graph
+  // node (`replay`); with asynchronous launches the class's launch is that cost.
   double Launch(const Efficiency& e) const {
-    return no_launch_ && host_launch_ == 0 ? 0 : e.launch >= 0 ? e.launch : launch_overhead_;
+    if (no_fixed_) return 0;
+    if (no_launch_ && host_launch_ == 0) return e.replay > 0 ? e.replay : 0;
+    return e.launch >= 0 ? e.launch : launch_overhead_;
   }
   // Seconds of the quantisation and scaling ops before an FP8 GEMM (0: none).
   double QuantSeconds(const Op& op) const;
@@ -167,7 +177,8 @@ class ComputeModel {
   double shared_bandwidth_;  // 0: no shared bus
   double cache_bandwidth_;   // 0: not cache-resident
   double host_launch_;       // async_launch: an op's floor, the host's issue interval; else 0
-  bool no_launch_ = false;   // WithoutLaunch: no per-op launch at all
+  bool no_launch_ = false;   // WithoutLaunch: no host launch per op (graph replay)
+  bool no_fixed_ = false;    // WithoutFixedCosts: no fixed cost per op at all
   double small_rows_;        // Calibration::small_gemm_rows
   Calibration calibration_;
   bool roles_ = false;      // peaks by dtype role; quantisation in the Program
