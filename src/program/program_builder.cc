@@ -122,6 +122,8 @@ class RankBuilder {
         cache_(cache),
         rank_(rank),
         prefill_(phase == Phase::kPrefill),
+        // DeepEP low-latency (decode's default): a receive on the compute stream.
+        low_latency_(ResolvedAllToAll(e_, phase == Phase::kDecode) == AllToAllKind::kLowLatency),
         step_(step),
         patch_(!rp.ops.empty()),
         ops_(rp.ops),
@@ -265,7 +267,9 @@ class RankBuilder {
     op.replication = static_cast<int32_t>(replication);
     AddDeps(op, deps);
     AddDeps(op, pending_);
+    AddDeps(op, stream_wait_);
     pending_.clear();
+    stream_wait_.clear();
     last_compute_ = op.id;
     last_ = &op;
     return last_compute_;
@@ -390,14 +394,17 @@ class RankBuilder {
 
   // ---- Phase structure.
 
-  // The state one micro-batch carries between its half-layers.
+  // The state one micro-batch carries between its stages.
   struct MicroBatchState {
     int32_t mb = 0;
     int64_t requests = 0;
+    bool output_pending = false;  // an MoE layer's MoeOutput is still to run
     std::vector<int32_t> pending;
     int32_t last_compute = -1;
+    int32_t layer = -1;
     bool moe_layer = false;
     int32_t dispatch = -1;
+    int32_t combine = -1;
     std::vector<int64_t> per_expert;
     std::span<const int64_t> recv;
     std::span<const uint64_t> recv_mask;
@@ -406,19 +413,25 @@ class RankBuilder {
     std::swap(mb_, s.mb);
     std::swap(pending_, s.pending);
     std::swap(last_compute_, s.last_compute);
+    std::swap(layer_, s.layer);
     std::swap(moe_layer_, s.moe_layer);
     std::swap(dispatch_, s.dispatch);
+    std::swap(combine_, s.combine);
     std::swap(per_expert_, s.per_expert);
     std::swap(recv_, s.recv);
     std::swap(recv_mask_, s.recv_mask);
   }
 
   // Two-batch overlap (pp = sp = 1): the replica's requests in two
-  // micro-batches whose half-layers alternate on the compute stream — A's
-  // attention, router and dispatch, then B's (under A's dispatch), A's experts
-  // (under B's dispatch), B's experts (under A's combine), A's next layer
-  // (under B's combine) — as DeepSeek and SGLang (--enable-two-batch-overlap)
-  // run MoE layers. Embedding and head run per micro-batch.
+  // micro-batches A and B, each layer cut into stages that alternate on the
+  // compute stream, B `delta` stages behind A — SGLang's operations strategies
+  // for DeepSeek (--enable-two-batch-overlap; DeepSeek's "dual micro-batch
+  // overlap"). Prefill, delta 0, two stages per layer: [shared experts and
+  // output of the layer before, attention, router, dispatch] [experts,
+  // combine]. Decode, delta 2, five: [output of the layer before, attention
+  // up to its kernel] [attention kernel, router] [dispatch, shared experts]
+  // [experts, combine] [the combine's receive]. A dense layer is one stage.
+  // Embedding and head run per micro-batch, before and after.
   void TwoBatchOverlap(int64_t replica_requests) {
     MicroBatchState state[2];
     for (int32_t i = 0; i < 2; ++i) {
@@ -433,22 +446,17 @@ class RankBuilder {
       Embedding(TokensOf(s.requests));
       Swap(s);
     }
-    for (int64_t layer : pl_.LayersOfStage(0)) {
-      layer_ = static_cast<int32_t>(layer);
-      for (MicroBatchState& s : state) {
-        Swap(s);
-        LayerUntilDispatch(s.requests, TokensOf(s.requests));
-        Swap(s);
-      }
-      for (MicroBatchState& s : state) {
-        Swap(s);
-        LayerAfterDispatch(TokensOf(s.requests));
-        Swap(s);
-      }
+    const int64_t parts = prefill_ ? 2 : 5;
+    const int64_t delta = prefill_ ? 0 : 2;
+    const int64_t stages = static_cast<int64_t>(pl_.LayersOfStage(0).size()) * parts + 1;
+    for (int64_t step = 0; step < stages + delta; ++step) {
+      if (step < stages) TboStage(state[0], step, parts);
+      if (step >= delta) TboStage(state[1], step - delta, parts);
     }
     layer_ = -1;
     for (int32_t i = 0; i < 2; ++i) {
       Swap(state[i]);
+      layer_ = -1;
       std::swap(emitted_[emitted_.size() - 2 + i], emitted_.back());  // Head sets back()
       Head(state[i].requests);
       if (!prefill_ && e_.speculative.mtp()) {
@@ -457,6 +465,48 @@ class RankBuilder {
       std::swap(emitted_[emitted_.size() - 2 + i], emitted_.back());
       Swap(state[i]);
     }
+  }
+
+  // Stage `index` of micro-batch `s` (`parts` stages per layer, then a last
+  // one: the output of the last MoE layer).
+  void TboStage(MicroBatchState& s, int64_t index, int64_t parts) {
+    const std::vector<int64_t>& layers = pl_.LayersOfStage(0);
+    const int64_t tokens = TokensOf(s.requests);
+    const int64_t part = index % parts;
+    Swap(s);
+    if (part == 0 && s.output_pending) {  // the layer before's output (layer_ still its)
+      MoeOutput(tokens, prefill_);
+      s.output_pending = false;
+    }
+    if (index / parts < static_cast<int64_t>(layers.size())) {
+      if (part == 0) layer_ = static_cast<int32_t>(layers[static_cast<size_t>(index / parts)]);
+      const bool moe = MoeLayer(layer_);
+      if (prefill_) {
+        if (part == 0) {
+          AttentionPrepare(s.requests, tokens);
+          AttentionCore(s.requests, tokens);
+          if (moe) MoeDispatch(tokens, false);
+        } else if (moe) {
+          MoeExperts();
+          s.output_pending = true;
+        }
+      } else if (part == 0) {
+        AttentionPrepare(s.requests, tokens);
+        if (!moe) AttentionCore(s.requests, tokens);  // a dense layer runs whole
+      } else if (moe && part == 1) {
+        AttentionCore(s.requests, tokens);
+      } else if (moe && part == 2) {
+        MoeDispatch(tokens, true);
+      } else if (moe && part == 3) {
+        MoeExperts();
+        s.output_pending = true;
+      } else if (moe && part == 4 && combine_ >= 0 && low_latency_) {
+        // DeepEP low-latency's receive hook runs on the compute stream: it
+        // holds the stream until this combine has arrived.
+        stream_wait_.push_back(combine_);
+      }
+    }
+    Swap(s);
   }
 
   void MicroBatch(int64_t requests) {
@@ -661,40 +711,55 @@ class RankBuilder {
 
   // ---- One decoder layer.
 
+  // A decoder layer in the parts two-batch overlap runs as stages: attention
+  // up to the kernel, the rest of attention and the router (or a whole dense
+  // layer), the dispatch (with the shared experts under it), the routed
+  // experts and their combine, the output (unpermute, all-reduce, residual).
   void Layer(int64_t requests, int64_t tokens) {
-    LayerUntilDispatch(requests, tokens);
-    LayerAfterDispatch(tokens);
+    AttentionPrepare(requests, tokens);
+    AttentionCore(requests, tokens);
+    if (!moe_layer_) return;
+    MoeDispatch(tokens, true);
+    MoeExperts();
+    MoeOutput(tokens, false);
   }
 
-  // A layer up to its MoE dispatch (and the shared experts that run under it),
-  // or a whole dense layer; LayerAfterDispatch does the rest. Two-batch overlap
-  // interleaves the halves of two micro-batches.
-  void LayerUntilDispatch(int64_t requests, int64_t tokens) {
+  // An MTP module's block (layer ≥ num_layers) is an MoE block in MoE models.
+  bool MoeLayer(int32_t layer) const {
+    return layer >= m_->num_layers ? m_->is_moe() : m_->IsMoeLayer(layer);
+  }
+
+  // Input norm and attention up to its kernel (projections, RoPE, KV append;
+  // MLA decode: the absorbed W_UK too).
+  void AttentionPrepare(int64_t requests, int64_t tokens) {
     Norm(OpRole::kInputNorm, tokens, h_, tp_ * rep_tok_);
     if (m_->attention == AttentionKind::kMla) {
-      MlaAttention(requests, tokens);
+      MlaPrepare(tokens);
     } else {
-      GqaAttention(requests, tokens);
+      GqaPrepare(tokens);
+    }
+    (void)requests;
+  }
+
+  // The attention kernel, output projection, all-reduce and residual; then the
+  // MoE router and permute, or a whole dense FFN.
+  void AttentionCore(int64_t requests, int64_t tokens) {
+    if (m_->attention == AttentionKind::kMla) {
+      MlaCore(requests, tokens);
+    } else {
+      GqaCore(requests, tokens);
     }
     TpAllReduce(OpRole::kAttnReduce, tokens);
     Residual(OpRole::kResidualAttn, tokens);
     Norm(OpRole::kPostAttentionNorm, tokens, h_, tp_ * rep_tok_);
-    // An MTP module's block (layer ≥ num_layers) is an MoE block in MoE models.
-    moe_layer_ = layer_ >= m_->num_layers ? m_->is_moe() : m_->IsMoeLayer(layer_);
+    moe_layer_ = MoeLayer(layer_);
     if (moe_layer_) {
-      MoeFfnUntilDispatch(tokens);
+      MoeGate(tokens);
     } else {
       DenseFfn(tokens);
       TpAllReduce(OpRole::kFfnReduce, tokens);
       Residual(OpRole::kResidualFfn, tokens);
     }
-  }
-
-  void LayerAfterDispatch(int64_t tokens) {
-    if (!moe_layer_) return;
-    MoeFfnAfterDispatch(tokens);
-    TpAllReduce(OpRole::kFfnReduce, tokens);
-    Residual(OpRole::kResidualFfn, tokens);
   }
 
   // Attention geometry shared by GQA and MLA.
@@ -704,7 +769,7 @@ class RankBuilder {
     int64_t kv_heads = 0;  // K/V heads read by the prefill kernel
   };
 
-  void GqaAttention(int64_t requests, int64_t tokens) {
+  void GqaPrepare(int64_t tokens) {
     const int64_t d = m_->head_dim;
     const bool bias = m_->qkv_bias;
     Quantize(OpRole::kQuantAttn, tokens, h_, tp_ * rep_tok_);
@@ -719,6 +784,10 @@ class RankBuilder {
       Rope(OpRole::kRopeK, tokens, hkv_ * d, kv_rep_ * rep_tok_);
     }
     if (OwnsNewKv()) KvAppend(tokens, 2 * hkv_ * d, kv_rep_);
+  }
+
+  void GqaCore(int64_t requests, int64_t tokens) {
+    const int64_t d = m_->head_dim;
     const AttnShape shape{d, d, hkv_};
     if (prefill_) {
       if (sp_ > 1) {
@@ -732,7 +801,7 @@ class RankBuilder {
     OutProj(tokens, d);
   }
 
-  void MlaAttention(int64_t requests, int64_t tokens) {
+  void MlaPrepare(int64_t tokens) {
     const MlaSpec& a = m_->mla;
     const int64_t qk = a.qk_nope_head_dim + a.qk_rope_head_dim;
     const int64_t latent = a.kv_lora_rank + a.qk_rope_head_dim;
@@ -751,6 +820,22 @@ class RankBuilder {
     Rope(OpRole::kRopeQ, tokens, hq_ * a.qk_rope_head_dim, rep_tok_);
     Rope(OpRole::kRopeK, tokens, a.qk_rope_head_dim, tp_ * rep_tok_);
     if (OwnsNewKv()) KvAppend(tokens, latent, tp_);
+    if (!prefill_) {
+      // Absorbed form: W_UK folded into the query (batched per head in the
+      // activation dtype: W_UK keeps the weight format's bytes, its input is
+      // not quantised).
+      Cost uk = Gemm(tokens, a.qk_nope_head_dim, hq_ * a.kv_lora_rank, false, bpe_);
+      uk.flops = 2 * tokens * hq_ * a.qk_nope_head_dim * a.kv_lora_rank;
+      uk.weight = prec_.WeightBytes(a.qk_nope_head_dim, hq_ * a.kv_lora_rank);
+      uk.read = tokens * hq_ * a.qk_nope_head_dim * bpe_ + uk.weight;
+      Compute(OpRole::kAbsorbUk, uk, rep_tok_);
+    }
+  }
+
+  void MlaCore(int64_t requests, int64_t tokens) {
+    const MlaSpec& a = m_->mla;
+    const int64_t qk = a.qk_nope_head_dim + a.qk_rope_head_dim;
+    const int64_t latent = a.kv_lora_rank + a.qk_rope_head_dim;
     const int64_t up_width = hq_ * (a.qk_nope_head_dim + a.v_head_dim);
     if (prefill_) {
       // Non-absorbed form: per-head K (nope) and V from the latent.
@@ -763,15 +848,8 @@ class RankBuilder {
         PrefillAttention(requests, tokens, shape);
       }
     } else {
-      // Absorbed form: W_UK folded into the query, attention over the latent
-      // cache (values = the latent itself), W_UV applied to the output.
-      // (Batched per head in the activation dtype: W_UK and W_UV keep the
-      // weight format's bytes, their inputs are not quantised.)
-      Cost uk = Gemm(tokens, a.qk_nope_head_dim, hq_ * a.kv_lora_rank, false, bpe_);
-      uk.flops = 2 * tokens * hq_ * a.qk_nope_head_dim * a.kv_lora_rank;
-      uk.weight = prec_.WeightBytes(a.qk_nope_head_dim, hq_ * a.kv_lora_rank);
-      uk.read = tokens * hq_ * a.qk_nope_head_dim * bpe_ + uk.weight;
-      Compute(OpRole::kAbsorbUk, uk, rep_tok_);
+      // Absorbed form: attention over the latent cache (values = the latent
+      // itself), W_UV applied to the output.
       DecodeAttention(requests, AttnShape{latent, a.kv_lora_rank, 1}, latent);
       Cost uv = Gemm(tokens, a.kv_lora_rank, hq_ * a.v_head_dim, false, bpe_);
       uv.flops = 2 * tokens * hq_ * a.kv_lora_rank * a.v_head_dim;
@@ -976,7 +1054,7 @@ class RankBuilder {
     }
   }
 
-  void MoeFfnUntilDispatch(int64_t tokens) {
+  void MoeGate(int64_t tokens) {
     const MoeSpec& moe = m_->moe;
     const int64_t experts = moe.num_routed_experts;
     const int64_t topk = moe.experts_per_token;
@@ -1000,6 +1078,11 @@ class RankBuilder {
       c.m = assignments, c.n = h_;
       Compute(OpRole::kPermute, c, tp_ * rep_tok_);
     }
+  }
+
+  // Routing of this micro-batch's tokens, the dispatch, and the shared experts
+  // under it (`shared`; two-batch-overlap prefill runs them in MoeOutput).
+  void MoeDispatch(int64_t tokens, bool shared) {
     // Tokens sent to each ep rank, received from each, and per local expert.
     const std::vector<int64_t>& local_experts = pl_.ExpertsOfEpRank(c_ep_);
     const RoutingBlock& routing = Routing();
@@ -1021,29 +1104,46 @@ class RankBuilder {
     }
     dispatch_ = -1;
     if (ep_ > 1) dispatch_ = AllToAll(OpRole::kDispatch, send, send_mask);
-    if (moe.num_shared_experts > 0) {
-      // Runs while the dispatch is in flight.
-      SplitFfn(OpRole::kSharedGateUp, OpRole::kSharedDown, OpRole::kSharedActivation,
-               OpRole::kQuantSharedDown, tokens,
-               moe.num_shared_experts * moe.expert_intermediate_size);
-    }
+    if (shared) SharedExperts(tokens);
   }
 
-  void MoeFfnAfterDispatch(int64_t tokens) {
+  // Runs while the dispatch (or, deferred, the combine) is in flight.
+  void SharedExperts(int64_t tokens) {
     const MoeSpec& moe = m_->moe;
-    const int64_t assignments = tokens * moe.experts_per_token;
+    if (moe.num_shared_experts == 0) return;
+    SplitFfn(OpRole::kSharedGateUp, OpRole::kSharedDown, OpRole::kSharedActivation,
+             OpRole::kQuantSharedDown, tokens,
+             moe.num_shared_experts * moe.expert_intermediate_size);
+  }
+
+  // The routed experts once the dispatch has arrived, then the combine.
+  void MoeExperts() {
     if (dispatch_ >= 0) pending_.push_back(dispatch_);
     ExpertGemms(per_expert_);
-    if (ep_ > 1) pending_.push_back(AllToAll(OpRole::kCombine, recv_, recv_mask_));
+    combine_ = -1;
+    if (ep_ > 1) combine_ = AllToAll(OpRole::kCombine, recv_, recv_mask_);
+  }
+
+  // The layer's output once the combine has arrived: unpermute, the FFN
+  // all-reduce, the residual; `shared`: the shared experts first.
+  void MoeOutput(int64_t tokens, bool shared) {
+    const MoeSpec& moe = m_->moe;
+    const int64_t assignments = tokens * moe.experts_per_token;
+    if (shared) SharedExperts(tokens);
+    if (combine_ >= 0) pending_.push_back(combine_);
+    combine_ = -1;
     {  // Unpermute: weighted sum of each token's expert outputs (+ the shared output).
-      const bool shared = moe.num_shared_experts > 0;
+      const bool has_shared = moe.num_shared_experts > 0;
       Cost c;
-      c.flops = 2 * assignments * h_ + (shared ? tokens * h_ : 0);
-      c.read = assignments * h_ * bpe_ + assignments * kFp32 + (shared ? tokens * h_ * bpe_ : 0);
+      c.flops = 2 * assignments * h_ + (has_shared ? tokens * h_ : 0);
+      c.read =
+          assignments * h_ * bpe_ + assignments * kFp32 + (has_shared ? tokens * h_ * bpe_ : 0);
       c.written = tokens * h_ * bpe_;
       c.m = tokens, c.n = h_;
       Compute(OpRole::kUnpermute, c, tp_ * rep_tok_);
     }
+    TpAllReduce(OpRole::kFfnReduce, tokens);
+    Residual(OpRole::kResidualFfn, tokens);
   }
 
   // Grouped GEMMs of the local experts over the tokens each received; each
@@ -1111,6 +1211,7 @@ class RankBuilder {
   RoutingCache& cache_;
   const int64_t rank_;
   const bool prefill_;
+  const bool low_latency_;
   const int64_t step_;
 
   int64_t tp_ = 1, sp_ = 1, ep_ = 1, dp_ = 1, pp_ = 1;
@@ -1139,11 +1240,15 @@ class RankBuilder {
   Op* last_ = nullptr;               // the op emitted last
   std::vector<int64_t> per_expert_;  // MoeFfn's tokens per local expert
   std::vector<int32_t> pending_;     // comm ops the next compute op consumes
+  // Comm ops the next compute op of any micro-batch waits for (a receive that
+  // holds the compute stream).
+  std::vector<int32_t> stream_wait_;
   int32_t last_compute_ = -1;
   // Between a layer's halves: whether it is MoE, its dispatch, and what the
   // combine sends back.
   bool moe_layer_ = false;
   int32_t dispatch_ = -1;
+  int32_t combine_ = -1;
   std::span<const int64_t> recv_;
   std::span<const uint64_t> recv_mask_;
   std::map<int64_t, int64_t> coll_seq_;             // group id → next seq

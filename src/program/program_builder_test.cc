@@ -1042,32 +1042,79 @@ TEST(ProgramBuilderTest, DraftTensorParallelOneOrTheTargets) {
   EXPECT_FALSE(ProgramBuilder::Create(other, *placement).ok());
 }
 
-// Two-batch overlap: the replica's requests in two micro-batches whose MoE
-// half-layers alternate on the compute stream, each expert GEMM after its own
-// micro-batch's dispatch and the other's attention.
-TEST(ProgramBuilderTest, TwoBatchOverlapInterleavesTheMicroBatches) {
+// Two-batch overlap: the replica's requests in two micro-batches whose
+// stages alternate on the compute stream as SGLang's operations strategies
+// for DeepSeek run them. Prefill (delta 0): [attention, router, dispatch]
+// [experts, combine], the shared experts and output (unpermute) in the next
+// stage, so one micro-batch's combine runs under the other's experts. Decode
+// (delta 2, five stages): [attention up to its kernel] [kernel, router]
+// [dispatch, shared] [experts, combine] [the combine's receive].
+TEST(ProgramBuilderTest, TwoBatchOverlapRunsThePublishedStages) {
   Experiment e = MakeExperiment(testing::TinyMoe(true), Sizes{.ep = 2}, 8, 16);
   e.two_batch_overlap = true;
+  e.communication.decode_all_to_all = AllToAllKind::kLowLatency;  // DeepEP's, as engines decode
+  using R = OpRole;
   for (Phase phase : {Phase::kPrefill, Phase::kDecode}) {
+    SCOPED_TRACE(phase == Phase::kPrefill ? "prefill" : "decode");
     const Built b = BuildOrDie(e, phase);
     ExpectValid(b);
     EXPECT_EQ(b.program.micro_batches, 2);
     const RankProgram& rp = b.program.ranks[0];
-    // Layer 1 (MoE) on the compute stream: the routers of mb 0 and 1, then
-    // the expert GEMMs of mb 0 and 1.
-    std::vector<std::pair<OpRole, int32_t>> order;
+    const R attention = phase == Phase::kPrefill ? R::kAttention : R::kAttentionDecode;
+    // Layers 1 and 2 are MoE; the first ops of each kind, in program order.
+    std::vector<std::tuple<R, int32_t, int32_t>> order;
     for (const Op& op : rp.ops) {
-      if (op.layer == 1 && (op.role == OpRole::kRouter || op.role == OpRole::kExpertGateUp ||
-                            op.role == OpRole::kDispatch)) {
-        order.emplace_back(op.role, op.micro_batch);
+      if (op.layer < 1) continue;
+      for (R r : {R::kInputNorm, attention, R::kRouter, R::kDispatch, R::kSharedGateUp,
+                  R::kExpertGateUp, R::kCombine, R::kUnpermute}) {
+        if (op.role == r) order.emplace_back(r, op.micro_batch, op.layer);
       }
     }
-    EXPECT_EQ(order, (std::vector<std::pair<OpRole, int32_t>>{{OpRole::kRouter, 0},
-                                                              {OpRole::kDispatch, 0},
-                                                              {OpRole::kRouter, 1},
-                                                              {OpRole::kDispatch, 1},
-                                                              {OpRole::kExpertGateUp, 0},
-                                                              {OpRole::kExpertGateUp, 1}}));
+    using T = std::tuple<R, int32_t, int32_t>;
+    std::vector<T> want;
+    if (phase == Phase::kPrefill) {
+      want = {T{R::kInputNorm, 0, 1}, T{attention, 0, 1}, T{R::kRouter, 0, 1},
+              T{R::kDispatch, 0, 1}, T{R::kInputNorm, 1, 1}, T{attention, 1, 1},
+              T{R::kRouter, 1, 1}, T{R::kDispatch, 1, 1}, T{R::kExpertGateUp, 0, 1},
+              T{R::kCombine, 0, 1}, T{R::kExpertGateUp, 1, 1}, T{R::kCombine, 1, 1},
+              // mb 0's combine runs under mb 1's experts, then its shared experts.
+              T{R::kSharedGateUp, 0, 1}, T{R::kUnpermute, 0, 1}, T{R::kInputNorm, 0, 2}};
+    } else {
+      want = {T{R::kInputNorm, 0, 1},    T{attention, 0, 1},        T{R::kRouter, 0, 1},
+              T{R::kDispatch, 0, 1},     T{R::kSharedGateUp, 0, 1}, T{R::kInputNorm, 1, 1},
+              T{R::kExpertGateUp, 0, 1}, T{R::kCombine, 0, 1},      T{attention, 1, 1},
+              T{R::kRouter, 1, 1},       T{R::kDispatch, 1, 1},     T{R::kSharedGateUp, 1, 1},
+              T{R::kUnpermute, 0, 1},    T{R::kInputNorm, 0, 2},    T{R::kExpertGateUp, 1, 1}};
+    }
+    ASSERT_GE(order.size(), want.size());
+    EXPECT_EQ(std::vector<T>(order.begin(), order.begin() + static_cast<long>(want.size())), want);
+    // Each expert GEMM waits for its own micro-batch's dispatch, each
+    // unpermute for its combine.
+    auto deps_of = [&](const Op& op) {
+      return std::vector<int32_t>(rp.deps.begin() + op.deps_begin,
+                                  rp.deps.begin() + op.deps_begin + op.deps_count);
+    };
+    auto find = [&](R role, int32_t mb, int32_t layer) -> const Op& {
+      for (const Op& op : rp.ops) {
+        if (op.role == role && op.micro_batch == mb && op.layer == layer) return op;
+      }
+      ADD_FAILURE() << "no op";
+      return rp.ops[0];
+    };
+    for (int32_t mb : {0, 1}) {
+      const auto up = deps_of(find(R::kExpertGateUp, mb, 1));
+      EXPECT_NE(std::find(up.begin(), up.end(), find(R::kDispatch, mb, 1).id), up.end());
+      const auto un = deps_of(find(R::kUnpermute, mb, 1));
+      EXPECT_NE(std::find(un.begin(), un.end(), find(R::kCombine, mb, 1).id), un.end());
+    }
+    // Decode: DeepEP low-latency's receive holds the compute stream, so the
+    // first compute op after mb 0's receive stage (mb 1's shared experts)
+    // waits for mb 0's combine; prefill's normal kernels only make the
+    // consumer (the unpermute) wait.
+    const auto shared1 = deps_of(find(R::kSharedGateUp, 1, 1));
+    const int32_t combine0 = find(R::kCombine, 0, 1).id;
+    EXPECT_EQ(std::find(shared1.begin(), shared1.end(), combine0) != shared1.end(),
+              phase == Phase::kDecode);
     // Each micro-batch has half the requests: its router sees 2 of the rank's 4.
     const auto routers = Select(rp, Kind(OpKind::kRouter, 1));
     const int64_t per_request = phase == Phase::kPrefill ? 16 : 1;
