@@ -164,10 +164,18 @@ Status ReadProtocol(const YamlMap& map, ProtocolCost* p) {
 }
 
 Status ReadExchangeKernel(const YamlMap& map, ExchangeKernelCost* k) {
-  RETURN_IF_ERROR(map.CheckKeys({"latency_us", "scale_up_efficiency", "scale_out_efficiency"}));
+  RETURN_IF_ERROR(
+      map.CheckKeys({"latency_us", "scale_up_efficiency", "scale_out_efficiency", "sm_share"}));
   RETURN_IF_ERROR(ScaledNonNegative(map, "latency_us", kUs, &k->latency));
   RETURN_IF_ERROR(Fraction(map, "scale_up_efficiency", &k->scale_up_efficiency));
   RETURN_IF_ERROR(Fraction(map, "scale_out_efficiency", &k->scale_out_efficiency));
+  RETURN_IF_ERROR(OptionalNonNegative(map, "sm_share", &k->sm_share));
+  if (k->sm_share >= 1) {
+    return map.context()
+        .Child("sm_share")
+        .Error(fmt::format("must be at least 0 and below 1 (a fraction of the SMs), got {}",
+                           k->sm_share));
+  }
   return Status::Ok();
 }
 
@@ -176,6 +184,7 @@ YAML::Node ExchangeKernelYaml(const ExchangeKernelCost& k) {
   n["latency_us"] = Num(k.latency / kUs);
   n["scale_up_efficiency"] = Num(k.scale_up_efficiency);
   n["scale_out_efficiency"] = Num(k.scale_out_efficiency);
+  if (k.sm_share > 0) n["sm_share"] = Num(k.sm_share);
   return n;
 }
 

@@ -307,6 +307,9 @@ TEST(ClusterYamlTest, CollectivesBlockInSiUnits) {
   EXPECT_DOUBLE_EQ(t.Of(CommProtocol::kLL).scale_up_step, 0.6e-6);
   EXPECT_DOUBLE_EQ(t.pipeline_fill_bytes, 2e6);
   EXPECT_DOUBLE_EQ(t.low_latency.latency, 33e-6);
+  // DeepEP's normal kernels hold 20 of the 132 SMs; the low-latency ones none.
+  EXPECT_DOUBLE_EQ(t.normal.sm_share, 0.1515);
+  EXPECT_DOUBLE_EQ(t.low_latency.sm_share, 0);
   // Without the block the links are ideal.
   auto cpu = LoadZooCluster("local-cpu", kZoo);
   ASSERT_TRUE(cpu.ok());
@@ -327,6 +330,10 @@ TEST(ClusterYamlErrorTest, BadCollectivesValues) {
       {"collectives: {all_to_all: {normal: {latency: 3}}}",
        "field 'cluster.collectives.all_to_all.normal.latency': unknown field"},
       {"collectives: {lL: {}}", "field 'cluster.collectives.lL': unknown field"},
+      {"collectives: {all_to_all: {normal: {sm_share: 1}}}",
+       "field 'cluster.collectives.all_to_all.normal.sm_share': must be at least 0 and below 1"},
+      {"collectives: {all_to_all: {low_latency: {sm_share: -0.1}}}",
+       "field 'cluster.collectives.all_to_all.low_latency.sm_share': must be zero or positive"},
       {"scale_up: {kind: none}", "field 'cluster.collectives.nvls': needs scale_up.kind switched"},
   };
   for (const Case& k : cases) {

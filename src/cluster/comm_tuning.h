@@ -55,11 +55,15 @@ struct ProtocolCost {
 };
 
 // One MoE exchange kernel's terms: seconds per call (cast, packing,
-// signalling) and the fraction of each link kind's bandwidth it delivers.
+// signalling), the fraction of each link kind's bandwidth it delivers, and the
+// fraction of the device's SMs its kernels hold while resident (from launch to
+// end, busy-waiting included), which compute overlapped with them loses
+// (docs/sim.md "SM contention"); 0: none.
 struct ExchangeKernelCost {
   double latency = 0;
   double scale_up_efficiency = 1;
   double scale_out_efficiency = 1;
+  double sm_share = 0;
 };
 
 struct CommTuning {

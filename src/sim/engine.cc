@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstddef>
 #include <limits>
 #include <unordered_map>
@@ -222,6 +223,9 @@ struct Engine::Scratch {
   };
   std::unordered_map<uint64_t, AllToAllPlan> all_to_all_plans;
   bool plans_current = false;
+  // SM contention (Engine::RunContended): seconds added to each global op's
+  // compute time; empty: none.
+  std::vector<double> extra;
 };
 
 namespace {
@@ -258,10 +262,13 @@ class PhaseRun {
   // An all-to-all with bytes must list them in peer_sends.
   Status CheckRow(int64_t rank, const Op& op) const;
   // A compute op's seconds on `rank` (its EngineOptions::rank_scale).
-  double Duration(int64_t rank, const Op& op) const {
+  // Plus global op g's SM-contention slowdown (Scratch::extra).
+  double Duration(int64_t rank, const Op& op, int64_t g) const {
     const std::vector<double>& scale = options_.rank_scale;
-    return static_cast<size_t>(rank) < scale.size() ? compute_.Seconds(op, scale[rank])
-                                                    : compute_.Seconds(op);
+    const double extra = s_.extra.empty() ? 0.0 : s_.extra[g];
+    return (static_cast<size_t>(rank) < scale.size() ? compute_.Seconds(op, scale[rank])
+                                                     : compute_.Seconds(op)) +
+           extra;
   }
   using CommInfo = Engine::Scratch::CommInfo;
   // Points `c` at a copy of `row`: in its old place when it fits, else at the
@@ -414,7 +421,7 @@ Status PhaseRun::Build() {
         if (op.collective == Collective::kSend || op.collective == Collective::kRecv) ++s_.p2p_ops;
         CopyRowLater(st.comm, op.peer_sends);
       } else {
-        st.duration = Duration(st.rank, op);
+        st.duration = Duration(st.rank, op, g);
       }
       st.succ_begin = 0;  // its successor count, until the CSR is made
     }
@@ -481,7 +488,7 @@ Status PhaseRun::Reread(int64_t g, const Op& op, bool row_later) {
       SetRow(c, op.peer_sends);
     }
   } else {
-    st.duration = Duration(st.rank, op);
+    st.duration = Duration(st.rank, op, g);
   }
   return Status::Ok();
 }
@@ -915,8 +922,105 @@ Engine::Engine(Engine&&) noexcept = default;
 
 StatusOr<PhaseResult> Engine::Run(const PhaseProgram& program,
                                   const std::vector<double>& rank_start) {
-  PhaseRun run(program, placement_, compute_, topology_, options_, &plan_cache_, scratch_.get());
-  return run.Run(rank_start, false);
+  return RunContended(program, rank_start, false, nullptr);
+}
+
+namespace {
+
+// SM contention: each compute op's added seconds, given a run's timings. The
+// rank's all-to-all kernels hold a share s of its SMs from launch (post) to
+// end; a compute op progresses at 1 − s of the device while they are held, at
+// 1 otherwise: from its start, its own time C of work ends where the held and
+// free stretches add up to C (C + s·T for a held time T; at most C/(1 − s)).
+// `extra`: the slowdowns the run had (its spans include them).
+std::vector<double> ContentionExtra(const PhaseProgram& program, const PhaseResult& run,
+                                    const std::vector<double>& extra, double share) {
+  std::vector<double> out(run.timings.flat.size(), 0.0);
+  std::vector<std::pair<double, double>> held;  // a rank's all-to-all spans, merged
+  for (size_t r = 0; r < program.ranks.size(); ++r) {
+    const auto& ops = program.ranks[r].ops;
+    const std::span<const OpTiming> t = run.timings[r];
+    const int64_t base = run.timings.offset[r];
+    held.clear();
+    for (size_t i = 0; i < ops.size(); ++i) {
+      if (ops[i].collective == Collective::kAllToAll && t[i].end > t[i].post) {
+        held.emplace_back(t[i].post, t[i].end);
+      }
+    }
+    if (held.empty()) continue;
+    std::sort(held.begin(), held.end());
+    size_t merged = 0;
+    for (size_t k = 1; k < held.size(); ++k) {
+      if (held[k].first <= held[merged].second) {
+        held[merged].second = std::max(held[merged].second, held[k].second);
+      } else {
+        held[++merged] = held[k];
+      }
+    }
+    held.resize(merged + 1);
+    for (size_t i = 0; i < ops.size(); ++i) {
+      if (t[i].comm) continue;
+      const double had = extra.empty() ? 0.0 : extra[base + i];
+      double work = t[i].end - t[i].start - had;  // its own time C
+      if (work <= 0) continue;
+      const double start = t[i].start;
+      double now = start;
+      auto it = std::lower_bound(
+          held.begin(), held.end(), now,
+          [](const std::pair<double, double>& h, double at) { return h.second <= at; });
+      for (; it != held.end() && work > 0; ++it) {
+        if (it->first > now) {  // free until the next held stretch
+          const double gap = it->first - now;
+          if (work <= gap) break;
+          work -= gap;
+          now = it->first;
+        }
+        const double room = (it->second - now) * (1 - share);
+        if (work <= room) {
+          now += work / (1 - share);
+          work = 0;
+        } else {
+          work -= room;
+          now = it->second;
+        }
+      }
+      const double end = now + work;
+      out[base + i] = std::max(0.0, end - start - (t[i].end - t[i].start - had));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+StatusOr<PhaseResult> Engine::RunContended(const PhaseProgram& program,
+                                           const std::vector<double>& rank_start, bool same_graph,
+                                           const UpdatedOps* updated) {
+  const double share =
+      program.phase == Phase::kDecode ? options_.decode_sm_share : options_.prefill_sm_share;
+  // A previous run's slowdowns are in the ops' durations: read every op again.
+  if (!scratch_->extra.empty()) {
+    scratch_->extra.clear();
+    updated = nullptr;
+  }
+  PhaseRun first(program, placement_, compute_, topology_, options_, &plan_cache_, scratch_.get());
+  ASSIGN_OR_RETURN(PhaseResult result, first.Run(rank_start, same_graph, updated));
+  if (share <= 0) return result;
+  for (int pass = 0; pass < kContentionPasses; ++pass) {
+    std::vector<double> extra = ContentionExtra(program, result, scratch_->extra, share);
+    double change = 0;
+    for (size_t g = 0; g < extra.size(); ++g) {
+      const double had = scratch_->extra.empty() ? 0.0 : scratch_->extra[g];
+      change = std::max(change, std::abs(extra[g] - had));
+    }
+    if (change <= 1e-12) break;  // settled (or nothing overlapped)
+    scratch_->extra = std::move(extra);
+    Recycle(std::move(result));
+    PhaseRun again(program, placement_, compute_, topology_, options_, &plan_cache_,
+                   scratch_.get());
+    ASSIGN_OR_RETURN(result, again.Run(rank_start, true, nullptr));
+  }
+  return result;
 }
 
 void Engine::Recycle(PhaseResult&& result) {
@@ -926,8 +1030,7 @@ void Engine::Recycle(PhaseResult&& result) {
 StatusOr<PhaseResult> Engine::RunSameGraph(const PhaseProgram& program,
                                            const std::vector<double>& rank_start,
                                            const UpdatedOps* updated) {
-  PhaseRun run(program, placement_, compute_, topology_, options_, &plan_cache_, scratch_.get());
-  return run.Run(rank_start, true, updated);
+  return RunContended(program, rank_start, true, updated);
 }
 
 }  // namespace shardscope::sim

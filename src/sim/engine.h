@@ -54,6 +54,12 @@ struct EngineOptions {
   AllToAllKind prefill_all_to_all = AllToAllKind::kNccl;
   AllToAllKind decode_all_to_all = AllToAllKind::kNccl;
   ExchangeRouting routing;
+  // Per phase, the fraction of a rank's SMs its expert-parallel all-to-all
+  // kernels hold from launch to end (ExchangeKernelCost::sm_share of the
+  // phase's kind; 0: none). A compute op overlapped by them for a time T runs
+  // s·T longer, at most C·s/(1 − s) for its own time C (Engine::Run).
+  double prefill_sm_share = 0;
+  double decode_sm_share = 0;
 };
 
 // When one op ran, in seconds from the start of the simulation.
@@ -93,7 +99,10 @@ class Engine {
   Engine(Engine&&) noexcept;
 
   // Runs `program`; rank r starts at rank_start[r] (empty: all at 0). Fails on a
-  // mismatched collective or a deadlock, naming the rank and op.
+  // mismatched collective or a deadlock, naming the rank and op. With an SM
+  // share for the phase (EngineOptions), the run is repeated, each compute op
+  // slowed by the all-to-alls that overlapped it in the run before, until the
+  // slowdowns settle (at most kContentionPasses runs after the first).
   StatusOr<PhaseResult> Run(const PhaseProgram& program,
                             const std::vector<double>& rank_start = {});
 
@@ -117,8 +126,14 @@ class Engine {
 
   // Per-run buffers (engine.cc), kept between runs to avoid reallocating them.
   struct Scratch;
+  static constexpr int kContentionPasses = 8;
 
  private:
+  // The first run (`same_graph`, `updated`: as RunSameGraph), then the SM
+  // contention passes.
+  StatusOr<PhaseResult> RunContended(const PhaseProgram& program,
+                                     const std::vector<double>& rank_start, bool same_graph,
+                                     const UpdatedOps* updated);
   const Placement& placement_;
   const ComputeModel& compute_;
   const Topology& topology_;

@@ -336,6 +336,82 @@ TEST(EngineTest, RecycledTimingsAreAllRewritten) {
   }
 }
 
+// SM contention (EngineOptions::prefill_sm_share s): a compute op of own time C
+// overlapped by an all-to-all held for T runs C + s·T, at most C/(1 − s); by hand.
+TEST(EngineTest, SmContentionSlowsOverlappedComputeHandComputed) {
+  ParallelSpec par;
+  par.ep = 2;
+  Experiment e = ZooExperiment("tiny-moe-mla", "h100-sxm", par, 2, 16);
+  auto pl = Placement::Create(e);
+  ASSERT_TRUE(pl.ok()) << pl.status().message();
+  auto model = ComputeModel::Create(e.cluster.device, DType::kBf16, NoLaunch(e.cluster.device));
+  ASSERT_TRUE(model.ok());
+  Topology topo(e.cluster);
+  const int32_t group = static_cast<int32_t>(pl->GroupOf(0, Dim::kEp).id);
+  // Op 0: compute of `flops`; op 1: an all-to-all of `bytes`, after op 0 when
+  // `serial`, else beside it from time 0. Returns (compute end, span).
+  auto run = [&](double share, int64_t flops, int64_t bytes, bool serial, Phase phase) {
+    PhaseProgram prog;
+    prog.phase = phase;
+    for (int64_t r = 0; r < 2; ++r) {
+      RankProgram rp;
+      rp.rank = r;
+      Op c;
+      c.kind = OpKind::kFfnUp;
+      c.flops = flops;
+      c.id = 0;
+      rp.ops.push_back(c);
+      Op a;
+      a.kind = OpKind::kComm;
+      a.stream = Stream::kCommEp;
+      a.collective = Collective::kAllToAll;
+      a.dim = Dim::kEp;
+      a.group_id = group;
+      a.bytes = bytes;
+      a.peer_sends = {{static_cast<int32_t>(1 - r), bytes}};
+      a.id = 1;
+      if (serial) {
+        a.deps_begin = 0;
+        a.deps_count = 1;
+        rp.deps.push_back(0);
+      }
+      rp.ops.push_back(a);
+      prog.ranks.push_back(std::move(rp));
+    }
+    EngineOptions o;
+    o.prefill_sm_share = share;
+    Engine engine(*pl, *model, topo, o);
+    auto r = engine.Run(prog);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    if (!r.ok()) return std::pair{0.0, 0.0};
+    return std::pair{r->timings[0][0].end,
+                     *std::max_element(r->rank_end.begin(), r->rank_end.end())};
+  };
+  const double s = 0.25;
+  const int64_t flops = 400'000'000'000;
+  const double c = run(0, flops, 1'000, false, Phase::kPrefill).first;
+  ASSERT_GT(c, 0);
+  for (int64_t bytes : {int64_t{1'000'000}, int64_t{100'000'000}, int64_t{2'000'000'000}}) {
+    const auto [alone_c, m] = run(0, 0, bytes, false, Phase::kPrefill);
+    ASSERT_GT(m, 0);
+    const auto [end, span] = run(s, flops, bytes, false, Phase::kPrefill);
+    // Held over [0, M]: the compute op of span d overlaps min(M, d), so
+    // d = C + s·M while M ≤ d, else d = C/(1 − s).
+    const double expected = m <= c + s * m ? c + s * m : c / (1 - s);
+    EXPECT_NEAR(end, expected, 1e-6 * expected) << "C " << c << " M " << m;
+    EXPECT_GE(span * (1 + 1e-9), std::max(c, m));  // never faster than either stream
+    EXPECT_GE(end, c);
+    EXPECT_LE(end, c / (1 - s) * (1 + 1e-9));
+    // Without a share, or in decode (its share is 0 here), the op takes C.
+    EXPECT_NEAR(run(0, flops, bytes, false, Phase::kPrefill).first, c, 1e-12);
+    EXPECT_NEAR(run(s, flops, bytes, false, Phase::kDecode).first, c, 1e-12);
+    // Not overlapped (the all-to-all after the compute): nothing changes.
+    const auto [serial_end, serial_span] = run(s, flops, bytes, true, Phase::kPrefill);
+    EXPECT_NEAR(serial_end, c, 1e-12);
+    EXPECT_NEAR(serial_span, c + m, 1e-6 * (c + m));
+  }
+}
+
 // Two-batch overlap, one MoE layer on two EP ranks in the order ProgramBuilder
 // emits a prefill layer (docs/sim.md, "Two-batch overlap"; the op list and the
 // hand computation are below). Every compute op takes C, every all-to-all M.

@@ -9,6 +9,20 @@ EngineOptions CommunicationOptions(const Experiment& experiment) {
   o.protocol = c.protocol;
   o.prefill_all_to_all = ResolvedAllToAll(experiment, false);
   o.decode_all_to_all = ResolvedAllToAll(experiment, true);
+  // The SMs the phase's exchange kernels hold (NCCL's pairwise kind: none modelled).
+  const CommTuning& tuning = experiment.cluster.collectives;
+  auto share = [&](AllToAllKind kind) {
+    switch (kind) {
+      case AllToAllKind::kHierarchical:
+        return tuning.normal.sm_share;
+      case AllToAllKind::kLowLatency:
+        return tuning.low_latency.sm_share;
+      default:
+        return 0.0;
+    }
+  };
+  o.prefill_sm_share = share(o.prefill_all_to_all);
+  o.decode_sm_share = share(o.decode_all_to_all);
   const MoeSpec& moe = experiment.model.moe;
   o.routing = {moe.num_routed_experts, moe.experts_per_token,
                moe.topk_group < moe.n_group ? moe.n_group : 0,
