@@ -443,8 +443,8 @@ TEST(EngineTest, TwoBatchOverlapSpanHandComputed) {
     a.peer_sends = {{static_cast<int32_t>(1 - rank), bytes}};
     return a;
   };
-  // Runs `ops` (op, deps) on both ranks; the span.
-  auto span = [&](const std::vector<std::pair<Op, std::vector<int32_t>>>& ops) {
+  // Runs `ops` (op, deps) on both ranks; the span. `share`: the all-to-alls' SM share.
+  auto span = [&](const std::vector<std::pair<Op, std::vector<int32_t>>>& ops, double share = 0) {
     PhaseProgram prog;
     for (int64_t r = 0; r < 2; ++r) {
       RankProgram rp;
@@ -460,7 +460,9 @@ TEST(EngineTest, TwoBatchOverlapSpanHandComputed) {
       }
       prog.ranks.push_back(std::move(rp));
     }
-    Engine engine(*pl, *model, topo);
+    EngineOptions o;
+    o.prefill_sm_share = share;
+    Engine engine(*pl, *model, topo, o);
     auto r = engine.Run(prog);
     EXPECT_TRUE(r.ok()) << r.status().message();
     return r.ok() ? *std::max_element(r->rank_end.begin(), r->rank_end.end()) : 0.0;
@@ -476,16 +478,24 @@ TEST(EngineTest, TwoBatchOverlapSpanHandComputed) {
     // experts, B's experts, then A's output and B's. Ops: attn A 0, disp A 1,
     // attn B 2, disp B 3, experts A 4, comb A 5, experts B 6, comb B 7,
     // output A 8, output B 9; every compute op costs C, every all-to-all M.
-    const double tbo = span({{compute(flops), {}},
-                             {a2a(bytes, 0, 0), {0}},
-                             {compute(flops), {}},
-                             {a2a(bytes, 1, 0), {2}},
-                             {compute(flops), {1}},
-                             {a2a(bytes, 2, 0), {4}},
-                             {compute(flops), {3}},
-                             {a2a(bytes, 3, 0), {6}},
-                             {compute(flops), {5}},
-                             {compute(flops), {7}}});
+    const std::vector<std::pair<Op, std::vector<int32_t>>> layer = {
+        {compute(flops), {}},    {a2a(bytes, 0, 0), {0}}, {compute(flops), {}},
+        {a2a(bytes, 1, 0), {2}}, {compute(flops), {1}},   {a2a(bytes, 2, 0), {4}},
+        {compute(flops), {3}},   {a2a(bytes, 3, 0), {6}}, {compute(flops), {5}},
+        {compute(flops), {7}}};
+    const double tbo = span(layer);
+    // With the all-to-alls holding a share s of the SMs: at M ≤ C each of the
+    // four lies under one compute op, which takes s·M longer: 6C + 4sM. At
+    // M > C the compute ops under them slow but the comm stream still paces:
+    // no faster than before, no slower than each overlapped op at C/(1 − s).
+    const double s = 0.2;
+    const double contended = span(layer, s);
+    if (m <= c) {
+      EXPECT_NEAR(contended, 6 * c + 4 * s * m, 1e-9 * contended);
+    } else {
+      EXPECT_GE(contended * (1 + 1e-9), tbo);
+      EXPECT_LE(contended, 6 * c / (1 - s) + 4 * m);
+    }
     // By hand. M ≤ C: each all-to-all ends under the next compute op, A's
     // combine (3C..3C+M) under B's experts: the compute stream never waits, 6C.
     // M > C: the comm stream is the bottleneck from A's dispatch (C) on: the

@@ -48,6 +48,25 @@ double AllReduceSeconds(const ClusterSpec& cluster, const MeasuredCollectives& m
   return UncontendedSeconds(topo, *plan);
 }
 
+// Each phase's SM share is that of the kernels it runs: the normal ones' in
+// prefill (auto: hierarchical), none for decode's low-latency kernels or NCCL.
+TEST(SimSetupTest, SmShareFollowsThePhasesAllToAllKind) {
+  Experiment e;
+  e.cluster = Zoo("h100-sxm");
+  ASSERT_GT(e.cluster.collectives.normal.sm_share, 0);
+  EngineOptions o = CommunicationOptions(e);
+  EXPECT_EQ(o.prefill_all_to_all, AllToAllKind::kHierarchical);
+  EXPECT_DOUBLE_EQ(o.prefill_sm_share, e.cluster.collectives.normal.sm_share);
+  EXPECT_EQ(o.decode_all_to_all, AllToAllKind::kLowLatency);
+  EXPECT_DOUBLE_EQ(o.decode_sm_share, 0);
+  e.cluster.collectives.low_latency.sm_share = 0.2;
+  EXPECT_DOUBLE_EQ(CommunicationOptions(e).decode_sm_share, 0.2);
+  e.communication.prefill_all_to_all = AllToAllKind::kNccl;
+  EXPECT_DOUBLE_EQ(CommunicationOptions(e).prefill_sm_share, 0);
+  e.communication.prefill_all_to_all = AllToAllKind::kLowLatency;
+  EXPECT_DOUBLE_EQ(CommunicationOptions(e).prefill_sm_share, 0.2);
+}
+
 TEST(SimSetupTest, AnNcclTestsLineIsTheCollectivesTimeBothWays) {
   const ClusterSpec cluster = Zoo("h100-sxm");
   const int64_t bytes = int64_t{64} << 20;
