@@ -483,7 +483,7 @@ class RankBuilder {
       const bool moe = MoeLayer(layer_);
       if (prefill_) {
         if (part == 0) {
-          AttentionPrepare(s.requests, tokens);
+          AttentionPrepare(tokens);
           AttentionCore(s.requests, tokens);
           if (moe) MoeDispatch(tokens, false);
         } else if (moe) {
@@ -491,7 +491,7 @@ class RankBuilder {
           s.output_pending = true;
         }
       } else if (part == 0) {
-        AttentionPrepare(s.requests, tokens);
+        AttentionPrepare(tokens);
         if (!moe) AttentionCore(s.requests, tokens);  // a dense layer runs whole
       } else if (moe && part == 1) {
         AttentionCore(s.requests, tokens);
@@ -716,7 +716,7 @@ class RankBuilder {
   // layer), the dispatch (with the shared experts under it), the routed
   // experts and their combine, the output (unpermute, all-reduce, residual).
   void Layer(int64_t requests, int64_t tokens) {
-    AttentionPrepare(requests, tokens);
+    AttentionPrepare(tokens);
     AttentionCore(requests, tokens);
     if (!moe_layer_) return;
     MoeDispatch(tokens, true);
@@ -731,14 +731,13 @@ class RankBuilder {
 
   // Input norm and attention up to its kernel (projections, RoPE, KV append;
   // MLA decode: the absorbed W_UK too).
-  void AttentionPrepare(int64_t requests, int64_t tokens) {
+  void AttentionPrepare(int64_t tokens) {
     Norm(OpRole::kInputNorm, tokens, h_, tp_ * rep_tok_);
     if (m_->attention == AttentionKind::kMla) {
       MlaPrepare(tokens);
     } else {
       GqaPrepare(tokens);
     }
-    (void)requests;
   }
 
   // The attention kernel, output projection, all-reduce and residual; then the

@@ -31,6 +31,14 @@ Experiment Fp8SeventyB() {
   return e;
 }
 
+// Serves `e` (one device) with `engine`'s scheduler defaults for its model and device.
+void UseEngine(Experiment* e, const EngineSpec& engine) {
+  EngineInputs in;
+  in.max_model_len = e->model.max_position_embeddings;
+  in.device_memory_bytes = e->cluster.device.memory_bytes;
+  e->serving->scheduler = EngineSchedulerDefaults(engine, in);
+}
+
 // issue 33: the KV pool is gpu_memory_utilization × the usable capacity the
 // runtime reports (81,559 MiB on an H100), not × the datasheet's 80 GB. An
 // FP8 70B on one H100 runs as it does in vLLM; with 80 GB it had no room.
@@ -96,10 +104,7 @@ TEST(KvBudgetTest, ShareOfFreeMemoryIsTensorRtLlmsRule) {
 // issue 33's "done when": an FP8 70B on one H100 runs with the vLLM profile.
 TEST(KvBudgetTest, Fp8SeventyBOnOneH100RunsWithTheVllmProfile) {
   Experiment e = Fp8SeventyB();
-  EngineInputs in;
-  in.max_model_len = e.model.max_position_embeddings;
-  in.device_memory_bytes = e.cluster.device.memory_bytes;
-  e.serving->scheduler = EngineSchedulerDefaults({"vllm", "0.6"}, in);
+  UseEngine(&e, {"vllm", "0.6"});
   auto b = PlanKvBudget(e);
   ASSERT_TRUE(b.ok()) << b.status().message();
   EXPECT_EQ(b->block_size, 16);
@@ -114,10 +119,7 @@ TEST(KvBudgetTest, W8a8SeventyBOnOneH100RunsWithTheVllmProfileAndBf16DoesNot) {
   p.strategy = "single";
   Experiment e = ZooExperiment("llama-3.1-70b", "h100-sxm", p, 1, 2048, 2);
   e.serving = ServingSpec{};
-  EngineInputs in;
-  in.max_model_len = e.model.max_position_embeddings;
-  in.device_memory_bytes = e.cluster.device.memory_bytes;
-  e.serving->scheduler = EngineSchedulerDefaults({"vllm", "0.6"}, in);
+  UseEngine(&e, {"vllm", "0.6"});
   Experiment bf16 = e;
   ASSERT_TRUE(ApplyPrecisionPreset("w8a8-fp8", &e.precision).ok());
   auto b = PlanKvBudget(e);
@@ -190,11 +192,7 @@ Experiment TinyDenseWithEngine(const std::string& engine) {
   p.strategy = "single";
   Experiment e = ZooExperiment("tiny-dense", "h100-sxm", p, 1, 1024, 16);
   e.serving = ServingSpec{};
-  EngineInputs in;
-  in.tp = 1;
-  in.max_model_len = e.model.max_position_embeddings;
-  in.device_memory_bytes = e.cluster.device.memory_bytes;
-  e.serving->scheduler = EngineSchedulerDefaults({engine, ""}, in);
+  UseEngine(&e, {engine, ""});
   return e;
 }
 

@@ -81,21 +81,16 @@ Status ReadEfficiency(const YamlMap& m, Efficiency* e) {
   RETURN_IF_ERROR(m.Optional("flops_efficiency", &e->flops));
   RETURN_IF_ERROR(m.Optional("memory_efficiency", &e->memory));
   RETURN_IF_ERROR(m.Optional("half_rows", &e->half_rows));
-  if (m.Has("launch_us")) {
+  // Fixed costs in µs, finite and ≥ 0; absent: unchanged (< 0, none).
+  for (const auto& [key, seconds] :
+       {std::pair{"launch_us", &e->launch}, {"replay_us", &e->replay}}) {
+    if (!m.Has(key)) continue;
     double us = 0;
-    RETURN_IF_ERROR(m.Optional("launch_us", &us));
+    RETURN_IF_ERROR(m.Optional(key, &us));
     if (!(us >= 0) || !std::isfinite(us)) {
-      return m.context().Error(fmt::format("launch_us is {}: must be finite and ≥ 0", us));
+      return m.context().Error(fmt::format("{} is {}: must be finite and ≥ 0", key, us));
     }
-    e->launch = us * 1e-6;
-  }
-  if (m.Has("replay_us")) {
-    double us = 0;
-    RETURN_IF_ERROR(m.Optional("replay_us", &us));
-    if (!(us >= 0) || !std::isfinite(us)) {
-      return m.context().Error(fmt::format("replay_us is {}: must be finite and ≥ 0", us));
-    }
-    e->replay = us * 1e-6;
+    *seconds = us * 1e-6;
   }
   double cache_gb_s = -1;
   RETURN_IF_ERROR(m.OptionalPositive("cache_bandwidth_gb_s", &cache_gb_s));

@@ -336,6 +336,51 @@ TEST(EngineTest, RecycledTimingsAreAllRewritten) {
   }
 }
 
+// Ops of two EP ranks (tiny-moe-mla, EP2, one H100 node) for the hand-computed
+// overlap tests below: an FFN compute op of `flops`, and an all-to-all of
+// `bytes` to the other rank of `group` (PairProgram sets the peer).
+Op ComputeOp(int64_t flops) {
+  Op c;
+  c.kind = OpKind::kFfnUp;
+  c.flops = flops;
+  return c;
+}
+
+Op PairAllToAll(int32_t group, int64_t bytes, int32_t seq) {
+  Op a;
+  a.kind = OpKind::kComm;
+  a.stream = Stream::kCommEp;
+  a.collective = Collective::kAllToAll;
+  a.dim = Dim::kEp;
+  a.group_id = group;
+  a.seq = seq;
+  a.bytes = bytes;
+  a.peer_sends = {{0, bytes}};
+  return a;
+}
+
+// The same ops (each with its deps) on both ranks, each all-to-all to the other rank.
+using OpsWithDeps = std::vector<std::pair<Op, std::vector<int32_t>>>;
+PhaseProgram PairProgram(const OpsWithDeps& ops, Phase phase = Phase::kPrefill) {
+  PhaseProgram prog;
+  prog.phase = phase;
+  for (int64_t r = 0; r < 2; ++r) {
+    RankProgram rp;
+    rp.rank = r;
+    for (const auto& [op, deps] : ops) {
+      rp.ops.push_back(op);
+      Op& o = rp.ops.back();
+      o.id = static_cast<int32_t>(rp.ops.size() - 1);
+      if (o.is_comm()) o.peer_sends[0].position = static_cast<int32_t>(1 - r);
+      o.deps_begin = static_cast<int32_t>(rp.deps.size());
+      o.deps_count = static_cast<int32_t>(deps.size());
+      rp.deps.insert(rp.deps.end(), deps.begin(), deps.end());
+    }
+    prog.ranks.push_back(std::move(rp));
+  }
+  return prog;
+}
+
 // SM contention (EngineOptions::prefill_sm_share s): a compute op of own time C
 // overlapped by an all-to-all held for T runs C + s·T, at most C/(1 − s); by hand.
 TEST(EngineTest, SmContentionSlowsOverlappedComputeHandComputed) {
@@ -351,33 +396,11 @@ TEST(EngineTest, SmContentionSlowsOverlappedComputeHandComputed) {
   // Op 0: compute of `flops`; op 1: an all-to-all of `bytes`, after op 0 when
   // `serial`, else beside it from time 0. Returns (compute end, span).
   auto run = [&](double share, int64_t flops, int64_t bytes, bool serial, Phase phase) {
-    PhaseProgram prog;
-    prog.phase = phase;
-    for (int64_t r = 0; r < 2; ++r) {
-      RankProgram rp;
-      rp.rank = r;
-      Op c;
-      c.kind = OpKind::kFfnUp;
-      c.flops = flops;
-      c.id = 0;
-      rp.ops.push_back(c);
-      Op a;
-      a.kind = OpKind::kComm;
-      a.stream = Stream::kCommEp;
-      a.collective = Collective::kAllToAll;
-      a.dim = Dim::kEp;
-      a.group_id = group;
-      a.bytes = bytes;
-      a.peer_sends = {{static_cast<int32_t>(1 - r), bytes}};
-      a.id = 1;
-      if (serial) {
-        a.deps_begin = 0;
-        a.deps_count = 1;
-        rp.deps.push_back(0);
-      }
-      rp.ops.push_back(a);
-      prog.ranks.push_back(std::move(rp));
-    }
+    const PhaseProgram prog =
+        PairProgram({{ComputeOp(flops), {}},
+                     {PairAllToAll(group, bytes, 0),
+                      serial ? std::vector<int32_t>{0} : std::vector<int32_t>{}}},
+                    phase);
     EngineOptions o;
     o.prefill_sm_share = share;
     Engine engine(*pl, *model, topo, o);
@@ -425,41 +448,11 @@ TEST(EngineTest, TwoBatchOverlapSpanHandComputed) {
   ASSERT_TRUE(model.ok());
   Topology topo(e.cluster);
   const int32_t group = static_cast<int32_t>(pl->GroupOf(0, Dim::kEp).id);
-  auto compute = [](int64_t flops) {
-    Op c;
-    c.kind = OpKind::kFfnUp;
-    c.flops = flops;
-    return c;
-  };
-  auto a2a = [&](int64_t bytes, int32_t seq, int64_t rank) {
-    Op a;
-    a.kind = OpKind::kComm;
-    a.stream = Stream::kCommEp;
-    a.collective = Collective::kAllToAll;
-    a.dim = Dim::kEp;
-    a.group_id = group;
-    a.seq = seq;
-    a.bytes = bytes;
-    a.peer_sends = {{static_cast<int32_t>(1 - rank), bytes}};
-    return a;
-  };
+  auto compute = [](int64_t flops) { return ComputeOp(flops); };
+  auto a2a = [&](int64_t bytes, int32_t seq) { return PairAllToAll(group, bytes, seq); };
   // Runs `ops` (op, deps) on both ranks; the span. `share`: the all-to-alls' SM share.
-  auto span = [&](const std::vector<std::pair<Op, std::vector<int32_t>>>& ops, double share = 0) {
-    PhaseProgram prog;
-    for (int64_t r = 0; r < 2; ++r) {
-      RankProgram rp;
-      rp.rank = r;
-      for (const auto& [op, deps] : ops) {
-        rp.ops.push_back(op);
-        rp.ops.back().id = static_cast<int32_t>(rp.ops.size() - 1);
-        if (rp.ops.back().is_comm())
-          rp.ops.back().peer_sends[0].position = static_cast<int32_t>(1 - r);
-        rp.ops.back().deps_begin = static_cast<int32_t>(rp.deps.size());
-        rp.ops.back().deps_count = static_cast<int32_t>(deps.size());
-        rp.deps.insert(rp.deps.end(), deps.begin(), deps.end());
-      }
-      prog.ranks.push_back(std::move(rp));
-    }
+  auto span = [&](const OpsWithDeps& ops, double share = 0) {
+    const PhaseProgram prog = PairProgram(ops);
     EngineOptions o;
     o.prefill_sm_share = share;
     Engine engine(*pl, *model, topo, o);
@@ -470,7 +463,7 @@ TEST(EngineTest, TwoBatchOverlapSpanHandComputed) {
   for (const auto& [flops, bytes] : {std::pair<int64_t, int64_t>{400'000'000'000, 1'000'000},
                                      std::pair<int64_t, int64_t>{1'000'000'000, 200'000'000}}) {
     const double c = span({{compute(flops), {}}});
-    const double m = span({{a2a(bytes, 0, 0), {}}});
+    const double m = span({{a2a(bytes, 0), {}}});
     ASSERT_GT(c, 0);
     ASSERT_GT(m, 0);
     // One MoE layer of two micro-batches as two-batch-overlap prefill runs it
@@ -479,10 +472,9 @@ TEST(EngineTest, TwoBatchOverlapSpanHandComputed) {
     // attn B 2, disp B 3, experts A 4, comb A 5, experts B 6, comb B 7,
     // output A 8, output B 9; every compute op costs C, every all-to-all M.
     const std::vector<std::pair<Op, std::vector<int32_t>>> layer = {
-        {compute(flops), {}},    {a2a(bytes, 0, 0), {0}}, {compute(flops), {}},
-        {a2a(bytes, 1, 0), {2}}, {compute(flops), {1}},   {a2a(bytes, 2, 0), {4}},
-        {compute(flops), {3}},   {a2a(bytes, 3, 0), {6}}, {compute(flops), {5}},
-        {compute(flops), {7}}};
+        {compute(flops), {}},  {a2a(bytes, 0), {0}}, {compute(flops), {}},  {a2a(bytes, 1), {2}},
+        {compute(flops), {1}}, {a2a(bytes, 2), {4}}, {compute(flops), {3}}, {a2a(bytes, 3), {6}},
+        {compute(flops), {5}}, {compute(flops), {7}}};
     const double tbo = span(layer);
     // With the all-to-alls holding a share s of the SMs: at M ≤ C each of the
     // four lies under one compute op, which takes s·M longer: 6C + 4sM. At
@@ -508,16 +500,18 @@ TEST(EngineTest, TwoBatchOverlapSpanHandComputed) {
     // The schedule before (A's output ahead of B's experts) left the compute
     // stream idle for A's combine: one M more at M ≤ C.
     const double serial_output = span({{compute(flops), {}},
-                                       {a2a(bytes, 0, 0), {0}},
+                                       {a2a(bytes, 0), {0}},
                                        {compute(flops), {}},
-                                       {a2a(bytes, 1, 0), {2}},
+                                       {a2a(bytes, 1), {2}},
                                        {compute(flops), {1}},
-                                       {a2a(bytes, 2, 0), {4}},
+                                       {a2a(bytes, 2), {4}},
                                        {compute(flops), {5}},
                                        {compute(flops), {3}},
-                                       {a2a(bytes, 3, 0), {7}},
+                                       {a2a(bytes, 3), {7}},
                                        {compute(flops), {8}}});
-    if (m <= c) EXPECT_NEAR(serial_output, 6 * c + 2 * m, 1e-9 * expected);
+    if (m <= c) {
+      EXPECT_NEAR(serial_output, 6 * c + 2 * m, 1e-9 * expected);
+    }
   }
 }
 
