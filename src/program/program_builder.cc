@@ -821,11 +821,10 @@ class RankBuilder {
     if (OwnsNewKv()) KvAppend(tokens, latent, tp_);
     if (!prefill_) {
       // Absorbed form: W_UK folded into the query (batched per head in the
-      // activation dtype: W_UK keeps the weight format's bytes, its input is
-      // not quantised).
+      // activation dtype; its input is not quantised).
       Cost uk = Gemm(tokens, a.qk_nope_head_dim, hq_ * a.kv_lora_rank, false, bpe_);
       uk.flops = 2 * tokens * hq_ * a.qk_nope_head_dim * a.kv_lora_rank;
-      uk.weight = prec_.WeightBytes(a.qk_nope_head_dim, hq_ * a.kv_lora_rank);
+      uk.weight = AbsorbedWeightBytes(a.qk_nope_head_dim, hq_ * a.kv_lora_rank);
       uk.read = tokens * hq_ * a.qk_nope_head_dim * bpe_ + uk.weight;
       Compute(OpRole::kAbsorbUk, uk, rep_tok_);
     }
@@ -852,11 +851,23 @@ class RankBuilder {
       DecodeAttention(requests, AttnShape{latent, a.kv_lora_rank, 1}, latent);
       Cost uv = Gemm(tokens, a.kv_lora_rank, hq_ * a.v_head_dim, false, bpe_);
       uv.flops = 2 * tokens * hq_ * a.kv_lora_rank * a.v_head_dim;
-      uv.weight = prec_.WeightBytes(a.kv_lora_rank, hq_ * a.v_head_dim);
+      uv.weight = AbsorbedWeightBytes(a.kv_lora_rank, hq_ * a.v_head_dim);
       uv.read = tokens * hq_ * a.kv_lora_rank * bpe_ + uv.weight;
       Compute(OpRole::kAbsorbUv, uv, rep_tok_);
     }
     OutProj(tokens, a.v_head_dim);
+  }
+
+  // Bytes of an absorbed decode product's k × n weights (W_UK, W_UV). Block-scaled
+  // FP8 (DeepSeek-V3's 128 × 128) kv_b_proj is dequantised to the activation dtype
+  // at load and the products run as bf16 batched GEMMs: SGLang's default
+  // (python/sglang/srt/models/deepseek_v2.py post_load_weights, block_quant_dequant
+  // unless SGL_USE_DEEPGEMM_BMM; sgl-project/sglang 00114aef) and DeepSeek's own
+  // inference/model.py (weight_dequant of wkv_b in its absorbed path). Other formats
+  // keep the weight format's bytes (bench/serving/SOURCES.md, "Absorbed MLA weights").
+  int64_t AbsorbedWeightBytes(int64_t k, int64_t n) const {
+    if (prec_.roles && prec_.weight_scales.kind == ScaleKind::kBlock) return k * n * bpe_;
+    return prec_.WeightBytes(k, n);
   }
 
   // In decode with sp > 1 only the rank owning the new position stores its KV.

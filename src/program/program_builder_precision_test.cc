@@ -184,5 +184,28 @@ TEST(ProgramBuilderPrecisionTest, DeepSeekFp8OnMlaMoeChecksOut) {
   }
 }
 
+// The absorbed decode products (W_UK, W_UV) under DeepSeek's block-scaled FP8
+// read their weights in bf16: engines dequantise kv_b_proj at load (SGLang's
+// default, DeepSeek's inference code). Tiny-moe, 8 heads, nope 8, latent 16,
+// v 8, 2 requests: each product's weights 8 × 8 × 16 × 2 B = 2048 B, its input
+// 2 × 8 × 8 × 2 B = 256 B (DeepSeek-V3: 128 × 128 × 512 × 2 B = 16.8 MB each,
+// against 8.4 MB in FP8). Per-tensor W8A8 keeps FP8 weights and one scale.
+TEST(ProgramBuilderPrecisionTest, DeepSeekFp8AbsorbedProductsReadBf16Weights) {
+  const Experiment base = MakeExperiment(testing::TinyMoe(), {}, 2, 16);
+  const Built ds = BuildOrDie(WithPresets(base, {"deepseek-fp8"}), Phase::kDecode);
+  const Op* uk = Find(ds.program.ranks[0], OpRole::kAbsorbUk);
+  const Op* uv = Find(ds.program.ranks[0], OpRole::kAbsorbUv);
+  ASSERT_NE(uk, nullptr);
+  ASSERT_NE(uv, nullptr);
+  EXPECT_EQ(uk->weight_bytes, 2048);
+  EXPECT_EQ(uk->bytes_read, 256 + 2048);
+  EXPECT_EQ(uv->weight_bytes, 2048);
+  EXPECT_EQ(uv->bytes_read, 2 * 8 * 16 * 2 + 2048);
+  const Built w8 = BuildOrDie(WithPresets(base, {"w8a8-fp8"}), Phase::kDecode);
+  const Op* uk8 = Find(w8.program.ranks[0], OpRole::kAbsorbUk);
+  ASSERT_NE(uk8, nullptr);
+  EXPECT_EQ(uk8->weight_bytes, 1024 + 4);
+}
+
 }  // namespace
 }  // namespace shardscope
