@@ -7,8 +7,8 @@
 #include <optional>
 
 #include "config/engine_profile.h"
-#include "config/trtllm_bench_limits.h"
 #include "config/request_file.h"
+#include "config/trtllm_bench_limits.h"
 #include "core/enum_names.h"
 #include "core/yaml_reader.h"
 
@@ -116,12 +116,11 @@ Status ReadArrivals(const YamlMap& w, const ModelSpec& model, const std::string&
 Status ReadScheduler(const YamlMap& exp, SchedulerSpec* s) {
   if (!exp.Has("scheduler")) return Status::Ok();
   ASSIGN_OR_RETURN(YamlMap m, exp.Map("scheduler"));
-  RETURN_IF_ERROR(
-      m.CheckKeys({"max_num_batched_tokens", "max_num_seqs", "block_size", "gpu_memory_utilization",
-                   "gpu_memory_utilization_of", "kv_blocks", "chunked_prefill",
-                   "mix_prompts_with_decodes", "admission", "num_scheduler_steps",
-                   "cuda_graph_batch_sizes", "router", "grid_points_per_octave", "long_prompts",
-                   "limits_from"}));
+  RETURN_IF_ERROR(m.CheckKeys({"max_num_batched_tokens", "max_num_seqs", "block_size",
+                               "gpu_memory_utilization", "gpu_memory_utilization_of", "kv_blocks",
+                               "chunked_prefill", "mix_prompts_with_decodes", "admission",
+                               "num_scheduler_steps", "cuda_graph_batch_sizes", "router",
+                               "grid_points_per_octave", "long_prompts", "limits_from"}));
   RETURN_IF_ERROR(m.OptionalAtLeast("max_num_batched_tokens", 1, &s->max_num_batched_tokens));
   RETURN_IF_ERROR(m.OptionalAtLeast("max_num_seqs", 1, &s->max_num_seqs));
   RETURN_IF_ERROR(m.OptionalAtLeast("block_size", 1, &s->block_size));
@@ -158,8 +157,9 @@ Status ReadScheduler(const YamlMap& exp, SchedulerSpec* s) {
   RETURN_IF_ERROR(m.Optional("long_prompts", &long_prompts));
   const std::optional<LongPrompts> lp = kLongPromptsNames.Parse(long_prompts);
   if (!lp) {
-    return m.context().Child("long_prompts").Error(
-        fmt::format("unknown '{}' (expected refuse or chunk)", long_prompts));
+    return m.context()
+        .Child("long_prompts")
+        .Error(fmt::format("unknown '{}' (expected refuse or chunk)", long_prompts));
   }
   s->long_prompts = *lp;
   if (m.Has("limits_from")) {
@@ -167,8 +167,9 @@ Status ReadScheduler(const YamlMap& exp, SchedulerSpec* s) {
     RETURN_IF_ERROR(m.Required("limits_from", &from));
     const std::optional<SchedulerLimits> limits = kSchedulerLimitsNames.Parse(from);
     if (!limits) {
-      return m.context().Child("limits_from").Error(
-          fmt::format("unknown '{}' (expected given or trtllm-bench)", from));
+      return m.context()
+          .Child("limits_from")
+          .Error(fmt::format("unknown '{}' (expected given or trtllm-bench)", from));
     }
     s->limits_from = *limits;
     for (const char* key : {"max_num_seqs", "max_num_batched_tokens"}) {
@@ -426,8 +427,8 @@ Status CheckLongPrompts(const YamlMap& exp, const YamlMap& w, const ServingSpec&
   return PromptField(w, s).Error(fmt::format(
       "{} of up to {} tokens exceed the token budget (scheduler.max_num_batched_tokens {}) "
       "with chunked prefill off: {}; enable chunked_prefill or raise the budget",
-      recompute ? "prompts recomputed after preemption (prompt + output − 1)" : "prompts",
-      longest, c.max_num_batched_tokens, who));
+      recompute ? "prompts recomputed after preemption (prompt + output − 1)" : "prompts", longest,
+      c.max_num_batched_tokens, who));
 }
 
 }  // namespace

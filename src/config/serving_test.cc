@@ -371,7 +371,8 @@ TEST(ServingTest, LimitsFromTrtllmBench) {
       "    engine: trtllm\n    precision: [w8a8-fp8, fp8-kv]\n"
       "    workload: {arrivals: {process: closed_loop, concurrency: 4}, prompt_tokens: 1000, "
       "output_tokens: 1000, requests: 8}\n";
-  auto r = Load(base + "    scheduler: {limits_from: trtllm-bench, gpu_memory_utilization: 0.95}\n");
+  auto r =
+      Load(base + "    scheduler: {limits_from: trtllm-bench, gpu_memory_utilization: 0.95}\n");
   ASSERT_TRUE(r.ok()) << r.status().message();
   const SchedulerSpec& s = (*r)[0].serving->scheduler;
   EXPECT_EQ(s.limits_from, SchedulerLimits::kTrtllmBench);

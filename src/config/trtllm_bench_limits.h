@@ -36,8 +36,8 @@ struct TrtllmBenchInputs {
 };
 
 struct TrtllmBenchLimits {
-  int64_t max_batch_size = 0;  // → scheduler.max_num_seqs
-  int64_t max_num_tokens = 0;  // → scheduler.max_num_batched_tokens
+  int64_t max_batch_size = 0;        // → scheduler.max_num_seqs
+  int64_t max_num_tokens = 0;        // → scheduler.max_num_batched_tokens
   double kv_cache_max_requests = 0;  // its estimate before rounding
 };
 
