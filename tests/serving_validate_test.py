@@ -51,5 +51,15 @@ class SimulatedTest(unittest.TestCase):
         self.assertEqual(e.exception.args[0], "gone")
 
 
+class SummaryTest(unittest.TestCase):
+    def test_median_and_max_per_name_sorted(self):
+        rows = validate.summary({"b": [0.3, 0.1, 0.2], "a": [0.4, 0.0]})
+        self.assertEqual([r[0] for r in rows], ["a", "b"])
+        self.assertEqual(rows[0][1:], (2, 0.2, 0.4))
+        self.assertEqual(rows[1][1], 3)
+        self.assertAlmostEqual(rows[1][2], 0.2)
+        self.assertAlmostEqual(rows[1][3], 0.3)
+
+
 if __name__ == "__main__":
     sys.exit(unittest.main())

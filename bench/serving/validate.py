@@ -6,8 +6,10 @@ SOURCES.md beside it), runs every experiment of validation.yaml once with
 `shardscope run --json --no-trace`, and prints one Markdown table: source,
 engine, case, metric, measured, simulated and the signed error
 (simulated - measured) / measured. Summary: median and largest |error|, over
-all rows and per metric family (TTFT, TPOT/ITL, throughput, speedup). With --check,
-exits 1 when a median exceeds --median (default 0.10) or a row exceeds --max.
+all rows and per metric family (TTFT, TPOT/ITL, throughput, speedup), then per
+source (so that one source with many rows cannot hide another; printed only,
+--check does not read them). With --check, exits 1 when an overall or family
+median exceeds --median (default 0.10) or a row exceeds --max.
 
 A row whose `known_off` column gives a reason (an understood defect of the
 model, named in SOURCES.md) is printed with that reason and counted in every
@@ -101,6 +103,12 @@ def simulated(row, results):
     return metric(results[names[0]], base) / metric(results[names[1]], base)
 
 
+def summary(errors):
+    """(name, rows, median, max) of |error| lists keyed by name, sorted by name."""
+    return [(name, len(errs), statistics.median(errs), max(errs))
+            for name, errs in sorted(errors.items())]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--binary", default="build/shardscope")
@@ -115,6 +123,7 @@ def main():
     results = simulate(args.binary, args.config, extra)
     rows = read_rows(args.rows)
     errors = {}
+    by_source = {}
     failed = False
     print("| source | engine | case | metric | measured | simulated | error | known off |")
     print("|---|---|---|---|---:|---:|---:|---|")
@@ -129,6 +138,7 @@ def main():
         measured = float(row["measured"])
         err = sim / measured - 1
         errors.setdefault(FAMILY[row["metric"]], []).append(abs(err))
+        by_source.setdefault(row["source"], []).append(abs(err))
         known_off = (row.get("known_off") or "").strip()
         if known_off and abs(err) <= args.max:
             print(f"{args.rows}: row {row['id']} is listed as known off but is within "
@@ -140,10 +150,12 @@ def main():
               f"{measured:.4g} | {sim:.4g} | {err:+.1%} | {known_off} |")
     every = [e for v in errors.values() for e in v]
     print()
-    for name, errs in [("all", every)] + sorted(errors.items()):
-        med, worst = statistics.median(errs), max(errs)
-        print(f"{name}: {len(errs)} rows, median |error| {med:.1%}, max {worst:.1%}")
+    for name, n, med, worst in summary({"all": every}) + summary(errors):
+        print(f"{name}: {n} rows, median |error| {med:.1%}, max {worst:.1%}")
         failed |= med > args.median
+    print()
+    for name, n, med, worst in summary(by_source):
+        print(f"source {name}: {n} rows, median |error| {med:.1%}, max {worst:.1%}")
     if args.check and failed:
         sys.exit(1)
 

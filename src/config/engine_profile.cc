@@ -77,6 +77,11 @@ SchedulerSpec Sglang04(const EngineInputs& in) {
   // enable_mixed_chunk = False: prefill batches and decode batches run apart,
   // a new prefill batch first (scheduler.py get_next_batch_to_run).
   s.chunked_prefill = in.chunked_prefill.value_or(false);
+  // chunked_prefill_size splits the prompts themselves: PrefillAdder.add_one_req
+  // (managers/schedule_policy.py) gives a prompt that does not fit what is left
+  // of the batch's chunk budget that rest, and the next prefill batch leads with
+  // its next chunk (scheduler.py get_new_batch_prefill, chunked_req).
+  s.long_prompts = LongPrompts::kChunk;
   // max_running_requests = None → min(KV tokens / 2, the request pool:
   // clamp(KV tokens / context_len × 512, 2048, 4096)) (scheduler.py, model_runner.py).
   s.max_num_seqs = 0;

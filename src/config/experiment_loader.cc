@@ -13,6 +13,7 @@
 #include "core/yaml_reader.h"
 #include "model/hf_config.h"
 #include "model/model_yaml.h"
+#include "model/params.h"
 
 namespace shardscope {
 namespace fs = std::filesystem;
@@ -644,7 +645,20 @@ StatusOr<Experiment> ReadExperiment(const YAML::Node& node, const YamlContext& c
   }
   EngineContext engine_context;
   engine_context.tp = e.parallel.tp;
+  engine_context.pp = e.parallel.pp;
   engine_context.device_memory_bytes = e.cluster.device.memory_bytes;
+  {
+    // trtllm-bench's tables (bench/build/tuning.py BYTES_PER_ELEM): FP8 weights
+    // and KV 1 byte, everything else counted as 2.
+    const Precision p = PrecisionOf(e);
+    engine_context.param_count = static_cast<double>(CountParameters(e.model).total);
+    engine_context.bytes_per_weight = p.weights == DType::kFp8 ? 1 : 2;
+    engine_context.bytes_per_kv_value = p.kv_cache == DType::kFp8 ? 1 : 2;
+    engine_context.attention_layers = e.model.num_layers;
+    engine_context.kv_heads = e.model.num_kv_heads;
+    engine_context.head_dim = e.model.QkHeadDim();
+    engine_context.mla = e.model.attention == AttentionKind::kMla;
+  }
   ASSIGN_OR_RETURN(e.serving, ReadServing(exp, e.model, path, engine_context));
   RETURN_IF_ERROR(ReadMechanisms(exp, path, zoo, &e));
   return e;

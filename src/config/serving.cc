@@ -8,6 +8,7 @@
 
 #include "config/engine_profile.h"
 #include "config/request_file.h"
+#include "config/trtllm_bench_limits.h"
 #include "core/enum_names.h"
 #include "core/yaml_reader.h"
 
@@ -25,6 +26,10 @@ constexpr auto kKvMemoryRuleNames =
     MakeEnumNames<KvMemoryRule>({{KvMemoryRule::kShareOfCapacity, "capacity"},
                                  {KvMemoryRule::kShareOfFree, "free"},
                                  {KvMemoryRule::kStaticShare, "static"}});
+constexpr auto kLongPromptsNames =
+    MakeEnumNames<LongPrompts>({{LongPrompts::kRefuse, "refuse"}, {LongPrompts::kChunk, "chunk"}});
+constexpr auto kSchedulerLimitsNames = MakeEnumNames<SchedulerLimits>(
+    {{SchedulerLimits::kGiven, "given"}, {SchedulerLimits::kTrtllmBench, "trtllm-bench"}});
 constexpr auto kRouterPolicyNames =
     MakeEnumNames<RouterPolicy>({{RouterPolicy::kRoundRobin, "round_robin"},
                                  {RouterPolicy::kLeastOutstanding, "least_outstanding"}});
@@ -111,11 +116,11 @@ Status ReadArrivals(const YamlMap& w, const ModelSpec& model, const std::string&
 Status ReadScheduler(const YamlMap& exp, SchedulerSpec* s) {
   if (!exp.Has("scheduler")) return Status::Ok();
   ASSIGN_OR_RETURN(YamlMap m, exp.Map("scheduler"));
-  RETURN_IF_ERROR(
-      m.CheckKeys({"max_num_batched_tokens", "max_num_seqs", "block_size", "gpu_memory_utilization",
-                   "gpu_memory_utilization_of", "kv_blocks", "chunked_prefill",
-                   "mix_prompts_with_decodes", "admission", "num_scheduler_steps",
-                   "cuda_graph_batch_sizes", "router", "grid_points_per_octave"}));
+  RETURN_IF_ERROR(m.CheckKeys({"max_num_batched_tokens", "max_num_seqs", "block_size",
+                               "gpu_memory_utilization", "gpu_memory_utilization_of", "kv_blocks",
+                               "chunked_prefill", "mix_prompts_with_decodes", "admission",
+                               "num_scheduler_steps", "cuda_graph_batch_sizes", "router",
+                               "grid_points_per_octave", "long_prompts", "limits_from"}));
   RETURN_IF_ERROR(m.OptionalAtLeast("max_num_batched_tokens", 1, &s->max_num_batched_tokens));
   RETURN_IF_ERROR(m.OptionalAtLeast("max_num_seqs", 1, &s->max_num_seqs));
   RETURN_IF_ERROR(m.OptionalAtLeast("block_size", 1, &s->block_size));
@@ -148,6 +153,32 @@ Status ReadScheduler(const YamlMap& exp, SchedulerSpec* s) {
                            admission));
   }
   RETURN_IF_ERROR(m.OptionalAtLeast("num_scheduler_steps", 1, &s->num_scheduler_steps));
+  std::string long_prompts(LongPromptsName(s->long_prompts));
+  RETURN_IF_ERROR(m.Optional("long_prompts", &long_prompts));
+  const std::optional<LongPrompts> lp = kLongPromptsNames.Parse(long_prompts);
+  if (!lp) {
+    return m.context()
+        .Child("long_prompts")
+        .Error(fmt::format("unknown '{}' (expected refuse or chunk)", long_prompts));
+  }
+  s->long_prompts = *lp;
+  if (m.Has("limits_from")) {
+    std::string from;
+    RETURN_IF_ERROR(m.Required("limits_from", &from));
+    const std::optional<SchedulerLimits> limits = kSchedulerLimitsNames.Parse(from);
+    if (!limits) {
+      return m.context()
+          .Child("limits_from")
+          .Error(fmt::format("unknown '{}' (expected given or trtllm-bench)", from));
+    }
+    s->limits_from = *limits;
+    for (const char* key : {"max_num_seqs", "max_num_batched_tokens"}) {
+      if (s->limits_from != SchedulerLimits::kGiven && m.Has(key)) {
+        return m.context().Child(key).Error(
+            fmt::format("is set by limits_from: {}; drop one of them", from));
+      }
+    }
+  }
   if (m.Has("cuda_graph_batch_sizes")) {
     RETURN_IF_ERROR(m.Optional("cuda_graph_batch_sizes", &s->cuda_graph_batch_sizes));
     const std::vector<int64_t>& b = s->cuda_graph_batch_sizes;
@@ -292,6 +323,114 @@ nlohmann::json InstanceJson(const InstanceSpec& i) {
           {"instances", i.instances}};
 }
 
+// The mean and the largest length a workload's requests may have (prompt or
+// output): a fixed length itself; a distribution its mean (clamping aside)
+// and its upper bound; a request file its own.
+struct LengthRange {
+  double mean = 0;
+  int64_t max = 0;
+};
+LengthRange RangeOf(const ServingSpec& s, bool prompt) {
+  if (s.arrivals.process == ArrivalProcess::kFile) {
+    LengthRange r;
+    for (const RequestSpec& q : s.arrivals.file_requests) {
+      const int64_t n = prompt ? q.prompt_tokens : q.output_tokens;
+      r.mean += static_cast<double>(n);
+      r.max = std::max(r.max, n);
+    }
+    if (!s.arrivals.file_requests.empty()) {
+      r.mean /= static_cast<double>(s.arrivals.file_requests.size());
+    }
+    return r;
+  }
+  const LengthDist& d = prompt ? s.prompt_tokens : s.output_tokens;
+  switch (d.kind) {
+    case LengthDist::Kind::kFixed:
+      return {static_cast<double>(d.value), d.value};
+    case LengthDist::Kind::kUniform:
+      return {0.5 * static_cast<double>(d.min + d.max), d.max};
+    case LengthDist::Kind::kNormal:
+    case LengthDist::Kind::kLognormal:
+      return {d.mean, d.max};
+  }
+  return {};
+}
+
+// The field a workload's prompt lengths come from, for errors.
+YamlContext PromptField(const YamlMap& w, const ServingSpec& s) {
+  return s.arrivals.process == ArrivalProcess::kFile ? w.context().Child("arrivals").Child("path")
+                                                     : w.context().Child("prompt_tokens");
+}
+
+// scheduler.limits_from: trtllm-bench → max_num_seqs and max_num_batched_tokens
+// as trtllm-bench sizes them for this model, devices and dataset.
+Status ApplyTrtllmBenchLimits(const YamlMap& exp, const EngineContext& c, ServingSpec* s) {
+  const YamlContext where = exp.context().Child("scheduler").Child("limits_from");
+  if (!s->engine || s->engine->name != "trtllm") {
+    return where.Error("trtllm-bench sizes TensorRT-LLM only: it needs `engine: trtllm`");
+  }
+  if (c.mla) return where.Error("trtllm-bench's sizing counts GQA KV heads; this model has MLA");
+  if (!(c.device_memory_bytes > 0 && c.param_count > 0)) {
+    return where.Error("needs the model's parameters and the device's memory");
+  }
+  TrtllmBenchInputs in;
+  in.device_memory_bytes = c.device_memory_bytes;
+  in.tp = c.tp;
+  in.pp = c.pp;
+  in.param_count = c.param_count;
+  in.bytes_per_weight = c.bytes_per_weight;
+  in.bytes_per_kv_value = c.bytes_per_kv_value;
+  in.attention_layers = c.attention_layers;
+  in.kv_heads = c.kv_heads;
+  in.head_dim = c.head_dim;
+  const LengthRange prompt = RangeOf(*s, true), output = RangeOf(*s, false);
+  in.mean_input = prompt.mean;
+  in.mean_output = output.mean;
+  in.max_input = prompt.max;
+  in.kv_fraction = s->scheduler.gpu_memory_utilization;
+  in.chunked_prefill = s->scheduler.chunked_prefill;
+  auto limits = TrtllmBenchLimitsFor(in);
+  if (!limits.ok()) return where.Error(limits.status().message());
+  s->scheduler.max_num_seqs = limits->max_batch_size;
+  s->scheduler.max_num_batched_tokens = limits->max_num_tokens;
+  return Status::Ok();
+}
+
+// Without chunked prefill, a prompt longer than the token budget: refused
+// where the engine refuses it (an error here), split under long_prompts: chunk.
+Status CheckLongPrompts(const YamlMap& exp, const YamlMap& w, const ServingSpec& s) {
+  const SchedulerSpec& c = s.scheduler;
+  if (c.chunked_prefill || s.decode_only || c.long_prompts == LongPrompts::kChunk) {
+    return Status::Ok();
+  }
+  if (s.engine && s.engine->name == "vllm" && c.max_num_batched_tokens < c.max_model_len) {
+    // vllm/config.py SchedulerConfig._verify_args: a ValueError at startup.
+    return exp.context()
+        .Child("scheduler")
+        .Child("max_num_batched_tokens")
+        .Error(fmt::format(
+            "is {}, below max_model_len {} with chunked prefill off: vLLM refuses this at "
+            "startup (it would reject longer prompts); enable chunked_prefill or raise it",
+            c.max_num_batched_tokens, c.max_model_len));
+  }
+  const LengthRange prompt = RangeOf(s, true), output = RangeOf(s, false);
+  // A request preempted by recompute prefills its prompt and what it generated.
+  const bool recompute = c.admission == Admission::kRecompute;
+  const int64_t longest = prompt.max + (recompute ? std::max<int64_t>(output.max, 1) - 1 : 0);
+  if (longest <= c.max_num_batched_tokens) return Status::Ok();
+  const std::string who =
+      !s.engine ? "the scheduler refuses it (long_prompts: refuse)"
+      : s.engine->name == "trtllm"
+          ? "TensorRT-LLM refuses it (its executor will not start with max_input_len above "
+            "max_num_tokens; its PyTorch backend rejects each such request)"
+          : fmt::format("{} refuses it (long_prompts: refuse)", s.engine->name);
+  return PromptField(w, s).Error(fmt::format(
+      "{} of up to {} tokens exceed the token budget (scheduler.max_num_batched_tokens {}) "
+      "with chunked prefill off: {}; enable chunked_prefill or raise the budget",
+      recompute ? "prompts recomputed after preemption (prompt + output − 1)" : "prompts", longest,
+      c.max_num_batched_tokens, who));
+}
+
 }  // namespace
 
 int64_t CachedPrefixTokens(int64_t prompt, double hit_rate, int64_t block_size) {
@@ -375,6 +514,10 @@ StatusOr<std::optional<ServingSpec>> ReadServing(const YamlMap& exp, const Model
   }
   RETURN_IF_ERROR(ReadEngine(exp, model, engine_context, &s));
   RETURN_IF_ERROR(ReadScheduler(exp, &s.scheduler));
+  if (s.scheduler.limits_from == SchedulerLimits::kTrtllmBench) {
+    RETURN_IF_ERROR(ApplyTrtllmBenchLimits(exp, engine_context, &s));
+  }
+  RETURN_IF_ERROR(CheckLongPrompts(exp, w, s));
   RETURN_IF_ERROR(ReadSlo(exp, &s.slo));
   RETURN_IF_ERROR(ReadDisaggregation(exp, &s.disaggregation));
   if (s.decode_only && s.disaggregation) {
@@ -401,6 +544,8 @@ std::string_view AdmissionName(Admission a) { return kAdmissionNames.Name(a); }
 std::string_view KvMemoryRuleName(KvMemoryRule r) { return kKvMemoryRuleNames.Name(r); }
 
 std::string_view RouterPolicyName(RouterPolicy p) { return kRouterPolicyNames.Name(p); }
+
+std::string_view LongPromptsName(LongPrompts p) { return kLongPromptsNames.Name(p); }
 
 nlohmann::json ServingToJson(const ServingSpec& s) {
   nlohmann::json arrivals = {{"process", ArrivalProcessName(s.arrivals.process)}};
@@ -441,13 +586,16 @@ nlohmann::json ServingToJson(const ServingSpec& s) {
   const bool engine_fields =
       s.engine || c.mix_prompts_with_decodes || c.admission != Admission::kRecompute ||
       c.memory_rule != KvMemoryRule::kShareOfCapacity || c.num_scheduler_steps != 1 ||
-      !c.cuda_graph_batch_sizes.empty() || s.path.any();
+      !c.cuda_graph_batch_sizes.empty() || s.path.any() || c.long_prompts != LongPrompts::kRefuse ||
+      c.limits_from != SchedulerLimits::kGiven;
   if (engine_fields) {
     scheduler["gpu_memory_utilization_of"] = KvMemoryRuleName(c.memory_rule);
     scheduler["mix_prompts_with_decodes"] = c.mix_prompts_with_decodes;
     scheduler["admission"] = AdmissionName(c.admission);
     scheduler["num_scheduler_steps"] = c.num_scheduler_steps;
     scheduler["cuda_graph_batch_sizes"] = c.cuda_graph_batch_sizes;
+    scheduler["long_prompts"] = LongPromptsName(c.long_prompts);
+    scheduler["limits_from"] = kSchedulerLimitsNames.Name(c.limits_from);
   }
   nlohmann::json out = {
       {"workload", workload},

@@ -65,6 +65,17 @@ enum class Admission { kRecompute, kGuaranteedNoEvict };
 // living in the rest (SGLang's mem_fraction_static).
 enum class KvMemoryRule { kShareOfCapacity, kShareOfFree, kStaticShare };
 
+// Without chunked prefill, what becomes of a prompt longer than the token
+// budget: refused (vLLM refuses the setting at startup, TensorRT-LLM's PyTorch
+// backend refuses the request; both an error at load here), or split (SGLang's
+// chunked_prefill_size: a prompt that does not fit what is left of a prefill
+// iteration's budget takes the rest of it, its next chunk leading the next one).
+enum class LongPrompts { kRefuse, kChunk };
+
+// Where max_num_seqs and max_num_batched_tokens come from: the experiment (or
+// its engine profile), or trtllm-bench's own sizing (config/trtllm_bench_limits.h).
+enum class SchedulerLimits { kGiven, kTrtllmBench };
+
 // The vLLM-like scheduler of one replica (docs/sim.md, "Serving"). An
 // `engine:` profile (config/engine_profile.h) sets its defaults.
 struct SchedulerSpec {
@@ -79,6 +90,8 @@ struct SchedulerSpec {
   // Without chunked prefill: whole prompts join the decodes' iterations
   // (TensorRT-LLM's in-flight batching) instead of iterations of their own.
   bool mix_prompts_with_decodes = false;
+  LongPrompts long_prompts = LongPrompts::kRefuse;
+  SchedulerLimits limits_from = SchedulerLimits::kGiven;
   Admission admission = Admission::kRecompute;
   KvMemoryRule memory_rule = KvMemoryRule::kShareOfCapacity;
   // Multi-step scheduling (vLLM 0.6 `num_scheduler_steps`): a decode-only
@@ -160,7 +173,18 @@ struct ServingSpec {
 // What an engine profile's defaults depend on besides the engine.
 struct EngineContext {
   int64_t tp = 1;                  // tensor-parallel size
+  int64_t pp = 1;                  // pipeline stages
   double device_memory_bytes = 0;  // usable memory of one device
+  // What trtllm-bench's sizing reads of the model (scheduler.limits_from):
+  // parameters, bytes per weight and per KV value as its quantisation tables
+  // count them, attention layers, KV heads and their width; mla: no GQA shape.
+  double param_count = 0;
+  double bytes_per_weight = 2;
+  double bytes_per_kv_value = 2;
+  int64_t attention_layers = 0;
+  int64_t kv_heads = 0;
+  int64_t head_dim = 0;
+  bool mla = false;
 };
 
 // Reads `workload`, `engine`, `scheduler` and `slo` from an experiment's map; nullopt when
@@ -182,6 +206,7 @@ const std::vector<std::string>& ServingKeys();
 
 std::string_view ArrivalProcessName(ArrivalProcess p);
 std::string_view RouterPolicyName(RouterPolicy p);
+std::string_view LongPromptsName(LongPrompts p);
 std::string_view AdmissionName(Admission a);
 std::string_view KvMemoryRuleName(KvMemoryRule r);  // capacity, free or static
 

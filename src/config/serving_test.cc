@@ -34,7 +34,7 @@ TEST(ServingTest, ReadsWorkloadSchedulerAndSlo) {
       output_tokens: 128
       requests: 1000
       warmup_requests: 50
-    scheduler: {max_num_batched_tokens: 2048, max_num_seqs: 64, chunked_prefill: false,
+    scheduler: {max_num_batched_tokens: 4224, max_num_seqs: 64, chunked_prefill: false,
                 router: least_outstanding, block_size: 32}
     slo: {ttft_ms: 500, tpot_ms: 50}
 )");
@@ -51,7 +51,7 @@ TEST(ServingTest, ReadsWorkloadSchedulerAndSlo) {
   EXPECT_EQ(s.output_tokens.value, 128);
   EXPECT_EQ(s.requests, 1000);
   EXPECT_EQ(s.warmup_requests, 50);
-  EXPECT_EQ(s.scheduler.max_num_batched_tokens, 2048);
+  EXPECT_EQ(s.scheduler.max_num_batched_tokens, 4224);
   EXPECT_EQ(s.scheduler.max_num_seqs, 64);
   EXPECT_EQ(s.scheduler.block_size, 32);
   EXPECT_FALSE(s.scheduler.chunked_prefill);
@@ -302,6 +302,97 @@ TEST(ServingTest, EngineProfilesSetTheSchedulerDefaults) {
   auto rule = Load(std::string(kWorkload) + "    scheduler: {gpu_memory_utilization_of: static}\n");
   ASSERT_TRUE(rule.ok()) << rule.status().message();
   EXPECT_EQ((*rule)[0].serving->scheduler.memory_rule, KvMemoryRule::kStaticShare);
+}
+
+// Without chunked prefill a prompt over the token budget is refused at load
+// where the engine refuses it, and split where the engine splits it (SGLang).
+TEST(ServingTest, PromptsOverTheBudgetAreRefusedOrSplitAsTheEngineDoes) {
+  auto load = [](const std::string& workload, const std::string& rest) {
+    return Load("    workload: {arrivals: {process: closed_loop, concurrency: 4}, " + workload +
+                ", requests: 8}\n" + rest);
+  };
+  struct Case {
+    std::string workload, rest, error;
+  };
+  const std::vector<Case> refused = {
+      // TensorRT-LLM (budget 8192, guaranteed no evict: the prompt alone counts).
+      {"prompt_tokens: 8193, output_tokens: 10", "    engine: trtllm\n",
+       "experiment 's': field 'workload.prompt_tokens': prompts of up to 8193 tokens exceed the "
+       "token budget (scheduler.max_num_batched_tokens 8192) with chunked prefill off: "
+       "TensorRT-LLM refuses it"},
+      // vLLM refuses a budget below max_model_len at startup, whatever the prompts.
+      {"prompt_tokens: 10, output_tokens: 10",
+       "    engine: vllm\n    scheduler: {chunked_prefill: false, max_num_batched_tokens: 8192}\n",
+       "field 'scheduler.max_num_batched_tokens': is 8192, below max_model_len 131072 with "
+       "chunked prefill off: vLLM refuses this at startup"},
+      // No engine, recompute: 10 + 8 − 1 = 17 > 16.
+      {"prompt_tokens: 10, output_tokens: 8",
+       "    scheduler: {chunked_prefill: false, max_num_batched_tokens: 16}\n",
+       "prompts recomputed after preemption (prompt + output − 1) of up to 17 tokens exceed"},
+      // A distribution counts its upper bound.
+      {"prompt_tokens: {distribution: uniform, min: 100, max: 9000}, output_tokens: 1",
+       "    engine: trtllm\n", "prompts of up to 9000 tokens exceed"},
+  };
+  for (const Case& c : refused) {
+    auto r = load(c.workload, c.rest);
+    ASSERT_FALSE(r.ok()) << c.rest;
+    EXPECT_NE(r.status().message().find(c.error), std::string::npos) << r.status().message();
+  }
+  // Within the budget: 10 + 7 − 1 = 16; TensorRT-LLM's 8192 exactly; chunked prefill on.
+  for (const auto& [workload, rest] : std::vector<std::pair<std::string, std::string>>{
+           {"prompt_tokens: 10, output_tokens: 7",
+            "    scheduler: {chunked_prefill: false, max_num_batched_tokens: 16}\n"},
+           {"prompt_tokens: 8192, output_tokens: 10", "    engine: trtllm\n"},
+           {"prompt_tokens: 9000, output_tokens: 10",
+            "    engine: trtllm\n    scheduler: {chunked_prefill: true}\n"}}) {
+    auto r = load(workload, rest);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+  }
+  // SGLang splits prompts over its chunked_prefill_size (8192).
+  auto sgl = load("prompt_tokens: 20000, output_tokens: 10", "    engine: sglang\n");
+  ASSERT_TRUE(sgl.ok()) << sgl.status().message();
+  EXPECT_EQ((*sgl)[0].serving->scheduler.long_prompts, LongPrompts::kChunk);
+  EXPECT_EQ(ServingToJson(*(*sgl)[0].serving)["scheduler"]["long_prompts"], "chunk");
+  auto bad = load("prompt_tokens: 10, output_tokens: 10", "    scheduler: {long_prompts: alone}\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find(
+                "field 'scheduler.long_prompts': unknown 'alone' (expected refuse or chunk)"),
+            std::string::npos);
+}
+
+// scheduler.limits_from: trtllm-bench sizes max_num_seqs and the token budget as
+// trtllm-bench does. Llama-3.1-8B FP8 (8,030,261,248 parameters: 7.4788 GiB at
+// one byte), FP8 KV, TP2 on H100s of 81,559 MiB (79.6475 GiB), 1000/1000, 0.95:
+// cache (159.2949 − 7.4788) × 0.95 = 144.2253 GiB; a request 2000 × 2 × 32 × 8 ×
+// 128 B = 0.12207 GiB: 1181.5 requests. Batch ≥ 1024: 256s → 1280. Tokens 2363.0
+// < 4096: 256s → 2560; without chunking max(2560, 1000 + 1280) = 2560.
+TEST(ServingTest, LimitsFromTrtllmBench) {
+  const std::string base =
+      "    engine: trtllm\n    precision: [w8a8-fp8, fp8-kv]\n"
+      "    workload: {arrivals: {process: closed_loop, concurrency: 4}, prompt_tokens: 1000, "
+      "output_tokens: 1000, requests: 8}\n";
+  auto r =
+      Load(base + "    scheduler: {limits_from: trtllm-bench, gpu_memory_utilization: 0.95}\n");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const SchedulerSpec& s = (*r)[0].serving->scheduler;
+  EXPECT_EQ(s.limits_from, SchedulerLimits::kTrtllmBench);
+  EXPECT_EQ(s.max_num_seqs, 1280);
+  EXPECT_EQ(s.max_num_batched_tokens, 2560);
+  EXPECT_EQ(ServingToJson(*(*r)[0].serving)["scheduler"]["limits_from"], "trtllm-bench");
+  const std::vector<std::pair<std::string, std::string>> errors = {
+      {base + "    scheduler: {limits_from: trtllm-bench, max_num_seqs: 64}\n",
+       "field 'scheduler.max_num_seqs': is set by limits_from: trtllm-bench; drop one of them"},
+      {base + "    scheduler: {limits_from: tuned}\n",
+       "field 'scheduler.limits_from': unknown 'tuned' (expected given or trtllm-bench)"},
+      {"    engine: vllm\n    workload: {arrivals: {process: closed_loop, concurrency: 4}, "
+       "prompt_tokens: 10, output_tokens: 10, requests: 8}\n"
+       "    scheduler: {limits_from: trtllm-bench}\n",
+       "field 'scheduler.limits_from': trtllm-bench sizes TensorRT-LLM only"}};
+  for (const auto& [body, error] : errors) {
+    auto e = Load(body);
+    ASSERT_FALSE(e.ok()) << body;
+    EXPECT_NE(e.status().message().find(error), std::string::npos) << e.status().message();
+  }
 }
 
 // Without `engine:` nor the new keys a served experiment's JSON is as before.

@@ -183,11 +183,27 @@ Iteration ReplicaScheduler::ScheduleWholePrompts() {
   AdmitCached();
   Iteration it;
   int64_t budget = spec_.max_num_batched_tokens;
-  // Prefill-only iterations first; a prompt longer than the budget goes alone.
+  // Prefill-only iterations first, led by a split prompt's next chunk (SGLang's chunked_req).
+  for (ServedRequest* r : running_) {
+    if (!r->prefilling() || budget <= 0) continue;
+    const int64_t need = std::min(r->target - r->computed, budget);
+    if (!Allocate(r, r->computed + need)) break;
+    it.prefill.emplace_back(r, need);
+    budget -= need;
+  }
   while (!waiting_.empty() && static_cast<int64_t>(running_.size()) < spec_.max_num_seqs) {
     ServedRequest* r = waiting_.front();
-    const int64_t need = r->target - r->computed;
-    if (!it.prefill.empty() && need > budget) break;
+    int64_t need = r->target - r->computed;
+    if (need > budget) {
+      // Split: the rest of the budget now. Refused prompts never get here
+      // (config/serving.cc refuses them at load), but one that does goes alone.
+      if (spec_.long_prompts == LongPrompts::kChunk && budget > 0) {
+        need = budget;
+      } else if (!it.prefill.empty()) {
+        break;
+      }
+    }
+    if (need <= 0) break;
     if (!Reserve(r)) break;
     if (!Allocate(r, r->computed + need)) {
       Release(r);
@@ -208,11 +224,19 @@ Iteration ReplicaScheduler::ScheduleMixedWholePrompts() {
   int64_t budget = spec_.max_num_batched_tokens;
   ScheduleRunning(&it, &budget);
   if (it.preempted > 0) return it;
-  // Whole prompts into what the decodes left; one longer than the budget only alone.
+  // Whole prompts into what the decodes left (a split prompt's next chunk was
+  // scheduled with them); a prompt over the rest is split or waits.
   while (!waiting_.empty() && static_cast<int64_t>(running_.size()) < spec_.max_num_seqs) {
     ServedRequest* r = waiting_.front();
-    const int64_t need = r->target - r->computed;
-    if (need > budget && !it.empty()) break;
+    int64_t need = r->target - r->computed;
+    if (need > budget) {
+      if (spec_.long_prompts == LongPrompts::kChunk && budget > 0) {
+        need = budget;
+      } else if (!it.empty()) {
+        break;  // refused prompts never get here (refused at load); one that does goes alone
+      }
+    }
+    if (need <= 0) break;
     if (!Reserve(r)) break;
     if (!Allocate(r, r->computed + need)) {
       Release(r);

@@ -8,7 +8,10 @@
 // freed and it waits at the head of the queue to prefill its prompt and the
 // tokens it had generated again. Without chunked prefill, waiting prompts are
 // prefilled whole in iterations of their own and running requests only decode
-// (vLLM's default scheduler before chunked prefill); with
+// (vLLM's default scheduler before chunked prefill); under long_prompts: chunk
+// a prompt over what the budget leaves takes the rest, its next chunk leading
+// the next iteration (SGLang's chunked_prefill_size; under refuse the loader
+// refuses such workloads); with
 // mix_prompts_with_decodes, whole prompts join the decodes' iterations instead
 // (TensorRT-LLM's in-flight batching). Under guaranteed-no-evict admission
 // (TensorRT-LLM's default) a request is admitted only when the blocks of its

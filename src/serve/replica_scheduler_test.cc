@@ -90,12 +90,42 @@ TEST(ReplicaSchedulerTest, PreemptsTheLatestAdmittedAndRecomputesIt) {
 
 TEST(ReplicaSchedulerTest, WithoutChunkingPromptsPrefillWholeInIterationsOfTheirOwn) {
   ReplicaScheduler s(Spec(8, 4, /*chunked=*/false), 100);
-  ServedRequest a = Request(0, 20, 2), b = Request(1, 4, 2);
+  ServedRequest a = Request(0, 6, 2), b = Request(1, 4, 2);
   s.Add(&a);
   s.Add(&b);
   std::vector<ServedRequest*> done;
-  // a (20 tokens) alone beyond the budget; then b; then both decode.
-  EXPECT_EQ(Drain(s, &done), (std::vector<int64_t>{20, 4, 2}));
+  // a (6 tokens); b (4) does not fit the 2 left and waits; then both decode.
+  EXPECT_EQ(Drain(s, &done), (std::vector<int64_t>{6, 4, 2}));
+}
+
+// SGLang's chunked_prefill_size (long_prompts: chunk): a prompt over what is
+// left of the budget takes the rest and leads the next iteration with its next
+// chunk; the same in iterations of their own and mixed with decodes.
+TEST(ReplicaSchedulerTest, LongPromptsSplitIntoTheBudgetLeft) {
+  for (const bool mixed : {false, true}) {
+    SchedulerSpec spec = Spec(8, 4, /*chunked=*/false);
+    spec.long_prompts = LongPrompts::kChunk;
+    spec.mix_prompts_with_decodes = mixed;
+    ReplicaScheduler s(spec, 100);
+    ServedRequest a = Request(0, 20, 2), b = Request(1, 4, 2);
+    s.Add(&a);
+    s.Add(&b);
+    std::vector<ServedRequest*> done;
+    // a: 8, 8, then its last 4 beside b's 4 (both first tokens at t = 3);
+    // then both decode their second token.
+    EXPECT_EQ(Drain(s, &done), (std::vector<int64_t>{8, 8, 8, 2})) << mixed;
+    EXPECT_DOUBLE_EQ(a.first_token, 3) << mixed;
+    EXPECT_DOUBLE_EQ(b.first_token, 3) << mixed;
+    EXPECT_EQ(done.size(), 2u);
+    // A short prompt is split too when the batch's rest is short: 6 then 3 + 3 of 5.
+    ReplicaScheduler t(spec, 100);
+    ServedRequest c = Request(2, 6, 1), d = Request(3, 5, 1);
+    t.Add(&c);
+    t.Add(&d);
+    done.clear();
+    EXPECT_EQ(Drain(t, &done), (std::vector<int64_t>{8, 3})) << mixed;
+    EXPECT_DOUBLE_EQ(d.first_token, 2) << mixed;
+  }
 }
 
 TEST(ReplicaSchedulerTest, MaxNumSeqsLimitsTheRunningSet) {
