@@ -20,6 +20,7 @@ json ModelToJson(const ModelSpec& m) {
             {"attention", AttentionKindName(m.attention)},
             {"qkv_bias", m.qkv_bias},
             {"o_bias", m.o_bias},
+            {"qk_norm", m.qk_norm},
             {"tie_embeddings", m.tie_embeddings},
             {"activation", ActivationName(m.activation)},
             {"norm", NormKindName(m.norm)},

@@ -26,6 +26,10 @@ class HfFields {
 
   bool Has(const char* key) const { return json_.contains(key) && !json_[key].is_null(); }
   bool HasObject(const char* key) const { return Has(key) && json_[key].is_object(); }
+  // True when `key` holds a non-empty list.
+  bool HasNonEmptyList(const char* key) const {
+    return Has(key) && json_[key].is_array() && !json_[key].empty();
+  }
   // The fields of the object at `key` (check HasObject first); errors name both keys.
   HfFields Sub(const char* key) const {
     return HfFields(json_[key], fmt::format("{}: field '{}'", file_, key));
@@ -205,6 +209,38 @@ Status ReadDeepseek(const HfFields& f, bool v3, ModelSpec* m) {
   return Status::Ok();
 }
 
+// Qwen3 / Qwen3-MoE (transformers' Qwen3Attention, Qwen3MoeSparseMoeBlock): GQA with
+// q_norm and k_norm on every head, `attention_bias` on q, k, v and o; MoE blocks of
+// `num_experts` softmax-routed experts, no shared expert.
+Status ReadQwen3(const HfFields& f, bool moe, ModelSpec* m) {
+  RETURN_IF_ERROR(ReadGqa(f, m));
+  if (!f.Has("head_dim")) m->head_dim = 128;  // Qwen3Config / Qwen3MoeConfig default
+  RETURN_IF_ERROR(f.Optional("attention_bias", &m->qkv_bias));
+  m->o_bias = m->qkv_bias;
+  m->qk_norm = true;
+  if (!moe) return Status::Ok();
+  MoeSpec& e = m->moe;
+  RETURN_IF_ERROR(f.Required("num_experts", &e.num_routed_experts));
+  RETURN_IF_ERROR(f.Required("num_experts_per_tok", &e.experts_per_token));
+  RETURN_IF_ERROR(f.Required("moe_intermediate_size", &e.expert_intermediate_size));
+  e.num_shared_experts = 0;
+  e.router = RouterKind::kSoftmax;  // gate: Linear(hidden, num_experts, bias=False), softmax
+  e.norm_topk_prob = false;         // Qwen3MoeConfig default
+  RETURN_IF_ERROR(f.Optional("norm_topk_prob", &e.norm_topk_prob));
+  // Layer i is MoE when (i + 1) % decoder_sparse_step == 0 and i is not in
+  // mlp_only_layers; only the every-layer case maps onto first_dense_layers/moe_layer_freq.
+  int64_t step = 1;
+  RETURN_IF_ERROR(f.Optional("decoder_sparse_step", &step));
+  if (step != 1)
+    return f.Error("decoder_sparse_step", fmt::format("{} is not supported (1)", step));
+  if (f.HasNonEmptyList("mlp_only_layers")) {
+    return f.Error("mlp_only_layers", "is not supported (dense layers among MoE layers)");
+  }
+  e.first_dense_layers = 0;
+  e.moe_layer_freq = 1;
+  return Status::Ok();
+}
+
 Status ReadArchitecture(const Json& json, const HfFields& f, const std::string& arch,
                         ModelSpec* m) {
   RETURN_IF_ERROR(ReadCommon(f, m));
@@ -228,6 +264,9 @@ Status ReadArchitecture(const Json& json, const HfFields& f, const std::string& 
     m->moe.norm_topk_prob = true;  // Mixtral always renormalises its top-2 weights
     return Status::Ok();
   }
+  if (arch == "Qwen3ForCausalLM" || arch == "Qwen3MoeForCausalLM") {
+    return ReadQwen3(f, arch == "Qwen3MoeForCausalLM", m);
+  }
   if (arch == "DeepseekV2ForCausalLM") return ReadDeepseek(f, /*v3=*/false, m);
   if (arch == "DeepseekV3ForCausalLM") return ReadDeepseek(f, /*v3=*/true, m);
   return Status::Ok();  // unreachable: checked by the caller
@@ -237,8 +276,8 @@ Status ReadArchitecture(const Json& json, const HfFields& f, const std::string& 
 
 const std::vector<std::string>& SupportedHfArchitectures() {
   static const std::vector<std::string> kArchitectures = {
-      "LlamaForCausalLM", "Qwen2ForCausalLM", "MixtralForCausalLM", "DeepseekV2ForCausalLM",
-      "DeepseekV3ForCausalLM"};
+      "LlamaForCausalLM",   "Qwen2ForCausalLM",      "Qwen3ForCausalLM",     "Qwen3MoeForCausalLM",
+      "MixtralForCausalLM", "DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM"};
   return kArchitectures;
 }
 

@@ -174,6 +174,76 @@ constexpr char kQwen25_32B[] = R"({
   "vocab_size": 152064
 })";
 
+// meta-llama/Llama-3.1-405B config.json.
+constexpr char kLlama31_405B[] = R"({
+  "architectures": ["LlamaForCausalLM"],
+  "attention_bias": false,
+  "attention_dropout": 0.0,
+  "bos_token_id": 128000,
+  "eos_token_id": 128001,
+  "hidden_act": "silu",
+  "hidden_size": 16384,
+  "initializer_range": 0.02,
+  "intermediate_size": 53248,
+  "max_position_embeddings": 131072,
+  "mlp_bias": false,
+  "model_type": "llama",
+  "num_attention_heads": 128,
+  "num_hidden_layers": 126,
+  "num_key_value_heads": 8,
+  "pretraining_tp": 1,
+  "rms_norm_eps": 1e-05,
+  "rope_scaling": {
+    "factor": 8.0,
+    "low_freq_factor": 1.0,
+    "high_freq_factor": 4.0,
+    "original_max_position_embeddings": 8192,
+    "rope_type": "llama3"
+  },
+  "rope_theta": 500000.0,
+  "tie_word_embeddings": false,
+  "torch_dtype": "bfloat16",
+  "use_cache": true,
+  "vocab_size": 128256
+})";
+
+// Qwen/Qwen3-235B-A22B config.json.
+constexpr char kQwen3_235B[] = R"({
+  "architectures": ["Qwen3MoeForCausalLM"],
+  "attention_bias": false,
+  "attention_dropout": 0.0,
+  "bos_token_id": 151643,
+  "decoder_sparse_step": 1,
+  "eos_token_id": 151645,
+  "head_dim": 128,
+  "hidden_act": "silu",
+  "hidden_size": 4096,
+  "initializer_range": 0.02,
+  "intermediate_size": 12288,
+  "max_position_embeddings": 40960,
+  "max_window_layers": 94,
+  "mlp_only_layers": [],
+  "model_type": "qwen3_moe",
+  "moe_intermediate_size": 1536,
+  "norm_topk_prob": true,
+  "num_attention_heads": 64,
+  "num_experts": 128,
+  "num_experts_per_tok": 8,
+  "num_hidden_layers": 94,
+  "num_key_value_heads": 4,
+  "output_router_logits": false,
+  "rms_norm_eps": 1e-06,
+  "rope_scaling": null,
+  "rope_theta": 1000000.0,
+  "router_aux_loss_coef": 0.001,
+  "sliding_window": null,
+  "tie_word_embeddings": false,
+  "torch_dtype": "bfloat16",
+  "use_cache": true,
+  "use_sliding_window": false,
+  "vocab_size": 151936
+})";
+
 // Writes `text` to <scratch>/<dir>/config.json and returns the file's path.
 std::string WriteConfig(const std::string& dir, const std::string& text) {
   static testing::ScratchDir scratch("shardscope_hf");
@@ -196,6 +266,7 @@ void ExpectSameModel(const ModelSpec& a, const ModelSpec& b) {
   EXPECT_EQ(a.mla, b.mla);
   EXPECT_EQ(a.qkv_bias, b.qkv_bias);
   EXPECT_EQ(a.o_bias, b.o_bias);
+  EXPECT_EQ(a.qk_norm, b.qk_norm);
   EXPECT_EQ(a.tie_embeddings, b.tie_embeddings);
   EXPECT_EQ(a.activation, b.activation);
   EXPECT_EQ(a.norm, b.norm);
@@ -238,18 +309,18 @@ TEST_P(HfMatchesZooTest, ConfigJsonEqualsZooYaml) {
   ExpectSameModel(*hf, *zoo);
 }
 
-INSTANTIATE_TEST_SUITE_P(Zoo, HfMatchesZooTest,
-                         ::testing::Values(HfCase{"llama-3.1-8b", kLlama31_8B},
-                                           HfCase{"deepseek-v3", kDeepSeekV3},
-                                           HfCase{"deepseek-v2-lite", kDeepSeekV2Lite},
-                                           HfCase{"mixtral-8x7b", kMixtral},
-                                           HfCase{"qwen2.5-32b", kQwen25_32B}),
-                         [](const auto& info) {
-                           std::string name = info.param.zoo_name;
-                           for (char& c : name)
-                             if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Zoo, HfMatchesZooTest,
+    ::testing::Values(HfCase{"llama-3.1-8b", kLlama31_8B}, HfCase{"deepseek-v3", kDeepSeekV3},
+                      HfCase{"deepseek-v2-lite", kDeepSeekV2Lite}, HfCase{"mixtral-8x7b", kMixtral},
+                      HfCase{"qwen2.5-32b", kQwen25_32B}, HfCase{"llama-3.1-405b", kLlama31_405B},
+                      HfCase{"qwen3-235b-a22b", kQwen3_235B}),
+    [](const auto& info) {
+      std::string name = info.param.zoo_name;
+      for (char& c : name)
+        if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+      return name;
+    });
 
 TEST(HfConfigTest, ReadsADirectoryHoldingConfigJson) {
   std::string path = WriteConfig("Llama-3.1-8B", kLlama31_8B);
@@ -404,7 +475,32 @@ TEST(HfConfigTest, InvalidShapesFailValidation) {
 }
 
 TEST(HfConfigTest, SupportedArchitecturesAreListed) {
-  EXPECT_EQ(SupportedHfArchitectures().size(), 5u);
+  EXPECT_EQ(SupportedHfArchitectures().size(), 7u);
+}
+
+// Qwen3-MoE: QK norms always; every layer MoE only when decoder_sparse_step is 1 and
+// no layer is listed in mlp_only_layers (other layouts are refused, not approximated).
+TEST(HfConfigTest, Qwen3MoeLayouts) {
+  StatusOr<ModelSpec> q = ModelFromHfConfigText(kQwen3_235B, "q.json");
+  ASSERT_TRUE(q.ok()) << q.status().ToString();
+  EXPECT_TRUE(q->qk_norm);
+  EXPECT_EQ(q->head_dim, 128);  // not hidden / heads (64)
+  EXPECT_EQ(q->moe.num_shared_experts, 0);
+  EXPECT_TRUE(q->moe.norm_topk_prob);
+  EXPECT_EQ(q->NumMoeLayers(), 94);
+
+  std::string text = kQwen3_235B;
+  text.replace(text.find("\"mlp_only_layers\": []"), 21, "\"mlp_only_layers\": [0]");
+  StatusOr<ModelSpec> dense0 = ModelFromHfConfigText(text, "d.json");
+  ASSERT_FALSE(dense0.ok());
+  EXPECT_EQ(dense0.status().message(),
+            "d.json: field 'mlp_only_layers': is not supported (dense layers among MoE layers)");
+  text = kQwen3_235B;
+  text.replace(text.find("\"decoder_sparse_step\": 1"), 24, "\"decoder_sparse_step\": 2");
+  StatusOr<ModelSpec> sparse = ModelFromHfConfigText(text, "s.json");
+  ASSERT_FALSE(sparse.ok());
+  EXPECT_EQ(sparse.status().message(),
+            "s.json: field 'decoder_sparse_step': 2 is not supported (1)");
 }
 
 }  // namespace

@@ -70,6 +70,8 @@ Status ModelSpec::Validate() const {
     RETURN_IF_ERROR(AtLeast("mla.qk_nope_head_dim", mla.qk_nope_head_dim, 1));
     RETURN_IF_ERROR(AtLeast("mla.qk_rope_head_dim", mla.qk_rope_head_dim, 0));
     RETURN_IF_ERROR(AtLeast("mla.v_head_dim", mla.v_head_dim, 1));
+    if (qk_norm)
+      return FieldError("qk_norm", "is a GQA option (MLA has its own q_a and kv_a norms)");
   }
   if (!(norm_eps > 0)) return FieldError("norm_eps", "must be positive, got {}", norm_eps);
   if (!(rope_theta > 0)) return FieldError("rope_theta", "must be positive, got {}", rope_theta);

@@ -97,6 +97,9 @@ struct ModelSpec {
   MlaSpec mla;
   bool qkv_bias = false;  // biases on q, k, v (MLA: on q_a_proj and kv_a_proj_with_mqa)
   bool o_bias = false;    // bias on the attention output projection (Llama attention_bias)
+  // GQA: an RMSNorm over each query and each key head (head_dim wide, one weight vector
+  // each, shared by the heads) before RoPE: Qwen3's q_norm / k_norm.
+  bool qk_norm = false;
   bool tie_embeddings = false;
   Activation activation = Activation::kSwiGlu;
   NormKind norm = NormKind::kRmsNorm;

@@ -156,6 +156,7 @@ StatusOr<ModelSpec> ModelFromYaml(const YAML::Node& node, const YamlContext& ctx
                                  "mla",
                                  "qkv_bias",
                                  "o_bias",
+                                 "qk_norm",
                                  "tie_embeddings",
                                  "activation",
                                  "norm",
@@ -213,6 +214,7 @@ StatusOr<ModelSpec> ModelFromYaml(const YAML::Node& node, const YamlContext& ctx
 
   RETURN_IF_ERROR(map.Optional("qkv_bias", &m.qkv_bias));
   RETURN_IF_ERROR(map.Optional("o_bias", &m.o_bias));
+  RETURN_IF_ERROR(map.Optional("qk_norm", &m.qk_norm));
   RETURN_IF_ERROR(map.Optional("tie_embeddings", &m.tie_embeddings));
   RETURN_IF_ERROR(OptionalEnum(map, "activation", ParseActivation, &m.activation));
   RETURN_IF_ERROR(OptionalEnum(map, "norm", ParseNormKind, &m.norm));

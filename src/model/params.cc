@@ -71,6 +71,8 @@ int64_t NormParamsPerLayer(const ModelSpec& m) {
   if (m.attention == AttentionKind::kMla) {
     if (m.mla.q_lora_rank > 0) n += NormParams(m, m.mla.q_lora_rank);  // q_a_layernorm
     n += NormParams(m, m.mla.kv_lora_rank);                            // kv_a_layernorm
+  } else if (m.qk_norm) {
+    n += 2 * NormParams(m, m.head_dim);  // q_norm and k_norm, shared by the heads
   }
   return n;
 }

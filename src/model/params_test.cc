@@ -39,7 +39,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(TotalCase{"deepseek-v3", 671e9}, TotalCase{"deepseek-v2-lite", 15.7e9},
                       TotalCase{"llama-3.1-8b", 8.03e9}, TotalCase{"llama-3.2-1b", 1.24e9},
                       TotalCase{"llama-3.1-70b", 70.6e9}, TotalCase{"mixtral-8x7b", 46.7e9},
-                      TotalCase{"qwen2.5-32b", 32.8e9}));
+                      TotalCase{"qwen2.5-32b", 32.8e9}, TotalCase{"llama-3.1-405b", 405.8e9},
+                      TotalCase{"qwen3-235b-a22b", 235.1e9}));
 
 TEST(ParamsTest, Llama31_8BExactly) {
   ModelSpec m = Zoo("llama-3.1-8b");
@@ -55,6 +56,62 @@ TEST(ParamsTest, Llama31_8BExactly) {
   EXPECT_EQ(c.activated, c.total);    // dense: every parameter is used
   EXPECT_EQ(c.activated_matrix, layers * (attn + mlp) + v * h);
   EXPECT_EQ(LayerParams(m, 0), attn + mlp + norms);
+}
+
+TEST(ParamsTest, Llama31_405BExactlyAndItsForwardFlops) {
+  // config.json: hidden 16384, 126 layers, 128 heads of 128, 8 KV heads, FFN 53248,
+  // vocabulary 128256, untied head.
+  ModelSpec m = Zoo("llama-3.1-405b");
+  const int64_t h = 16384, kv = 8 * 128, ffn = 53248, v = 128256, layers = 126;
+  const int64_t attn = h * h + 2 * h * kv + h * h;  // q, k, v, o: 570,425,344
+  const int64_t mlp = 3 * h * ffn;                  // gate, up, down: 2,617,245,696
+  ASSERT_EQ(attn, 570'425'344);
+  ASSERT_EQ(mlp, 2'617'245'696);
+  ParamCounts c = CountParameters(m);
+  EXPECT_EQ(c.total, 2 * v * h + layers * (attn + mlp + 2 * h) + h);
+  EXPECT_EQ(c.total, 405'853'388'800);  // the published "405.8 B"
+  EXPECT_EQ(c.activated, c.total);
+  EXPECT_EQ(c.activated_matrix, layers * (attn + mlp) + v * h);
+  // Forward FLOPs per token at a 4096-token context: 2 per matrix weight, plus
+  // QK^T and AV over 128 heads of 128 in each of the 126 layers.
+  const int64_t ctx = 4096;
+  EXPECT_EQ(ForwardFlopsPerToken(m, ctx),
+            2 * (layers * (attn + mlp) + v * h) + layers * 2 * 128 * ctx * (128 + 128));
+  EXPECT_EQ(ForwardFlopsPerToken(m, 0), 807'495'794'688);  // 2 x 403.7 B matrix weights
+  // KV cache: 2 x 8 heads x 128 x 126 layers = 258,048 values per token (504 KiB in bf16).
+  EXPECT_EQ(m.KvCacheValuesPerToken(), 258'048);
+}
+
+TEST(ParamsTest, Qwen3_235BExactlyAndActivated) {
+  // config.json: hidden 4096, 94 layers, 64 query heads and 4 KV heads of 128 (the
+  // query width 8192 is twice the hidden size), 128 experts of 1536, top-8, no shared
+  // expert, vocabulary 151936, untied head; q_norm and k_norm of 128 per layer.
+  ModelSpec m = Zoo("qwen3-235b-a22b");
+  const int64_t h = 4096, q = 64 * 128, kv = 4 * 128, v = 151936, layers = 94;
+  const int64_t attn = h * q + 2 * h * kv + q * h;  // 71,303,168
+  const int64_t expert = 3 * h * 1536;              // 18,874,368
+  const int64_t norms = 2 * h + 2 * 128;            // block norms + q_norm, k_norm
+  ASSERT_EQ(attn, 71'303'168);
+  EXPECT_EQ(AttentionParamsPerLayer(m), attn);
+  EXPECT_EQ(NormParamsPerLayer(m), norms);
+  EXPECT_EQ(ExpertParams(m), expert);
+  EXPECT_EQ(RouterParamsPerLayer(m), 128 * h);  // bias-free gate
+  ParamCounts c = CountParameters(m);
+  EXPECT_EQ(c.total, 2 * v * h + layers * (attn + norms + 128 * expert + 128 * h) + h);
+  EXPECT_EQ(c.total, 235'093'634'560);  // "235B"
+  EXPECT_EQ(c.activated, 2 * v * h + layers * (attn + norms + 8 * expert + 128 * h) + h);
+  EXPECT_EQ(c.activated, 22'190'763'520);  // "A22B"
+  EXPECT_EQ(c.shared_experts, 0);
+  EXPECT_EQ(c.dense_ffn, 0);
+  // Forward FLOPs: 2 per activated matrix weight, plus QK^T and AV over 64 heads of 128.
+  EXPECT_EQ(c.activated_matrix, layers * (attn + 8 * expert + 128 * h) + v * h);
+  EXPECT_EQ(ForwardFlopsPerToken(m, 1000),
+            2 * c.activated_matrix + layers * 2 * 64 * 1000 * (128 + 128));
+  // KV cache: 2 x 4 heads x 128 x 94 layers = 96,256 values per token.
+  EXPECT_EQ(m.KvCacheValuesPerToken(), 96'256);
+  // Without the QK norms the count loses exactly their 2 x 128 weights per layer.
+  m.qk_norm = false;
+  EXPECT_EQ(CountParameters(m).total, c.total - layers * 2 * 128);
 }
 
 TEST(ParamsTest, DeepSeekV3PartsAndActivated) {

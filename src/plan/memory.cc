@@ -41,6 +41,13 @@ double AttentionParamsOnRank(const ModelSpec& m, const ShardGeometry& geo) {
   return p;
 }
 
+// Norm weights of one layer: the two block norms and, with qk_norm, the per-head q
+// and k norms (head_dim each, replicated on every TP rank).
+double BlockNormParams(const ModelSpec& m) {
+  const double h = static_cast<double>(m.hidden_size);
+  return 2 * h + (m.qk_norm ? 2.0 * static_cast<double>(m.head_dim) : 0.0);
+}
+
 // KV-cache values one rank stores per token per layer.
 double KvValuesOnRank(const ModelSpec& m, const ShardGeometry& geo) {
   if (m.attention == AttentionKind::kMla) {
@@ -82,7 +89,7 @@ void AddDraftModel(const Experiment& e, const Precision& prec, int64_t c_tp, dou
     vocab_extra_bytes += vocab_shard * h * (DTypeSize(prec.lm_head) - dt);
   }
   const double layers = static_cast<double>(d.num_layers);
-  const double small_params = h + layers * 2 * h;  // final and block norms
+  const double small_params = h + layers * BlockNormParams(d);  // final and block norms
   const double matrices =
       layers * (AttentionParamsOnRank(d, geo) +
                 static_cast<double>(DenseFfnParams(d)) / static_cast<double>(draft_tp));
@@ -160,8 +167,8 @@ MemoryPlan PlanMemory(const Experiment& e, const Placement& pl) {
             ? (m.moe.num_routed_experts + e.parallel.redundant_experts) / e.parallel.ep
             : geo.experts_per_rank();
     for (int64_t layer : pl.LayersOfStage(stage)) {
-      params += AttentionParamsOnRank(m, geo) + 2 * h;  // + the two block norms
-      small_params += 2 * h;
+      params += AttentionParamsOnRank(m, geo) + BlockNormParams(m);  // + the layer's norms
+      small_params += BlockNormParams(m);
       if (m.IsMoeLayer(layer)) {
         params +=
             static_cast<double>(local_experts + m.moe.num_shared_experts) * ExpertParams(m) / tp +

@@ -63,6 +63,24 @@ TEST(MemoryTest, StagesPartitionTheWeights) {
   EXPECT_DOUBLE_EQ(sum, static_cast<double>(CountParameters(e.model).total));
 }
 
+// Llama-3.1-405B at TP8 in FP8 (TensorRT-LLM's perf-overview layout): the eight
+// shards hold the 405.85 B parameters between them, ~50.7 GB each (one KV head each).
+TEST(MemoryTest, Llama405BTp8Fp8) {
+  Experiment e = ZooExperiment("llama-3.1-405b", "h100-sxm", Sizes(8, 1), 8, 16);
+  e.workload.dtype = e.workload.kv_dtype = DType::kFp8;
+  MemoryPlan m = Plan(e);
+  ASSERT_EQ(m.ranks.size(), 8u);
+  const double total = static_cast<double>(CountParameters(e.model).total);
+  double sum = 0;
+  for (const auto& r : m.ranks) {
+    sum += r.weight_params;
+    EXPECT_NEAR(r.weights / 1e9, 405.85 / 8, 0.2);  // one byte per parameter
+  }
+  // Every rank keeps whole copies of the norms (126 x 2 block norms + the final one).
+  const double norms = 126.0 * 2 * 16384 + 16384;
+  EXPECT_DOUBLE_EQ(sum, total + 7 * norms);
+}
+
 TEST(MemoryTest, ExpertParallelShardsOnlyTheRoutedExperts) {
   const int64_t ep = 8;
   Experiment e = ZooExperiment("deepseek-v3", "h100-sxm", Sizes(1, 1, ep), 8, 16);

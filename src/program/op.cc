@@ -80,6 +80,7 @@ std::string_view RoleLabel(OpRole role) {
       return "final";
     case OpRole::kQProj:
     case OpRole::kRopeQ:
+    case OpRole::kQNorm:
       return "q";
     case OpRole::kQbProj:
     case OpRole::kQuantQb:
@@ -88,6 +89,7 @@ std::string_view RoleLabel(OpRole role) {
     case OpRole::kRingKv:
       return "kv";
     case OpRole::kRopeK:
+    case OpRole::kKNorm:
       return "k";
     case OpRole::kKvUpProj:
     case OpRole::kQuantKvB:
@@ -167,6 +169,8 @@ OpKind RoleKind(OpRole role) {
     case OpRole::kPostAttentionNorm:
     case OpRole::kQaNorm:
     case OpRole::kKvANorm:
+    case OpRole::kQNorm:
+    case OpRole::kKNorm:
     case OpRole::kFinalNorm:
     case OpRole::kMtpNorm:
       return OpKind::kNorm;

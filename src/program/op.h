@@ -56,6 +56,8 @@ enum class OpRole : uint8_t {
   kPostAttentionNorm,  // norm "post_attention"
   kQaNorm,             // norm "q_a" (MLA)
   kKvANorm,            // norm "kv_a" (MLA)
+  kQNorm,              // norm "q": per query head (qk_norm)
+  kKNorm,              // norm "k": per key head (qk_norm)
   kFinalNorm,          // norm "final": last token of each request, before the head
   kQkvProj,
   kQProj,    // q_proj "q": GQA q columns (replicated KV heads) or MLA direct q

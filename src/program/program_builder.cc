@@ -774,15 +774,27 @@ class RankBuilder {
     Quantize(OpRole::kQuantAttn, tokens, h_, tp_ * rep_tok_);
     if (kv_rep_ == 1) {
       Compute(OpRole::kQkvProj, LayerGemm(tokens, h_, (hq_ + 2 * hkv_) * d, bias), rep_tok_);
+      QkNorms(tokens, 1);
       Rope(OpRole::kRope, tokens, (hq_ + hkv_) * d, rep_tok_);
     } else {
       // KV heads replicate over tp: the k/v part is redundant work, so it gets its own ops.
       Compute(OpRole::kQProj, LayerGemm(tokens, h_, hq_ * d, bias), rep_tok_);
       Compute(OpRole::kKvProj, LayerGemm(tokens, h_, 2 * hkv_ * d, bias), kv_rep_ * rep_tok_);
+      QkNorms(tokens, kv_rep_);
       Rope(OpRole::kRopeQ, tokens, hq_ * d, rep_tok_);
       Rope(OpRole::kRopeK, tokens, hkv_ * d, kv_rep_ * rep_tok_);
     }
     if (OwnsNewKv()) KvAppend(tokens, 2 * hkv_ * d, kv_rep_);
+  }
+
+  // qk_norm (Qwen3): an RMSNorm over each of this rank's query heads and each key head,
+  // after the projections and before RoPE; rows = tokens x heads, width = head_dim. The
+  // key norm repeats on the kv_rep ranks that replicate a KV head.
+  void QkNorms(int64_t tokens, int64_t kv_rep) {
+    if (!m_->qk_norm) return;
+    const int64_t d = m_->head_dim;
+    Norm(OpRole::kQNorm, tokens * hq_, d, rep_tok_);
+    Norm(OpRole::kKNorm, tokens * hkv_, d, kv_rep * rep_tok_);
   }
 
   void GqaCore(int64_t requests, int64_t tokens) {

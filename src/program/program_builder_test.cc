@@ -79,6 +79,45 @@ TEST(ProgramBuilderTest, TensorParallelSumsEqualTheSingleDeviceTotals) {
   }
 }
 
+// qk_norm (Qwen3): one RMSNorm per query head and per key head of every token,
+// head_dim wide, between the projections and RoPE; one weight vector each.
+TEST(ProgramBuilderTest, QkNormsArePerHeadNorms) {
+  ModelSpec m = testing::TinyDense();
+  const int64_t batch = 2, seq = 16, tokens = batch * seq, d = m.head_dim;
+  const int64_t layers = m.num_layers, heads = m.num_heads, kv = m.num_kv_heads;
+  Built plain = BuildOrDie(MakeExperiment(m, {}, batch, seq), Phase::kPrefill);
+  m.qk_norm = true;
+  Built qk = BuildOrDie(MakeExperiment(m, {}, batch, seq), Phase::kPrefill);
+  const RankProgram& rp = qk.program.ranks[0];
+  EXPECT_EQ(Totals(rp).flops - Totals(plain.program.ranks[0]).flops,
+            layers * 4 * tokens * (heads + kv) * d);  // 4 FLOPs per normed value
+  EXPECT_EQ(Totals(rp).weight_bytes - Totals(plain.program.ranks[0]).weight_bytes,
+            layers * 2 * d * 2);  // two bf16 vectors of head_dim per layer
+  const Op* q = nullptr;
+  const Op* k = nullptr;
+  const Op* rope = nullptr;
+  for (const Op& op : rp.ops) {
+    if (op.layer != 1) continue;
+    if (OpName(op) == "L1.norm.q") q = &op;
+    if (OpName(op) == "L1.norm.k") k = &op;
+    if (op.kind == OpKind::kRope && rope == nullptr) rope = &op;
+  }
+  ASSERT_NE(q, nullptr);
+  ASSERT_NE(k, nullptr);
+  ASSERT_NE(rope, nullptr);
+  EXPECT_EQ(q->flops, 4 * tokens * heads * d);
+  EXPECT_EQ(k->flops, 4 * tokens * kv * d);
+  EXPECT_LT(k->id, rope->id);  // normed before RoPE
+  ExpectValid(qk);
+  // Split over tp (tp 8 > 2 KV heads: each key head is normed on 4 ranks).
+  for (int64_t tp : {2, 4, 8}) {
+    SCOPED_TRACE(tp);
+    Built b = BuildOrDie(MakeExperiment(m, Sizes{.tp = tp}, batch, seq), Phase::kPrefill);
+    EXPECT_EQ(ScaledUnique(b.program, tp, Flops), tp * Totals(rp).flops);
+    ExpectValid(b);
+  }
+}
+
 TEST(ProgramBuilderTest, Llama8BPrefillFlopsByHand) {
   const ModelSpec m = testing::Llama8B();
   const int64_t s = 1024, h = 4096, layers = 32, heads = 32, kv = 8, d = 128, inter = 14336,

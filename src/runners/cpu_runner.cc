@@ -110,6 +110,12 @@ Status CpuRunner::Supports(const Experiment& experiment) const {
         "sim simulates it",
         experiment.name, experiment.model.name);
   }
+  if (experiment.model.qk_norm) {
+    return Unimplemented(
+        "experiment '{}': not implemented: per-head q/k norms (qk_norm) in the CPU executor "
+        "(model '{}'); backend sim simulates them",
+        experiment.name, experiment.model.name);
+  }
   // A fault on a rank the job does not have would never fire and say nothing.
   if (fault_.active() && fault_.rank >= experiment.parallel.world_size()) {
     return InvalidArgument("{}: experiment '{}': rank {} does not exist (the job has {} ranks)",

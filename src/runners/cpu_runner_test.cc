@@ -51,6 +51,21 @@ TEST(CpuRunnerTest, LayerNormModelIsRefusedBeforeMpirun) {
       << s.message();
 }
 
+// A qk_norm model (Qwen3) is simulated only; backend cpu refuses it before mpirun.
+TEST(CpuRunnerTest, QkNormModelIsRefusedBeforeMpirun) {
+  Experiment e = TinyTp2();
+  e.model.qk_norm = true;
+  const Status s = CpuRunner(runtime::FaultSpec{}).Supports(e);
+  if (s.code() == StatusCode::kUnimplemented && s.message().find("qk_norm") == std::string::npos) {
+    GTEST_SKIP() << "backend cpu not built: " << s.message();
+  }
+  EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
+  EXPECT_NE(s.message().find("experiment 'tiny_tp2': not implemented: per-head q/k norms "
+                             "(qk_norm) in the CPU executor"),
+            std::string::npos)
+      << s.message();
+}
+
 // issue 35: a fault naming a rank the job does not have never fired and said nothing.
 TEST(CpuRunnerTest, FaultOnARankThatDoesNotExistIsRefused) {
   auto fault = runtime::ParseFaultSpec("rank=5,op=0");

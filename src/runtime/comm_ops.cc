@@ -71,6 +71,8 @@ StatusOr<Request> PhaseRunner::PostComm(const Op& op, MicroBatch& mb, OpRecord* 
     case OpRole::kPostAttentionNorm:
     case OpRole::kQaNorm:
     case OpRole::kKvANorm:
+    case OpRole::kQNorm:
+    case OpRole::kKNorm:
     case OpRole::kFinalNorm:
     case OpRole::kQkvProj:
     case OpRole::kQProj:

@@ -387,6 +387,8 @@ Status PhaseRunner::RunCompute(const Op& op, MicroBatch& mb) {
       return Status::Ok();
     case OpRole::kNone:
     case OpRole::kMtpNorm:  // MTP is simulated only
+    case OpRole::kQNorm:    // qk_norm is simulated only (Weights::Create refuses it)
+    case OpRole::kKNorm:
     case OpRole::kMtpProj:
     case OpRole::kEmbeddingReduce:
     case OpRole::kAttnReduce:

@@ -143,6 +143,11 @@ StatusOr<Weights> Weights::Create(const Experiment& e, const Placement& pl, int6
   if (m.norm != NormKind::kRmsNorm) {
     return Unimplemented("not implemented: LayerNorm in the CPU executor (model '{}')", m.name);
   }
+  if (m.qk_norm) {
+    return Unimplemented(
+        "not implemented: per-head q/k norms (qk_norm) in the CPU and CUDA executors (model '{}')",
+        m.name);
+  }
   const int64_t h = m.hidden_size;
   const int64_t tp = e.parallel.tp;
   const int64_t ctp = pl.Coord(rank, Dim::kTp);
