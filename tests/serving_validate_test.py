@@ -44,6 +44,23 @@ class SimulatedTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "needs one experiment"):
             validate.simulated(row, RESULTS)
 
+    def test_medians_and_mean_e2e(self):
+        result = {"served": True, "metrics": {
+            "ttft_s": {"mean": 0.5, "p50": 0.2}, "itl_s": {"mean": 0.03, "p50": 0.01},
+            "tpot_s": {"mean": 0.02, "p50": 0.02}, "e2e_latency_s": {"mean": 4.0, "p50": 3.0}}}
+        results = {"x": result}
+        for name, want, family in [("ttft_ms_p50", 200.0, "TTFT"), ("itl_ms_p50", 10.0, "TPOT"),
+                                   ("e2e_ms", 4000.0, "TPOT"), ("ttft_ms", 500.0, "TTFT"),
+                                   ("itl_ms", 20.0, "TPOT")]:
+            row = {"experiment": "x", "metric": name}
+            self.assertAlmostEqual(validate.simulated(row, results), want, msg=name)
+            self.assertEqual(validate.FAMILY[name], family)
+
+    def test_e2e_needs_a_served_experiment(self):
+        fixed = {"x": {"served": False, "run_s": 1.0}}
+        with self.assertRaisesRegex(ValueError, "e2e_ms needs a served experiment"):
+            validate.simulated({"experiment": "x", "metric": "e2e_ms"}, fixed)
+
     def test_missing_experiment_named(self):
         row = {"experiment": "on/gone", "metric": "speedup_output_tok_s_per_gpu"}
         with self.assertRaises(KeyError) as e:

@@ -28,6 +28,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FAMILY = {"ttft_ms": "TTFT", "itl_ms": "TPOT", "latency_ms": "TPOT",
+          "ttft_ms_p50": "TTFT", "itl_ms_p50": "TPOT", "e2e_ms": "TPOT",
           "output_tok_s": "tokens/s", "output_tok_s_per_node": "tokens/s",
           "input_tok_s_per_node": "tokens/s", "output_tok_s_per_gpu": "tokens/s",
           "speedup_output_tok_s_per_gpu": "speedup"}
@@ -73,6 +74,14 @@ def metric(result, name):
         return m["ttft_s"]["mean"] * 1e3
     if name == "itl_ms":
         return m["tpot_s"]["mean"] * 1e3
+    # Medians as sglang.bench_serving prints them: TTFT over requests; ITL over every
+    # gap between two streamed tokens of any request, pooled (np.median of all ITLs).
+    if name == "ttft_ms_p50":
+        return m["ttft_s"]["p50"] * 1e3
+    if name == "itl_ms_p50":
+        return m["itl_s"]["p50"] * 1e3
+    if name == "e2e_ms":
+        return m["e2e_latency_s"]["mean"] * 1e3
     if name == "output_tok_s":
         return m["output_tokens_per_s"]
     if name == "output_tok_s_per_gpu":

@@ -85,8 +85,12 @@ SchedulerSpec Sglang04(const EngineInputs& in) {
   // max_running_requests = None → min(KV tokens / 2, the request pool:
   // clamp(KV tokens / context_len × 512, 2048, 4096)) (scheduler.py, model_runner.py).
   s.max_num_seqs = 0;
-  // scheduler.py: a full KV pool retracts decode requests, which recompute.
-  s.admission = Admission::kRecompute;
+  // schedule_policy.py PrefillAdder: a prompt is admitted only when the free
+  // pool less every running request's remaining max_new_tokens × new_token_ratio
+  // holds it and its own output (global_config.py: ratio 0.7, decaying to
+  // 0.7 × 0.14 over 600 decode steps); a full pool still retracts decode
+  // requests, which recompute (scheduler.py update_running_batch).
+  s.admission = Admission::kNewTokenRatio;
   // num_continuous_decode_steps = 1.
   s.num_scheduler_steps = in.num_scheduler_steps.value_or(1);
   // cuda_graph_runner.py get_batch_sizes_to_capture: [1, 2, 4, 8] +

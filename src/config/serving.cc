@@ -20,8 +20,10 @@ constexpr auto kArrivalProcessNames =
                                    {ArrivalProcess::kGamma, "gamma"},
                                    {ArrivalProcess::kClosedLoop, "closed_loop"},
                                    {ArrivalProcess::kFile, "file"}});
-constexpr auto kAdmissionNames = MakeEnumNames<Admission>(
-    {{Admission::kRecompute, "recompute"}, {Admission::kGuaranteedNoEvict, "guaranteed_no_evict"}});
+constexpr auto kAdmissionNames =
+    MakeEnumNames<Admission>({{Admission::kRecompute, "recompute"},
+                              {Admission::kGuaranteedNoEvict, "guaranteed_no_evict"},
+                              {Admission::kNewTokenRatio, "new_token_ratio"}});
 constexpr auto kKvMemoryRuleNames =
     MakeEnumNames<KvMemoryRule>({{KvMemoryRule::kShareOfCapacity, "capacity"},
                                  {KvMemoryRule::kShareOfFree, "free"},
@@ -146,11 +148,14 @@ Status ReadScheduler(const YamlMap& exp, SchedulerSpec* s) {
     s->admission = Admission::kRecompute;
   } else if (admission == "guaranteed_no_evict") {
     s->admission = Admission::kGuaranteedNoEvict;
+  } else if (admission == "new_token_ratio") {
+    s->admission = Admission::kNewTokenRatio;
   } else {
     return m.context()
         .Child("admission")
-        .Error(fmt::format("unknown admission '{}' (expected recompute or guaranteed_no_evict)",
-                           admission));
+        .Error(fmt::format(
+            "unknown admission '{}' (expected recompute, guaranteed_no_evict or new_token_ratio)",
+            admission));
   }
   RETURN_IF_ERROR(m.OptionalAtLeast("num_scheduler_steps", 1, &s->num_scheduler_steps));
   std::string long_prompts(LongPromptsName(s->long_prompts));

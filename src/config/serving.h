@@ -54,8 +54,11 @@ enum class RouterPolicy { kRoundRobin, kLeastOutstanding };
 // recompute preemption (TensorRT-LLM's MAX_UTILIZATION pauses the same way),
 // or TensorRT-LLM's GUARANTEED_NO_EVICT: a request is admitted only when the
 // blocks of its whole prompt + output fit beside every running request's, so
-// nothing is ever preempted.
-enum class Admission { kRecompute, kGuaranteedNoEvict };
+// nothing is ever preempted. Or SGLang's new-token-ratio admission: a prompt is
+// admitted only when the free KV pool also holds every running request's
+// remaining output × a ratio that decays over decode iterations (recompute
+// preemption as before when a decode still runs out).
+enum class Admission { kRecompute, kGuaranteedNoEvict, kNewTokenRatio };
 
 // How gpu_memory_utilization sizes the KV cache: a share of the device's
 // usable capacity less weights, activations and buffers (vLLM's

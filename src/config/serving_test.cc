@@ -292,6 +292,12 @@ TEST(ServingTest, EngineProfilesSetTheSchedulerDefaults) {
   EXPECT_EQ(g.max_num_batched_tokens, 8192);  // an H100: over 25 GB
   EXPECT_EQ(g.max_model_len, 131072);
   EXPECT_EQ(g.cuda_graph_batch_sizes.back(), 160);
+  // PrefillAdder: prompts admitted against the remaining outputs × new_token_ratio.
+  EXPECT_EQ(g.admission, Admission::kNewTokenRatio);
+  EXPECT_EQ(ServingToJson(*(*sgl)[0].serving)["scheduler"]["admission"], "new_token_ratio");
+  auto plain = Load(std::string(kWorkload) + "    scheduler: {admission: new_token_ratio}\n");
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  EXPECT_EQ((*plain)[0].serving->scheduler.admission, Admission::kNewTokenRatio);
   // SGLang's overlap scheduler: no measured host gap; nothing else sourced.
   EXPECT_FALSE((*sgl)[0].serving->path.any());
   // An `engine:` key overrides the profile's term, 0 included.

@@ -67,6 +67,55 @@ void ReplicaScheduler::Release(ServedRequest* r) {
   r->reserved = 0;
 }
 
+double ReplicaScheduler::NewTokenRoom() const {
+  if (spec_.admission != Admission::kNewTokenRatio) return 0;
+  // schedule_policy.py PrefillAdder: the pool free at the round's start, less
+  // every running request's remaining (clipped) max_new_tokens × the ratio.
+  double room = static_cast<double>((total_blocks_ - used_blocks_) * spec_.block_size);
+  for (const ServedRequest* r : running_) {
+    const int64_t left = std::max<int64_t>(r->output - r->generated, 0);
+    room -= static_cast<double>(std::min(left, kClipMaxNewTokens)) * new_token_ratio_;
+  }
+  return room;
+}
+
+bool ReplicaScheduler::FitsNewTokens(const ServedRequest* r, double* room) const {
+  if (spec_.admission != Admission::kNewTokenRatio) return true;
+  // The input still to compute plus the whole (clipped) output must be below
+  // the room left; an idle replica takes its first request regardless (it can
+  // ever fit, CanEverFit), so nothing waits on an empty replica.
+  const int64_t left = std::max<int64_t>(r->output - r->generated, 0);
+  const double need =
+      static_cast<double>((r->target - r->computed) + std::min(left, kClipMaxNewTokens));
+  if (!running_.empty() && need >= *room) return false;
+  *room -= need;
+  return true;
+}
+
+void ReplicaScheduler::UpdateNewTokenRatio(const Iteration& it) {
+  if (spec_.admission != Admission::kNewTokenRatio) return;
+  if (it.empty()) {  // idle: scheduler.py resets the ratio
+    new_token_ratio_ = kInitNewTokenRatio;
+  } else if (it.preempted > 0) {
+    // schedule_batch.py retract_decode: (tokens decoded + 20 per request) over
+    // the requests' max_new_tokens, those left running, at most 1.
+    double decoded = 0, total = 0;
+    for (const ServedRequest* r : running_) {
+      decoded += static_cast<double>(r->generated);
+      total += static_cast<double>(r->output);
+    }
+    new_token_ratio_ = total > 0
+                           ? std::min(1.0, (decoded + static_cast<double>(kRetractDecodeSteps) *
+                                                          static_cast<double>(running_.size())) /
+                                               total)
+                           : kInitNewTokenRatio;
+  } else if (!it.decode.empty()) {
+    new_token_ratio_ =
+        std::max(kMinNewTokenRatio, new_token_ratio_ - (kInitNewTokenRatio - kMinNewTokenRatio) /
+                                                           kNewTokenRatioDecaySteps);
+  }
+}
+
 int64_t ReplicaScheduler::DecodeTokens(const ServedRequest* r) const {
   // Multi-step takes the blocks of all its steps up front (vLLM's lookahead slots).
   return std::min(r->computed + spec_.num_scheduler_steps, std::max(MaxCached(r), r->computed + 1));
@@ -164,10 +213,12 @@ Iteration ReplicaScheduler::ScheduleChunked() {
   int64_t budget = spec_.max_num_batched_tokens;
   ScheduleRunning(&it, &budget);
   if (it.preempted > 0) return it;  // no admission while memory is short
+  double room = NewTokenRoom();
   while (!waiting_.empty() && budget > 0 &&
          static_cast<int64_t>(running_.size()) < spec_.max_num_seqs) {
     ServedRequest* r = waiting_.front();
     const int64_t need = std::min(r->target - r->computed, budget);
+    if (!FitsNewTokens(r, &room)) break;
     if (!Reserve(r)) break;
     if (!Allocate(r, r->computed + need)) {
       Release(r);
@@ -191,6 +242,7 @@ Iteration ReplicaScheduler::ScheduleWholePrompts() {
     it.prefill.emplace_back(r, need);
     budget -= need;
   }
+  double room = NewTokenRoom();
   while (!waiting_.empty() && static_cast<int64_t>(running_.size()) < spec_.max_num_seqs) {
     ServedRequest* r = waiting_.front();
     int64_t need = r->target - r->computed;
@@ -204,6 +256,7 @@ Iteration ReplicaScheduler::ScheduleWholePrompts() {
       }
     }
     if (need <= 0) break;
+    if (!FitsNewTokens(r, &room)) break;
     if (!Reserve(r)) break;
     if (!Allocate(r, r->computed + need)) {
       Release(r);
@@ -226,6 +279,7 @@ Iteration ReplicaScheduler::ScheduleMixedWholePrompts() {
   if (it.preempted > 0) return it;
   // Whole prompts into what the decodes left (a split prompt's next chunk was
   // scheduled with them); a prompt over the rest is split or waits.
+  double room = NewTokenRoom();
   while (!waiting_.empty() && static_cast<int64_t>(running_.size()) < spec_.max_num_seqs) {
     ServedRequest* r = waiting_.front();
     int64_t need = r->target - r->computed;
@@ -237,6 +291,7 @@ Iteration ReplicaScheduler::ScheduleMixedWholePrompts() {
       }
     }
     if (need <= 0) break;
+    if (!FitsNewTokens(r, &room)) break;
     if (!Reserve(r)) break;
     if (!Allocate(r, r->computed + need)) {
       Release(r);
@@ -253,6 +308,7 @@ Iteration ReplicaScheduler::Schedule() {
                  : spec_.mix_prompts_with_decodes ? ScheduleMixedWholePrompts()
                                                   : ScheduleWholePrompts();
   if (it.prefill.empty() && !it.decode.empty()) it.steps = spec_.num_scheduler_steps;
+  UpdateNewTokenRatio(it);
   return it;
 }
 

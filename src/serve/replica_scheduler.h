@@ -94,6 +94,17 @@ class ReplicaScheduler {
   // Blocks promised to running requests (guaranteed-no-evict admission).
   int64_t reserved_blocks() const { return reserved_blocks_; }
   int64_t total_blocks() const { return total_blocks_; }
+  double new_token_ratio() const { return new_token_ratio_; }
+
+  // SGLang's new-token-ratio admission (python/sglang/global_config.py, v0.4):
+  // SGLANG_INIT_NEW_TOKEN_RATIO 0.7, the floor 0.7 × 0.14, reached after 600
+  // decode iterations; CLIP_MAX_NEW_TOKENS_ESTIMATION 4096 (schedule_policy.py);
+  // retract_decode_steps 20.
+  static constexpr double kInitNewTokenRatio = 0.7;
+  static constexpr double kMinNewTokenRatio = 0.7 * 0.14;
+  static constexpr double kNewTokenRatioDecaySteps = 600;
+  static constexpr int64_t kClipMaxNewTokens = 4096;
+  static constexpr int64_t kRetractDecodeSteps = 20;
 
  private:
   // Grows the request's blocks to hold `tokens`; false (nothing taken) when too few are free.
@@ -107,6 +118,17 @@ class ReplicaScheduler {
   // footprint fits beside the reservations); on true the reservation is made.
   bool Reserve(ServedRequest* r);
   void Release(ServedRequest* r);
+  // Under new-token-ratio admission: the KV tokens an admission round may
+  // promise, the free pool less every running request's remaining output ×
+  // the ratio (0 under the other admissions).
+  double NewTokenRoom() const;
+  // Whether r's input still to compute and remaining output fit in `*room`
+  // (SGLang's PrefillAdder); on true they are taken from it. Always true under
+  // the other admissions.
+  bool FitsNewTokens(const ServedRequest* r, double* room) const;
+  // After an iteration: the ratio decays by one decode step, or after a
+  // preemption is re-estimated from the running requests (SGLang's retract).
+  void UpdateNewTokenRatio(const Iteration& it);
   // Tokens a decoding request's blocks must hold for this iteration's steps.
   int64_t DecodeTokens(const ServedRequest* r) const;
   // Moves requests that arrived with their KV cache from the head of the queue
@@ -126,6 +148,7 @@ class ReplicaScheduler {
   int64_t verify_tokens_ = 1;   // tokens a decode step computes per request
   int64_t used_blocks_ = 0;
   int64_t reserved_blocks_ = 0;
+  double new_token_ratio_ = kInitNewTokenRatio;
   std::deque<ServedRequest*> waiting_;
   std::vector<ServedRequest*> running_;  // in admission order
 };

@@ -207,6 +207,73 @@ TEST(ReplicaSchedulerTest, GuaranteedNoEvictQueuesWhereRecomputePreempts) {
   }
 }
 
+// SGLang's new-token-ratio admission: B's prompt fits the free blocks, but not
+// beside A's promised output, so B waits for A where recompute admits both and
+// preempts.
+TEST(ReplicaSchedulerTest, NewTokenRatioAdmissionWaitsWhereRecomputePreempts) {
+  for (Admission admission : {Admission::kRecompute, Admission::kNewTokenRatio}) {
+    SchedulerSpec spec = Spec(64, 4, /*chunked=*/false);
+    spec.admission = admission;
+    ReplicaScheduler s(spec, 10);  // 40 tokens
+    ServedRequest a = Request(0, 8, 20), b = Request(1, 8, 20);
+    s.Add(&a);
+    s.Add(&b);
+    std::vector<ServedRequest*> done;
+    int64_t preempted = 0;
+    double t = 0;
+    while (s.HasWork()) {
+      Iteration it = s.Schedule();
+      preempted += it.preempted;
+      s.Complete(it, t += 1, nullptr, &done);
+    }
+    ASSERT_EQ(done.size(), 2u);
+    if (admission == Admission::kRecompute) {
+      EXPECT_GE(preempted, 1);
+      EXPECT_DOUBLE_EQ(b.first_token, 1);  // prefilled with A
+    } else {
+      // A: 8 + 20 promised of 40; B's 28 never fits beside A's remaining
+      // output × ratio (room 32 − 19 × 0.7 < 28 after A's prefill, shrinking).
+      EXPECT_EQ(preempted, 0);
+      EXPECT_DOUBLE_EQ(a.first_token, 1);
+      EXPECT_DOUBLE_EQ(a.finish, 20);
+      EXPECT_DOUBLE_EQ(b.first_token, 21);
+      EXPECT_DOUBLE_EQ(b.finish, 40);
+    }
+  }
+}
+
+// The ratio decays by (0.7 − 0.098) / 600 per decode iteration, not per
+// prefill, and an idle schedule resets it to 0.7.
+TEST(ReplicaSchedulerTest, NewTokenRatioDecaysPerDecodeIterationAndResetsWhenIdle) {
+  SchedulerSpec spec = Spec(64, 4, /*chunked=*/false);
+  spec.admission = Admission::kNewTokenRatio;
+  ReplicaScheduler s(spec, 100);
+  EXPECT_DOUBLE_EQ(s.new_token_ratio(), 0.7);
+  ServedRequest a = Request(0, 4, 11);
+  s.Add(&a);
+  std::vector<ServedRequest*> done;
+  Drain(s, &done);  // one prefill, 10 decode iterations
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_NEAR(s.new_token_ratio(), 0.7 - 10 * (0.7 - 0.7 * 0.14) / 600, 1e-12);
+  EXPECT_TRUE(s.Schedule().empty());
+  EXPECT_DOUBLE_EQ(s.new_token_ratio(), 0.7);
+}
+
+// A request whose prompt and output exceed what the ratio leaves still runs
+// on an idle replica (it can ever fit), instead of waiting forever.
+TEST(ReplicaSchedulerTest, NewTokenRatioAdmitsOnAnIdleReplica) {
+  SchedulerSpec spec = Spec(64, 4, /*chunked=*/false);
+  spec.admission = Admission::kNewTokenRatio;
+  ReplicaScheduler s(spec, 4);  // 16 tokens: 8 + 9 − 1 cached at most
+  ServedRequest a = Request(0, 8, 9);
+  ASSERT_TRUE(s.CanEverFit(8, 9));
+  s.Add(&a);
+  std::vector<ServedRequest*> done;
+  Drain(s, &done);
+  EXPECT_EQ(done.size(), 1u);
+  EXPECT_EQ(a.preemptions, 0);
+}
+
 // Whole prompts join the decodes (TensorRT-LLM's in-flight batching): B's
 // prompt rides along with A's decode; a prompt above the budget left waits.
 TEST(ReplicaSchedulerTest, MixesWholePromptsWithDecodes) {
