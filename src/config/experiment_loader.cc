@@ -661,6 +661,7 @@ StatusOr<Experiment> ReadExperiment(const YAML::Node& node, const YamlContext& c
   }
   ASSIGN_OR_RETURN(e.serving, ReadServing(exp, e.model, path, engine_context));
   RETURN_IF_ERROR(ReadMechanisms(exp, path, zoo, &e));
+  if (e.serving) FitTrtllmGraphSizes(e.speculative.draft_tokens, &*e.serving);
   return e;
 }
 

@@ -536,6 +536,17 @@ StatusOr<std::optional<ServingSpec>> ReadServing(const YamlMap& exp, const Model
   return std::optional<ServingSpec>(std::move(s));
 }
 
+void FitTrtllmGraphSizes(int64_t draft_tokens, ServingSpec* s) {
+  SchedulerSpec& c = s->scheduler;
+  if (!s->engine || s->engine->name != "trtllm" || c.cuda_graph_batch_sizes.empty()) return;
+  const int64_t cap =
+      std::min(c.max_num_seqs, c.max_num_batched_tokens / (1 + std::max<int64_t>(draft_tokens, 0)));
+  std::vector<int64_t>& sizes = c.cuda_graph_batch_sizes;
+  const bool larger_given = sizes.back() > cap;
+  std::erase_if(sizes, [cap](int64_t b) { return b > cap; });
+  if (larger_given && cap >= 1 && (sizes.empty() || sizes.back() < cap)) sizes.push_back(cap);
+}
+
 std::string_view ArrivalProcessName(ArrivalProcess p) { return kArrivalProcessNames.Name(p); }
 
 double ServingPathSpec::IterationSeconds(int64_t batch, int64_t tokens, int64_t workers) const {

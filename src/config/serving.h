@@ -204,6 +204,13 @@ StatusOr<std::optional<ServingSpec>> ReadServing(const YamlMap& experiment, cons
 // (caches share whole blocks), as vLLM's automatic prefix caching does.
 int64_t CachedPrefixTokens(int64_t prompt, double hit_rate, int64_t block_size);
 
+// TensorRT-LLM's PyTorch backend keeps the CUDA-graph batch sizes up to its
+// largest pure-decode batch, min(max_num_seqs, max_num_batched_tokens / (1 +
+// draft_tokens)), and, when a larger size was given, captures that batch too so
+// padding still has a graph (pyexecutor/model_engine.py,
+// _filter_cuda_graph_batch_sizes). Applies to `engine: trtllm` only.
+void FitTrtllmGraphSizes(int64_t draft_tokens, ServingSpec* s);
+
 // The experiment keys ReadServing reads.
 const std::vector<std::string>& ServingKeys();
 

@@ -401,6 +401,34 @@ TEST(ServingTest, LimitsFromTrtllmBench) {
   }
 }
 
+// TensorRT-LLM keeps the CUDA-graph sizes up to its largest decode batch and,
+// given a larger one, captures that batch too: 640 sequences and 2,048 tokens
+// → …, 512, 640; 3 draft tokens per request make the token budget bind
+// (2048 / 4 = 512, already a size); other engines' lists stay as given.
+TEST(ServingTest, TrtllmGraphSizesStopAtItsLargestDecodeBatch) {
+  const std::string workload =
+      "    workload: {arrivals: {process: closed_loop, concurrency: 4}, prompt_tokens: 100, "
+      "output_tokens: 100, requests: 8}\n";
+  const std::string sched =
+      "    scheduler: {max_num_seqs: 640, max_num_batched_tokens: 2048, "
+      "cuda_graph_batch_sizes: [1, 256, 512, 1024, 8192]}\n";
+  auto trt = Load("    engine: trtllm\n" + workload + sched);
+  ASSERT_TRUE(trt.ok()) << trt.status().message();
+  EXPECT_EQ((*trt)[0].serving->scheduler.cuda_graph_batch_sizes,
+            (std::vector<int64_t>{1, 256, 512, 640}));
+  auto vllm = Load("    engine: vllm\n" + workload + sched);
+  ASSERT_TRUE(vllm.ok()) << vllm.status().message();
+  EXPECT_EQ(vllm->front().serving->scheduler.cuda_graph_batch_sizes,
+            (std::vector<int64_t>{1, 256, 512, 1024, 8192}));
+  ServingSpec s = *(*trt)[0].serving;
+  s.scheduler.cuda_graph_batch_sizes = {1, 256, 1024};
+  FitTrtllmGraphSizes(3, &s);
+  EXPECT_EQ(s.scheduler.cuda_graph_batch_sizes, (std::vector<int64_t>{1, 256, 512}));
+  s.scheduler.cuda_graph_batch_sizes = {1, 256};  // nothing above the cap: as given
+  FitTrtllmGraphSizes(3, &s);
+  EXPECT_EQ(s.scheduler.cuda_graph_batch_sizes, (std::vector<int64_t>{1, 256}));
+}
+
 // Without `engine:` nor the new keys a served experiment's JSON is as before.
 TEST(ServingTest, NoEngineKeepsTheSchedulerJson) {
   auto plain = Load(kWorkload);

@@ -72,6 +72,22 @@ int64_t CudaGraphBatch(const std::vector<int64_t>& sizes, int64_t n) {
   return it == sizes.end() ? 0 : *it;
 }
 
+// One decode step of `decodes` requests replayed as a CUDA graph of `padded`
+// slots. The padding slots run the GEMMs but attend over one token: vLLM pads
+// with sequence length 1 (vllm/worker/model_runner.py, `seq_lens.extend(
+// itertools.repeat(1, cuda_graph_pad_size))`), TensorRT-LLM's PyTorch backend
+// points every padding entry at one dummy generation request
+// (pyexecutor/cuda_graph_runner.py, CUDA_GRAPH_DUMMY_REQUEST_ID). So: the padded
+// batch at context 1, plus the real requests' attention over their contexts.
+StatusOr<double> PaddedDecode(IterationCost& cost, int64_t decodes, int64_t padded, int64_t context,
+                              bool replay) {
+  if (padded <= decodes) return cost.Decode(decodes, context, replay);
+  ASSIGN_OR_RETURN(const double slots, cost.Decode(padded, 1, replay));
+  ASSIGN_OR_RETURN(const double real, cost.Decode(decodes, context, replay));
+  ASSIGN_OR_RETURN(const double real_at_one, cost.Decode(decodes, 1, replay));
+  return slots + std::max(0.0, real - real_at_one);
+}
+
 // One disaggregated instance's experiment: the instance's plan with dp = 1.
 Experiment InstanceExperiment(const Experiment& e, const InstanceSpec& i, const char* role) {
   Experiment x = e;
@@ -443,7 +459,7 @@ StatusOr<double> ServingRun::KernelSeconds(Replica& rep, const Iteration& it) {
     const bool replay = terms.cuda_graphs || padded > 0;
     for (int64_t k = 0; k < it.steps; ++k) {
       ASSIGN_OR_RETURN(const double step,
-                       rep.cost->Decode(padded > 0 ? padded : decodes, context + k, replay));
+                       PaddedDecode(*rep.cost, decodes, padded, context + k, replay));
       seconds += step;
       rep.step_ends.push_back(seconds);
     }

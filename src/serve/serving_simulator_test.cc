@@ -883,9 +883,11 @@ Experiment DecodeBatch(int64_t requests, int64_t output) {
   return e;
 }
 
-// CUDA-graph capture sizes: a decode batch of 3 with sizes {4} costs the batch
-// of 4 (padded, replayed); with {3} it runs unpadded, cheaper; with {2} (3 above
-// the largest) eagerly, as without graphs.
+// CUDA-graph capture sizes: a decode batch of 3 with sizes {4} runs the batch
+// of 4 (padded, replayed) whose padding slot attends over one token, not the
+// 1,000 of the real requests: the batch of 4 at context 1 plus the three
+// requests' attention, D(3, c) − D(3, 1); with {3} it runs unpadded, cheaper;
+// with {2} (3 above the largest) eagerly, as without graphs.
 TEST(ServingSimulatorTest, DecodeBatchesArePaddedToTheNextCaptureSize) {
   auto first_step = [](int64_t requests, std::vector<int64_t> sizes) {
     Experiment e = DecodeBatch(requests, 1);
@@ -896,7 +898,17 @@ TEST(ServingSimulatorTest, DecodeBatchesArePaddedToTheNextCaptureSize) {
   };
   const double padded = first_step(3, {4});
   EXPECT_GT(padded, 0);
-  EXPECT_DOUBLE_EQ(padded, first_step(4, {4}));
+  EXPECT_LT(padded, first_step(4, {4}));
+  {
+    const Experiment e = DecodeBatch(3, 1);
+    auto cost = IterationCost::Create(e, "", sim::Algorithm::kAuto, 0);
+    ASSERT_TRUE(cost.ok()) << cost.status().message();
+    auto slots = (*cost)->Decode(4, 1, true);
+    auto real = (*cost)->Decode(3, 1000, true);
+    auto real_at_one = (*cost)->Decode(3, 1, true);
+    ASSERT_TRUE(slots.ok() && real.ok() && real_at_one.ok());
+    EXPECT_NEAR(padded, *slots + *real - *real_at_one, 1e-12);
+  }
   EXPECT_LT(first_step(3, {3}), padded);
   EXPECT_DOUBLE_EQ(first_step(3, {2}), first_step(3, {}));
   EXPECT_LT(first_step(3, {3}), first_step(3, {}));  // a replay pays no launches
