@@ -91,6 +91,11 @@ SchedulerSpec Sglang04(const EngineInputs& in) {
   // 0.7 × 0.14 over 600 decode steps); a full pool still retracts decode
   // requests, which recompute (scheduler.py update_running_batch).
   s.admission = Admission::kNewTokenRatio;
+  // disable_overlap_schedule = False (server_args.py): event_loop_overlap
+  // (scheduler.py) receives requests, schedules and launches batch N + 1, then
+  // processes batch N's results, so a request arriving while N runs is first
+  // scheduled into N + 2; with no batch in flight it is launched at once.
+  s.overlap_schedule = true;
   // num_continuous_decode_steps = 1.
   s.num_scheduler_steps = in.num_scheduler_steps.value_or(1);
   // cuda_graph_runner.py get_batch_sizes_to_capture: [1, 2, 4, 8] +

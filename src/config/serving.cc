@@ -118,11 +118,11 @@ Status ReadArrivals(const YamlMap& w, const ModelSpec& model, const std::string&
 Status ReadScheduler(const YamlMap& exp, SchedulerSpec* s) {
   if (!exp.Has("scheduler")) return Status::Ok();
   ASSIGN_OR_RETURN(YamlMap m, exp.Map("scheduler"));
-  RETURN_IF_ERROR(m.CheckKeys({"max_num_batched_tokens", "max_num_seqs", "block_size",
-                               "gpu_memory_utilization", "gpu_memory_utilization_of", "kv_blocks",
-                               "chunked_prefill", "mix_prompts_with_decodes", "admission",
-                               "num_scheduler_steps", "cuda_graph_batch_sizes", "router",
-                               "grid_points_per_octave", "long_prompts", "limits_from"}));
+  RETURN_IF_ERROR(m.CheckKeys(
+      {"max_num_batched_tokens", "max_num_seqs", "block_size", "gpu_memory_utilization",
+       "gpu_memory_utilization_of", "kv_blocks", "chunked_prefill", "mix_prompts_with_decodes",
+       "admission", "num_scheduler_steps", "cuda_graph_batch_sizes", "router",
+       "grid_points_per_octave", "long_prompts", "limits_from", "overlap_schedule"}));
   RETURN_IF_ERROR(m.OptionalAtLeast("max_num_batched_tokens", 1, &s->max_num_batched_tokens));
   RETURN_IF_ERROR(m.OptionalAtLeast("max_num_seqs", 1, &s->max_num_seqs));
   RETURN_IF_ERROR(m.OptionalAtLeast("block_size", 1, &s->block_size));
@@ -142,6 +142,7 @@ Status ReadScheduler(const YamlMap& exp, SchedulerSpec* s) {
   RETURN_IF_ERROR(m.OptionalAtLeast("kv_blocks", 1, &s->kv_blocks));
   RETURN_IF_ERROR(m.Optional("chunked_prefill", &s->chunked_prefill));
   RETURN_IF_ERROR(m.Optional("mix_prompts_with_decodes", &s->mix_prompts_with_decodes));
+  RETURN_IF_ERROR(m.Optional("overlap_schedule", &s->overlap_schedule));
   std::string admission(AdmissionName(s->admission));
   RETURN_IF_ERROR(m.Optional("admission", &admission));
   if (admission == "recompute") {
@@ -603,12 +604,13 @@ nlohmann::json ServingToJson(const ServingSpec& s) {
       s.engine || c.mix_prompts_with_decodes || c.admission != Admission::kRecompute ||
       c.memory_rule != KvMemoryRule::kShareOfCapacity || c.num_scheduler_steps != 1 ||
       !c.cuda_graph_batch_sizes.empty() || s.path.any() || c.long_prompts != LongPrompts::kRefuse ||
-      c.limits_from != SchedulerLimits::kGiven;
+      c.limits_from != SchedulerLimits::kGiven || c.overlap_schedule;
   if (engine_fields) {
     scheduler["gpu_memory_utilization_of"] = KvMemoryRuleName(c.memory_rule);
     scheduler["mix_prompts_with_decodes"] = c.mix_prompts_with_decodes;
     scheduler["admission"] = AdmissionName(c.admission);
     scheduler["num_scheduler_steps"] = c.num_scheduler_steps;
+    scheduler["overlap_schedule"] = c.overlap_schedule;
     scheduler["cuda_graph_batch_sizes"] = c.cuda_graph_batch_sizes;
     scheduler["long_prompts"] = LongPromptsName(c.long_prompts);
     scheduler["limits_from"] = kSchedulerLimitsNames.Name(c.limits_from);

@@ -101,6 +101,10 @@ struct SchedulerSpec {
   // batch runs this many steps per scheduler call; requests arriving meanwhile
   // wait for the next call, finished ones leave at its end.
   int64_t num_scheduler_steps = 1;
+  // An overlap scheduler (SGLang's event_loop_overlap): the engine launches
+  // iteration N + 1 before it takes in the requests that arrived while N ran,
+  // so those join N + 2; an idle replica takes an arrival at once.
+  bool overlap_schedule = false;
   // CUDA-graph capture sizes, ascending: a decode-only batch of n requests is
   // padded to the smallest size ≥ n and replayed (no kernel launches); above
   // the largest it runs eagerly. Empty: no graphs beyond the calibration's.

@@ -298,6 +298,17 @@ TEST(ServingTest, EngineProfilesSetTheSchedulerDefaults) {
   auto plain = Load(std::string(kWorkload) + "    scheduler: {admission: new_token_ratio}\n");
   ASSERT_TRUE(plain.ok()) << plain.status().message();
   EXPECT_EQ((*plain)[0].serving->scheduler.admission, Admission::kNewTokenRatio);
+  // event_loop_overlap: on in SGLang's profile only, a scheduler key that overrides it.
+  EXPECT_TRUE(g.overlap_schedule);
+  EXPECT_EQ(ServingToJson(*(*sgl)[0].serving)["scheduler"]["overlap_schedule"], true);
+  EXPECT_FALSE(t.scheduler.overlap_schedule);
+  EXPECT_EQ(j["scheduler"]["overlap_schedule"], false);
+  EXPECT_FALSE((*plain)[0].serving->scheduler.overlap_schedule);
+  auto serial = Load(std::string(kWorkload) +
+                     "    engine: sglang\n    scheduler: {overlap_schedule: false}\n");
+  ASSERT_TRUE(serial.ok()) << serial.status().message();
+  EXPECT_FALSE((*serial)[0].serving->scheduler.overlap_schedule);
+  EXPECT_EQ((*serial)[0].serving->scheduler.admission, Admission::kNewTokenRatio);
   // SGLang's overlap scheduler: no measured host gap; nothing else sourced.
   EXPECT_FALSE((*sgl)[0].serving->path.any());
   // An `engine:` key overrides the profile's term, 0 included.

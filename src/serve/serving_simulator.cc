@@ -61,6 +61,12 @@ struct Replica {
   Iteration iteration;
   double end = 0;
   std::vector<double> step_ends;  // a multi-step iteration's steps' ends
+  // Overlap scheduling: requests that reached the engine after it launched its
+  // next iteration, taken in when it launches the one after (cached: arrived
+  // with its KV cache); and whether the iteration ending at `ended_at` left work.
+  std::vector<std::pair<ServedRequest*, bool>> inbox;
+  double ended_at = -1;
+  bool continues = false;
 };
 
 int64_t ToNs(double seconds) { return std::llround(seconds * 1e9); }
@@ -248,6 +254,9 @@ class ServingRun {
   Status EndIteration(size_t index);
   void ArriveKvCaches();
   void Arrive();
+  // A request reaches replica `index`'s scheduler (or, overlapped, its inbox).
+  void Deliver(size_t index, ServedRequest* r, bool cached);
+  void TakeInbox(size_t index);
 
   const Experiment& e_;
   const ServingSpec& spec_;
@@ -262,6 +271,7 @@ class ServingRun {
   double kv_bytes_per_token_ = 0;
   std::optional<KvTransfers> kv_network_;  // disaggregated: caches in flight
   double request_overhead_ = 0;
+  bool overlap_ = false;  // scheduler.overlap_schedule, colocated replicas
   std::vector<ServedRequest> requests_;
   bool closed_ = false;
   std::deque<size_t> pending_;  // requests waiting to arrive, in arrival order
@@ -527,6 +537,9 @@ Status ServingRun::StartIteration(size_t index) {
   rep.iteration = std::move(it);
   rep.busy = true;
   rep.end = end;
+  // Overlapped, the engine takes in what arrived while the previous iteration
+  // ran only now, after launching this one: for the next.
+  TakeInbox(index);
   return Status::Ok();
 }
 
@@ -557,6 +570,8 @@ void ServingRun::Account(size_t index, const Iteration& it, double start, double
 // Idle replicas with news schedule, once everything at this instant is handled.
 Status ServingRun::StartIdleReplicas() {
   for (size_t i = 0; i < replicas_.size(); ++i) {
+    // A replica left without work takes what reached it meanwhile at once.
+    if (dirty_[i] && !replicas_[i].busy && !replicas_[i].scheduler.HasWork()) TakeInbox(i);
     if (dirty_[i] && !replicas_[i].busy && replicas_[i].scheduler.HasWork()) {
       RETURN_IF_ERROR(StartIteration(i));
     }
@@ -582,6 +597,8 @@ Status ServingRun::EndIteration(size_t index) {
   }
   kv_used_ += rep.scheduler.used_blocks() - blocks_before;
   rep.busy = false;
+  rep.ended_at = now_;
+  rep.continues = rep.scheduler.HasWork();
   for (ServedRequest* r : finished_) {
     if (!r->done()) {
       // Prefilled on a prefill instance: its KV cache goes to a decode instance.
@@ -641,16 +658,41 @@ void ServingRun::Arrive() {
     return;
   }
   ++in_system_;
-  if (r.decode_only) {
-    // Its context is in its KV cache already: admitted with those blocks, it decodes.
-    r.computed = r.prompt;
-    replicas_[target].scheduler.AddWithCache(&r);
-  } else {
-    // Prefix-cache hits are computed already but hold their blocks from admission on.
-    r.computed = r.cached;
-    replicas_[target].scheduler.Add(&r);
-  }
+  // A decode-only request's context is in its KV cache already: admitted with
+  // those blocks, it decodes. Prefix-cache hits are computed already but hold
+  // their blocks from admission on.
+  r.computed = r.decode_only ? r.prompt : r.cached;
+  Deliver(target, &r, r.decode_only);
   dirty_[target] = true;
+}
+
+void ServingRun::Deliver(size_t index, ServedRequest* r, bool cached) {
+  Replica& rep = replicas_[index];
+  // SGLang's event_loop_overlap receives requests, then schedules and launches
+  // batch N + 1 before it waits for batch N: a request reaching it while an
+  // iteration runs (or as one ends and the next is launched at that instant)
+  // is first scheduled into the iteration after the next. With no batch in
+  // flight it is taken at once. Arrivals keep their order.
+  const bool launched = rep.busy || (rep.ended_at == now_ && rep.continues);
+  if (overlap_ && (launched || !rep.inbox.empty())) {
+    rep.inbox.emplace_back(r, cached);
+  } else if (cached) {
+    rep.scheduler.AddWithCache(r);
+  } else {
+    rep.scheduler.Add(r);
+  }
+}
+
+void ServingRun::TakeInbox(size_t index) {
+  Replica& rep = replicas_[index];
+  for (const auto& [r, cached] : rep.inbox) {
+    if (cached) {
+      rep.scheduler.AddWithCache(r);
+    } else {
+      rep.scheduler.Add(r);
+    }
+  }
+  rep.inbox.clear();
 }
 
 StatusOr<ServingResult> ServingRun::Run() {
@@ -658,6 +700,9 @@ StatusOr<ServingResult> ServingRun::Run() {
   result_.calibration_source = costs_[0]->calibration_source();
   // The calibration's and the engine's serving path (spec.path, 0 without `engine:`).
   request_overhead_ = costs_[0]->terms().request_overhead + spec_.path.request;
+  // SGLang's disaggregated instances run non-overlapped loops
+  // (event_loop_normal_disagg_prefill / _decode, v0.4.5).
+  overlap_ = spec_.scheduler.overlap_schedule && !spec_.disaggregation;
   result_.terms = sim::ActiveTerms(e_, costs_[0]->calibration());
   DrawRequests();
   occ_.replicas = result_.replicas;

@@ -385,6 +385,54 @@ TEST(ServingSimulatorTest, ClosedLoopRefillWaitsForTheIterationAlreadyLaunched) 
   }
 }
 
+// Overlap scheduling (SGLang's event_loop_overlap): the engine launches
+// iteration N + 1 before it takes in the requests that arrived while N ran.
+// A (256 → 8 tokens) arrives at 0 on an idle replica: prefill I0, decodes
+// I1 … I7 (prefill and decode iterations apart, as SGLang's default). B
+// arrives in the middle of I2: without overlap it is prefilled in I3, with it
+// in I4 (I3 decodes A alone). C arrives long after A and B have left, on an
+// idle replica: it is launched at its arrival either way.
+TEST(ServingSimulatorTest, OverlapScheduleTakesAnArrivalIntoTheIterationAfterTheNext) {
+  ArrivalSpec file;
+  file.process = ArrivalProcess::kFile;
+  file.file_requests = {{0, 256, 8}};
+  Experiment e = Served(file, 256, 8, 0);
+  e.serving->scheduler.chunked_prefill = false;
+  e.serving->scheduler.max_num_batched_tokens = 512;
+  auto alone = SimulateServing(e, Options());
+  ASSERT_TRUE(alone.ok()) << alone.status().message();
+  ASSERT_EQ(alone->iteration_seconds.size(), 8u);
+  std::vector<double> end(8);
+  for (size_t i = 0; i < 8; ++i) end[i] = (i ? end[i - 1] : 0) + alone->iteration_seconds[i];
+  const double b_arrival = end[1] + 0.5 * alone->iteration_seconds[2];
+  const double c_arrival = 10;  // seconds: the replica is idle long before
+  file.file_requests = {{0, 256, 8}, {b_arrival, 256, 8}, {c_arrival, 256, 8}};
+  e.serving->arrivals = file;
+  for (const bool overlap : {false, true}) {
+    SCOPED_TRACE(overlap ? "overlap" : "serial");
+    e.serving->scheduler.overlap_schedule = overlap;
+    auto r = SimulateServing(e, Options());
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    ASSERT_EQ(r->requests.size(), 3u);
+    const size_t b_prefill = overlap ? 4 : 3;
+    ASSERT_GT(r->iteration_prefill_tokens.size(), b_prefill + 1);
+    for (size_t i = 0; i <= b_prefill; ++i) {
+      EXPECT_EQ(r->iteration_prefill_tokens[i], i == 0 || i == b_prefill ? 256 : 0) << i;
+    }
+    // Until B's prefill the iterations are A's alone: the same as without B.
+    for (size_t i = 0; i < b_prefill; ++i) {
+      EXPECT_DOUBLE_EQ(r->iteration_seconds[i], alone->iteration_seconds[i]) << i;
+    }
+    const ServedRequest &a = r->requests[0], &b = r->requests[1], &c = r->requests[2];
+    EXPECT_DOUBLE_EQ(a.first_scheduled, 0);
+    EXPECT_NEAR(b.first_scheduled, end[b_prefill - 1], 1e-12);
+    EXPECT_NEAR(b.first_token, end[b_prefill - 1] + r->iteration_seconds[b_prefill], 1e-12);
+    EXPECT_GT(c.arrival, b.finish);
+    EXPECT_DOUBLE_EQ(c.first_scheduled, c.arrival);
+    EXPECT_NEAR(c.first_token - c.arrival, a.first_token, 1e-12);  // the same prefill, at once
+  }
+}
+
 // A closed loop of max_num_seqs requests of equal lengths runs in lock step:
 // its throughput is the fixed batch's at that batch size.
 TEST(ServingSimulatorTest, SaturationThroughputIsTheFixedBatchAtMaxBatch) {
