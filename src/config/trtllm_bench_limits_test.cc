@@ -75,7 +75,7 @@ TEST(TrtllmBenchLimitsTest, AtLeastOneKvHeadPerRankAndPipelineStages) {
   auto b = TrtllmBenchLimitsFor(big);
   EXPECT_EQ(b->max_batch_size, 4096);
   EXPECT_EQ(b->max_num_tokens, 4608);  // 4096 × (1 + 128/1872) = 4376.1 → 512s
-  big.pp = 4;                           // 1024 per stage
+  big.pp = 4;                          // 1024 per stage
   b = TrtllmBenchLimitsFor(big);
   EXPECT_EQ(b->max_batch_size, 1024);
   EXPECT_EQ(b->max_num_tokens, 2048);  // 1094.0 → 1280 → at least 2048
