@@ -380,15 +380,7 @@ Status ApplyTrtllmBenchLimits(const YamlMap& exp, const EngineContext& c, Servin
     return where.Error("needs the model's parameters and the device's memory");
   }
   TrtllmBenchInputs in;
-  in.device_memory_bytes = c.device_memory_bytes;
-  in.tp = c.tp;
-  in.pp = c.pp;
-  in.param_count = c.param_count;
-  in.bytes_per_weight = c.bytes_per_weight;
-  in.bytes_per_kv_value = c.bytes_per_kv_value;
-  in.attention_layers = c.attention_layers;
-  in.kv_heads = c.kv_heads;
-  in.head_dim = c.head_dim;
+  static_cast<TrtllmBenchDeployment&>(in) = c;  // the deployment's part, sliced
   const LengthRange prompt = RangeOf(*s, true), output = RangeOf(*s, false);
   in.mean_input = prompt.mean;
   in.mean_output = output.mean;

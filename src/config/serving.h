@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "config/trtllm_bench_limits.h"
 #include "core/status.h"
 #include "model/model.h"
 
@@ -177,20 +178,10 @@ struct ServingSpec {
   std::optional<DisaggregationSpec> disaggregation;  // none: every replica does both
 };
 
-// What an engine profile's defaults depend on besides the engine.
-struct EngineContext {
-  int64_t tp = 1;                  // tensor-parallel size
-  int64_t pp = 1;                  // pipeline stages
-  double device_memory_bytes = 0;  // usable memory of one device
-  // What trtllm-bench's sizing reads of the model (scheduler.limits_from):
-  // parameters, bytes per weight and per KV value as its quantisation tables
-  // count them, attention layers, KV heads and their width; mla: no GQA shape.
-  double param_count = 0;
-  double bytes_per_weight = 2;
-  double bytes_per_kv_value = 2;
-  int64_t attention_layers = 0;
-  int64_t kv_heads = 0;
-  int64_t head_dim = 0;
+// What an engine profile's defaults depend on besides the engine: tp, pp and
+// the device's usable memory, and (scheduler.limits_from) what trtllm-bench's
+// sizing reads of the model; mla: no GQA shape for it.
+struct EngineContext : TrtllmBenchDeployment {
   bool mla = false;
 };
 

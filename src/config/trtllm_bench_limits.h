@@ -16,11 +16,10 @@
 
 namespace shardscope {
 
-// What trtllm-bench reads: the device (NVML's total memory), the checkpoint
-// (parameter count, bytes per weight of its quantisation), the KV cache's
-// shape and dtype, the dataset's lengths, the parallel mapping and the KV
-// fraction (--kv_cache_free_gpu_mem_fraction).
-struct TrtllmBenchInputs {
+// What trtllm-bench reads of the deployment: the device (NVML's total memory),
+// the parallel mapping, the checkpoint (parameter count, bytes per weight of its
+// quantisation) and the KV cache's shape and dtype.
+struct TrtllmBenchDeployment {
   double device_memory_bytes = 0;  // one device, as NVML reports it
   int64_t tp = 1, pp = 1;
   double param_count = 0;         // parameters in the checkpoint
@@ -29,6 +28,10 @@ struct TrtllmBenchInputs {
   int64_t attention_layers = 0;
   int64_t kv_heads = 0;
   int64_t head_dim = 0;
+};
+
+// ... and of the dataset and the KV fraction (--kv_cache_free_gpu_mem_fraction).
+struct TrtllmBenchInputs : TrtllmBenchDeployment {
   double mean_input = 0, mean_output = 0;  // the dataset's average ISL and OSL
   int64_t max_input = 0;                   // its longest prompt
   double kv_fraction = 0.9;
