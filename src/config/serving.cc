@@ -145,19 +145,15 @@ Status ReadScheduler(const YamlMap& exp, SchedulerSpec* s) {
   RETURN_IF_ERROR(m.Optional("overlap_schedule", &s->overlap_schedule));
   std::string admission(AdmissionName(s->admission));
   RETURN_IF_ERROR(m.Optional("admission", &admission));
-  if (admission == "recompute") {
-    s->admission = Admission::kRecompute;
-  } else if (admission == "guaranteed_no_evict") {
-    s->admission = Admission::kGuaranteedNoEvict;
-  } else if (admission == "new_token_ratio") {
-    s->admission = Admission::kNewTokenRatio;
-  } else {
+  const std::optional<Admission> adm = kAdmissionNames.Parse(admission);
+  if (!adm) {
     return m.context()
         .Child("admission")
         .Error(fmt::format(
             "unknown admission '{}' (expected recompute, guaranteed_no_evict or new_token_ratio)",
             admission));
   }
+  s->admission = *adm;
   RETURN_IF_ERROR(m.OptionalAtLeast("num_scheduler_steps", 1, &s->num_scheduler_steps));
   std::string long_prompts(LongPromptsName(s->long_prompts));
   RETURN_IF_ERROR(m.Optional("long_prompts", &long_prompts));

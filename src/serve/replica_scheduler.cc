@@ -116,6 +116,28 @@ void ReplicaScheduler::UpdateNewTokenRatio(const Iteration& it) {
   }
 }
 
+bool ReplicaScheduler::TryAdmit(Iteration* it, ServedRequest* r, int64_t need, double* room,
+                                int64_t* budget) {
+  if (!FitsNewTokens(r, room) || !Reserve(r)) return false;
+  if (!Allocate(r, r->computed + need)) {
+    Release(r);
+    return false;
+  }
+  Admit(it, r, need);
+  *budget -= need;
+  return true;
+}
+
+int64_t ReplicaScheduler::PromptTokens(const ServedRequest* r, int64_t budget, bool others) const {
+  const int64_t need = r->target - r->computed;
+  if (need <= budget) return need;
+  // Split: the rest of the budget now (long_prompts: chunk).
+  if (spec_.long_prompts == LongPrompts::kChunk && budget > 0) return budget;
+  // Refused prompts never get here (config/serving.cc refuses them at load),
+  // but one that does goes alone.
+  return others ? 0 : need;
+}
+
 int64_t ReplicaScheduler::DecodeTokens(const ServedRequest* r) const {
   // Multi-step takes the blocks of all its steps up front (vLLM's lookahead slots).
   return std::min(r->computed + spec_.num_scheduler_steps, std::max(MaxCached(r), r->computed + 1));
@@ -217,15 +239,7 @@ Iteration ReplicaScheduler::ScheduleChunked() {
   while (!waiting_.empty() && budget > 0 &&
          static_cast<int64_t>(running_.size()) < spec_.max_num_seqs) {
     ServedRequest* r = waiting_.front();
-    const int64_t need = std::min(r->target - r->computed, budget);
-    if (!FitsNewTokens(r, &room)) break;
-    if (!Reserve(r)) break;
-    if (!Allocate(r, r->computed + need)) {
-      Release(r);
-      break;
-    }
-    Admit(&it, r, need);
-    budget -= need;
+    if (!TryAdmit(&it, r, std::min(r->target - r->computed, budget), &room, &budget)) break;
   }
   return it;
 }
@@ -245,25 +259,8 @@ Iteration ReplicaScheduler::ScheduleWholePrompts() {
   double room = NewTokenRoom();
   while (!waiting_.empty() && static_cast<int64_t>(running_.size()) < spec_.max_num_seqs) {
     ServedRequest* r = waiting_.front();
-    int64_t need = r->target - r->computed;
-    if (need > budget) {
-      // Split: the rest of the budget now. Refused prompts never get here
-      // (config/serving.cc refuses them at load), but one that does goes alone.
-      if (spec_.long_prompts == LongPrompts::kChunk && budget > 0) {
-        need = budget;
-      } else if (!it.prefill.empty()) {
-        break;
-      }
-    }
-    if (need <= 0) break;
-    if (!FitsNewTokens(r, &room)) break;
-    if (!Reserve(r)) break;
-    if (!Allocate(r, r->computed + need)) {
-      Release(r);
-      break;
-    }
-    Admit(&it, r, need);
-    budget -= need;
+    const int64_t need = PromptTokens(r, budget, /*others=*/!it.prefill.empty());
+    if (need <= 0 || !TryAdmit(&it, r, need, &room, &budget)) break;
   }
   if (!it.prefill.empty()) return it;
   budget = spec_.max_num_batched_tokens;
@@ -282,23 +279,8 @@ Iteration ReplicaScheduler::ScheduleMixedWholePrompts() {
   double room = NewTokenRoom();
   while (!waiting_.empty() && static_cast<int64_t>(running_.size()) < spec_.max_num_seqs) {
     ServedRequest* r = waiting_.front();
-    int64_t need = r->target - r->computed;
-    if (need > budget) {
-      if (spec_.long_prompts == LongPrompts::kChunk && budget > 0) {
-        need = budget;
-      } else if (!it.empty()) {
-        break;  // refused prompts never get here (refused at load); one that does goes alone
-      }
-    }
-    if (need <= 0) break;
-    if (!FitsNewTokens(r, &room)) break;
-    if (!Reserve(r)) break;
-    if (!Allocate(r, r->computed + need)) {
-      Release(r);
-      break;
-    }
-    Admit(&it, r, need);
-    budget -= need;
+    const int64_t need = PromptTokens(r, budget, /*others=*/!it.empty());
+    if (need <= 0 || !TryAdmit(&it, r, need, &room, &budget)) break;
   }
   return it;
 }

@@ -129,6 +129,13 @@ class ReplicaScheduler {
   // After an iteration: the ratio decays by one decode step, or after a
   // preemption is re-estimated from the running requests (SGLang's retract).
   void UpdateNewTokenRatio(const Iteration& it);
+  // Admits waiting r for `need` tokens of *budget when the admission rule
+  // (FitsNewTokens, Reserve) and the free blocks allow; false: nothing taken.
+  bool TryAdmit(Iteration* it, ServedRequest* r, int64_t need, double* room, int64_t* budget);
+  // Tokens of waiting r's prompt an iteration with `budget` left takes: all of
+  // it; over the budget the rest (long_prompts: chunk), else all of it alone
+  // (0, it waits, when the iteration has `others`).
+  int64_t PromptTokens(const ServedRequest* r, int64_t budget, bool others) const;
   // Tokens a decoding request's blocks must hold for this iteration's steps.
   int64_t DecodeTokens(const ServedRequest* r) const;
   // Moves requests that arrived with their KV cache from the head of the queue

@@ -674,13 +674,9 @@ void ServingRun::Deliver(size_t index, ServedRequest* r, bool cached) {
   // is first scheduled into the iteration after the next. With no batch in
   // flight it is taken at once. Arrivals keep their order.
   const bool launched = rep.busy || (rep.ended_at == now_ && rep.continues);
-  if (overlap_ && (launched || !rep.inbox.empty())) {
-    rep.inbox.emplace_back(r, cached);
-  } else if (cached) {
-    rep.scheduler.AddWithCache(r);
-  } else {
-    rep.scheduler.Add(r);
-  }
+  const bool wait = overlap_ && (launched || !rep.inbox.empty());
+  rep.inbox.emplace_back(r, cached);
+  if (!wait) TakeInbox(index);
 }
 
 void ServingRun::TakeInbox(size_t index) {

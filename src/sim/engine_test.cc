@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <memory>
 
 #include "plan/test_experiments.h"
 #include "program/program_builder.h"
@@ -381,18 +382,46 @@ PhaseProgram PairProgram(const OpsWithDeps& ops, Phase phase = Phase::kPrefill) 
   return prog;
 }
 
-// SM contention (EngineOptions::prefill_sm_share s): a compute op of own time C
-// overlapped by an all-to-all held for T runs C + s·T, at most C/(1 − s); by hand.
-TEST(EngineTest, SmContentionSlowsOverlappedComputeHandComputed) {
+// The two EP ranks those programs run on, and the engine over them without
+// launch costs, the all-to-alls holding a prefill SM share.
+struct EpPair {
+  EpPair(Experiment exp, Placement p, ComputeModel m)
+      : e(std::move(exp)),
+        pl(std::move(p)),
+        model(std::move(m)),
+        topo(e.cluster),
+        group(static_cast<int32_t>(pl.GroupOf(0, Dim::kEp).id)) {}
+  StatusOr<PhaseResult> Run(const PhaseProgram& prog, double share) const {
+    EngineOptions o;
+    o.prefill_sm_share = share;
+    Engine engine(pl, model, topo, o);
+    return engine.Run(prog);
+  }
+  Experiment e;
+  Placement pl;
+  ComputeModel model;
+  Topology topo;
+  int32_t group;
+};
+std::unique_ptr<EpPair> MakeEpPair() {
   ParallelSpec par;
   par.ep = 2;
   Experiment e = ZooExperiment("tiny-moe-mla", "h100-sxm", par, 2, 16);
   auto pl = Placement::Create(e);
-  ASSERT_TRUE(pl.ok()) << pl.status().message();
   auto model = ComputeModel::Create(e.cluster.device, DType::kBf16, NoLaunch(e.cluster.device));
-  ASSERT_TRUE(model.ok());
-  Topology topo(e.cluster);
-  const int32_t group = static_cast<int32_t>(pl->GroupOf(0, Dim::kEp).id);
+  if (!pl.ok() || !model.ok()) {
+    ADD_FAILURE() << (pl.ok() ? model.status().message() : pl.status().message());
+    return nullptr;
+  }
+  return std::make_unique<EpPair>(std::move(e), std::move(*pl), std::move(*model));
+}
+
+// SM contention (EngineOptions::prefill_sm_share s): a compute op of own time C
+// overlapped by an all-to-all held for T runs C + s·T, at most C/(1 − s); by hand.
+TEST(EngineTest, SmContentionSlowsOverlappedComputeHandComputed) {
+  const std::unique_ptr<EpPair> pair = MakeEpPair();
+  ASSERT_NE(pair, nullptr);
+  const int32_t group = pair->group;
   // Op 0: compute of `flops`; op 1: an all-to-all of `bytes`, after op 0 when
   // `serial`, else beside it from time 0. Returns (compute end, span).
   auto run = [&](double share, int64_t flops, int64_t bytes, bool serial, Phase phase) {
@@ -401,10 +430,7 @@ TEST(EngineTest, SmContentionSlowsOverlappedComputeHandComputed) {
                      {PairAllToAll(group, bytes, 0),
                       serial ? std::vector<int32_t>{0} : std::vector<int32_t>{}}},
                     phase);
-    EngineOptions o;
-    o.prefill_sm_share = share;
-    Engine engine(*pl, *model, topo, o);
-    auto r = engine.Run(prog);
+    auto r = pair->Run(prog, share);
     EXPECT_TRUE(r.ok()) << r.status().message();
     if (!r.ok()) return std::pair{0.0, 0.0};
     return std::pair{r->timings[0][0].end,
@@ -439,24 +465,14 @@ TEST(EngineTest, SmContentionSlowsOverlappedComputeHandComputed) {
 // emits a prefill layer (docs/sim.md, "Two-batch overlap"; the op list and the
 // hand computation are below). Every compute op takes C, every all-to-all M.
 TEST(EngineTest, TwoBatchOverlapSpanHandComputed) {
-  ParallelSpec par;
-  par.ep = 2;
-  Experiment e = ZooExperiment("tiny-moe-mla", "h100-sxm", par, 2, 16);
-  auto pl = Placement::Create(e);
-  ASSERT_TRUE(pl.ok()) << pl.status().message();
-  auto model = ComputeModel::Create(e.cluster.device, DType::kBf16, NoLaunch(e.cluster.device));
-  ASSERT_TRUE(model.ok());
-  Topology topo(e.cluster);
-  const int32_t group = static_cast<int32_t>(pl->GroupOf(0, Dim::kEp).id);
+  const std::unique_ptr<EpPair> pair = MakeEpPair();
+  ASSERT_NE(pair, nullptr);
+  const int32_t group = pair->group;
   auto compute = [](int64_t flops) { return ComputeOp(flops); };
   auto a2a = [&](int64_t bytes, int32_t seq) { return PairAllToAll(group, bytes, seq); };
   // Runs `ops` (op, deps) on both ranks; the span. `share`: the all-to-alls' SM share.
   auto span = [&](const OpsWithDeps& ops, double share = 0) {
-    const PhaseProgram prog = PairProgram(ops);
-    EngineOptions o;
-    o.prefill_sm_share = share;
-    Engine engine(*pl, *model, topo, o);
-    auto r = engine.Run(prog);
+    auto r = pair->Run(PairProgram(ops), share);
     EXPECT_TRUE(r.ok()) << r.status().message();
     return r.ok() ? *std::max_element(r->rank_end.begin(), r->rank_end.end()) : 0.0;
   };
